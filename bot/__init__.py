@@ -1,0 +1,1 @@
+"""The GitHub-facing half of forksync: webhooks in, tasks out, one adapter to GitHub."""

@@ -1,0 +1,567 @@
+"""Settings: the per-repository ``.github/forksync.yml`` schema, and the bot's environment.
+
+``load_repo_config(text, source)`` validates the YAML into typed, frozen records; every error
+names the file, the line and the key at fault (``forksync.yml:12: bundle.max_commits: ...``)
+so that a check run or a reply can quote it. Nothing here reads settings at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.errors import ForksyncError
+
+CONFIG_PATH = ".github/forksync.yml"
+
+DEFAULT_TRAILER = "(cherry picked from commit {sha})"
+
+# Regexes that find an upstream sha in a fork commit's message; group "sha" is the sha.
+DEFAULT_TRAILER_PATTERNS: tuple[str, ...] = (
+    r"\(cherry picked from commit (?P<sha>[0-9a-f]{7,40})\)",
+    r"(?im)^Reactor Backport Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    r"(?im)^Upstream-Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+)
+
+
+class ConfigError(ForksyncError):
+    """The repository config is malformed; the message quotes file, line and key."""
+
+    def __init__(self, source: str, line: int | None, key: str, problem: str, remedy: str = "") -> None:
+        self.source = source
+        self.line = line
+        self.key = key
+        where = f"{source}:{line}" if line else source
+        super().__init__(
+            f"{where}: {key}: {problem}" if key else f"{where}: {problem}",
+            remedy or f"fix {source} (see docs/forksync.example.yml for every key)",
+        )
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class UpstreamConfig:
+    url: str | None = None
+    branch: str = "main"
+
+
+@dataclass(frozen=True)
+class ForkConfig:
+    branch: str = "main"
+
+
+@dataclass(frozen=True)
+class BundleConfig:
+    max_commits: int = 30
+    max_lines: int = 5000
+
+
+@dataclass(frozen=True)
+class RiskConfig:
+    diverged_zones: tuple[str, ...] = ()
+    risky_paths: tuple[str, ...] = ()
+    max_lines: int = 2000
+    symbol_stoplist: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    trailer: str = DEFAULT_TRAILER
+    trailer_patterns: tuple[str, ...] = DEFAULT_TRAILER_PATTERNS
+    # Extra regexes with a group "pr" naming an upstream PR number in a fork commit message.
+    pr_patterns: tuple[str, ...] = ()
+    notes_ref: str = "refs/notes/forksync"
+
+
+@dataclass(frozen=True)
+class Suite:
+    """An L1 suite: a command (list, no shell) whose results are read as JUnit XML."""
+
+    name: str
+    run: tuple[str, ...]
+    cwd: str = "."
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: int = 1800
+    gpu: bool = False
+    format: str = "junit"
+    min_tests: int = 0
+    owners: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class L1Config:
+    suites: tuple[Suite, ...] = ()
+    required_checks: tuple[str, ...] = ()
+    baseline_fraction: float = 0.8
+    canary: bool = True
+    max_infra_retries: int = 2
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    direction: str = "higher"  # "higher" or "lower" is better
+    threshold: float = 5.0  # regression threshold, percent
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """An L2 trunk test: prints ``{"metrics": {...}}`` as its last stdout line; 125 = untestable."""
+
+    name: str
+    run: tuple[str, ...]
+    cwd: str = "."
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: int = 7200
+    metrics: tuple[Metric, ...] = ()
+    owners: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class L2Config:
+    benchmarks: tuple[Benchmark, ...] = ()
+    schedule: str = "02:00"  # daily, UTC, HH:MM
+    bisect_budget: int = 12
+    baseline_runs: int = 7
+    recover_after: int = 3
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An L3 workload: owners must sign off; an optional command runs on the l2 queue."""
+
+    name: str
+    owners: tuple[str, ...]
+    run: tuple[str, ...] = ()
+    reset_on_push: bool = True
+
+
+@dataclass(frozen=True)
+class L3Config:
+    workloads: tuple[Workload, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommandsConfig:
+    rate_limit: int = 10  # commands per user per window
+    rate_window_s: int = 600
+    permission_cache_s: int = 60
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    poll_upstream_minutes: int = 10
+    snapshot_minutes: int = 60
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    """Everything ``.github/forksync.yml`` can say; defaults make an empty file valid."""
+
+    upstream: UpstreamConfig = UpstreamConfig()
+    fork: ForkConfig = ForkConfig()
+    bundle: BundleConfig = BundleConfig()
+    risk: RiskConfig = RiskConfig()
+    ledger: LedgerConfig = LedgerConfig()
+    l1: L1Config = L1Config()
+    l2: L2Config = L2Config()
+    l3: L3Config = L3Config()
+    commands: CommandsConfig = CommandsConfig()
+    schedule: ScheduleConfig = ScheduleConfig()
+
+    def workload(self, name: str) -> Workload | None:
+        return next((w for w in self.l3.workloads if w.name.lower() == name.lower()), None)
+
+    def suite(self, name: str) -> Suite | None:
+        return next((s for s in self.l1.suites if s.name == name), None)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+Path_ = tuple[str | int, ...]
+
+
+class _Doc:
+    """Plain data from YAML plus the line of every key, so errors can point at it."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.source = source
+        self.lines: dict[Path_, int] = {}
+        try:
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise ConfigError(source, line, "", f"not valid YAML: {problem}") from None
+        self.data: Any = {} if node is None else self._convert(node, ())
+
+    def _convert(self, node: yaml.Node, path: Path_) -> Any:
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = str(yaml.safe_load(yaml.serialize(key_node)))
+                self.lines[(*path, key)] = key_node.start_mark.line + 1
+                out[key] = self._convert(value_node, (*path, key))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self._convert(item, (*path, i)) for i, item in enumerate(node.value)]
+        return yaml.safe_load(yaml.serialize(node))
+
+    def error(self, path: Path_, problem: str, remedy: str = "") -> ConfigError:
+        probe = path
+        while probe and probe not in self.lines:
+            probe = probe[:-1]
+        key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in path).replace(".[", "[")
+        return ConfigError(self.source, self.lines.get(probe), key, problem, remedy)
+
+
+class _Section:
+    """Typed reads from one mapping in the document, rejecting unknown keys."""
+
+    def __init__(self, doc: _Doc, path: Path_, value: Any, known: tuple[str, ...]) -> None:
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            raise doc.error(path, f"expected a mapping, got {_kind(value)}")
+        for key in value:
+            if key not in known:
+                raise doc.error((*path, key), "unknown key", f"known keys here: {', '.join(known)}")
+        self.doc, self.path, self.value = doc, path, value
+
+    def has(self, key: str) -> bool:
+        return key in self.value
+
+    def raw(self, key: str) -> Any:
+        return self.value.get(key)
+
+    def text(self, key: str, default: str | None) -> Any:
+        value = self.value.get(key, default)
+        if value is None and default is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise self.doc.error((*self.path, key), f"expected a non-empty string, got {_kind(value)}")
+        return value
+
+    def integer(self, key: str, default: int, minimum: int = 0) -> int:
+        value = self.value.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.doc.error((*self.path, key), f"expected an integer, got {_kind(value)}")
+        if value < minimum:
+            raise self.doc.error((*self.path, key), f"must be at least {minimum}, got {value}")
+        return value
+
+    def number(self, key: str, default: float, minimum: float = 0.0) -> float:
+        value = self.value.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.doc.error((*self.path, key), f"expected a number, got {_kind(value)}")
+        if value < minimum:
+            raise self.doc.error((*self.path, key), f"must be at least {minimum}, got {value}")
+        return float(value)
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.value.get(key, default)
+        if not isinstance(value, bool):
+            raise self.doc.error((*self.path, key), f"expected true or false, got {_kind(value)}")
+        return value
+
+    def strings(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = self.value.get(key)
+        if value is None:
+            return default
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise self.doc.error((*self.path, key), f"expected a list of strings, got {_kind(value)}")
+        for i, item in enumerate(value):
+            if isinstance(item, bool) or not isinstance(item, str | int | float):
+                raise self.doc.error((*self.path, key, i), f"expected a string, got {_kind(item)}")
+        return tuple(str(item) for item in value)
+
+    def command(self, key: str, required: bool) -> tuple[str, ...]:
+        value = self.value.get(key)
+        if value is None and not required:
+            return ()
+        if isinstance(value, str):
+            raise self.doc.error(
+                (*self.path, key),
+                "expected a list of arguments, got a string",
+                f'write it as a list, e.g. {key}: [{", ".join(repr(p) for p in value.split()[:3])}]',
+            )
+        args = self.strings(key)
+        if not args:
+            raise self.doc.error((*self.path, key), "expected a non-empty list of arguments")
+        return args
+
+    def env(self, key: str) -> dict[str, str]:
+        value = self.value.get(key) or {}
+        if not isinstance(value, dict):
+            raise self.doc.error((*self.path, key), f"expected a mapping of names to values, got {_kind(value)}")
+        return {str(k): str(v) for k, v in value.items()}
+
+    def items(self, key: str) -> list[tuple[Path_, Any]]:
+        value = self.value.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.doc.error((*self.path, key), f"expected a list, got {_kind(value)}")
+        return [((*self.path, key, i), item) for i, item in enumerate(value)]
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        return f"a string ({value!r})" if len(value) < 40 else "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+_TOP = ("upstream", "fork", "bundle", "risk", "ledger", "l1", "l2", "l3", "commands", "schedule")
+
+
+def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
+    """Validate ``.github/forksync.yml`` text; raise :class:`ConfigError` quoting the line at fault."""
+    doc = _Doc(text, source)
+    top = _Section(doc, (), doc.data, _TOP)
+
+    up = _Section(doc, ("upstream",), top.raw("upstream"), ("url", "branch"))
+    fork = _Section(doc, ("fork",), top.raw("fork"), ("branch",))
+    bundle = _Section(doc, ("bundle",), top.raw("bundle"), ("max_commits", "max_lines"))
+    risk = _Section(
+        doc, ("risk",), top.raw("risk"), ("diverged_zones", "risky_paths", "max_lines", "symbol_stoplist")
+    )
+    ledger = _Section(doc, ("ledger",), top.raw("ledger"), ("trailer", "trailer_patterns", "pr_patterns", "notes_ref"))
+    trailer = ledger.text("trailer", DEFAULT_TRAILER)
+    if "{sha}" not in trailer:
+        raise doc.error(("ledger", "trailer"), "must contain {sha}", 'e.g. "(cherry picked from commit {sha})"')
+    trailer_patterns = ledger.strings("trailer_patterns", DEFAULT_TRAILER_PATTERNS)
+    pr_patterns = ledger.strings("pr_patterns")
+    _check_regexes(doc, ("ledger", "trailer_patterns"), trailer_patterns, "sha")
+    _check_regexes(doc, ("ledger", "pr_patterns"), pr_patterns, "pr")
+
+    cmds = _Section(doc, ("commands",), top.raw("commands"), ("rate_limit", "rate_window_s", "permission_cache_s"))
+    sched = _Section(doc, ("schedule",), top.raw("schedule"), ("poll_upstream_minutes", "snapshot_minutes"))
+
+    return RepoConfig(
+        upstream=UpstreamConfig(url=up.text("url", None), branch=up.text("branch", "main")),
+        fork=ForkConfig(branch=fork.text("branch", "main")),
+        bundle=BundleConfig(
+            max_commits=bundle.integer("max_commits", 30, minimum=1), max_lines=bundle.integer("max_lines", 5000, minimum=1)
+        ),
+        risk=RiskConfig(
+            diverged_zones=risk.strings("diverged_zones"),
+            risky_paths=risk.strings("risky_paths"),
+            max_lines=risk.integer("max_lines", 2000, minimum=1),
+            symbol_stoplist=risk.strings("symbol_stoplist"),
+        ),
+        ledger=LedgerConfig(
+            trailer=trailer,
+            trailer_patterns=trailer_patterns,
+            pr_patterns=pr_patterns,
+            notes_ref=ledger.text("notes_ref", "refs/notes/forksync"),
+        ),
+        l1=_l1(doc, top.raw("l1")),
+        l2=_l2(doc, top.raw("l2")),
+        l3=_l3(doc, top.raw("l3")),
+        commands=CommandsConfig(
+            rate_limit=cmds.integer("rate_limit", 10, minimum=1),
+            rate_window_s=cmds.integer("rate_window_s", 600, minimum=1),
+            permission_cache_s=cmds.integer("permission_cache_s", 60),
+        ),
+        schedule=ScheduleConfig(
+            poll_upstream_minutes=sched.integer("poll_upstream_minutes", 10, minimum=1),
+            snapshot_minutes=sched.integer("snapshot_minutes", 60, minimum=1),
+        ),
+    )
+
+
+def _check_regexes(doc: _Doc, path: Path_, patterns: tuple[str, ...], group: str) -> None:
+    import re
+
+    for i, pattern in enumerate(patterns):
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise doc.error((*path, i), f"not a valid regular expression: {exc}") from None
+        if group not in compiled.groupindex:
+            raise doc.error((*path, i), f"needs a named group (?P<{group}>...)")
+
+
+def _unique(doc: _Doc, path: Path_, names: list[str], what: str) -> None:
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise doc.error((*path, i, "name"), f"duplicate {what} name {name!r}")
+        seen.add(name)
+
+
+def _l1(doc: _Doc, raw: Any) -> L1Config:
+    sec = _Section(doc, ("l1",), raw, ("suites", "required_checks", "baseline_fraction", "canary", "max_infra_retries"))
+    suites = []
+    for path, item in sec.items("suites"):
+        s = _Section(
+            doc, path, item, ("name", "run", "cwd", "env", "timeout", "gpu", "format", "min_tests", "owners")
+        )
+        fmt = s.text("format", "junit")
+        if fmt not in ("junit", "lit"):
+            raise doc.error((*path, "format"), f"unknown result format {fmt!r}", "use junit or lit")
+        suites.append(
+            Suite(
+                name=s.text("name", None) or _missing(doc, path, "name"),
+                run=s.command("run", required=True),
+                cwd=s.text("cwd", "."),
+                env=s.env("env"),
+                timeout=s.integer("timeout", 1800, minimum=1),
+                gpu=s.flag("gpu", False),
+                format=fmt,
+                min_tests=s.integer("min_tests", 0),
+                owners=s.strings("owners"),
+            )
+        )
+    _unique(doc, ("l1", "suites"), [s.name for s in suites], "suite")
+    return L1Config(
+        suites=tuple(suites),
+        required_checks=sec.strings("required_checks"),
+        baseline_fraction=sec.number("baseline_fraction", 0.8),
+        canary=sec.flag("canary", True),
+        max_infra_retries=sec.integer("max_infra_retries", 2),
+    )
+
+
+def _l2(doc: _Doc, raw: Any) -> L2Config:
+    sec = _Section(doc, ("l2",), raw, ("benchmarks", "schedule", "bisect_budget", "baseline_runs", "recover_after"))
+    benches = []
+    for path, item in sec.items("benchmarks"):
+        b = _Section(doc, path, item, ("name", "run", "cwd", "env", "timeout", "metrics", "owners"))
+        metrics = []
+        for mpath, mitem in b.items("metrics"):
+            m = _Section(doc, mpath, mitem, ("name", "direction", "threshold"))
+            direction = m.text("direction", "higher")
+            if direction not in ("higher", "lower"):
+                raise doc.error((*mpath, "direction"), f"must be higher or lower, got {direction!r}")
+            metrics.append(
+                Metric(
+                    name=m.text("name", None) or _missing(doc, mpath, "name"),
+                    direction=direction,
+                    threshold=m.number("threshold", 5.0),
+                )
+            )
+        benches.append(
+            Benchmark(
+                name=b.text("name", None) or _missing(doc, path, "name"),
+                run=b.command("run", required=True),
+                cwd=b.text("cwd", "."),
+                env=b.env("env"),
+                timeout=b.integer("timeout", 7200, minimum=1),
+                metrics=tuple(metrics),
+                owners=b.strings("owners"),
+            )
+        )
+    _unique(doc, ("l2", "benchmarks"), [b.name for b in benches], "benchmark")
+    schedule = sec.text("schedule", "02:00")
+    hh, _, mm = schedule.partition(":")
+    if not (hh.isdigit() and mm.isdigit() and int(hh) < 24 and int(mm) < 60):
+        raise doc.error(("l2", "schedule"), f"expected a daily time HH:MM (UTC), got {schedule!r}")
+    return L2Config(
+        benchmarks=tuple(benches),
+        schedule=schedule,
+        bisect_budget=sec.integer("bisect_budget", 12, minimum=1),
+        baseline_runs=sec.integer("baseline_runs", 7, minimum=1),
+        recover_after=sec.integer("recover_after", 3, minimum=1),
+    )
+
+
+def _l3(doc: _Doc, raw: Any) -> L3Config:
+    sec = _Section(doc, ("l3",), raw, ("workloads",))
+    workloads = []
+    for path, item in sec.items("workloads"):
+        w = _Section(doc, path, item, ("name", "owners", "run", "reset_on_push"))
+        owners = w.strings("owners")
+        if not owners:
+            raise doc.error((*path, "owners"), "an L3 workload needs at least one owner to sign it off")
+        workloads.append(
+            Workload(
+                name=w.text("name", None) or _missing(doc, path, "name"),
+                owners=owners,
+                run=w.command("run", required=False),
+                reset_on_push=w.flag("reset_on_push", True),
+            )
+        )
+    _unique(doc, ("l3", "workloads"), [w.name for w in workloads], "workload")
+    return L3Config(workloads=tuple(workloads))
+
+
+def _missing(doc: _Doc, path: Path_, key: str) -> str:
+    raise doc.error((*path, key), "is required")
+
+
+def load_repo_config_file(path: str | Path | None) -> RepoConfig:
+    """Read and validate a config file; None or an absent default path gives the defaults."""
+    if path is None:
+        return RepoConfig()
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ForksyncError(f"config file {p} does not exist", "pass an existing file to --config") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ForksyncError(f"cannot read config file {p}: {exc}", "check the path and its encoding") from None
+    return load_repo_config(text, str(p))
+
+
+# --------------------------------------------------------------------------- environment
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The bot's process settings, from the environment (or a mapping given to create_app)."""
+
+    webhook_secret: str | None = None
+    redis_url: str | None = None
+    app_id: str | None = None
+    private_key: str | None = field(default=None, repr=False)
+    api_url: str = "https://api.github.com"
+    data_dir: str = ".forksync"
+    max_body_bytes: int = 25 * 1024 * 1024
+    delivery_ttl_s: int = 7 * 24 * 3600
+
+    @classmethod
+    def from_mapping(cls, env: Mapping[str, Any] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        key = env.get("GITHUB_PRIVATE_KEY")
+        key_path = env.get("GITHUB_PRIVATE_KEY_PATH")
+        if not key and key_path:
+            try:
+                key = Path(key_path).read_text()
+            except OSError:
+                # Never echo key material; the path is fine to name.
+                raise ForksyncError(
+                    f"cannot read GITHUB_PRIVATE_KEY_PATH={key_path}", "point it at the App's .pem file"
+                ) from None
+        return cls(
+            webhook_secret=env.get("FORKSYNC_WEBHOOK_SECRET") or None,
+            redis_url=env.get("REDIS_URL") or None,
+            app_id=env.get("GITHUB_APP_ID") or None,
+            private_key=key or None,
+            api_url=(env.get("GITHUB_API_URL") or "https://api.github.com").rstrip("/"),
+            data_dir=env.get("FORKSYNC_DATA_DIR") or ".forksync",
+            max_body_bytes=int(env.get("FORKSYNC_MAX_BODY_BYTES") or 25 * 1024 * 1024),
+            delivery_ttl_s=int(env.get("FORKSYNC_DELIVERY_TTL_S") or 7 * 24 * 3600),
+        )

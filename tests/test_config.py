@@ -1,0 +1,72 @@
+"""The repository config: typed defaults, and errors that quote the line at fault."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.config import ConfigError, RepoConfig, load_repo_config
+
+EXAMPLE = """\
+upstream: {url: https://github.com/triton-lang/triton, branch: main}
+fork: {branch: main}
+bundle: {max_commits: 30, max_lines: 5000}
+risk:
+  diverged_zones: ["lib/Dialect/TritonGPU/Transforms/WarpSpecialization/**"]
+  risky_paths: ["cmake/llvm-hash.txt"]
+  max_lines: 2000
+  symbol_stoplist: [init]
+ledger:
+  trailer: "(cherry picked from commit {sha})"
+l1:
+  suites:
+    - name: unit
+      run: [pytest, -q, python/test/unit, "--junitxml={junit}"]
+      timeout: 1800
+      gpu: true
+      min_tests: 2000
+      owners: [some-team]
+  required_checks: ["Build / linux"]
+l3:
+  workloads:
+    - {name: ads-ranking, owners: [alice, bob]}
+"""
+
+
+def test_empty_file_gives_defaults() -> None:
+    """An empty config is valid and equals the defaults."""
+    assert load_repo_config("") == RepoConfig()
+
+
+def test_example_config_parses_into_typed_records() -> None:
+    """The documented example parses with every key where the issues say."""
+    cfg = load_repo_config(EXAMPLE)
+    assert cfg.upstream.url == "https://github.com/triton-lang/triton"
+    assert cfg.risk.risky_paths == ("cmake/llvm-hash.txt",)
+    assert cfg.l1.suites[0].run[-1] == "--junitxml={junit}"
+    assert cfg.l1.suites[0].gpu is True and cfg.l1.suites[0].min_tests == 2000
+    assert cfg.workload("ADS-ranking") is not None
+    assert cfg.l1.required_checks == ("Build / linux",)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("bundle:\n  max_commits: lots\n", 2, "bundle.max_commits: expected an integer"),
+        ("bundle:\n  max_comits: 3\n", 2, "bundle.max_comits: unknown key"),
+        ("risk:\n  max_lines: -1\n", 2, "must be at least 1"),
+        ("l1:\n  suites:\n    - name: u\n      run: pytest -q\n", 4, "expected a list of arguments"),
+        ("ledger:\n  trailer: picked\n", 2, "must contain {sha}"),
+        ("fork: [1, 2\n", 2, "not valid YAML"),
+        ("l3:\n  workloads:\n    - name: w\n", 3, "needs at least one owner"),
+        ("l2:\n  benchmarks:\n    - name: b\n      run: [x]\n      metrics:\n        - {name: t, direction: up}\n", 6,
+         "must be higher or lower"),
+    ],
+)
+def test_errors_name_line_and_key(text: str, line: int, fragment: str) -> None:
+    """Each malformed config raises ConfigError quoting the file, the line and the key, on one line."""
+    with pytest.raises(ConfigError) as info:
+        load_repo_config(text, "forksync.yml")
+    message = str(info.value)
+    assert message.startswith(f"forksync.yml:{line}:"), message
+    assert fragment in message
+    assert "\n" not in message

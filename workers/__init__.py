@@ -1,0 +1,1 @@
+"""What runs on worker machines: the engine, the Celery tasks and the ``forksync`` command line."""

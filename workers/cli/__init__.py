@@ -1,0 +1,67 @@
+"""``forksync``: the engine on the command line, and ``serve`` for the whole bot on one machine.
+
+Each subcommand lives in its own module of this package and exposes
+``register(subparsers) -> None``, which adds its parser and sets ``func`` (``args -> int``).
+This module only composes them and turns :class:`ForksyncError` into one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from bot.errors import ForksyncError
+
+# Subcommand modules, in the order ``forksync --help`` lists them. A module missing here is
+# a feature not built yet; one that fails to import is a bug and must not be hidden.
+SUBCOMMANDS: tuple[str, ...] = (
+    "status",
+    "mark",
+    "plan",
+    "bundle",
+    "chain",
+    "l1",
+    "kernels",
+    "bisect",
+    "serve",
+    "demo",
+)
+
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="forksync",
+        description="Keep a fork close to a fast-moving upstream: ledger, metrics, bundles, tests.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"workers.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"workers.cli.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ForksyncError as exc:
+        print(f"forksync: error: {exc.one_line()}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("forksync: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
