@@ -10,6 +10,9 @@ import pytest
 
 from tests.gitrepo import Clock, GitRepo
 
+# Fixture modules of each feature (tests/fixtures/*.py); add yours here.
+pytest_plugins: list[str] = []
+
 
 @pytest.fixture(autouse=True)
 def hermetic_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
