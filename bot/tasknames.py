@@ -1,0 +1,74 @@
+"""The task-name contract between the bot (which sends tasks by name) and the workers (which run them).
+
+The bot never imports workers: it enqueues ``send_task(NAME, kwargs=...)`` with primitive
+kwargs only, and the workers' Celery app imports :data:`TASK_ROUTES` and :data:`QUEUES` from
+here, so a name or a queue is changed in one place. Every kwargs sent by the webhook view
+also carries ``delivery`` (the ``X-GitHub-Delivery`` id), for logs and idempotency.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- sent by the webhook view (bot/webhooks.py); kwargs listed beside each name.
+ON_PUSH: Final = "forksync.on_push"
+"""installation_id, repo, ref, before, after, delivery"""
+ON_PULL_REQUEST: Final = "forksync.on_pull_request"
+"""installation_id, repo, number, action, head_sha, head_ref, base_ref, merged, delivery"""
+ON_COMMENT: Final = "forksync.on_comment"
+"""installation_id, repo, issue_number, comment_id, author, author_type, is_pull_request, delivery
+(only action ``created``; comments by bots are dropped by the view)"""
+ON_CHECK_RUN: Final = "forksync.on_check_run"
+"""installation_id, repo, check_run_id, name, head_sha, action, requested_action, delivery
+(``requested_action`` is the button's identifier, or None for ``rerequested``)"""
+ON_CHECK_SUITE: Final = "forksync.on_check_suite"
+"""installation_id, repo, check_suite_id, head_sha, head_branch, action, delivery"""
+ON_INSTALLATION: Final = "forksync.on_installation"
+"""installation_id, action, repos (list of "owner/name" added), removed (list), delivery"""
+
+# --- reserved for the workers (beat schedule, follow-up tasks); the bot does not send them.
+INGEST: Final = "forksync.ingest"
+SNAPSHOT_METRICS: Final = "forksync.snapshot_metrics"
+RUN_L1: Final = "forksync.run_l1"
+RUN_L2: Final = "forksync.run_l2"
+BISECT: Final = "forksync.bisect"
+
+# --- queues: git-heavy and GPU work get their own (style.md, "Tasks").
+Q_INGEST: Final = "ingest"
+Q_GITHUB: Final = "github"
+Q_L1_CPU: Final = "l1-cpu"
+Q_L1_GPU: Final = "l1-gpu"
+Q_L2: Final = "l2"
+QUEUES: Final[tuple[str, ...]] = (Q_INGEST, Q_GITHUB, Q_L1_CPU, Q_L1_GPU, Q_L2)
+
+# Default route per task; a GPU L1 run is sent with ``queue=Q_L1_GPU`` explicitly.
+TASK_ROUTES: Final[dict[str, dict[str, str]]] = {
+    ON_PUSH: {"queue": Q_GITHUB},
+    ON_PULL_REQUEST: {"queue": Q_GITHUB},
+    ON_COMMENT: {"queue": Q_GITHUB},
+    ON_CHECK_RUN: {"queue": Q_GITHUB},
+    ON_CHECK_SUITE: {"queue": Q_GITHUB},
+    ON_INSTALLATION: {"queue": Q_GITHUB},
+    INGEST: {"queue": Q_INGEST},
+    SNAPSHOT_METRICS: {"queue": Q_INGEST},
+    RUN_L1: {"queue": Q_L1_CPU},
+    RUN_L2: {"queue": Q_L2},
+    BISECT: {"queue": Q_L2},
+}
+
+WEBHOOK_TASKS: Final[tuple[str, ...]] = (
+    ON_PUSH,
+    ON_PULL_REQUEST,
+    ON_COMMENT,
+    ON_CHECK_RUN,
+    ON_CHECK_SUITE,
+    ON_INSTALLATION,
+)
+
+
+def queue_for(name: str) -> str:
+    """The queue a task name is routed to (KeyError names the unknown task)."""
+    try:
+        return TASK_ROUTES[name]["queue"]
+    except KeyError:
+        raise KeyError(f"unknown forksync task {name!r}; add it to bot/tasknames.py") from None
