@@ -1,0 +1,388 @@
+"""Replies to comment commands: one outcome per command, then one comment and its reactions.
+
+Pure builders: plain records in, Markdown out. Every failure says why and what to do;
+nothing here ever shows a stack trace (an unexpected error becomes :func:`internal_error`).
+Text that comes from elsewhere (commit subjects, user arguments) is neutralised so that a
+reply never pings people (``@name``) or links the fork's own issues by mistake (``#N``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from bot.commands import SPECS, Command, Spec
+from bot.render import marker
+
+OK = "ok"  # done: 👍
+STARTED = "started"  # accepted, work queued or running: 🚀
+FAILED = "failed"  # refused or failed: 😕
+
+REACTION = {OK: "+1", STARTED: "rocket", FAILED: "confused"}
+EMOJI = {OK: "👍", STARTED: "🚀", FAILED: "😕"}
+SEEN_REACTION = "eyes"
+
+# Backlog and plan lists are cut here so that a reply stays readable (GitHub's limit is 65,536).
+MAX_LISTED = 25
+MAX_BODY = 60_000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one command did: ``status`` is OK, STARTED or FAILED; ``remedy`` only for failures."""
+
+    command: str
+    status: str
+    message: str
+    remedy: str = ""
+    details: str = ""  # a block of Markdown shown below the line (tables for /status, /help, plans)
+
+
+@dataclass(frozen=True)
+class CommitLine:
+    """An upstream commit as shown in replies."""
+
+    sha: str
+    subject: str = ""
+    pr: int | None = None
+
+
+@dataclass(frozen=True)
+class OpenItem:
+    """An open bundle PR or chain (issue or draft PR), as shown by /status."""
+
+    id: str
+    commits: int
+    url: str | None = None
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class StatusView:
+    """What /status shows; built by the handler from the ledger and the open PRs."""
+
+    upstream_url: str | None
+    upstream_tip: str | None
+    frontier: str | None
+    contiguous_pin: str | None
+    days_behind: float
+    backlog: tuple[CommitLine, ...]
+    pending: int
+    picked: int
+    wont_port: int
+    deferred: tuple[CommitLine, ...] = ()
+    urgent: tuple[str, ...] = ()
+    bundles: tuple[OpenItem, ...] = ()
+    chains: tuple[OpenItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlannedGroup:
+    """A bundle or chain of a plan, for the /bundle dry-run table."""
+
+    kind: str  # "bundle" or "chain"
+    id: str
+    commits: tuple[CommitLine, ...]
+    reasons: tuple[str, ...] = ()  # chains: one short line per reason
+
+
+# --------------------------------------------------------------------------- safe text
+
+
+def code(text: str) -> str:
+    """``text`` as an inline code span, whatever backticks it contains."""
+    text = " ".join(text.split())
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def inline(text: str, upstream_url: str | None = None) -> str:
+    """One line of outside text made safe for a reply: no pings, no fork-relative #N, no tables broken."""
+    text = " ".join(text.split())
+    text = text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    # A zero-width joiner after @ keeps the name readable but stops the notification.
+    text = re.sub(r"@(?=[A-Za-z0-9])", "@\u200d", text)
+
+    def pr_link(m: re.Match[str]) -> str:
+        number = m.group(1)
+        if upstream_url:
+            return f"[#{number}]({upstream_url.rstrip('/')}/pull/{number})"
+        return f"#\u200d{number}"
+
+    return re.sub(r"(?<![\w&/])#(\d+)\b", pr_link, text)
+
+
+def short(sha: str | None) -> str:
+    return sha[:10] if sha else "—"
+
+
+def commit_link(sha: str | None, upstream_url: str | None) -> str:
+    if not sha:
+        return "—"
+    if upstream_url and upstream_url.startswith(("http://", "https://")):
+        return f"[`{short(sha)}`]({upstream_url.rstrip('/')}/commit/{sha})"
+    return f"`{short(sha)}`"
+
+
+def commit_line(commit: CommitLine, upstream_url: str | None) -> str:
+    subject = inline(commit.subject, upstream_url) if commit.subject else ""
+    if commit.pr is not None and f"#{commit.pr}" not in commit.subject:
+        subject = f"{subject} ({inline(f'#{commit.pr}', upstream_url)})".strip()
+    return f"{commit_link(commit.sha, upstream_url)} {subject}".rstrip()
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+def done(command: Command | str, message: str, details: str = "") -> Outcome:
+    return Outcome(_text(command), OK, message, details=details)
+
+
+def started(command: Command | str, message: str, details: str = "") -> Outcome:
+    return Outcome(_text(command), STARTED, message, details=details)
+
+
+def failed(command: Command | str, message: str, remedy: str, details: str = "") -> Outcome:
+    return Outcome(_text(command), FAILED, message, remedy, details)
+
+
+def _text(command: Command | str) -> str:
+    if isinstance(command, str):
+        return command
+    return command.text() if command.ok else command.raw
+
+
+def bad_command(command: Command) -> Outcome:
+    """A command the parser refused (unknown name or bad arguments): its error and the usage."""
+    spec = command.spec
+    if spec is None:
+        remedy = f"did you mean `/{command.suggestion}`? " if command.suggestion else ""
+        remedy += "`/help` lists every command"
+        return failed(command, f"unknown command {code('/' + command.name)}", remedy)
+    return failed(command, command.error or "bad arguments", f"write it as {code(spec.usage)}; `/help {spec.name}` explains it")
+
+
+def denied(command: Command, user: str, repo: str, have: str | None) -> Outcome:
+    having = f"you have {have}" if have and have != "none" else "you are not a collaborator"
+    return failed(
+        command,
+        f"denied: {code('/' + command.name)} needs **write**, **maintain** or **admin** permission on {repo} ({having})",
+        "ask a maintainer to run it, or to give you write access",
+    )
+
+
+def denied_signoff(command: Command, workload: str, owners: Sequence[str]) -> Outcome:
+    names = ", ".join(f"@{o}" for o in owners) or "nobody (the config lists no owners)"
+    return failed(
+        command,
+        f"denied: only the owners of workload {code(workload)} can sign it off: {names}",
+        "ask one of them to comment `/signoff " + workload + "`",
+    )
+
+
+def unknown_workload(command: Command, workload: str, known: Sequence[str]) -> Outcome:
+    listed = ", ".join(code(k) for k in known) if known else "none are configured"
+    return failed(
+        command,
+        f"there is no L3 workload {code(workload)} in `.github/forksync.yml` (known: {listed})",
+        "use one of the known names, or add it under `l3.workloads`",
+    )
+
+
+def unknown_suites(command: Command, names: Sequence[str], known: Sequence[str]) -> Outcome:
+    listed = ", ".join(code(k) for k in known) if known else "none are configured"
+    return failed(
+        command,
+        f"unknown L1 suite {', '.join(code(n) for n in names)} (known: {listed})",
+        "use the names under `l1.suites` in `.github/forksync.yml`, or `/retest` alone for all",
+    )
+
+
+def unknown_ref(command: Command, ref: str, upstream: str) -> Outcome:
+    what = f"upstream PR {ref}" if ref.startswith("#") else f"sha {code(ref)}"
+    return failed(
+        command,
+        f"unknown ref: no upstream commit after the fork's base matches {inline(what)} on {inline(upstream)}",
+        "check it in the upstream history (a sha prefix of 4+ hex digits, or #N for a squash-merged PR)",
+    )
+
+
+def ambiguous_ref(command: Command, ref: str, candidates: Sequence[CommitLine], upstream_url: str | None) -> Outcome:
+    shown = candidates[:MAX_LISTED]
+    lines = "\n".join(f"- {commit_line(c, upstream_url)}" for c in shown)
+    more = f"\n- … and {len(candidates) - len(shown)} more" if len(candidates) > len(shown) else ""
+    return failed(
+        command,
+        f"ambiguous ref: {code(ref)} matches {len(candidates)} upstream commits",
+        "give more hex digits of the sha you mean",
+        details=lines + more,
+    )
+
+
+def nothing_to_bundle(command: Command, why: str) -> Outcome:
+    return failed(
+        command,
+        f"nothing to bundle: {why}",
+        "nothing to do now; `/status` shows the backlog, and deferred commits come back with `/urgent REF`",
+    )
+
+
+def rate_limited(command: Command | str, user: str, limit: int, window_s: int, retry_after_s: int, now: datetime) -> Outcome:
+    at = (now + timedelta(seconds=max(retry_after_s, 1))).astimezone(UTC)
+    return failed(
+        command,
+        f"rate limited: @{user} ran {limit} commands in the last {_duration(window_s)} (the limit for this repository)",
+        f"retry in {_duration(retry_after_s)} (after {at:%H:%M} UTC); the limit is `commands.rate_limit` in `.github/forksync.yml`",
+    )
+
+
+def not_available(command: Command, feature: str) -> Outcome:
+    return failed(
+        command,
+        f"{code('/' + command.name)} is not available yet in this deployment ({feature} is not installed)",
+        "use the `forksync` command line for now, or ask the bot's operators to deploy it",
+    )
+
+
+def bad_config(command: Command | str, error: str, quoted: str | None) -> Outcome:
+    details = f"```yaml\n{quoted}\n```" if quoted else ""
+    return failed(command, f"the repository config is invalid: {inline(error)}", "fix `.github/forksync.yml` on the default branch and comment again", details)
+
+
+def error_outcome(command: Command | str, problem: str, remedy: str) -> Outcome:
+    """A ForksyncError (a failure the user can act on) as an outcome."""
+    return failed(command, inline(problem), inline(remedy) or "see `/help`, or open an issue if this looks wrong")
+
+
+def internal_error(command: Command | str, error_id: str) -> Outcome:
+    return failed(
+        command,
+        f"internal error, id `{error_id}`, logged",
+        "try again, or open an issue quoting the id",
+    )
+
+
+def _duration(seconds: int) -> str:
+    seconds = max(int(seconds), 0)
+    if seconds < 90:
+        return f"{seconds} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# --------------------------------------------------------------------------- the reply
+
+
+def reactions(outcomes: Sequence[Outcome]) -> list[str]:
+    """The reactions for a comment: one per distinct status, in OK, STARTED, FAILED order."""
+    present = {o.status for o in outcomes}
+    return [REACTION[s] for s in (OK, STARTED, FAILED) if s in present]
+
+
+def reply_marker(comment_id: int) -> str:
+    """Marks the reply to one comment, so a redelivered task edits it rather than posting twice."""
+    return marker("reply", str(comment_id))
+
+
+def reply(author: str, comment_id: int, outcomes: Sequence[Outcome]) -> str:
+    """One comment answering every command of a comment, in order."""
+    parts = [reply_marker(comment_id), f"@{author}" if author else ""]
+    for outcome in outcomes:
+        line = f"{EMOJI[outcome.status]} {code(outcome.command)} — {outcome.message}"
+        if outcome.remedy:
+            line += f"\n**What to do:** {outcome.remedy}"
+        parts.append(line)
+        if outcome.details:
+            parts.append(outcome.details)
+    body = "\n\n".join(p for p in parts if p)
+    if len(body) > MAX_BODY:
+        body = body[: MAX_BODY - 80].rsplit("\n", 1)[0] + "\n\n… (cut: the reply was too long for a comment)"
+    return body
+
+
+# --------------------------------------------------------------------------- /help
+
+
+def help_table(topic: str | None = None) -> str:
+    specs: Sequence[Spec] = [s for s in SPECS if s.name == topic] if topic else SPECS
+    rows = ["| command | what it does |", "| --- | --- |"]
+    rows += [f"| {code(s.usage)} | {s.summary} |" for s in specs]
+    notes = (
+        "\n\nREF is an upstream sha (4 or more hex digits, a unique prefix) or `#N` (an upstream PR number). "
+        "Commands go at the start of a line, several per comment; lines in code blocks and quotes are ignored. "
+        "Only users with write access may run them (`/status` and `/help`: anyone); `/signoff` only a workload's owners."
+    )
+    return "\n".join(rows) + ("" if topic else notes)
+
+
+# --------------------------------------------------------------------------- /status
+
+
+def status_details(view: StatusView) -> str:
+    url = view.upstream_url
+    lines = [
+        "| | |",
+        "| --- | --- |",
+        f"| days behind upstream | **{view.days_behind:.1f}** |",
+        f"| backlog commits | **{len(view.backlog)}** |",
+        f"| pending | {view.pending} |",
+        f"| picked | {view.picked} |",
+        f"| won't port | {view.wont_port} |",
+        f"| frontier | {commit_link(view.frontier, url)} |",
+        f"| contiguous pin | {commit_link(view.contiguous_pin, url)} |",
+        f"| upstream tip | {commit_link(view.upstream_tip, url)} |",
+    ]
+    if view.urgent:
+        lines.append(f"| urgent picks | {', '.join(commit_link(s, url) for s in view.urgent)} |")
+    out = "\n".join(lines)
+    if view.backlog:
+        out += "\n\n**Backlog** (oldest first):\n" + _commit_list(view.backlog, url)
+    if view.deferred:
+        out += "\n\n**Deferred:**\n" + _commit_list(view.deferred, url)
+    out += "\n\n**Open bundles:** " + _items(view.bundles)
+    out += "\n\n**Open chains:** " + _items(view.chains)
+    return out
+
+
+def _commit_list(commits: Sequence[CommitLine], url: str | None) -> str:
+    shown = commits[:MAX_LISTED]
+    out = "\n".join(f"- {commit_line(c, url)}" for c in shown)
+    if len(commits) > len(shown):
+        out += f"\n- … and {len(commits) - len(shown)} more (`forksync status` lists them all)"
+    return out
+
+
+def _items(items: Sequence[OpenItem]) -> str:
+    if not items:
+        return "none"
+    rendered = []
+    for item in items:
+        name = f"[{inline(item.id)}]({item.url})" if item.url else code(item.id)
+        title = f" {inline(item.title)}" if item.title else ""
+        rendered.append(f"\n- {name}{title} ({item.commits} commit{'s' if item.commits != 1 else ''})")
+    return "".join(rendered)
+
+
+# --------------------------------------------------------------------------- /bundle dry-run
+
+
+def plan_table(groups: Sequence[PlannedGroup], upstream_url: str | None) -> str:
+    if not groups:
+        return "The plan is empty: nothing is pending."
+    rows = ["| kind | id | commits | first | last | why |", "| --- | --- | --- | --- | --- | --- |"]
+    url = upstream_url
+    for group in groups[:MAX_LISTED]:
+        first = commit_line(group.commits[0], url) if group.commits else "—"
+        last = commit_line(group.commits[-1], url) if len(group.commits) > 1 else ""
+        why = "; ".join(inline(r) for r in group.reasons[:3])
+        if len(group.reasons) > 3:
+            why += f"; … {len(group.reasons) - 3} more"
+        rows.append(f"| {group.kind} | {code(group.id)} | {len(group.commits)} | {first} | {last} | {why or 'low risk'} |")
+    if len(groups) > MAX_LISTED:
+        rows.append(f"| … | {len(groups) - MAX_LISTED} more | | | | |")
+    return "\n".join(rows)
