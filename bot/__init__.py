@@ -1,1 +1,40 @@
 """The GitHub-facing half of forksync: webhooks in, tasks out, one adapter to GitHub."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flask import Flask
+
+    from bot.dispatch import DeliveryStore, TaskSender
+
+
+def create_app(
+    config: Mapping[str, Any] | None = None,
+    *,
+    sender: TaskSender | None = None,
+    dedup: DeliveryStore | None = None,
+) -> Flask:
+    """The Flask app (gunicorn: ``'bot:create_app()'``); settings from ``config`` or the environment.
+
+    ``sender`` and ``dedup`` default to Celery + Redis when ``REDIS_URL`` is set, else to the
+    embedded broker and an SQLite dedup file under ``FORKSYNC_DATA_DIR``.
+    """
+    from flask import Flask
+
+    from bot import dispatch, webhooks
+    from bot.config import Settings
+
+    settings = Settings.from_mapping(config)
+    app = Flask("forksync")
+    webhooks.register(
+        app,
+        webhooks.BotState(
+            settings=settings,
+            sender=sender or dispatch.default_sender(settings.redis_url, settings.data_dir),
+            dedup=dedup or dispatch.default_store(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
+        ),
+    )
+    return app

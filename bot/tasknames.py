@@ -72,3 +72,13 @@ def queue_for(name: str) -> str:
         return TASK_ROUTES[name]["queue"]
     except KeyError:
         raise KeyError(f"unknown forksync task {name!r}; add it to bot/tasknames.py") from None
+
+
+def embedded_broker_url(data_dir: str) -> str:
+    """The broker both bot and workers use without REDIS_URL: kombu's SQLAlchemy transport on SQLite.
+
+    Bot and workers must agree on it, so it is computed here from ``Settings.data_dir``.
+    """
+    from pathlib import Path
+
+    return f"sqla+sqlite:///{Path(data_dir).resolve() / 'celery-broker.sqlite'}"

@@ -1,0 +1,186 @@
+"""Where an accepted webhook goes: the delivery-dedup store and the task sender.
+
+Both are small protocols so that tests and the embedded (Redis-less) mode plug in their own:
+Redis ``SET NX EX`` or an SQLite file for dedup; Celery ``send_task`` by name for sending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from bot.errors import ForksyncError
+from bot.tasknames import TASK_ROUTES, embedded_broker_url
+
+
+class DispatchError(ForksyncError):
+    """The dedup store or the task queue is unreachable: the delivery was not accepted."""
+
+
+class DeliveryStore(Protocol):
+    """Remembers delivery ids for a while, so a redelivered webhook is processed once."""
+
+    def claim(self, delivery: str) -> bool:
+        """Atomically record ``delivery``; True the first time, False when already seen."""
+        ...
+
+    def release(self, delivery: str) -> None:
+        """Forget ``delivery`` (its enqueue failed), so that a redelivery is processed."""
+        ...
+
+    def check(self) -> str:
+        """Raise :class:`DispatchError` when the store is down; else a one-line description."""
+        ...
+
+
+class TaskSender(Protocol):
+    """Enqueues a task by name with primitive kwargs (the bot never imports workers)."""
+
+    def send(self, name: str, kwargs: Mapping[str, Any]) -> None: ...
+
+    def describe(self) -> str:
+        """One line for the status page (no secrets: broker passwords are masked)."""
+        ...
+
+
+# --------------------------------------------------------------------------- dedup stores
+
+
+class RedisDeliveryStore:
+    """Dedup with Redis ``SET key 1 NX EX ttl``: one round trip, atomic across processes."""
+
+    def __init__(self, url: str, ttl_s: int, prefix: str = "forksync:delivery:") -> None:
+        import redis
+
+        self.client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self.ttl_s = ttl_s
+        self.prefix = prefix
+        self._url = _mask_url(url)
+
+    def claim(self, delivery: str) -> bool:
+        import redis
+
+        try:
+            return bool(self.client.set(self.prefix + delivery, b"1", nx=True, ex=self.ttl_s))
+        except redis.RedisError as exc:
+            raise DispatchError(f"Redis at {self._url} is unreachable ({type(exc).__name__})", "start Redis or fix REDIS_URL") from None
+
+    def release(self, delivery: str) -> None:
+        import redis
+
+        with contextlib.suppress(redis.RedisError):  # the claim expires with its TTL anyway
+            self.client.delete(self.prefix + delivery)
+
+    def check(self) -> str:
+        import redis
+
+        try:
+            self.client.ping()
+        except redis.RedisError as exc:
+            raise DispatchError(f"Redis at {self._url} is unreachable ({type(exc).__name__})", "start Redis or fix REDIS_URL") from None
+        return f"redis {self._url}"
+
+
+class SqliteDeliveryStore:
+    """Dedup in an SQLite file (embedded mode, no Redis): safe across gunicorn processes."""
+
+    def __init__(self, path: str | Path, ttl_s: int) -> None:
+        self.path = Path(path)
+        self.ttl_s = ttl_s
+        self._local = threading.local()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._db() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS deliveries (id TEXT PRIMARY KEY, expires REAL NOT NULL)")
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            self._local.db = db
+        return db
+
+    def claim(self, delivery: str) -> bool:
+        now = time.time()
+        try:
+            db = self._db()
+            # Insert, or take over a row whose TTL has passed; rowcount says which happened.
+            cur = db.execute(
+                "INSERT INTO deliveries (id, expires) VALUES (?, ?) "
+                "ON CONFLICT(id) DO UPDATE SET expires = excluded.expires WHERE deliveries.expires < ?",
+                (delivery, now + self.ttl_s, now),
+            )
+            if cur.rowcount and int(now) % 97 == 0:
+                db.execute("DELETE FROM deliveries WHERE expires < ?", (now,))
+            return cur.rowcount == 1
+        except sqlite3.Error as exc:
+            raise DispatchError(f"delivery store {self.path} failed: {exc}", "check FORKSYNC_DATA_DIR is writable") from None
+
+    def release(self, delivery: str) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._db().execute("DELETE FROM deliveries WHERE id = ?", (delivery,))
+
+    def check(self) -> str:
+        try:
+            self._db().execute("SELECT 1").fetchone()
+        except sqlite3.Error as exc:
+            raise DispatchError(f"delivery store {self.path} failed: {exc}", "check FORKSYNC_DATA_DIR is writable") from None
+        return f"sqlite {self.path}"
+
+
+# --------------------------------------------------------------------------- senders
+
+
+class CelerySender:
+    """Sends tasks by name through a Celery client app (no task code imported)."""
+
+    def __init__(self, broker_url: str) -> None:
+        from celery import Celery
+
+        self._url = _mask_url(broker_url)
+        self.celery = Celery("forksync-bot", broker=broker_url, set_as_current=False)
+        self.celery.conf.update(
+            task_routes=TASK_ROUTES,
+            broker_connection_retry_on_startup=False,
+            # Fail fast inside a webhook request: the view answers 503 and GitHub can redeliver.
+            broker_transport_options={"max_retries": 1, "interval_start": 0, "interval_step": 0.2},
+            broker_connection_timeout=2,
+        )
+
+    def send(self, name: str, kwargs: Mapping[str, Any]) -> None:
+        try:
+            self.celery.send_task(name, kwargs=dict(kwargs), retry=False)
+        except Exception as exc:  # kombu/redis raise many types; all mean "not enqueued"
+            raise DispatchError(
+                f"could not enqueue {name} on {self._url} ({type(exc).__name__})", "check that the broker is running"
+            ) from None
+
+    def describe(self) -> str:
+        return f"celery {self._url}"
+
+
+def _mask_url(url: str) -> str:
+    """A broker URL without its password, for messages and the status page."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    creds, _, host = rest.rpartition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user + ':***' if user else '***'}@{host}"
+
+
+def default_store(redis_url: str | None, data_dir: str, ttl_s: int) -> DeliveryStore:
+    """Redis when configured, else an SQLite file under the data dir."""
+    if redis_url:
+        return RedisDeliveryStore(redis_url, ttl_s)
+    return SqliteDeliveryStore(Path(data_dir) / "deliveries.sqlite", ttl_s)
+
+
+def default_sender(redis_url: str | None, data_dir: str) -> TaskSender:
+    """Celery over Redis when configured, else the embedded broker the workers also read."""
+    return CelerySender(redis_url or embedded_broker_url(data_dir))

@@ -1,0 +1,274 @@
+"""The webhook endpoint: verify the signature, bound the size, dedupe the delivery, enqueue, answer fast.
+
+Webhooks are triggers, not data (style.md): the view reduces an event to a small key and
+sends a task by name (bot/tasknames.py); no GitHub call happens inside the request. Every
+answer is one line of text starting with its outcome (``accepted``, ``ignored``,
+``duplicate``...) so that GitHub's delivery log says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+from flask import Blueprint, Flask, Response, current_app, request
+
+from bot import tasknames
+from bot.config import Settings
+from bot.dispatch import DeliveryStore, DispatchError, TaskSender
+from bot.events import (
+    CheckRunEvent,
+    CheckSuiteEvent,
+    Event,
+    InstallationEvent,
+    InstallationRepositoriesEvent,
+    IssueCommentEvent,
+    PayloadError,
+    PingEvent,
+    PullRequestEvent,
+    PushEvent,
+    UnhandledEvent,
+    parse_event,
+)
+
+log = logging.getLogger("forksync.webhooks")
+
+blueprint = Blueprint("webhooks", __name__)
+
+_READ_CHUNK = 64 * 1024
+
+
+@dataclass
+class BotState:
+    """What the views need, kept in ``app.extensions["forksync"]`` (tests swap parts of it)."""
+
+    settings: Settings
+    sender: TaskSender
+    dedup: DeliveryStore
+
+
+@dataclass(frozen=True)
+class TaskCall:
+    name: str
+    kwargs: dict[str, Any]
+
+
+def state() -> BotState:
+    bot: BotState = current_app.extensions["forksync"]
+    return bot
+
+
+def _answer(status: int, text: str) -> Response:
+    return Response(text + "\n", status=status, mimetype="text/plain")
+
+
+def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
+    """Constant-time check of ``X-Hub-Signature-256: sha256=<hex HMAC of the body>``."""
+    if not header or not header.startswith("sha256="):
+        return False
+    expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode(), header.strip().encode())
+
+
+def task_for(event: Event, delivery: str) -> TaskCall | str:
+    """The task an event triggers, or the one-line reason it triggers none."""
+    call: TaskCall | str
+    if isinstance(event, PushEvent):
+        call = TaskCall(
+            tasknames.ON_PUSH,
+            {"installation_id": event.installation_id, "repo": event.repo, "ref": event.ref,
+             "before": event.before, "after": event.after},
+        )
+    elif isinstance(event, PullRequestEvent):
+        call = TaskCall(
+            tasknames.ON_PULL_REQUEST,
+            {"installation_id": event.installation_id, "repo": event.repo, "number": event.number,
+             "action": event.action, "head_sha": event.head_sha, "head_ref": event.head_ref,
+             "base_ref": event.base_ref, "merged": event.merged},
+        )
+    elif isinstance(event, IssueCommentEvent):
+        if event.action != "created":
+            return f"comment {event.action}: only new comments are read"
+        if event.by_bot:
+            return f"comment by bot {event.author}: bots cannot run commands"
+        call = TaskCall(
+            tasknames.ON_COMMENT,
+            {"installation_id": event.installation_id, "repo": event.repo, "issue_number": event.issue_number,
+             "comment_id": event.comment_id, "author": event.author, "author_type": event.author_type,
+             "is_pull_request": event.is_pull_request},
+        )
+    elif isinstance(event, CheckRunEvent):
+        if event.action not in ("rerequested", "requested_action"):
+            return f"check_run {event.action}: only rerequested and requested_action are acted on"
+        call = TaskCall(
+            tasknames.ON_CHECK_RUN,
+            {"installation_id": event.installation_id, "repo": event.repo, "check_run_id": event.check_run_id,
+             "name": event.name, "head_sha": event.head_sha, "action": event.action,
+             "requested_action": event.requested_action},
+        )
+    elif isinstance(event, CheckSuiteEvent):
+        if event.action not in ("requested", "rerequested"):
+            return f"check_suite {event.action}: only requested and rerequested are acted on"
+        call = TaskCall(
+            tasknames.ON_CHECK_SUITE,
+            {"installation_id": event.installation_id, "repo": event.repo, "check_suite_id": event.check_suite_id,
+             "head_sha": event.head_sha, "head_branch": event.head_branch, "action": event.action},
+        )
+    elif isinstance(event, InstallationEvent):
+        call = TaskCall(
+            tasknames.ON_INSTALLATION,
+            {"installation_id": event.installation_id, "action": event.action, "repos": list(event.repos),
+             "removed": []},
+        )
+    elif isinstance(event, InstallationRepositoriesEvent):
+        call = TaskCall(
+            tasknames.ON_INSTALLATION,
+            {"installation_id": event.installation_id, "action": f"repositories_{event.action}",
+             "repos": list(event.added), "removed": list(event.removed)},
+        )
+    elif isinstance(event, UnhandledEvent):
+        return f"event {event.name!r} is not handled"
+    else:  # PingEvent is answered before this point
+        return f"event {type(event).__name__} needs no task"
+    call.kwargs["delivery"] = delivery
+    return call
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _read_body(limit: int) -> bytes:
+    """Read the request body, refusing (before and while reading) anything over ``limit`` bytes."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise _TooLarge
+    stream = request.stream
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = stream.read(_READ_CHUNK)
+        if not chunk:
+            break
+        total += len(chunk)
+        if total > limit:  # chunked bodies, or a Content-Length that lied
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _decode(body: bytes, content_type: str) -> Mapping[str, Any]:
+    """JSON body (the App's setting), or the form encoding GitHub also offers (payload=<json>)."""
+    text: str | bytes = body
+    if content_type.startswith("application/x-www-form-urlencoded"):
+        fields = parse_qs(body.decode("utf-8", "replace"))
+        if "payload" not in fields:
+            raise ValueError("form body without a payload field")
+        text = fields["payload"][0]
+    try:
+        data = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"body is not JSON ({exc.msg if isinstance(exc, json.JSONDecodeError) else exc.reason})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"body is JSON but not an object ({type(data).__name__})")
+    return data
+
+
+@blueprint.post("/webhook")
+def webhook() -> Response:
+    bot = state()
+    settings = bot.settings
+    delivery = request.headers.get("X-GitHub-Delivery", "")
+    event_name = request.headers.get("X-GitHub-Event", "")
+    if not settings.webhook_secret:
+        log.error("webhook refused: FORKSYNC_WEBHOOK_SECRET is not set")
+        return _answer(503, "unavailable: the server has no webhook secret; set FORKSYNC_WEBHOOK_SECRET")
+    try:
+        body = _read_body(settings.max_body_bytes)
+    except _TooLarge:
+        log.warning("delivery %s refused: body over %d bytes", delivery, settings.max_body_bytes)
+        return _answer(413, f"too large: webhook bodies are limited to {settings.max_body_bytes} bytes")
+    if not signature_ok(settings.webhook_secret, body, request.headers.get("X-Hub-Signature-256")):
+        log.warning("delivery %s refused: missing or wrong X-Hub-Signature-256", delivery)
+        return _answer(401, "unauthorized: missing or wrong X-Hub-Signature-256; check the App's webhook secret")
+    if not event_name:
+        return _answer(400, "bad request: missing X-GitHub-Event header")
+    try:
+        payload = _decode(body, request.content_type or "")
+        event = parse_event(event_name, payload)
+    except ValueError as exc:
+        return _answer(400, f"bad request: {exc}")
+    except PayloadError as exc:
+        return _answer(400, f"bad request: {exc.problem}")
+    if isinstance(event, PingEvent):
+        log.info("ping %s: %s", delivery, event.zen)
+        return _answer(200, f"pong: {event.zen}" if event.zen else "pong")
+    call = task_for(event, delivery)
+    if isinstance(call, str):
+        log.info("delivery %s (%s) ignored: %s", delivery, event_name, call)
+        return _answer(202, f"ignored: {call}")
+    if not delivery:
+        return _answer(400, "bad request: missing X-GitHub-Delivery header")
+    try:
+        if not bot.dedup.claim(delivery):
+            log.info("delivery %s (%s) is a duplicate", delivery, event_name)
+            return _answer(200, f"duplicate: delivery {delivery} was already accepted")
+    except DispatchError as exc:
+        log.error("delivery %s not accepted: %s", delivery, exc)
+        return _answer(503, f"unavailable: {exc}")
+    try:
+        bot.sender.send(call.name, call.kwargs)
+    except DispatchError as exc:
+        bot.dedup.release(delivery)  # so that GitHub's redelivery is processed
+        log.error("delivery %s not enqueued: %s", delivery, exc)
+        return _answer(503, f"unavailable: {exc}")
+    log.info("delivery %s (%s) accepted: %s", delivery, event_name, call.name)
+    return _answer(202, f"accepted: {call.name}")
+
+
+@blueprint.get("/healthz")
+def healthz() -> Response:
+    try:
+        store = state().dedup.check()
+    except DispatchError as exc:
+        return _answer(503, f"down: {exc}")
+    return _answer(200, f"ok: {store}")
+
+
+@blueprint.get("/")
+def index() -> Response:
+    bot = state()
+    s = bot.settings
+    try:
+        store = "up: " + bot.dedup.check()
+    except DispatchError as exc:
+        store = f"DOWN: {exc}"
+    rows = [
+        ("webhook endpoint", "POST /webhook"),
+        ("webhook secret", "set" if s.webhook_secret else "NOT SET: deliveries are refused"),
+        ("GitHub App id", s.app_id or "NOT SET: workers cannot act on GitHub"),
+        ("private key", "set" if s.private_key else "NOT SET"),
+        ("GitHub API", s.api_url),
+        ("task queue", bot.sender.describe()),
+        ("delivery dedup", store),
+    ]
+    table = "\n".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>forksync</title></head><body>"
+        "<h1>forksync</h1><p>A GitHub App that keeps a fork close to a fast-moving upstream by "
+        "continuous cherry-picking, guarded by L1/L2/L3 tests.</p>"
+        f"<table>{table}</table></body></html>"
+    )
+    return Response(page, mimetype="text/html")
+
+
+def register(app: Flask, bot: BotState) -> None:
+    app.extensions["forksync"] = bot
+    app.register_blueprint(blueprint)
