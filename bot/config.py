@@ -102,6 +102,11 @@ class L1Config:
     baseline_fraction: float = 0.8
     canary: bool = True
     max_infra_retries: int = 2
+    # Triage classes that fail the L1 check (new, flaky, broken_trunk); by default only new ones.
+    fail_on: tuple[str, ...] = ("new",)
+    # Automatic reruns of a suite with failures not explained by trunk (to spot flaky tests).
+    flaky_reruns: int = 1
+    baseline_window: int = 5  # trunk runs whose median test count is a suite's baseline
 
 
 @dataclass(frozen=True)
@@ -413,7 +418,15 @@ def _unique(doc: _Doc, path: Path_, names: list[str], what: str) -> None:
 
 
 def _l1(doc: _Doc, raw: Any) -> L1Config:
-    sec = _Section(doc, ("l1",), raw, ("suites", "required_checks", "baseline_fraction", "canary", "max_infra_retries"))
+    sec = _Section(
+        doc, ("l1",), raw,
+        ("suites", "required_checks", "baseline_fraction", "canary", "max_infra_retries", "fail_on",
+         "flaky_reruns", "baseline_window"),
+    )
+    fail_on = sec.strings("fail_on", ("new",))
+    for i, klass in enumerate(fail_on):
+        if klass not in ("new", "flaky", "broken_trunk"):
+            raise doc.error(("l1", "fail_on", i), f"unknown triage class {klass!r}", "use new, flaky or broken_trunk")
     suites = []
     for path, item in sec.items("suites"):
         s = _Section(
@@ -442,6 +455,9 @@ def _l1(doc: _Doc, raw: Any) -> L1Config:
         baseline_fraction=sec.number("baseline_fraction", 0.8),
         canary=sec.flag("canary", True),
         max_infra_retries=sec.integer("max_infra_retries", 2),
+        fail_on=fail_on,
+        flaky_reruns=sec.integer("flaky_reruns", 1),
+        baseline_window=sec.integer("baseline_window", 5, minimum=1),
     )
 
 

@@ -70,3 +70,13 @@ def test_errors_name_line_and_key(text: str, line: int, fragment: str) -> None:
     assert message.startswith(f"forksync.yml:{line}:"), message
     assert fragment in message
     assert "\n" not in message
+
+
+def test_l1_triage_keys_have_defaults_and_reject_unknown_classes() -> None:
+    """l1.fail_on defaults to new failures only; an unknown triage class is an error on its line."""
+    cfg = load_repo_config("l1:\n  flaky_reruns: 0\n  fail_on: [new, broken_trunk]\n")
+    assert cfg.l1.fail_on == ("new", "broken_trunk") and cfg.l1.flaky_reruns == 0
+    assert RepoConfig().l1.fail_on == ("new",) and RepoConfig().l1.flaky_reruns == 1
+    with pytest.raises(ConfigError) as info:
+        load_repo_config("l1:\n  fail_on:\n    - flakey\n", "forksync.yml")
+    assert str(info.value).startswith("forksync.yml:3: l1.fail_on[0]: unknown triage class 'flakey'")
