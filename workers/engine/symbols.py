@@ -1,0 +1,280 @@
+"""Symbols a diff touches (functions, classes, macros, TableGen records), to link risky chains.
+
+The partition links a commit to an open risky chain when both touch a file or a *symbol*.
+Symbols come from two places in a unified diff, per file:
+
+* the function context git/libgit2 prints after a hunk header (``@@ -1,2 +1,3 @@ void Foo::bar()``):
+  the enclosing definition of the change;
+* definitions on ``+``/``-`` lines: names defined, declared or changed there.
+
+Calls are deliberately not symbols: a commit that merely calls ``foo`` does not change ``foo``,
+and counting calls would link nearly every commit to every chain. The extraction is a set of
+line-level heuristics per language (C/C++, Python, TableGen); they err towards *missing* a
+symbol rather than inventing one, because a false link drags an innocent commit into a chain
+while a missed symbol is still caught by file links and by the trial pick.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# Names so common that linking on them would join every chain to every other one: each Triton
+# pass has a ``runOnOperation``, each rewrite pattern a ``matchAndRewrite``, each Python class an
+# ``__init__``, each torch module a ``forward``. A change to one of them says nothing about a
+# dependency between two commits. Configured ``risk.symbol_stoplist`` entries are added.
+BUILTIN_STOPLIST: frozenset[str] = frozenset(
+    {
+        # entry points and lifecycle
+        "main", "run", "init", "__init__", "__new__", "__del__", "__call__", "__post_init__",
+        "setUp", "tearDown", "setUpClass", "tearDownClass", "setup", "teardown", "test",
+        "start", "stop", "close", "reset", "update", "execute", "process", "handle",
+        # accessors and dunder protocol
+        "get", "set", "__getitem__", "__setitem__", "__len__", "__iter__", "__next__",
+        "__repr__", "__str__", "__eq__", "__hash__", "__enter__", "__exit__", "__getattr__",
+        "__all__", "__version__", "size", "empty", "begin", "end", "data", "name", "value",
+        "clone", "copy", "str", "print", "dump", "toString", "operator",
+        # framework hooks implemented by every pass / pattern / module / visitor
+        "forward", "backward", "build", "apply", "visit", "verify", "fold", "parse",
+        "runOnOperation", "matchAndRewrite", "rewrite", "match", "getArgument", "getName",
+        "getDescription", "getDependentDialects", "initialize", "canonicalize",
+        "getCanonicalizationPatterns", "inferReturnTypes", "getEffects",
+        # C++ boilerplate
+        "Impl", "Base", "Options", "Pattern", "Pass", "Op", "Type", "Attr", "Value",
+        "kernel", "logger", "log", "args", "kwargs", "self", "cls",
+    }
+)
+
+# Names shorter than this are loop variables, template parameters, helpers: never a link.
+MIN_SYMBOL_LENGTH = 3
+
+_CPP_EXT = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inc", ".def", ".m", ".mm"}
+_HEADER_EXT = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".def"}
+_PY_EXT = {".py", ".pyi"}
+_TD_EXT = {".td"}
+
+_CPP_KEYWORD_TEXT = (
+    "if for while switch return else do case default sizeof alignof decltype new delete throw "
+    "catch try goto co_return co_await static_assert typedef using namespace template typename "
+    "public private protected const constexpr static inline virtual explicit extern friend "
+    "unsigned signed volatile mutable override final noexcept operator assert defined "
+    "int char bool void float double long short auto struct class enum union"
+)
+_CPP_KEYWORDS = frozenset(_CPP_KEYWORD_TEXT.split())
+
+# `[template<...>] [specifiers] Type [*&] Name(` at the start of a line, Name possibly qualified
+# (`Foo::bar`, `Foo::~Foo`). The prefix may only hold identifiers, `::`, `<...>`, `*`, `&`, `,` and
+# spaces: that excludes calls (`x.foo(`, `p->foo(`, `y = foo(`, `return foo(`).
+_CPP_FUNC = re.compile(
+    r"^\s*(?:template\s*<[^;{}]*>\s*)?"
+    r"(?P<prefix>(?:[A-Za-z_][\w]*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*<[^;(){}=]*>)?[\s*&]+)+)"
+    r"(?P<name>(?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*\("
+)
+# A constructor or out-of-line member at column 0 without a return type: `Foo::Foo(`, `Foo::~Foo(`.
+_CPP_QUALIFIED = re.compile(r"^(?P<name>(?:[A-Za-z_]\w*::)+~?[A-Za-z_]\w*)\s*\(")
+_CPP_RECORD = re.compile(
+    r"^\s*(?:template\s*<[^;{}]*>\s*)?(?:typedef\s+)?(?:class|struct|union|enum(?:\s+class|\s+struct)?)\s+"
+    r"(?:\[\[[^\]]*\]\]\s*|alignas\([^)]*\)\s*|[A-Z_]+_EXPORT\s+)*(?P<name>[A-Za-z_]\w*)\b(?P<rest>[^;]*)$"
+)
+_CPP_MACRO = re.compile(r"^\s*#\s*define\s+(?P<name>[A-Za-z_]\w*)")
+_CPP_USING = re.compile(r"^\s*using\s+(?P<name>[A-Za-z_]\w*)\s*=")
+
+_PY_DEF = re.compile(r"^(?P<indent>\s*)(?:async\s+)?def\s+(?P<name>[A-Za-z_]\w*)\s*[\[(]")
+_PY_CLASS = re.compile(r"^(?P<indent>\s*)class\s+(?P<name>[A-Za-z_]\w*)\s*[:(\[]")
+# Module-level assignment (column 0): `NAME = ...`, `NAME: T = ...`; not `==`, not attribute/index.
+_PY_ASSIGN = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
+
+_TD_RECORD = re.compile(
+    r"^\s*(?:def|defm|class|multiclass)\s+(?P<name>[A-Za-z_][\w]*)"
+)
+_TD_DEFSET = re.compile(r"^\s*defset\s+[^=]*?\b(?P<name>[A-Za-z_]\w*)\s*=")
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk of a file's diff: the function context of its header and its changed lines."""
+
+    context: str
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+def language(path: str) -> str | None:
+    """``"cpp"``, ``"python"`` or ``"tablegen"`` from a path's extension; None for the rest."""
+    dot = path.rfind(".")
+    if dot < 0 or "/" in path[dot:]:
+        return None
+    ext = path[dot:].lower()
+    if ext in _CPP_EXT:
+        return "cpp"
+    if ext in _PY_EXT:
+        return "python"
+    if ext in _TD_EXT:
+        return "tablegen"
+    return None
+
+
+def stoplist(extra: Iterable[str] = ()) -> frozenset[str]:
+    """The built-in stop-list plus ``risk.symbol_stoplist`` from the config."""
+    return BUILTIN_STOPLIST | frozenset(extra)
+
+
+def file_symbols(path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BUILTIN_STOPLIST) -> frozenset[str]:
+    """Symbols touched by the hunks of one file's diff, stop-listed names removed.
+
+    Files in other languages (MLIR tests, CMake, docs, data) give no symbols: they still link
+    by file, and a guess at their "names" would only add false links.
+    """
+    lang = language(path)
+    if lang is None:
+        return frozenset()
+    found: set[str] = set()
+    header = path[path.rfind(".") :].lower() in _HEADER_EXT
+    for hunk in hunks:
+        if lang == "cpp":
+            found.update(_cpp_context(hunk.context))
+            for line in (*hunk.added, *hunk.removed):
+                found.update(_cpp_line(line, header))
+        elif lang == "python":
+            found.update(_py_context(hunk.context))
+            cls = _py_class_of(hunk.context)
+            for line in (*hunk.added, *hunk.removed):
+                found.update(_py_line(line, cls))
+        else:
+            found.update(_td_line(hunk.context))
+            for line in (*hunk.added, *hunk.removed):
+                found.update(_td_line(line))
+    return frozenset(s for s in found if _keep(s, stop))
+
+
+def _keep(symbol: str, stop: frozenset[str]) -> bool:
+    if symbol in stop:
+        return False
+    last = re.split(r"::|\.", symbol)[-1].lstrip("~")
+    if len(last) < MIN_SYMBOL_LENGTH:
+        return False
+    # A qualified name (`Foo::run`) is specific even when its last part is generic; a bare one is not.
+    return not ("::" not in symbol and "." not in symbol and last in stop)
+
+
+# --------------------------------------------------------------------------- C / C++
+
+
+def _cpp_context(context: str) -> list[str]:
+    line = context.strip()
+    if not line or line.startswith("namespace") or line.startswith("}"):
+        return []
+    return _cpp_definitions(line, declarations=True)
+
+
+def _cpp_line(line: str, header: bool) -> list[str]:
+    stripped = line.strip()
+    if not stripped or stripped.startswith(("//", "/*", "*")):
+        return []
+    macro = _CPP_MACRO.match(line)
+    if macro:
+        return [macro.group("name")]
+    # In a .cpp, `Type name(args);` inside a body is far more often a local object than a
+    # declaration; in a header it is the declaration of an API.
+    return _cpp_definitions(line, declarations=header or not stripped.endswith(";"))
+
+
+def _cpp_definitions(line: str, declarations: bool) -> list[str]:
+    record = _CPP_RECORD.match(line)
+    if record:
+        # `class Foo;` (forward declaration) is excluded by the pattern; `enum class Kind {` is not.
+        return [record.group("name")]
+    using = _CPP_USING.match(line)
+    if using:
+        return [using.group("name")]
+    if not declarations:
+        return []
+    match = _CPP_FUNC.match(line) or _CPP_QUALIFIED.match(line)
+    if not match:
+        return []
+    name = match.group("name")
+    prefix = match.groupdict().get("prefix") or ""
+    words = re.findall(r"[A-Za-z_]\w*", prefix)
+    if any(w in ("return", "else", "case", "new", "delete", "throw", "goto", "co_return", "sizeof") for w in words):
+        return []
+    if name.split("::")[-1].lstrip("~") in _CPP_KEYWORDS:
+        return []
+    # `auto x = f(` never reaches here (the prefix forbids `=`); `Foo bar(` inside a class is a method.
+    return [_cpp_normalise(name)]
+
+
+def _cpp_normalise(name: str) -> str:
+    return re.sub(r"\s+", "", name)
+
+
+# --------------------------------------------------------------------------- Python
+
+
+def _py_class_of(context: str) -> str | None:
+    match = _PY_CLASS.match(context)
+    return match.group("name") if match and not match.group("indent") else None
+
+
+def _py_context(context: str) -> list[str]:
+    for pattern in (_PY_DEF, _PY_CLASS):
+        match = pattern.match(context)
+        if match:
+            return [match.group("name")]
+    return []
+
+
+def _py_line(line: str, cls: str | None) -> list[str]:
+    match = _PY_DEF.match(line)
+    if match:
+        name = match.group("name")
+        # A method inside a hunk whose context is `class Foo:` is `Foo.name`: a generic method
+        # name stays specific to its class instead of linking every class that has one.
+        return [f"{cls}.{name}" if cls and match.group("indent") else name]
+    match = _PY_CLASS.match(line)
+    if match:
+        return [match.group("name")]
+    match = _PY_ASSIGN.match(line)
+    if match and not line.startswith((" ", "\t")):
+        return [match.group("name")]
+    return []
+
+
+# --------------------------------------------------------------------------- TableGen
+
+
+def _td_line(line: str) -> list[str]:
+    defset = _TD_DEFSET.match(line)
+    if defset:
+        return [defset.group("name")]
+    match = _TD_RECORD.match(line)
+    return [match.group("name")] if match else []
+
+
+# --------------------------------------------------------------------------- unified diff text
+
+
+_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@ ?(?P<context>.*)$")
+
+
+def parse_hunks(patch: str) -> list[Hunk]:
+    """The hunks of one file's unified diff text (what ``git diff`` prints after ``+++``)."""
+    hunks: list[Hunk] = []
+    context: str | None = None
+    added: list[str] = []
+    removed: list[str] = []
+    for line in patch.splitlines():
+        header = _HUNK_HEADER.match(line)
+        if header:
+            if context is not None:
+                hunks.append(Hunk(context, tuple(added), tuple(removed)))
+            context, added, removed = header.group("context"), [], []
+        elif context is None:
+            continue
+        elif line.startswith("+"):
+            added.append(line[1:])
+        elif line.startswith("-"):
+            removed.append(line[1:])
+    if context is not None:
+        hunks.append(Hunk(context, tuple(added), tuple(removed)))
+    return hunks
