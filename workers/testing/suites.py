@@ -1,0 +1,315 @@
+"""Run one configured L1 suite the way a worker does: own process group, timeout, kept log, parsed results.
+
+:func:`checkout` gives a clean detached worktree of a repository at a ref (removed afterwards,
+even on failure); :func:`run_suite` runs a :class:`bot.config.Suite` in it and returns a
+:class:`SuiteOutcome` whose status is one of ``passed``, ``failed``, ``omitted``, ``timed_out``,
+``infrastructure``. Nothing here raises for what the suite does: every way it can go wrong is a
+status with a reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from bot.config import Suite
+from workers.engine.git import GitError, Repository
+from workers.testing import infra, junit, signatures, watchdog
+
+PASSED, FAILED, OMITTED, TIMED_OUT, INFRASTRUCTURE = "passed", "failed", "omitted", "timed_out", "infrastructure"
+STATUSES = (PASSED, FAILED, OMITTED, TIMED_OUT, INFRASTRUCTURE)
+
+# After SIGTERM on timeout, how long the process group gets to exit before SIGKILL.
+KILL_GRACE_S = 3.0
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failing test: what a check run shows and what triage classifies."""
+
+    test_id: str
+    message: str
+    first_lines: str
+    file: str | None = None
+    line: int | None = None
+    signature: str = ""  # workers.testing.signatures key: same bug, same key
+    signature_title: str = ""
+    triage: str = "new"  # new, flaky, broken_trunk (see workers.testing.triage)
+
+
+@dataclass(frozen=True)
+class SuiteOutcome:
+    """What one suite run gave. ``expected``: the fewest tests the watchdog required (0: no floor)."""
+
+    name: str
+    status: str
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    expected: int = 0
+    duration_s: float = 0.0
+    log_path: str = ""
+    reason: str = ""
+    failures: tuple[Failure, ...] = ()
+    # Every test's (id, outcome): what the trunk results store records.
+    tests: tuple[tuple[str, str], ...] = ()
+    exit_code: int | None = None
+    infra_cause: str | None = None
+    attempts: int = 1
+    owners: tuple[str, ...] = ()
+    gpu: bool = False
+    # Seconds spent parsing results and classifying: the worker's own share of the run.
+    parse_s: float = 0.0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.tests)
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``forksync l1 --json`` record of a suite (the documented contract, plus details)."""
+        return {
+            "name": self.name,
+            "status": self.status,
+            "passed": self.passed,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "expected": self.expected,
+            "duration_s": round(self.duration_s, 3),
+            "reason": self.reason,
+            "log": self.log_path,
+            "attempts": self.attempts,
+            "failures": [
+                {
+                    "test": f.test_id,
+                    "triage": f.triage,
+                    "message": f.message,
+                    "file": f.file,
+                    "line": f.line,
+                    "signature": f.signature,
+                }
+                for f in self.failures
+            ],
+        }
+
+
+# --------------------------------------------------------------------------- worktree
+
+
+@contextlib.contextmanager
+def checkout(repo: Path, ref: str, parent: Path) -> Iterator[tuple[Path, str]]:
+    """A clean detached worktree of ``repo`` at ``ref`` under ``parent``; yields (path, sha).
+
+    The worktree is removed (and pruned) when the block ends, whether it raised or not, so a
+    crashed suite never leaves state behind for the next task.
+    """
+    git = Repository(repo)
+    sha = git.rev_parse(ref)
+    if sha is None:
+        raise GitError(["rev-parse", ref], 128, f"fatal: {ref!r} is not a commit in {repo}",
+                       remedy="fetch it first or pass an existing --ref")
+    parent.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix=f"l1-{sha[:12]}-", dir=parent))
+    path.rmdir()  # worktree add wants to create it
+    git.git("worktree", "add", "--detach", "--quiet", str(path), sha)
+    try:
+        yield path, sha
+    finally:
+        git.git("worktree", "remove", "--force", "--force", str(path), check=False)
+        if path.exists():  # a suite may have made files git refuses to delete (read-only dirs)
+            _force_rmtree(path)
+        git.git("worktree", "prune", check=False)
+
+
+def _force_rmtree(path: Path) -> None:
+    import shutil
+
+    def onerror(func: Any, p: str, _exc: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+            func(p)
+
+    shutil.rmtree(path, onerror=onerror)
+
+
+# --------------------------------------------------------------------------- one suite
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "suite"
+
+
+def run_suite(
+    suite: Suite,
+    workdir: Path,
+    log_dir: Path,
+    *,
+    baseline: int | None = None,
+    fraction: float = 0.8,
+    env: Mapping[str, str] | None = None,
+    attempt: int = 1,
+    tag: str = "",
+) -> SuiteOutcome:
+    """Run ``suite`` in the checkout at ``workdir``; the log and results file go to ``log_dir``.
+
+    ``attempt`` > 1 and ``tag`` (e.g. "rerun") keep each run's log and results apart.
+    """
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stem = safe_name(suite.name) + (f".{tag}" if tag else f".attempt{attempt}" if attempt > 1 else "")
+    log_path = log_dir / f"{stem}.log"
+    results = log_dir / f"{stem}.xml"
+    results.unlink(missing_ok=True)
+    expected = watchdog.expected_tests(suite, baseline, fraction)
+    base = SuiteOutcome(
+        name=suite.name, status=OMITTED, expected=expected, log_path=str(log_path),
+        attempts=attempt, owners=suite.owners, gpu=suite.gpu,
+    )
+
+    cwd = (workdir / suite.cwd).resolve()
+    try:
+        cwd.relative_to(workdir.resolve())
+    except ValueError:
+        return replace(base, reason=f"did not run: cwd {suite.cwd!r} is outside the checkout")
+    if not cwd.is_dir():
+        log_path.write_text(f"forksync: cwd {suite.cwd!r} does not exist in the checkout\n")
+        return replace(base, reason=f"did not run: cwd {suite.cwd!r} does not exist at this commit")
+
+    argv = [arg.replace("{junit}", str(results)) for arg in suite.run]
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env.update({k: v.replace("{junit}", str(results)) for k, v in suite.env.items()})
+    full_env["FORKSYNC_JUNIT"] = str(results)
+
+    started = time.monotonic()
+    exit_code, timed_out, start_error = _run_in_group(argv, cwd, full_env, log_path, suite.timeout)
+    duration = time.monotonic() - started
+    if start_error:
+        return replace(base, duration_s=duration, reason=f"did not run: {start_error}")
+
+    parse_started = time.monotonic()
+    outcome = _judge(suite, base, workdir, results, log_path, exit_code, timed_out, baseline, fraction)
+    return replace(outcome, duration_s=duration, exit_code=exit_code, parse_s=time.monotonic() - parse_started)
+
+
+def _run_in_group(
+    argv: list[str], cwd: Path, env: Mapping[str, str], log_path: Path, timeout: int
+) -> tuple[int | None, bool, str]:
+    """Run argv in its own session; returns (exit code, timed out, error starting it)."""
+    with log_path.open("wb") as log:
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        except FileNotFoundError:
+            log.write(f"forksync: command not found: {argv[0]}\n".encode())
+            return None, False, f"command not found: {argv[0]!r} (is it installed on the runner, on PATH?)"
+        except PermissionError:
+            log.write(f"forksync: permission denied: {argv[0]}\n".encode())
+            return None, False, f"permission denied running {argv[0]!r}"
+        except OSError as exc:
+            log.write(f"forksync: cannot start {argv[0]}: {exc}\n".encode())
+            return None, False, f"cannot start {argv[0]!r}: {exc.strerror or exc}"
+        timed_out = False
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _signal_group(proc.pid, signal.SIGTERM)
+            try:
+                code = proc.wait(timeout=KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
+                code = proc.wait()
+            log.write(f"\nforksync: killed after {timeout} s (suite timeout), with its process group\n".encode())
+        # Whatever the suite left running in its group (daemons, stray grandchildren) goes too.
+        _signal_group(proc.pid, signal.SIGKILL)
+        return code, timed_out, ""
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _judge(
+    suite: Suite,
+    base: SuiteOutcome,
+    workdir: Path,
+    results: Path,
+    log_path: Path,
+    exit_code: int | None,
+    timed_out: bool,
+    baseline: int | None,
+    fraction: float,
+) -> SuiteOutcome:
+    report = junit.parse_junit_file(results, root=workdir, cwd=suite.cwd)
+    failures = tuple(
+        _failure(c) for c in report.failures
+    )
+    counted = replace(
+        base,
+        passed=report.passed,
+        failed=report.failed,
+        skipped=report.skipped,
+        failures=failures,
+        tests=tuple((c.id, c.outcome) for c in report.cases),
+    )
+    if timed_out:
+        cause = infra.infrastructure_cause(infra.log_tail(log_path))
+        if cause:
+            return _infra(counted, cause)
+        return replace(counted, status=TIMED_OUT,
+                       reason=f"killed after its {suite.timeout} s timeout (with its process group)")
+    omitted = watchdog.omission(
+        suite, ran=True, readable=report.readable, problem=report.problem,
+        total=report.total, baseline=baseline, fraction=fraction,
+    )
+    if report.failures:
+        # Failures whose own text names an infrastructure cause do not blame the PR; one real
+        # failure among them does.
+        causes = [infra.infrastructure_cause(f"{c.message}\n{c.text}") for c in report.failures]
+        if all(causes):
+            return _infra(counted, causes[0])  # type: ignore[arg-type]
+        note = f"; also {omitted}" if omitted else ""
+        return replace(counted, status=FAILED, reason=f"{report.failed} test(s) failed{note}")
+    if omitted or (exit_code not in (0, None) and not report.readable):
+        cause = infra.infrastructure_cause(infra.log_tail(log_path))
+        if cause:
+            return _infra(counted, cause)
+        code = f" (exit code {exit_code})" if exit_code not in (0, None) else ""
+        return replace(counted, status=OMITTED, reason=f"{omitted or 'crashed'}{code}")
+    if exit_code not in (0, None):
+        cause = infra.infrastructure_cause(infra.log_tail(log_path))
+        if cause:
+            return _infra(counted, cause)
+        return replace(
+            counted, status=FAILED,
+            reason=f"exited with code {exit_code} although its results show no failing test: see the log",
+        )
+    return replace(counted, status=PASSED, reason="")
+
+
+def _failure(case: junit.TestCase) -> Failure:
+    sig = signatures.signature(f"{case.message}\n{case.text}", case.id)
+    return Failure(
+        case.id, case.message, case.first_lines(), case.file, case.line,
+        signature=sig.key, signature_title=sig.title,
+    )
+
+
+def _infra(outcome: SuiteOutcome, cause: infra.InfraMatch) -> SuiteOutcome:
+    return replace(
+        outcome, status=INFRASTRUCTURE, infra_cause=cause.cause,
+        reason=f"infrastructure: {cause.cause} ({cause.line}); {cause.remedy}. Not caused by this change.",
+    )
