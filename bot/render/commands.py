@@ -100,6 +100,13 @@ def code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def fenced(text: str) -> str:
+    """``text`` as a code block whose fence no line inside can close."""
+    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
 def inline(text: str, upstream_url: str | None = None) -> str:
     """One line of outside text made safe for a reply: no pings, no fork-relative #N, no tables broken."""
     text = " ".join(text.split())
@@ -249,7 +256,7 @@ def not_available(command: Command, feature: str) -> Outcome:
 
 
 def bad_config(command: Command | str, error: str, quoted: str | None) -> Outcome:
-    details = f"```yaml\n{quoted}\n```" if quoted else ""
+    details = fenced(quoted) if quoted else ""
     return failed(command, f"the repository config is invalid: {inline(error)}", "fix `.github/forksync.yml` on the default branch and comment again", details)
 
 

@@ -1,0 +1,80 @@
+"""``/approve``: a maintainer's word that a PR from outside may run on self-hosted GPU runners.
+
+Recorded durably as a marked comment written by the bot on the PR (users cannot write as the
+bot, so the record cannot be forged; a label could be added by anyone with triage rights), plus
+a ``forksync:approved`` label for people to see. The approval names the PR's head sha: a later
+push by the contributor needs a new ``/approve`` (the code that was looked at is what runs).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.render import marker
+from workers.commands.handler import CommentInfo, PullInfo
+
+APPROVED_LABEL = "forksync:approved"
+
+_SHA_LINE = re.compile(r"^Approved head: `?(?P<sha>[0-9a-f]{40})`?", re.MULTILINE)
+_BY_LINE = re.compile(r"^Approved by: @(?P<user>[A-Za-z0-9-]+)", re.MULTILINE)
+
+
+class ApprovalGitHub(Protocol):
+    def find_comment(self, repo: str, issue_number: int, marker: str) -> int | None: ...
+
+    def comment(self, repo: str, comment_id: int) -> CommentInfo | None: ...
+
+    def pull(self, repo: str, number: int) -> PullInfo: ...
+
+
+@dataclass(frozen=True)
+class Approval:
+    head_sha: str
+    by: str
+
+
+def approval_marker(pr: int) -> str:
+    return marker("approval", str(pr))
+
+
+def approval_body(pr: int, head_sha: str, by: str) -> str:
+    """The bot's record of an approval (edited in place on a new /approve)."""
+    return (
+        f"{approval_marker(pr)}\n"
+        "**Self-hosted runners allowed for this PR** (forksync `/approve`).\n\n"
+        f"Approved by: @{by}\n"
+        f"Approved head: `{head_sha}`\n\n"
+        "A new push needs a new `/approve` from a maintainer."
+    )
+
+
+def read_approval(gh: ApprovalGitHub, repo: str, pr: int) -> Approval | None:
+    """The recorded approval of ``pr``, or None. Only the bot's own marked comment counts."""
+    comment_id = gh.find_comment(repo, pr, approval_marker(pr))
+    if comment_id is None:
+        return None
+    comment = gh.comment(repo, comment_id)
+    if comment is None or comment.author_type != "Bot":
+        return None
+    sha = _SHA_LINE.search(comment.body)
+    by = _BY_LINE.search(comment.body)
+    if not sha or not by:
+        return None
+    return Approval(sha.group("sha"), by.group("user"))
+
+
+def is_approved(gh: ApprovalGitHub, repo: str, pr: int, head_sha: str | None = None) -> bool:
+    """True when a maintainer approved ``pr`` at its current head (or at ``head_sha`` if given).
+
+    For the L1 runner: a PR whose branch lives in ``repo`` itself needs no approval; a PR from
+    a fork needs one at the very head that is about to run.
+    """
+    pull = gh.pull(repo, pr)
+    if not pull.from_outside(repo):
+        return True
+    approval = read_approval(gh, repo, pr)
+    if approval is None:
+        return False
+    return approval.head_sha == (head_sha or pull.head_sha)

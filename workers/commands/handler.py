@@ -1,0 +1,249 @@
+"""The ``forksync.on_comment`` handler: read the comment fresh, gate it, run each command, answer once.
+
+Flow (every command is answered; never silence, never a stack trace in a comment):
+
+1. re-read the comment through the adapter (webhooks are triggers, not data); ignore our own
+   and other bots' comments, comments without commands, and comments already answered (a
+   redelivered task finds the marked reply and stops: commands never run twice);
+2. react 👀;
+3. read ``.github/forksync.yml`` (a bad config answers 😕 quoting the line at fault);
+4. per-user rate limit (``commands.rate_limit`` per ``commands.rate_window_s``);
+5. per command: parse errors, permission (write/maintain/admin, cached briefly; ``/signoff``
+   the workload's owners), then its action (``workers/commands/actions.py``);
+6. one reply listing each outcome (edited in place if it exists), and 👍/🚀/😕 reactions.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from bot.commands import Command, parse
+from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from bot.errors import ForksyncError
+from bot.render import commands as render
+from workers.commands.gate import Gate, can_write
+
+log = logging.getLogger("forksync.commands")
+
+
+# --------------------------------------------------------------------------- what the handler reads
+
+
+@dataclass(frozen=True)
+class CommentInfo:
+    """A comment as re-read from GitHub."""
+
+    id: int
+    body: str
+    author: str
+    author_type: str  # "User", "Bot", "Organization"
+
+
+@dataclass(frozen=True)
+class PullInfo:
+    number: int
+    head_sha: str
+    head_ref: str
+    head_repo: str | None  # None when the head repository was deleted
+    author: str
+
+    def from_outside(self, repo: str) -> bool:
+        return (self.head_repo or "").lower() != repo.lower()
+
+
+class CommentGitHub(Protocol):
+    """The slice of the GitHub adapter the commands use (see ``workers/commands/github.py``)."""
+
+    def comment(self, repo: str, comment_id: int) -> CommentInfo | None: ...
+
+    def react(self, repo: str, comment_id: int, content: str) -> None: ...
+
+    def permission(self, repo: str, user: str) -> str: ...
+
+    def find_comment(self, repo: str, issue_number: int, marker: str) -> int | None: ...
+
+    def post_comment(self, repo: str, issue_number: int, body: str, existing: int | None = None) -> int: ...
+
+    def read_config(self, repo: str) -> str | None: ...
+
+    def pull(self, repo: str, number: int) -> PullInfo: ...
+
+
+@dataclass(frozen=True)
+class CommentTask:
+    """The task's primitive kwargs (bot/tasknames.py, ``ON_COMMENT``)."""
+
+    installation_id: int | None
+    repo: str
+    issue_number: int
+    comment_id: int
+    author: str
+    author_type: str = "User"
+    is_pull_request: bool = False
+    delivery: str = ""
+
+
+@dataclass
+class Context:
+    """Everything an action needs; ``services`` holds the feature hooks (see actions.py)."""
+
+    task: CommentTask
+    author: str
+    config: RepoConfig
+    gh: CommentGitHub
+    services: Any
+    now: datetime
+    # Set by actions that need the pull request, read once.
+    _pull: PullInfo | None = field(default=None, repr=False)
+
+    @property
+    def repo(self) -> str:
+        return self.task.repo
+
+    def pull(self) -> PullInfo:
+        if self._pull is None:
+            self._pull = self.gh.pull(self.repo, self.task.issue_number)
+        return self._pull
+
+
+Action = Callable[[Context, Command], render.Outcome]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the handler did: the reply body and the reactions it added (for logs and tests)."""
+
+    body: str
+    reactions: tuple[str, ...]
+    outcomes: tuple[render.Outcome, ...]
+
+
+def is_bot(author: str, author_type: str, own_login: str | None = None) -> bool:
+    if own_login and author.lower() == own_login.lower():
+        return True
+    return author_type == "Bot" or author.lower().endswith("[bot]")
+
+
+# --------------------------------------------------------------------------- the flow
+
+
+def handle(
+    task: CommentTask,
+    gh: CommentGitHub,
+    gate: Gate,
+    actions: dict[str, Action],
+    services: Any = None,
+    *,
+    own_login: str | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Answer | None:
+    """Answer one comment; None when there was nothing to answer (see the module docstring)."""
+    comment = gh.comment(task.repo, task.comment_id)
+    if comment is None:
+        log.info("%s: comment %s is gone; nothing to do", task.repo, task.comment_id)
+        return None
+    if is_bot(comment.author, comment.author_type, own_login) or is_bot(task.author, task.author_type, own_login):
+        return None
+    commands = parse(comment.body)
+    if not commands:
+        return None
+    marker = render.reply_marker(comment.id)
+    if gh.find_comment(task.repo, task.issue_number, marker) is not None:
+        log.info("%s: comment %s was already answered; not running it again", task.repo, comment.id)
+        return None
+    gh.react(task.repo, comment.id, render.SEEN_REACTION)
+
+    outcomes = _outcomes(task, comment, commands, gh, gate, actions, services, now())
+    body = render.reply(comment.author, comment.id, outcomes)
+    gh.post_comment(task.repo, task.issue_number, body)
+    added = tuple(render.reactions(outcomes))
+    for content in added:
+        gh.react(task.repo, comment.id, content)
+    return Answer(body, added, tuple(outcomes))
+
+
+def _outcomes(
+    task: CommentTask,
+    comment: CommentInfo,
+    commands: Sequence[Command],
+    gh: CommentGitHub,
+    gate: Gate,
+    actions: dict[str, Action],
+    services: Any,
+    now: datetime,
+) -> list[render.Outcome]:
+    author = comment.author
+    try:
+        text = gh.read_config(task.repo)
+        config = load_repo_config(text, CONFIG_PATH) if text is not None else RepoConfig()
+    except ConfigError as exc:
+        quoted = _quote_line(text, exc.line) if text is not None else None
+        return [render.bad_config(_shown(c), exc.problem, quoted) for c in commands]
+
+    rate = gate.take(task.repo, author, len(commands), config.commands.rate_limit, config.commands.rate_window_s)
+    if not rate.allowed:
+        log.info("%s: %s is rate limited (%d used)", task.repo, author, rate.used)
+        return [
+            render.rate_limited(
+                _shown(c), author, config.commands.rate_limit, config.commands.rate_window_s, rate.retry_after_s, now
+            )
+            for c in commands
+        ]
+
+    ctx = Context(task=task, author=author, config=config, gh=gh, services=services, now=now)
+    outcomes: list[render.Outcome] = []
+    for command in commands:
+        outcomes.append(_run_one(ctx, command, gate, actions))
+    return outcomes
+
+
+def _shown(command: Command) -> Command | str:
+    return command if command.ok else command.raw
+
+
+def _run_one(ctx: Context, command: Command, gate: Gate, actions: dict[str, Action]) -> render.Outcome:
+    if not command.ok:
+        return render.bad_command(command)
+    spec = command.spec
+    assert spec is not None  # a valid command is a known one
+    try:
+        if spec.permission == "write":
+            have = gate.permission(
+                ctx.repo, ctx.author, ctx.config.commands.permission_cache_s, lambda: ctx.gh.permission(ctx.repo, ctx.author)
+            )
+            if not can_write(have):
+                log.info("%s: denied /%s to %s (%s)", ctx.repo, command.name, ctx.author, have)
+                return render.denied(command, ctx.author, ctx.repo, have)
+        action = actions.get(command.name)
+        if action is None:
+            return render.not_available(command, f"the /{command.name} handler")
+        return action(ctx, command)
+    except ForksyncError as exc:
+        return render.error_outcome(command, exc.problem, exc.remedy)
+    except Exception as exc:
+        if isinstance(getattr(exc, "retry_after_s", None), int | float):
+            return render.failed(
+                command,
+                "GitHub answered with a transient error (server error or rate limit)",
+                "comment the command again in a minute",
+            )
+        error_id = uuid.uuid4().hex[:12]
+        log.exception("internal error %s in /%s on %s#%s", error_id, command.name, ctx.repo, ctx.task.issue_number)
+        return render.internal_error(command, error_id)
+
+
+def _quote_line(text: str, line: int | None) -> str | None:
+    """The config line at fault with its neighbours, numbered, for the reply."""
+    if not line:
+        return None
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return None
+    start = max(1, line - 1)
+    end = min(len(lines), line + 1)
+    return "\n".join(f"{'>' if n == line else ' '} {n:3} | {lines[n - 1]}" for n in range(start, end + 1))
