@@ -1,0 +1,186 @@
+"""Pure builders for the ingestion loop's text: bundle PRs, chain tracking issues, the check run.
+
+Every body carries a hidden marker (``bot.render.marker``) keyed by the bundle or chain id, so
+a rerun finds and edits its own PR or issue instead of opening a second one; the bundle body
+also names the plan it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.render import marker
+
+TITLE_MAX = 250  # GitHub rejects titles over 256 characters
+CHECK_NAME = "forksync / ingestion"
+
+
+@dataclass(frozen=True)
+class CommitRow:
+    """One upstream commit as the ingestion texts show it."""
+
+    sha: str
+    subject: str
+    author: str
+    pr: int | None = None  # upstream PR number, from the squash-merge subject "(#N)"
+    note: str = ""  # risk note or reason, one line
+
+
+@dataclass(frozen=True)
+class BundleView:
+    key: str  # stable bundle id; also the marker key and the branch suffix
+    branch: str
+    commits: tuple[CommitRow, ...]
+    plan_id: str
+    ejected: tuple[CommitRow, ...] = ()  # failed at build time, moved to a chain
+
+
+@dataclass(frozen=True)
+class ChainView:
+    key: str
+    branch: str | None  # built up to its first conflict, when anything could be built
+    commits: tuple[CommitRow, ...]  # upstream order; note = why it is in the chain
+    conflicts: tuple[str, ...]  # files that conflict on the fork tip
+    reproduce: str  # shell command a maintainer runs to replay the chain locally
+    plan_id: str
+
+
+@dataclass(frozen=True)
+class IngestionFigures:
+    days_behind: float
+    backlog: int
+    pending: int
+    picked: int
+    frontier: str | None
+    upstream_tip: str | None
+    bundles: int
+    chains: int
+
+
+def _pr_ref(row: CommitRow) -> str:
+    return f"#{row.pr}" if row.pr is not None else row.sha[:7]
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return " ".join(text.replace("|", "\\|").split())
+
+
+def bundle_title(bundle: BundleView) -> str:
+    """``[Cherry-pick][BUNDLE] Cherry-pick K upstream(#a #b …)``, the fork convention (design.md)."""
+    head = f"[Cherry-pick][BUNDLE] Cherry-pick {len(bundle.commits)} upstream("
+    refs: list[str] = []
+    for row in bundle.commits:
+        ref = _pr_ref(row)
+        if len(head) + len(" ".join([*refs, ref])) + len(" …)") > TITLE_MAX:
+            refs.append("…")
+            break
+        refs.append(ref)
+    return head + " ".join(refs) + ")"
+
+
+def _link(upstream_url: str | None, row: CommitRow) -> str:
+    if upstream_url and upstream_url.startswith("https://"):
+        base = upstream_url.removesuffix(".git").rstrip("/")
+        commit = f"[`{row.sha[:10]}`]({base}/commit/{row.sha})"
+        pr = f"[#{row.pr}]({base}/pull/{row.pr})" if row.pr is not None else "—"
+        return f"{commit} | {pr}"
+    return f"`{row.sha[:10]}` | {f'#{row.pr}' if row.pr is not None else '—'}"
+
+
+def _commit_table(rows: tuple[CommitRow, ...], upstream_url: str | None, note_header: str) -> list[str]:
+    lines = [f"| # | commit | upstream PR | author | subject | {note_header} |", "|---|---|---|---|---|---|"]
+    for i, row in enumerate(rows, 1):
+        lines.append(
+            f"| {i} | {_link(upstream_url, row)} | {_cell(row.author)} | {_cell(row.subject)} | {_cell(row.note) or '—'} |"
+        )
+    return lines
+
+
+def bundle_body(bundle: BundleView, upstream_url: str | None) -> str:
+    lines = [
+        marker("bundle", bundle.key),
+        marker("plan", bundle.plan_id),
+        f"Cherry-picks {len(bundle.commits)} low-risk upstream commits, in upstream order, "
+        f"on branch `{bundle.branch}`. Each keeps its author and names the upstream commit in a trailer.",
+        "",
+        *_commit_table(bundle.commits, upstream_url, "risk notes"),
+    ]
+    if bundle.ejected:
+        lines += [
+            "",
+            f"**Ejected at build time** ({len(bundle.ejected)}): these did not apply cleanly and moved to a risky chain.",
+            "",
+            *_commit_table(bundle.ejected, upstream_url, "why"),
+        ]
+    lines += [
+        "",
+        "Merging this PR moves the ledger: the next ingestion plans from the new fork tip. "
+        "Comment `/bundle` to rebuild it, `/skip <sha> <reason>` to drop a commit (wont_port).",
+        "",
+        f"<sub>forksync plan `{bundle.plan_id}`</sub>",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def chain_title(chain: ChainView) -> str:
+    first = chain.commits[0].subject if chain.commits else "(empty)"
+    title = f"[forksync][CHAIN] {len(chain.commits)} risky upstream commit{'s' if len(chain.commits) != 1 else ''}: {first}"
+    return title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 1] + "…"
+
+
+def chain_body(chain: ChainView, upstream_url: str | None) -> str:
+    lines = [
+        marker("chain", chain.key),
+        marker("plan", chain.plan_id),
+        f"These {len(chain.commits)} upstream commits move together, in this order: they touch files or "
+        "symbols linked to an ongoing complex change, so they need a maintainer.",
+        "",
+        *_commit_table(chain.commits, upstream_url, "reason"),
+        "",
+    ]
+    if chain.conflicts:
+        lines += ["**Conflicting files** on the fork tip:", "", *(f"- `{path}`" for path in chain.conflicts), ""]
+    else:
+        lines += ["No conflict on the fork tip; the chain is risky for the reasons above.", ""]
+    if chain.branch:
+        lines += [f"Built up to its first conflict on branch `{chain.branch}`.", ""]
+    lines += [
+        "**Reproduce locally:**",
+        "",
+        "```sh",
+        chain.reproduce,
+        "```",
+        "",
+        "Comment `/chain` to change membership, `/defer <sha>` to leave a commit for later.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def ingestion_summary(figures: IngestionFigures) -> tuple[str, str]:
+    """(title, summary) of the ``forksync / ingestion`` check run."""
+    title = f"{figures.days_behind:.1f} days behind upstream, backlog {figures.backlog}, pending {figures.pending}"
+    rows = [
+        "| metric | value |",
+        "|---|---|",
+        f"| days behind upstream | {figures.days_behind:.2f} |",
+        f"| backlog commits | {figures.backlog} |",
+        f"| pending commits | {figures.pending} |",
+        f"| picked | {figures.picked} |",
+        f"| frontier | {f'`{figures.frontier[:10]}`' if figures.frontier else '—'} |",
+        f"| upstream tip | {f'`{figures.upstream_tip[:10]}`' if figures.upstream_tip else '—'} |",
+        f"| open bundles | {figures.bundles} |",
+        f"| open risky chains | {figures.chains} |",
+    ]
+    return title, "\n".join(rows) + "\n"
+
+
+def config_error_summary(message: str, source: str, line: int | None, line_text: str | None) -> tuple[str, str]:
+    """(title, summary) of the failing check run for a bad ``.github/forksync.yml``."""
+    where = f"{source}:{line}" if line else source
+    title = f"{where}: the forksync config is invalid; ingestion is paused"
+    parts = [f"**{_cell(message)}**", ""]
+    if line_text is not None:
+        parts += [f"Line {line} of `{source}`:", "", "```yaml", line_text, "```", ""]
+    parts.append("Fix the file and push: ingestion resumes on the next push or poll. Nothing else was changed.")
+    return title, "\n".join(parts) + "\n"

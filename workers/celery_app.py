@@ -1,0 +1,232 @@
+"""The Celery app: factory wired to Flask (Flask's Celery pattern), queues, routes, retries, beat.
+
+``celery -A workers.celery_app worker -Q ingest,github`` and ``celery -A workers.celery_app beat``
+use the module-level :data:`app`, built from the environment when this module is imported (the
+process entry point; library code calls :func:`create_celery` instead). Routes and queue names
+come from ``bot/tasknames.py`` only. Without ``REDIS_URL`` the same code runs on the embedded
+broker (SQLite under the data dir, see ``workers/embedded.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import pkgutil
+import random
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from celery import Celery, Task
+from celery.schedules import crontab
+from kombu.entity import Exchange, Queue
+
+from bot import tasknames
+from bot.config import RepoConfig
+from workers import embedded
+from workers.settings import WorkerSettings
+from workers.state import LockBusy
+
+log = logging.getLogger(__name__)
+
+# Tasks that also run on a beat tick; reserved here because only workers send them.
+POLL_UPSTREAM = "forksync.poll_upstream"
+
+# Backoff for transient GitHub failures: base * 2**retries, capped, plus jitter; never sooner
+# than GitHub's own Retry-After / x-ratelimit-reset.
+RETRY_BASE_S = 2.0
+RETRY_MAX_S = 600.0
+MAX_RETRIES = 8
+# A task that finds its repository locked by another ingest waits this long and tries again.
+LOCK_RETRY_S = 5.0
+LOCK_MAX_RETRIES = 120
+
+# Every module of this package is imported by create_celery: a feature adds its tasks by
+# adding a module there (``workers/tasks/l1.py``...), nothing else to register.
+TASK_PACKAGE = "workers.tasks"
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds to wait before retrying ``exc``, or None when it is not transient.
+
+    The GitHub adapter raises ``RetryableGitHubError(retry_after_s)`` for 5xx answers and rate
+    limits; any exception carrying a numeric ``retry_after_s`` follows that contract.
+    """
+    value = getattr(exc, "retry_after_s", None)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return max(0.0, float(value))
+    return None
+
+
+def backoff_s(retries: int, floor_s: float = 0.0, base_s: float = RETRY_BASE_S) -> float:
+    """Exponential backoff with jitter, never below ``floor_s`` (GitHub's Retry-After)."""
+    delay = min(RETRY_MAX_S, base_s * float(2**retries))
+    return max(floor_s, delay) + random.uniform(0, min(1.0, delay / 4))
+
+
+class ForksyncTask(Task):  # type: ignore[misc]
+    """Base task: runs inside the Flask app context when there is one (Flask's Celery pattern),
+    retries transient GitHub errors honouring Retry-After, and waits out a busy repository lock."""
+
+    flask_app: Any = None
+    retry_base_s: float = RETRY_BASE_S
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            if self.flask_app is not None:
+                with self.flask_app.app_context():
+                    return self.run(*args, **kwargs)
+            return self.run(*args, **kwargs)
+        except LockBusy as exc:
+            log.info("%s: %s; retrying in %.0f s", self.name, exc, LOCK_RETRY_S)
+            raise self.retry(exc=exc, countdown=LOCK_RETRY_S + random.uniform(0, 1), max_retries=LOCK_MAX_RETRIES) from None
+        except Exception as exc:
+            floor = retry_after(exc)
+            if floor is None:
+                raise
+            retries = self.request.retries
+            countdown = backoff_s(retries, floor, self.retry_base_s)
+            log.warning("%s: transient GitHub error (%s); retry %d in %.1f s", self.name, exc, retries + 1, countdown)
+            raise self.retry(exc=exc, countdown=countdown, max_retries=MAX_RETRIES) from None
+
+
+def broker_and_backend(settings: WorkerSettings) -> tuple[str, str]:
+    """Redis for both with ``REDIS_URL``; else the embedded SQLite files under the data dir.
+
+    The embedded broker file is the one the webhook view sends to (``bot.tasknames``); workers
+    read it through the tuned transport of ``workers/embedded.py`` (same tables, same file).
+    """
+    if settings.bot.redis_url:
+        return settings.bot.redis_url, settings.bot.redis_url
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    stock = tasknames.embedded_broker_url(str(settings.data_dir))
+    broker = "embedded+" + stock.split("+", 1)[1]
+    backend = f"db+sqlite:///{settings.data_dir / 'celery-results.sqlite'}"
+    return broker, backend
+
+
+def beat_schedule(config: RepoConfig) -> dict[str, dict[str, Any]]:
+    """Beat entries from the process config's ``schedule`` and ``l2.schedule`` (UTC)."""
+    hour, _, minute = config.l2.schedule.partition(":")
+    return {
+        "poll-upstream": {
+            "task": POLL_UPSTREAM,
+            "schedule": timedelta(minutes=config.schedule.poll_upstream_minutes),
+        },
+        "snapshot-metrics": {
+            "task": tasknames.SNAPSHOT_METRICS,
+            "schedule": timedelta(minutes=config.schedule.snapshot_minutes),
+        },
+        # The L2 task itself belongs to the L2 feature; beat only sends it by name.
+        "nightly-l2": {"task": tasknames.RUN_L2, "schedule": crontab(hour=int(hour), minute=int(minute))},
+    }
+
+
+def celery_config(settings: WorkerSettings) -> dict[str, Any]:
+    """Plain Celery settings for ``settings`` (pure apart from creating the data dir)."""
+    broker, backend = broker_and_backend(settings)
+    routes: dict[str, dict[str, str]] = dict(tasknames.TASK_ROUTES)
+    routes.setdefault(POLL_UPSTREAM, {"queue": tasknames.Q_INGEST})
+    transport_options: dict[str, Any] = {"visibility_timeout": settings.visibility_timeout_s}
+    return {
+        "broker_url": broker,
+        "result_backend": backend,
+        # Named like the queues Celery creates for a route (what the bot's sender declares), so
+        # the bot and the workers bind the same exchange and routing key.
+        "task_queues": [Queue(name, Exchange(name), routing_key=name) for name in tasknames.QUEUES],  # type: ignore[no-untyped-call]
+        "task_default_queue": tasknames.Q_GITHUB,
+        "task_routes": routes,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "task_ignore_result": True,
+        "result_expires": 24 * 3600,
+        # One message at a time per process: an ingest is long, and prefetched messages would
+        # wait behind it while another worker idles.
+        "worker_prefetch_multiplier": 1,
+        "broker_transport_options": transport_options,
+        "broker_connection_retry_on_startup": True,
+        # A webhook must not be lost because the broker blinked (a Redis restart): keep trying.
+        "task_publish_retry": True,
+        "task_publish_retry_policy": {"max_retries": 20, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 2.0},
+        "timezone": "UTC",
+        "enable_utc": True,
+        "beat_schedule": beat_schedule(settings.process_config),
+        "beat_schedule_filename": str(settings.data_dir / "celerybeat-schedule"),
+        "worker_hijack_root_logger": False,
+        "include": task_modules(),
+    }
+
+
+def _settings_from(source: Any) -> tuple[WorkerSettings, Any]:
+    """(settings, flask app or None) from WorkerSettings, a Flask app, a mapping or None (env)."""
+    if isinstance(source, WorkerSettings):
+        return source, None
+    if source is None:
+        return WorkerSettings.from_mapping(None), None
+    if isinstance(source, Mapping):
+        return WorkerSettings.from_mapping({**os.environ, **source}), None
+    config = getattr(source, "config", None)
+    if config is not None:  # a Flask app: its config overrides the environment
+        overrides = {k: v for k, v in config.items() if isinstance(k, str) and isinstance(v, str)}
+        return WorkerSettings.from_mapping({**os.environ, **overrides}), source
+    raise TypeError(f"create_celery needs WorkerSettings, a Flask app, a mapping or None, not {type(source).__name__}")
+
+
+def create_celery(source: Any = None) -> Celery:
+    """Build the Celery app for ``source`` (see :func:`_settings_from`) and register our tasks.
+
+    With a Flask app, tasks run in its app context and the app is stored in
+    ``flask_app.extensions["celery"]`` (Flask's Celery pattern).
+    """
+    embedded.register()
+    settings, flask_app = _settings_from(source)
+    task_cls = type("ForksyncTask", (ForksyncTask,), {"flask_app": flask_app})
+    app = Celery("forksync", task_cls=task_cls)
+    app.conf.update(celery_config(settings))
+    app.conf.forksync_settings = settings
+    app.set_default()
+    if flask_app is not None:
+        flask_app.extensions["celery"] = app
+    # Import the task modules now, so that @shared_task binds them to this app in every process
+    # (worker, beat, web) without relying on autodiscovery.
+    for module in task_modules():
+        importlib.import_module(module)
+    return app
+
+
+def task_modules() -> list[str]:
+    """``workers.tasks.*`` module names, sorted (each feature's tasks live in one of them)."""
+    package = importlib.import_module(TASK_PACKAGE)
+    return sorted(f"{TASK_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
+
+
+def settings_of(app: Celery) -> WorkerSettings:
+    """The WorkerSettings a Celery app was created with."""
+    settings = app.conf.get("forksync_settings")
+    if not isinstance(settings, WorkerSettings):
+        raise RuntimeError("this Celery app was not made by workers.celery_app.create_celery")
+    return settings
+
+
+def data_path(app: Celery, *parts: str) -> Path:
+    return settings_of(app).data_dir.joinpath(*parts)
+
+
+_app: Celery | None = None
+
+
+def __getattr__(name: str) -> Celery:
+    """``app`` / ``celery_app``: the process's Celery app, built from the environment on first use.
+
+    Lazy (PEP 562) so that importing this module reads no settings and creates no files;
+    ``celery -A workers.celery_app`` looks the attribute up and so builds it.
+    """
+    global _app
+    if name in ("app", "celery_app", "celery"):
+        if _app is None:
+            _app = create_celery()
+        return _app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,242 @@
+"""The ingestion loop for one fork: read fresh state, run the engine, apply the result on GitHub.
+
+``ingest_repository(env, repo)`` is what the ``forksync.ingest`` task runs (and ``forksync
+demo`` runs it through the embedded worker). Order of work, each step idempotent so that a
+redelivered webhook, an overlapping poll or a rerun after a crash converges on the same state:
+
+1. fetch the fork (trunk, ``forksync/*`` branches, notes) into the worker's bare cache, read
+   ``.github/forksync.yml`` from its default branch: a bad file becomes a failing
+   ``forksync / ingestion`` check run quoting the line, and the loop stops there;
+2. fetch upstream into its cache, run the engine (ledger, plan, bundle and chain builds) on the
+   two caches;
+3. push the bot-owned refs (``forksync/*`` branches force, decision notes fast-forward only);
+4. upsert one PR per bundle (found by head branch) and one tracking issue per chain (found by
+   its hidden marker), then post the check run with the figures, and record a metrics point.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from bot.errors import ForksyncError
+from bot.render import marker
+from bot.render.ingest import (
+    CHECK_NAME,
+    BundleView,
+    ChainView,
+    IngestionFigures,
+    bundle_body,
+    bundle_title,
+    chain_body,
+    chain_title,
+    config_error_summary,
+    ingestion_summary,
+)
+from workers.engine.git import GitError, Repository
+from workers.gitcache import GitCache, auth_env
+from workers.github_port import IngestGitHub, Posted
+from workers.settings import WorkerSettings
+from workers.state import StateStore
+
+log = logging.getLogger(__name__)
+
+BOT_BRANCH_PREFIX = "forksync/"
+# How long an ingest may hold its repository lock; the task's hard time limit is below it.
+INGEST_LOCK_TTL_S = 45 * 60
+INGEST_TIME_LIMIT_S = 40 * 60
+
+
+@dataclass(frozen=True)
+class EngineOutput:
+    """What the engine hands the executor: texts to post and refs already written to the fork cache."""
+
+    figures: IngestionFigures
+    plan_id: str
+    bundles: tuple[BundleView, ...]
+    chains: tuple[ChainView, ...]
+    upstream_web_url: str | None
+
+
+# (upstream cache path, fork cache path, upstream branch, fork branch, config) -> EngineOutput.
+# The engine writes bundle/chain branches and notes into the fork cache; the executor pushes them.
+Engine = Callable[[Repository, Repository, str, str, RepoConfig], EngineOutput]
+
+
+@dataclass
+class IngestEnv:
+    """Everything the loop touches outside itself; tests and the demo pass their own."""
+
+    settings: WorkerSettings
+    github: IngestGitHub
+    caches: GitCache
+    state: StateStore
+    engine: Engine
+
+
+@dataclass
+class IngestReport:
+    """What one run did (also the task's JSON result)."""
+
+    repo: str
+    status: str  # "ingested", "config_error", "no_upstream"
+    figures: dict[str, Any] = field(default_factory=dict)
+    pulls: list[dict[str, Any]] = field(default_factory=list)
+    issues: list[dict[str, Any]] = field(default_factory=list)
+    check: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "status": self.status,
+            "figures": self.figures,
+            "pulls": self.pulls,
+            "issues": self.issues,
+            "check": self.check,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def default_branch(cache: Repository, url: str, token: str | None) -> str:
+    """The remote's default branch (``HEAD`` symref), or ``main`` when it does not say."""
+    out = cache.text("ls-remote", "--symref", url, "HEAD", env=auth_env(token))
+    for line in out.splitlines():
+        if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
+            return line[len("ref: refs/heads/") : -len("\tHEAD")]
+    return "main"
+
+
+def read_config(cache: Repository, branch: str) -> RepoConfig:
+    """``.github/forksync.yml`` at the tip of ``branch`` in the cache; defaults when absent."""
+    blob = f"refs/heads/{branch}:{CONFIG_PATH}"
+    if not cache.ok("cat-file", "-e", blob):
+        return RepoConfig()
+    return load_repo_config(cache.git("cat-file", "-p", blob).decode("utf-8", "replace"), CONFIG_PATH)
+
+
+def _config_line(cache: Repository, branch: str, line: int | None) -> str | None:
+    if not line:
+        return None
+    text = cache.git("cat-file", "-p", f"refs/heads/{branch}:{CONFIG_PATH}").decode("utf-8", "replace")
+    lines = text.splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+def fork_refspecs(branch: str) -> list[str]:
+    return [
+        f"+refs/heads/{branch}:refs/heads/{branch}",
+        f"+refs/heads/{BOT_BRANCH_PREFIX}*:refs/heads/{BOT_BRANCH_PREFIX}*",
+        "+refs/notes/*:refs/notes/*",
+    ]
+
+
+def ingest_repository(env: IngestEnv, repo: str) -> IngestReport:
+    """Run the loop once for the fork ``repo`` (``owner/name``); see the module docstring."""
+    started = time.monotonic()
+    gh, settings = env.github, env.settings
+    token = gh.git_token()
+    fork_url = settings.map_url(gh.clone_url(repo))
+    with env.state.lock(f"ingest:{repo}", ttl_s=INGEST_LOCK_TTL_S, wait_s=2.0), env.caches.open(f"fork:{repo}") as fork:
+        trunk_default = default_branch(fork, fork_url, token)
+        env.caches.fetch(fork, fork_url, fork_refspecs(trunk_default), token)
+        trunk_head = fork.rev_parse(f"refs/heads/{trunk_default}")
+        if trunk_head is None:
+            raise ForksyncError(f"the fork {repo} has no branch {trunk_default}", "push a trunk branch first")
+        try:
+            config = read_config(fork, trunk_default)
+        except ConfigError as exc:
+            report = IngestReport(repo, "config_error")
+            title, summary = config_error_summary(exc.one_line(), exc.source, exc.line, _config_line(fork, trunk_default, exc.line))
+            posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="failure", title=title, summary=summary)
+            report.check = {"id": posted.number, "conclusion": "failure", "title": title}
+            report.seconds = time.monotonic() - started
+            return report
+        if config.fork.branch != trunk_default:
+            env.caches.fetch(fork, fork_url, fork_refspecs(config.fork.branch), token)
+            trunk_head = fork.rev_parse(f"refs/heads/{config.fork.branch}")
+            if trunk_head is None:
+                raise ForksyncError(
+                    f"the fork {repo} has no branch {config.fork.branch!r} (fork.branch in {CONFIG_PATH})",
+                    "create it or fix fork.branch",
+                )
+        if not config.upstream.url:
+            report = IngestReport(repo, "no_upstream")
+            title = f"{CONFIG_PATH}: upstream.url is not set; nothing to ingest"
+            summary = f"Add `upstream: {{url: https://github.com/OWNER/REPO, branch: main}}` to `{CONFIG_PATH}`.\n"
+            posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="action_required", title=title, summary=summary)
+            report.check = {"id": posted.number, "conclusion": "action_required", "title": title}
+            return report
+        upstream_url = settings.map_url(config.upstream.url)
+        with env.caches.open(f"upstream:{config.upstream.url}") as upstream:
+            branch = config.upstream.branch
+            env.caches.fetch(upstream, upstream_url, [f"+refs/heads/{branch}:refs/heads/{branch}"])
+            output = env.engine(upstream, fork, branch, config.fork.branch, config)
+        push_bot_refs(fork, fork_url, token, output)
+    report = apply_output(env, repo, config, trunk_head, output)
+    report.seconds = time.monotonic() - started
+    env.state.append(f"metrics:{repo}", {"t": round(time.time(), 3), **report.figures})
+    return report
+
+
+def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: EngineOutput) -> None:
+    """Push the bundle and chain branches (force: they are rebuilt) and the notes (fast-forward)."""
+    branches = [b.branch for b in output.bundles] + [c.branch for c in output.chains if c.branch]
+    specs = []
+    for branch in branches:
+        if not branch.startswith(BOT_BRANCH_PREFIX):
+            raise ForksyncError(f"refusing to push {branch}: not a forksync/ branch", "this is a bug; report it")
+        if fork.rev_parse(f"refs/heads/{branch}") is None:
+            raise ForksyncError(f"the engine did not write {branch} into the fork cache", "this is a bug; report it")
+        specs.append(f"+refs/heads/{branch}:refs/heads/{branch}")
+    if specs:
+        fork.git("push", "--quiet", "--no-verify", fork_url, *specs, env=auth_env(token))
+    notes = fork.text("for-each-ref", "--format=%(refname)", "refs/notes/")
+    if notes:
+        try:
+            fork.git("push", "--quiet", "--no-verify", fork_url, *[f"{ref}:{ref}" for ref in notes.splitlines()], env=auth_env(token))
+        except GitError as exc:
+            # Someone recorded a decision meanwhile: our notes are stale. Rerun from fresh state.
+            raise ForksyncError(f"the fork's decision notes moved during ingestion ({exc.problem})", "the task retries") from None
+
+
+def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str, output: EngineOutput) -> IngestReport:
+    """Upsert PRs and issues, then the check run. Safe to repeat: upserts find before creating."""
+    gh = env.github
+    report = IngestReport(repo, "ingested")
+    for bundle in output.bundles:
+        posted = gh.upsert_pull(
+            repo,
+            head=bundle.branch,
+            base=config.fork.branch,
+            title=bundle_title(bundle),
+            body=bundle_body(bundle, output.upstream_web_url),
+        )
+        report.pulls.append(_posted(posted, bundle.key, bundle_title(bundle), len(bundle.commits)))
+    for chain in output.chains:
+        posted = gh.upsert_issue(
+            repo, marker=marker("chain", chain.key), title=chain_title(chain), body=chain_body(chain, output.upstream_web_url)
+        )
+        report.issues.append(_posted(posted, chain.key, chain_title(chain), len(chain.commits)))
+    title, summary = ingestion_summary(output.figures)
+    posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="success", title=title, summary=summary)
+    report.check = {"id": posted.number, "conclusion": "success", "title": title, "head_sha": trunk_head}
+    f = output.figures
+    report.figures = {
+        "days_behind": f.days_behind,
+        "backlog": f.backlog,
+        "pending": f.pending,
+        "picked": f.picked,
+        "bundles": f.bundles,
+        "chains": f.chains,
+        "plan_id": output.plan_id,
+    }
+    return report
+
+
+def _posted(posted: Posted, key: str, title: str, commits: int) -> dict[str, Any]:
+    return {"number": posted.number, "url": posted.url, "created": posted.created, "key": key, "title": title, "commits": commits}

@@ -1,0 +1,80 @@
+"""Worker process settings: the bot's :class:`Settings` plus what only workers need.
+
+Read from the environment (or a mapping, in tests) when a Celery app is created, never at
+import time. Extra variables:
+
+* ``FORKSYNC_CONFIG``: a ``forksync.yml`` whose ``schedule`` and ``l2.schedule`` drive beat
+  (defaults when unset); each repository's own ``.github/forksync.yml`` drives its ingestion;
+* ``FORKSYNC_GIT_URL_MAP``: JSON object ``{"prefix": "replacement"}`` applied to every git URL
+  a worker fetches or pushes (like git's ``url.<base>.insteadOf``), so tests and mirrors can
+  point ``https://github.com/...`` at local remotes;
+* ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout; tests lower it to see redelivery.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.config import RepoConfig, Settings, load_repo_config_file
+from bot.errors import ForksyncError
+
+# The longest task we run: an L2 benchmark's default timeout (2 h) plus checkout and setup.
+LONGEST_TASK_S = 2 * 3600 + 15 * 60
+# Redis re-delivers an unacknowledged (acks_late) message after this long; it must exceed the
+# longest task or a healthy long task would be run twice.
+DEFAULT_VISIBILITY_TIMEOUT_S = LONGEST_TASK_S + 3600
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    bot: Settings = field(default_factory=Settings)
+    process_config: RepoConfig = field(default_factory=RepoConfig)
+    git_url_map: tuple[tuple[str, str], ...] = ()
+    visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S
+
+    @classmethod
+    def from_mapping(cls, env: Mapping[str, Any] | None = None) -> WorkerSettings:
+        import os
+
+        env = os.environ if env is None else env
+        raw_map = env.get("FORKSYNC_GIT_URL_MAP") or "{}"
+        try:
+            parsed = json.loads(raw_map)
+            if not isinstance(parsed, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in parsed.items()
+            ):
+                raise ValueError("not an object of strings")
+        except ValueError as exc:
+            raise ForksyncError(
+                f"FORKSYNC_GIT_URL_MAP is not a JSON object of prefix to replacement ({exc})",
+                'set it like {"https://github.com/": "/srv/mirrors/"} or unset it',
+            ) from None
+        # Longest prefix first, so a specific mapping wins over a general one.
+        url_map = tuple(sorted(parsed.items(), key=lambda kv: -len(kv[0])))
+        timeout = env.get("FORKSYNC_VISIBILITY_TIMEOUT_S")
+        return cls(
+            bot=Settings.from_mapping(env),
+            process_config=load_repo_config_file(env.get("FORKSYNC_CONFIG") or None),
+            git_url_map=url_map,
+            visibility_timeout_s=int(timeout) if timeout else DEFAULT_VISIBILITY_TIMEOUT_S,
+        )
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.bot.data_dir).resolve()
+
+    @property
+    def embedded(self) -> bool:
+        """True without ``REDIS_URL``: broker, results, locks and series live under the data dir."""
+        return not self.bot.redis_url
+
+    def map_url(self, url: str) -> str:
+        """Apply ``FORKSYNC_GIT_URL_MAP`` (longest matching prefix) to a git URL."""
+        for prefix, replacement in self.git_url_map:
+            if url.startswith(prefix):
+                return replacement + url[len(prefix) :]
+        return url

@@ -1,0 +1,1 @@
+"""Celery tasks, one module per feature; ``create_celery`` imports every module here."""

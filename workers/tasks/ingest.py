@@ -1,0 +1,112 @@
+"""Ingestion tasks: ``forksync.ingest`` per fork, the upstream poll, metric snapshots, and the
+webhook handlers that trigger an ingest (a push to the fork, a merged bundle PR, an install)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+
+from bot import tasknames
+from workers import celery_app, runtime
+from workers.gitcache import GitCache
+from workers.handlers import handles
+from workers.ingestion import BOT_BRANCH_PREFIX, INGEST_TIME_LIMIT_S, IngestEnv, ingest_repository
+from workers.state import open_state
+
+log = logging.getLogger(__name__)
+
+ZERO_SHA = "0" * 40
+
+
+def env_for(task: Any, installation_id: int) -> IngestEnv:
+    settings = celery_app.settings_of(task.app)
+    return IngestEnv(
+        settings=settings,
+        github=runtime.github_for(settings, installation_id),
+        caches=GitCache(settings.data_dir / "git"),
+        state=open_state(settings),
+        engine=runtime.engine(),
+    )
+
+
+@shared_task(
+    name=tasknames.INGEST,
+    bind=True,
+    # Idempotent (upserts by head branch / marker; force-pushes of rebuilt branches), so a
+    # message whose worker died is run again rather than lost.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=INGEST_TIME_LIMIT_S,
+    soft_time_limit=INGEST_TIME_LIMIT_S - 60,
+)
+def ingest(self: Any, installation_id: int, repo: str, reason: str = "poll", delivery: str | None = None) -> dict[str, Any]:
+    """Run the ingestion loop once for ``repo`` (see ``workers/ingestion.py``)."""
+    log.info("ingest %s (installation %s) because %s%s", repo, installation_id, reason, f", delivery {delivery}" if delivery else "")
+    report = ingest_repository(env_for(self, installation_id), repo)
+    log.info("ingest %s: %s in %.2f s", repo, report.status, report.seconds)
+    return report.as_json()
+
+
+@shared_task(name=celery_app.POLL_UPSTREAM, bind=True, acks_late=True, reject_on_worker_lost=True)
+def poll_upstream(self: Any) -> int:
+    """Beat: enqueue one ingest per installed repository; returns how many were enqueued."""
+    from workers.github_live import installed_repositories
+
+    count = 0
+    for installation_id, repo in installed_repositories(celery_app.settings_of(self.app)):
+        ingest.delay(installation_id=installation_id, repo=repo, reason="poll")
+        count += 1
+    return count
+
+
+@shared_task(name=tasknames.SNAPSHOT_METRICS, bind=True, acks_late=True, reject_on_worker_lost=True)
+def snapshot_metrics(self: Any) -> int:
+    """Beat: record each repository's latest figures as a point of its time series.
+
+    The figures are those of the latest ingest (recorded as it ran); the snapshot re-records
+    them on a fixed clock so that the dashboard's series has a point per period even when
+    upstream is quiet. Returns how many repositories had figures.
+    """
+    from workers.github_live import installed_repositories
+
+    settings = celery_app.settings_of(self.app)
+    state = open_state(settings)
+    count = 0
+    for _installation, repo in installed_repositories(settings):
+        last = state.series(f"metrics:{repo}", limit=1)
+        if last:
+            import time
+
+            state.append(f"snapshots:{repo}", {**last[-1], "t": round(time.time(), 3)})
+            count += 1
+    return count
+
+
+@handles(tasknames.ON_PUSH)
+def ingest_on_push(installation_id: int, repo: str, ref: str, after: str, delivery: str | None = None, **_: Any) -> None:
+    """A push to the fork (trunk or a mirror branch) may move the ledger: ingest.
+
+    Our own pushes (``forksync/*``) and branch deletions are not news.
+    """
+    if not ref.startswith("refs/heads/") or ref.startswith(f"refs/heads/{BOT_BRANCH_PREFIX}") or after == ZERO_SHA:
+        return
+    ingest.delay(installation_id=installation_id, repo=repo, reason=f"push to {ref}", delivery=delivery)
+
+
+@handles(tasknames.ON_PULL_REQUEST)
+def ingest_on_merge(
+    installation_id: int, repo: str, number: int, action: str, merged: bool = False, delivery: str | None = None, **_: Any
+) -> None:
+    """A merged PR (a bundle, or a hand pick) moves the ledger: the next plan must reflect it."""
+    if action == "closed" and merged:
+        ingest.delay(installation_id=installation_id, repo=repo, reason=f"PR #{number} merged", delivery=delivery)
+
+
+@handles(tasknames.ON_INSTALLATION)
+def ingest_on_install(installation_id: int, action: str, repos: list[str] | None = None, delivery: str | None = None, **_: Any) -> None:
+    """A newly installed repository gets its first ingest right away, not at the next poll."""
+    if action in ("created", "added"):
+        for repo in repos or ():
+            ingest.delay(installation_id=installation_id, repo=repo, reason=f"installation {action}", delivery=delivery)
