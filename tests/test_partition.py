@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from bot.config import BundleConfig, RepoConfig, RiskConfig
-from workers.engine.partition import Change, ChainRecord, Plan, Reason, partition, path_matches
+from workers.engine.partition import ChainRecord, Change, Plan, Reason, partition, path_matches
 
 CONFIG = RepoConfig(
     bundle=BundleConfig(max_commits=3, max_lines=100),
