@@ -284,7 +284,7 @@ def overlap(test_id: str, path: str) -> int:
 
 
 def rank_suspects(commits: Sequence[CommitFiles], test_ids: Sequence[str], limit: int = 10) -> list[Suspect]:
-    """Commits ordered by path overlap with the failing tests (ties: newest first); zero scores kept last."""
+    """Commits (given oldest first) ordered by path overlap with the failing tests; ties newest first."""
     ranked = []
     for position, commit in enumerate(commits):
         per_file = sorted(
