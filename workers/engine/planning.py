@@ -1,0 +1,259 @@
+"""Plan, build and record for an upstream/fork pair: the ledger and git side of the partition.
+
+``make_plan(pair, config)`` reads the ledger and the recorded chains, analyses each commit to
+place (paths, size, symbols) in memory, and runs the pure partition with trial picks onto the
+fork tip. ``build_and_record`` builds the branches and writes them, with the chain record, to
+the fork in one atomic push. ``move_commit`` applies ``forksync chain add/remove``.
+
+Who writes what: ``plan`` only reads. ``bundle`` writes the branches and records the open
+chains (ejected commits included); ``chain`` records the moved commit. The next run of any of
+them reads the record, so dependents keep joining a chain even once its seed no longer
+conflicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pygit2
+
+from bot.config import RepoConfig
+from bot.errors import ForksyncError
+from workers.engine.bundle import BuildResult, PickStyle, build
+from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
+from workers.engine.changes import CommitChanges, commit_changes
+from workers.engine.decisions import Disposition
+from workers.engine.git import GitError, Repository
+from workers.engine.ledger import Ledger, load_ledger
+from workers.engine.pair import Pair
+from workers.engine.partition import ChainRecord, Change, Plan, Reason, partition
+from workers.engine.pick import PickTarget
+from workers.engine.symbols import stoplist
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A plan with what produced it, for building and recording."""
+
+    plan: Plan
+    order: tuple[str, ...]  # the walk: commits to place, upstream order
+    changes: dict[str, CommitChanges]
+    store: ChainStore
+    ledger: Ledger
+
+
+class _TipTrial:
+    """Trial picks onto the fork tip plus everything bundled so far (one in-memory target)."""
+
+    def __init__(self, target: PickTarget, changes: dict[str, CommitChanges]) -> None:
+        self.target = target
+        self.changes = changes
+
+    def try_pick(self, sha: str) -> tuple[str, ...]:
+        result = self.target.pick(self.changes[sha])
+        if result.error:
+            return (f"(no merge possible: {result.error})",)
+        return result.conflicts
+
+
+def _as_change(c: CommitChanges) -> Change:
+    return Change(c.sha, c.paths, c.symbols, c.lines)
+
+
+def walk_of(ledger: Ledger) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(commits to place in upstream order: backlog holes then pending; deferred commits)."""
+    deferred = tuple(e.sha for e in ledger.with_disposition(Disposition.DEFERRED))
+    skip = set(deferred)
+    walk = [e.sha for e in (*ledger.backlog_commits, *ledger.pending_commits) if e.sha not in skip]
+    return tuple(dict.fromkeys(walk)), deferred
+
+
+def make_plan(
+    pair: Pair,
+    config: RepoConfig,
+    *,
+    ledger: Ledger | None = None,
+    store: ChainStore | None = None,
+) -> Planned:
+    """Partition the pair's pending and backlog commits (reads only; writes nothing to the fork)."""
+    ledger = ledger or load_ledger(pair, config.ledger, upstream_url=config.upstream.url)
+    store = store if store is not None else read_chains(pair)
+    repo = pygit2.Repository(str(pair.repo.path))
+    walk, deferred = walk_of(ledger)
+    stop = stoplist(config.risk.symbol_stoplist)
+    changes = {sha: commit_changes(repo, sha, stop) for sha in walk}
+    in_walk = set(walk)
+    history: dict[str, Change] = {}
+    for record in store.records:
+        for sha in record.commits:
+            entry = ledger.entry(sha)
+            if sha in in_walk or entry is None:
+                continue
+            if entry.disposition in (Disposition.PICKED, Disposition.URGENT) and sha not in history:
+                history[sha] = _as_change(commit_changes(repo, sha, stop))
+    fork_tip = repo.get(pair.fork_tip)
+    assert isinstance(fork_tip, pygit2.Commit)
+    trial = _TipTrial(PickTarget(repo, fork_tip.tree.id), changes)
+    plan = partition([_as_change(changes[s]) for s in walk], config, trial, store.records, history, deferred)
+    return Planned(plan, walk, changes, store, ledger)
+
+
+def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:
+    return PickStyle(trailer=config.ledger.trailer, upstream_url=config.upstream.url or pair.upstream_url)
+
+
+def build_and_record(pair: Pair, config: RepoConfig, planned: Planned, push: str | None = None) -> BuildResult:
+    """Build every branch and write them with the chain record to the fork in one atomic push."""
+    repo = pygit2.Repository(str(pair.repo.path))
+    result = build(
+        repo, planned.plan, pair.fork_tip, pair.fork_branch, planned.changes, planned.order, pick_style(pair, config)
+    )
+    records = _records(planned, [c.record() for c in result.open_chains])
+    updates: list[tuple[str, str, bool]] = [
+        (b.head, f"refs/heads/{b.branch}", True) for b in (*result.bundles, *result.chains)
+    ]
+    chains_commit = prepare_chains(repo, planned.store, records, "forksync bundle: record open chains")
+    if chains_commit:
+        updates.append((chains_commit, CHAINS_REF, False))
+    publish(pair, updates, push)
+    return result
+
+
+def _records(planned: Planned, records: Sequence[ChainRecord]) -> list[ChainRecord]:
+    """The new record: the open chains, plus recorded chains whose members are not in this walk
+    but still undecided elsewhere (kept as they were, so nothing is forgotten by accident)."""
+    kept = {r.id: r for r in records}
+    for old in planned.store.records:
+        if old.id in kept:
+            continue
+        alive = [s for s in old.commits if (e := planned.ledger.entry(s)) is not None and not e.carriers
+                 and e.disposition is not Disposition.WONT_PORT]
+        if alive and old.id not in {c.id for c in planned.plan.chains}:
+            # Members deferred for now: keep the record so the chain comes back with them.
+            kept[old.id] = old
+    return [kept[k] for k in sorted(kept)]
+
+
+def publish(pair: Pair, updates: Sequence[tuple[str, str, bool]], push: str | None = None) -> None:
+    """Write refs to the fork in one atomic push (all or nothing), then optionally to ``push``.
+
+    Branches are forced (a rerun replaces them); the chain record must fast-forward so that a
+    concurrent writer is detected instead of overwritten.
+    """
+    if not updates:
+        return
+    specs = [f"{'+' if force else ''}{src}:{dst}" for src, dst, force in updates]
+    _push(pair.repo, pair.fork.remote, specs, f"the fork {pair.fork.given}")
+    if push:
+        if pair.fork.path is not None:
+            local = Repository(pair.fork.path)
+            refs = [f"{'+' if force else ''}{dst}:{dst}" for _, dst, force in updates]
+            _push(local, push, refs, f"remote {push}")
+        else:
+            _push(pair.repo, push, specs, f"remote {push}")
+
+
+def _push(repo: Repository, remote: str, specs: list[str], where: str) -> None:
+    try:
+        repo.git("push", "--quiet", "--atomic", "--no-verify", remote, *specs)
+    except GitError as exc:
+        if any(word in exc.stderr for word in ("non-fast-forward", "fetch first", "stale info")):
+            raise ForksyncError(
+                f"{CHAINS_REF} in {where} moved while forksync was writing (nothing was written)",
+                "run the command again: it re-reads the chains first",
+            ) from None
+        first = next((line for line in exc.stderr.splitlines() if line.strip()), exc.problem)
+        raise ForksyncError(
+            f"cannot write bundle branches to {where} (nothing was written): {first.strip()}",
+            "check that it is reachable and writable by you",
+        ) from None
+
+
+def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str | None = None) -> ChainRecord | None:
+    """``forksync chain REF add [--into ID] | remove``: record the move durably; return the chain.
+
+    ``add`` puts the commit into chain ``ID`` (or a new chain of its own) with reason ``manual``;
+    ``remove`` takes it out of its chain and records it as excluded there, so file or symbol
+    links never pull it back into that chain (it may still join another chain, or seed its own
+    when it is risky by itself). Returns the chain the commit is now in (None after remove).
+    """
+    planned = make_plan(pair, config)
+    sha = resolve_upstream(pair, planned, ref)
+    plan = planned.plan
+    records = {r.id: r for r in _records(planned, [c.record() for c in plan.chains])}
+    current = plan.chain_of(sha)
+    result: ChainRecord | None
+    if action == "add":
+        if into is not None and into not in records:
+            known = ", ".join(sorted(c.id for c in plan.chains)) or "none"
+            raise ForksyncError(f"there is no open chain {into!r}", f"use one of: {known} (forksync plan lists them)")
+        if current is not None and current.id == into:
+            return records[current.id]
+        if current is not None:
+            records[current.id] = _without(records[current.id], sha, exclude=True)
+        reason = Reason(sha, "manual", f"added by hand (forksync chain add{' --into ' + into if into else ''})")
+        if into is None:
+            base = f"chain-{sha[:7]}"
+            into, n = base, 2
+            while into in records:
+                into, n = f"{base}-{n}", n + 1
+            records[into] = ChainRecord(into, (sha,), (reason,))
+        else:
+            records[into] = _with(records[into], sha, reason, planned.order)
+        result = records[into]
+    else:
+        if current is None:
+            raise ForksyncError(
+                f"commit {sha[:12]} is in no chain (it is {'bundled' if plan.bundle_of(sha) else 'not pending'})",
+                "forksync plan shows where each commit is",
+            )
+        records[current.id] = _without(records[current.id], sha, exclude=True)
+        result = None
+    live = [r for r in records.values() if r.commits]
+    repo = pygit2.Repository(str(pair.repo.path))
+    commit = prepare_chains(repo, planned.store, sorted(live, key=lambda r: r.id), f"forksync chain {action} {sha}")
+    if commit:
+        publish(pair, [(commit, CHAINS_REF, False)])
+    return result
+
+
+def _without(record: ChainRecord, sha: str, exclude: bool) -> ChainRecord:
+    return ChainRecord(
+        record.id,
+        tuple(s for s in record.commits if s != sha),
+        tuple(r for r in record.reasons if r.commit != sha),
+        tuple(sorted({*record.excluded, sha})) if exclude else record.excluded,
+    )
+
+
+def _with(record: ChainRecord, sha: str, reason: Reason, order: Sequence[str]) -> ChainRecord:
+    position = {s: i for i, s in enumerate(order)}
+    commits = sorted({*record.commits, sha}, key=lambda s: position.get(s, -1))
+    reasons = {r.commit: r for r in record.reasons}
+    reasons[sha] = reason
+    return ChainRecord(
+        record.id,
+        tuple(commits),
+        tuple(reasons[s] for s in commits if s in reasons),
+        tuple(s for s in record.excluded if s != sha),
+    )
+
+
+def resolve_upstream(pair: Pair, planned: Planned, ref: str) -> str:
+    """An upstream commit to place, from a sha (prefix) or a revision; errors say what it is instead."""
+    sha = pair.repo.rev_parse(ref)
+    if sha is None:
+        raise ForksyncError(f"{ref!r} is not a commit known to the upstream or the fork", "pass an upstream sha")
+    if sha in planned.order:
+        return sha
+    entry = planned.ledger.entry(sha)
+    if entry is None:
+        raise ForksyncError(
+            f"{ref} ({sha[:12]}) is not an upstream commit after the base",
+            "pass a commit of the upstream branch that the fork has not taken yet",
+        )
+    raise ForksyncError(
+        f"{ref} ({sha[:12]}) is {entry.disposition.value}, not pending: only pending or backlog commits move",
+        "pick another commit (forksync plan lists them)",
+    )
