@@ -1,0 +1,174 @@
+"""Command actions on real repositories (the fake GitHub stands in only for comments).
+
+Decisions must be durable in the fork (``forksync status`` sees them at once); REF errors
+must be answered with the candidates; nothing is written when a command is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from tests.fixtures.commands import FakeCommentGitHub
+from tests.gitrepo import GitRepo
+from workers.cli import main as forksync
+from workers.commands.actions import Services, default_actions
+from workers.commands.gate import MemoryGate
+from workers.commands.handler import Answer, CommentTask, PullInfo, handle
+
+UPSTREAM_URL = "https://github.com/up/stream"
+
+
+@dataclass
+class ForkPair:
+    upstream: GitRepo
+    fork: GitRepo
+    shas: dict[str, str]  # name -> upstream sha
+
+    def status(self, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+        capsys.readouterr()
+        assert forksync(["status", "--json", "--upstream", str(self.upstream.path), "--fork", str(self.fork.path)]) == 0
+        data: dict[str, object] = json.loads(capsys.readouterr().out)
+        return data
+
+
+@pytest.fixture
+def pair(make_repo: Callable[[str], GitRepo]) -> ForkPair:
+    """Upstream: base, then a..e (squash subjects with #N); fork: cut at base, picks a and c (c with -x)."""
+    upstream = make_repo("upstream")
+    upstream.commit("base", {"README": "base\n", "lib/core.c": "int core;\n"})
+    fork = make_repo("fork")
+    fork.fetch(upstream)
+    fork.git("reset", "-q", "--hard", "refs/remotes/other/main")
+    fork.commit("fork config", {".github/forksync.yml": f"upstream: {{url: {UPSTREAM_URL}}}\n"})
+    shas = {}
+    for i, name in enumerate("abcde", start=1):
+        shas[name] = upstream.commit(f"Change {name} (#{100 + i})", {f"src/{name}.py": f"{name} = {i}\n"})
+    fork.fetch(upstream)
+    fork.cherry_pick(shas["a"], x=True)
+    fork.cherry_pick(shas["c"], x=True)
+    return ForkPair(upstream, fork, shas)
+
+
+@pytest.fixture
+def gh(fake_github: FakeCommentGitHub) -> FakeCommentGitHub:
+    fake_github.config = f"upstream: {{url: {UPSTREAM_URL}}}\ncommands: {{rate_limit: 100}}\n"
+    return fake_github
+
+
+def services(pair: ForkPair, sent: list[tuple[str, dict[str, object]]] | None = None) -> Services:
+    return Services(
+        fork_location=lambda repo: str(pair.fork.path),
+        upstream_location=lambda url: str(pair.upstream.path) if url == UPSTREAM_URL else url,
+        send_task=(lambda name, kwargs: sent.append((name, kwargs))) if sent is not None else None,
+    )
+
+
+def comment(gh: FakeCommentGitHub, pair: ForkPair, body: str, author: str = "alice", issue: int = 7,
+            sent: list[tuple[str, dict[str, object]]] | None = None, is_pr: bool = False) -> Answer:
+    cid = gh.add(issue, body, author)
+    answer = handle(
+        CommentTask(1, "o/fork", issue, cid, author, "User", is_pr, "d"), gh, MemoryGate(), default_actions(),
+        services(pair, sent),
+    )
+    assert answer is not None
+    return answer
+
+
+def test_skip_is_recorded_durably_and_status_sees_it(gh: FakeCommentGitHub, pair: ForkPair, capsys: pytest.CaptureFixture[str]) -> None:
+    """/skip REF REASON writes wont_port to the fork's notes; forksync status counts it at once."""
+    before = pair.status(capsys)
+    assert before["wont_port"] == 0 and pair.shas["b"] in before["backlog_commits"]  # type: ignore[operator]
+    answer = comment(gh, pair, f"/skip {pair.shas['b'][:8]} AMD only")
+    assert "👍" in answer.body and "as **wont_port**: AMD only" in answer.body
+    after = pair.status(capsys)
+    assert after["wont_port"] == 1
+    assert pair.shas["b"] not in after["backlog_commits"]  # type: ignore[operator]
+    note = pair.fork.git("notes", "--ref", "forksync", "show", pair.shas["b"])
+    assert "AMD only (by @alice via /skip)" in note
+
+
+def test_defer_by_pr_number(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """/defer #N finds the upstream commit by its squash-merge PR number."""
+    answer = comment(gh, pair, "/defer #104 after the LLVM bump")
+    assert "as **deferred**" in answer.body and "stays in the backlog" in answer.body
+    note = json.loads(pair.fork.git("notes", "--ref", "forksync", "show", pair.shas["d"]))
+    assert note["disposition"] == "deferred" and note["reason"].startswith("after the LLVM bump")
+
+
+def test_urgent_records_and_starts_ingestion(gh: FakeCommentGitHub, pair: ForkPair, capsys: pytest.CaptureFixture[str]) -> None:
+    """/urgent REF records urgent and enqueues an ingest (🚀); the frontier does not move."""
+    sent: list[tuple[str, dict[str, object]]] = []
+    frontier = pair.status(capsys)["frontier"]
+    answer = comment(gh, pair, f"/urgent {pair.shas['e']}", sent=sent)
+    assert "🚀" in answer.body and answer.reactions == ("rocket",)
+    assert [name for name, _ in sent] == ["forksync.ingest"] and sent[0][1]["repo"] == "o/fork"
+    status = pair.status(capsys)
+    assert status["urgent"] == [pair.shas["e"]] and status["frontier"] == frontier
+
+
+def test_unknown_ref_writes_nothing(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """A sha that is not an upstream commit after the base is refused; no notes ref appears."""
+    answer = comment(gh, pair, "/skip deadbeef nope")
+    assert "😕" in answer.body and "unknown ref" in answer.body
+    assert pair.fork.git("for-each-ref", "refs/notes/") == ""
+
+
+def test_ambiguous_ref_lists_candidates(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """A REF that names several upstream commits lists each with its link; nothing is written."""
+    reland = pair.upstream.commit("Reland change b (#102)", {"src/b2.py": "b2\n"})
+    answer = comment(gh, pair, "/skip #102 dup")
+    assert "ambiguous ref: `#102` matches 2 upstream commits" in answer.body
+    assert f"{UPSTREAM_URL}/commit/{pair.shas['b']}" in answer.body and f"{UPSTREAM_URL}/commit/{reland}" in answer.body
+    assert "give more hex digits" in answer.body
+    assert pair.fork.git("for-each-ref", "refs/notes/") == ""
+
+
+def test_resolve_sha_prefix() -> None:
+    """A sha prefix resolves when unique; a shared prefix gives every candidate; none gives none."""
+    from types import SimpleNamespace
+
+    from workers.commands.actions import RefProblem, resolve
+
+    ledger = SimpleNamespace(entries=[SimpleNamespace(sha=s, pr_number=None) for s in ("abcd1", "abcd2", "ef012")])
+    assert resolve(ledger, "ef01").sha == "ef012"
+    with pytest.raises(RefProblem) as several:
+        resolve(ledger, "abcd")
+    assert [e.sha for e in several.value.candidates] == ["abcd1", "abcd2"]
+    with pytest.raises(RefProblem) as none:
+        resolve(ledger, "0000")
+    assert none.value.candidates == ()
+
+
+def test_picked_commit_cannot_be_skipped(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """/skip on a commit the fork already carries says so and records nothing."""
+    answer = comment(gh, pair, f"/skip {pair.shas['a']} oops")
+    assert "is already picked" in answer.body and "😕" in answer.body
+    assert pair.fork.git("for-each-ref", "refs/notes/") == ""
+
+
+def test_status_reply(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """/status replies with days behind, the backlog with upstream links, frontier and pin."""
+    answer = comment(gh, pair, "/status", author="rita")
+    assert "👍" in answer.body
+    assert f"[`{pair.shas['b'][:10]}`]({UPSTREAM_URL}/commit/{pair.shas['b']}) Change b ([#102]({UPSTREAM_URL}/pull/102))" in answer.body
+    assert "| frontier |" in answer.body and pair.shas["c"][:10] in answer.body
+    assert "**Open chains:** none" in answer.body
+
+
+def test_approve_records_head_and_is_approved(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """/approve on an outside PR records its head; is_approved holds for that head only."""
+    from workers.commands.approval import is_approved
+
+    gh.pulls[9] = PullInfo(9, "a" * 40, "feature", "stranger/fork", "stranger")
+    assert not is_approved(gh, "o/fork", 9)
+    answer = comment(gh, pair, "/approve", issue=9, is_pr=True)
+    assert "approved head `aaaaaaaaaa`" in answer.body
+    assert is_approved(gh, "o/fork", 9)
+    gh.pulls[9] = PullInfo(9, "b" * 40, "feature", "stranger/fork", "stranger")
+    assert not is_approved(gh, "o/fork", 9)
+    gh.pulls[10] = PullInfo(10, "c" * 40, "inside", "o/fork", "alice")
+    assert is_approved(gh, "o/fork", 10)

@@ -1,0 +1,303 @@
+"""What each command does: one function per command, ``(Context, Command) -> Outcome``.
+
+Decisions (``/skip``, ``/defer``, ``/urgent``) go to the fork's decisions notes and chain moves
+(``/chain``, ``/unchain``) to its chains ref, pushed before the reply says so: ``forksync status``
+sees them at once, and nothing lives only in Redis. Work that takes long (ingestion, L1, L2)
+is enqueued by task name and answered 🚀. A feature that is not deployed answers 😕 "not
+available yet", never a fake success.
+
+How the fork's git data is reached: :class:`Services` maps the repository to a git location
+(``Services.fork_location``: the adapter's clone URL, through ``FORKSYNC_GIT_URL_MAP``) and the
+config's ``upstream.url`` likewise; ``open_pair`` keeps a disposable bare cache of both under
+``FORKSYNC_CACHE_DIR``. With an installation token the git processes authenticate through the
+environment only (``http.extraHeader``), never argv or disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot import tasknames
+from bot.commands import Command
+from bot.errors import ForksyncError
+from bot.render import commands as render
+from workers.commands.approval import APPROVED_LABEL, approval_body, approval_marker
+from workers.commands.handler import Action, Context
+
+log = logging.getLogger("forksync.commands")
+
+SendTask = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class Services:
+    """What actions reach outside GitHub comments; None means "not deployed here"."""
+
+    fork_location: Callable[[str], str]  # "owner/repo" -> git URL or local path
+    upstream_location: Callable[[str], str] = field(default=lambda url: url)  # config url -> git location
+    git_token: Callable[[], str | None] = field(default=lambda: None)
+    send_task: SendTask | None = None
+
+
+# --------------------------------------------------------------------------- the fork side
+
+
+class RefProblem(Exception):
+    """REF names no commit, or several: the action answers with the right outcome."""
+
+    def __init__(self, ref: str, candidates: tuple[Any, ...]) -> None:
+        super().__init__(ref)
+        self.ref = ref
+        self.candidates = candidates
+
+
+@contextlib.contextmanager
+def git_auth(token: str | None) -> Iterator[None]:
+    """Let git processes of this task send ``token`` (environment only; restored afterwards)."""
+    if not token:
+        yield
+        return
+    from workers.gitcache import auth_env
+
+    extra = auth_env(token)
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def services_of(ctx: Context) -> Services:
+    services = ctx.services
+    if not isinstance(services, Services):
+        raise ForksyncError("this deployment has no git access for commands", "configure the workers (FORKSYNC_GIT_URL_MAP)")
+    return services
+
+
+def open_fork(ctx: Context) -> Any:
+    """The upstream/fork pair for this repository, freshly fetched."""
+    from workers.engine.pair import open_pair
+
+    config = ctx.config
+    if not config.upstream.url:
+        raise ForksyncError(
+            "`.github/forksync.yml` names no upstream repository",
+            "set `upstream: {url: https://github.com/OWNER/REPO, branch: main}` on the default branch",
+        )
+    services = services_of(ctx)
+    with git_auth(services.git_token()):
+        return open_pair(
+            services.upstream_location(config.upstream.url),
+            services.fork_location(ctx.repo),
+            config.upstream.branch,
+            config.fork.branch,
+            notes_ref=config.ledger.notes_ref,
+        )
+
+
+def load(ctx: Context) -> tuple[Any, Any]:
+    """(pair, ledger), fresh."""
+    from workers.engine.ledger import load_ledger
+
+    pair = open_fork(ctx)
+    return pair, load_ledger(pair, ctx.config.ledger, upstream_url=ctx.config.upstream.url)
+
+
+def resolve(ledger: Any, ref: str) -> Any:
+    """The ledger entry REF names; RefProblem with the candidates (none or several) otherwise."""
+    if ref.startswith("#"):
+        number = int(ref[1:])
+        hits = tuple(e for e in ledger.entries if e.pr_number == number)
+    else:
+        hits = tuple(e for e in ledger.entries if e.sha.startswith(ref))
+    if len(hits) != 1:
+        raise RefProblem(ref, hits)
+    return hits[0]
+
+
+def ref_outcome(ctx: Context, command: Command, problem: RefProblem) -> render.Outcome:
+    upstream = f"{ctx.config.upstream.url or 'upstream'} ({ctx.config.upstream.branch})"
+    if not problem.candidates:
+        return render.unknown_ref(command, problem.ref, upstream)
+    return render.ambiguous_ref(command, problem.ref, [line_of(e) for e in problem.candidates], web_url(ctx))
+
+
+def line_of(entry: Any) -> render.CommitLine:
+    return render.CommitLine(entry.sha, entry.subject, entry.pr_number)
+
+
+def web_url(ctx: Context) -> str | None:
+    url = ctx.config.upstream.url
+    if not url:
+        return None
+    from workers.engine.pair import normalise_web_url
+
+    return normalise_web_url(url)
+
+
+def label(ctx: Context, entry: Any) -> str:
+    return render.commit_line(line_of(entry), web_url(ctx))
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+_VERB = {"skip": "wont_port", "defer": "deferred", "urgent": "urgent"}
+
+
+def decide(ctx: Context, command: Command) -> render.Outcome:
+    """/skip, /defer, /urgent: record the decision in the fork's notes, pushed before replying."""
+    from workers.engine.decisions import Disposition, write_decision
+    from workers.engine.pair import FORK_NOTES_REF
+
+    disposition = Disposition(_VERB[command.name])
+    pair, ledger = load(ctx)
+    try:
+        entry = resolve(ledger, command.ref)
+    except RefProblem as problem:
+        return ref_outcome(ctx, command, problem)
+    shown = label(ctx, entry)
+    if entry.carriers and disposition is not Disposition.URGENT:
+        carriers = ", ".join(f"`{c[:10]}`" for c in entry.carriers)
+        return render.failed(
+            command,
+            f"{shown} is already picked (carried by {carriers}), so it cannot be {disposition.value}",
+            "revert the pick in the fork first if it should not be there",
+        )
+    if entry.carriers:
+        return render.done(command, f"{shown} is already picked; nothing to hurry")
+    reason = command.reason or ""
+    note = f"{reason} (by @{ctx.author} via /{command.name})".strip()
+    new = write_decision(pair.repo, pair.fork_notes_tip, entry.sha, disposition, note)
+    if new is not None:
+        with git_auth(services_of(ctx).git_token()):
+            pair.push_to_fork(new, pair.notes_ref)
+        pair.repo.git("update-ref", FORK_NOTES_REF, new)
+    log.info("%s: %s marked %s %s by %s", ctx.repo, entry.sha, disposition.value, reason, ctx.author)
+    said = f"marked {shown} as **{disposition.value}**" + (f": {render.inline(reason)}" if reason else "")
+    if disposition is Disposition.URGENT:
+        started = _send(ctx, tasknames.INGEST, {"reason": f"/urgent by @{ctx.author}"})
+        if started:
+            return render.started(command, said + "; ingestion started to pick it now, out of order (the frontier stays)")
+        return render.done(command, said + "; the next ingestion picks it, out of order (the frontier stays)")
+    if disposition is Disposition.DEFERRED:
+        return render.done(command, said + "; it stays in the backlog and out of bundles")
+    return render.done(command, said + "; it will not be picked")
+
+
+def _send(ctx: Context, name: str, extra: dict[str, Any]) -> bool:
+    services = ctx.services
+    if not isinstance(services, Services) or services.send_task is None:
+        return False
+    kwargs: dict[str, Any] = {"installation_id": ctx.task.installation_id, "repo": ctx.repo, **extra}
+    if ctx.task.delivery:
+        kwargs.setdefault("delivery", ctx.task.delivery)
+    services.send_task(name, kwargs)
+    return True
+
+
+# --------------------------------------------------------------------------- read-only commands
+
+
+def help_(ctx: Context, command: Command) -> render.Outcome:
+    topic = command.target or None
+    return render.done(command, "the commands forksync understands" if not topic else f"how to use `/{topic}`", render.help_table(topic))
+
+
+def status(ctx: Context, command: Command) -> render.Outcome:
+    from workers.engine.decisions import Disposition
+
+    pair, ledger = load(ctx)
+    m = ledger.metrics
+    chains = _chains(ctx, pair)
+    view = render.StatusView(
+        upstream_url=web_url(ctx),
+        upstream_tip=m.upstream_tip,
+        frontier=None if m.frontier == m.base else m.frontier,
+        contiguous_pin=None if m.contiguous_pin == m.base else m.contiguous_pin,
+        days_behind=m.days_behind,
+        backlog=tuple(line_of(e) for e in ledger.backlog_commits),
+        pending=m.pending,
+        picked=m.picked,
+        wont_port=m.wont_port,
+        deferred=tuple(line_of(e) for e in ledger.with_disposition(Disposition.DEFERRED)),
+        urgent=tuple(m.urgent),
+        bundles=_bundles(ctx),
+        chains=chains,
+    )
+    summary = f"{m.days_behind:.1f} days behind upstream, {m.backlog} backlog commits, {m.pending} pending"
+    return render.done(command, summary, render.status_details(view))
+
+
+def _bundles(ctx: Context) -> tuple[render.OpenItem, ...]:
+    lister = getattr(ctx.gh, "open_pulls", None)
+    if lister is None:
+        return ()
+    items = []
+    for pull in lister(ctx.repo):
+        if str(pull.head_ref).startswith("forksync/bundle/"):
+            items.append(render.OpenItem(f"#{pull.number}", _count(pull.title), pull.url, pull.title))
+    return tuple(items)
+
+
+def _count(title: str) -> int:
+    import re
+
+    m = re.search(r"Cherry-pick (\d+) upstream", title)
+    return int(m.group(1)) if m else 0
+
+
+def _chains(ctx: Context, pair: Any) -> tuple[render.OpenItem, ...]:
+    try:
+        from workers.engine.chains import read_chains
+    except ImportError:  # pragma: no cover - the chains store ships with the engine
+        return ()
+    store = read_chains(pair)
+    return tuple(render.OpenItem(r.id, len(r.commits)) for r in store.records if r.commits)
+
+
+# --------------------------------------------------------------------------- /approve
+
+
+def approve(ctx: Context, command: Command) -> render.Outcome:
+    """Record that this outside PR may run on self-hosted runners, at its current head."""
+    if not ctx.task.is_pull_request:
+        return render.failed(command, "`/approve` works on pull requests; this is an issue", "comment it on the PR to approve")
+    pull = ctx.pull()
+    if not pull.from_outside(ctx.repo):
+        return render.done(command, "not needed: this PR's branch is in the repository, so its L1 runs on the self-hosted runners already")
+    body = approval_body(pull.number, pull.head_sha, ctx.author)
+    existing = ctx.gh.find_comment(ctx.repo, pull.number, approval_marker(pull.number))
+    ctx.gh.post_comment(ctx.repo, pull.number, body, existing)
+    adder = getattr(ctx.gh, "add_label", None)
+    if adder is not None:
+        adder(ctx.repo, pull.number, APPROVED_LABEL)
+    return render.done(
+        command,
+        f"approved head `{pull.head_sha[:10]}` of @{pull.author}'s PR for the self-hosted runners; a new push needs a new `/approve`",
+    )
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def default_actions() -> dict[str, Action]:
+    """Every command this deployment can run; a missing name answers "not available yet"."""
+    return {
+        "help": help_,
+        "status": status,
+        "skip": decide,
+        "defer": decide,
+        "urgent": decide,
+        "approve": approve,
+    }
