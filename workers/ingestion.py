@@ -132,6 +132,8 @@ def fork_refspecs(branch: str) -> list[str]:
         f"+refs/heads/{branch}:refs/heads/{branch}",
         f"+refs/heads/{BOT_BRANCH_PREFIX}*:refs/heads/{BOT_BRANCH_PREFIX}*",
         "+refs/notes/*:refs/notes/*",
+        # the durable chain record (workers/engine/chains.py) and other bot-owned refs
+        "+refs/forksync/*:refs/forksync/*",
     ]
 
 
@@ -184,7 +186,8 @@ def ingest_repository(env: IngestEnv, repo: str) -> IngestReport:
 
 
 def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: EngineOutput) -> None:
-    """Push the bundle and chain branches (force: they are rebuilt) and the notes (fast-forward)."""
+    """Push the bundle and chain branches (force: they are rebuilt), then the decision notes and
+    the chain record (fast-forward only: a concurrent writer makes us retry, never lose work)."""
     branches = [b.branch for b in output.bundles] + [c.branch for c in output.chains if c.branch]
     specs = []
     for branch in branches:
@@ -195,7 +198,7 @@ def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: En
         specs.append(f"+refs/heads/{branch}:refs/heads/{branch}")
     if specs:
         fork.git("push", "--quiet", "--no-verify", fork_url, *specs, env=auth_env(token))
-    notes = fork.text("for-each-ref", "--format=%(refname)", "refs/notes/")
+    notes = fork.text("for-each-ref", "--format=%(refname)", "refs/notes/", "refs/forksync/")
     if notes:
         try:
             fork.git("push", "--quiet", "--no-verify", fork_url, *[f"{ref}:{ref}" for ref in notes.splitlines()], env=auth_env(token))
@@ -212,7 +215,7 @@ def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str,
         posted = gh.upsert_pull(
             repo,
             head=bundle.branch,
-            base=config.fork.branch,
+            base=bundle.base_branch,
             title=bundle_title(bundle),
             body=bundle_body(bundle, output.upstream_web_url),
         )

@@ -28,8 +28,9 @@ class CommitRow:
 
 @dataclass(frozen=True)
 class BundleView:
-    key: str  # stable bundle id; also the marker key and the branch suffix
+    key: str  # stable bundle id; also the marker key
     branch: str
+    base_branch: str  # what the PR targets: the fork trunk, or the previous bundle (stacked)
     commits: tuple[CommitRow, ...]
     plan_id: str
     ejected: tuple[CommitRow, ...] = ()  # failed at build time, moved to a chain
@@ -103,6 +104,11 @@ def bundle_body(bundle: BundleView, upstream_url: str | None) -> str:
         marker("plan", bundle.plan_id),
         f"Cherry-picks {len(bundle.commits)} low-risk upstream commits, in upstream order, "
         f"on branch `{bundle.branch}`. Each keeps its author and names the upstream commit in a trailer.",
+        *(
+            [f"Stacked on `{bundle.base_branch}`: merge that one first."]
+            if bundle.base_branch.startswith("forksync/")
+            else []
+        ),
         "",
         *_commit_table(bundle.commits, upstream_url, "risk notes"),
     ]

@@ -1,0 +1,121 @@
+"""The ingestion loop in-process: real git remotes and the real engine, GitHub recorded (DryGitHub)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.ingest import IngestPair
+from workers.engine.git import Repository
+from workers.engine_bridge import run_engine
+from workers.gitcache import GitCache
+from workers.github_port import DryGitHub
+from workers.ingestion import IngestEnv, ingest_repository
+from workers.settings import WorkerSettings
+from workers.state import LocalState
+
+REPO = "acme/fork"
+
+
+def make_env(pair: IngestPair, tmp_path: Path) -> tuple[IngestEnv, DryGitHub]:
+    gh = DryGitHub(remotes={REPO: str(pair.fork_bare)})
+    settings = WorkerSettings.from_mapping({"FORKSYNC_DATA_DIR": str(tmp_path / "data")})
+    env = IngestEnv(settings, gh, GitCache(settings.data_dir / "git"), LocalState(settings.data_dir), run_engine)
+    return env, gh
+
+
+def test_upstream_ahead_opens_bundle_pr_chain_issue_and_check(ingest_pair: IngestPair, tmp_path: Path) -> None:
+    """One bundle PR (#102 #104), one chain issue (#103, risky path), and a check with the figures."""
+    env, gh = make_env(ingest_pair, tmp_path)
+    report = ingest_repository(env, REPO)
+    assert report.status == "ingested"
+    assert gh.titles("pulls") == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)"]
+    (pull,) = gh.pulls.values()
+    assert pull["base"] == "main" and str(pull["head"]).startswith("forksync/bundle/")
+    body = str(pull["body"])
+    assert "<!-- forksync:bundle:" in body and "<!-- forksync:plan:" in body
+    assert "Improve b (#102)" in body and "Upstream Dev" in body
+    (issue,) = gh.issues.values()
+    assert "Bump LLVM (#103)" in str(issue["title"]) + str(issue["body"])
+    assert "risky_path" in str(issue["body"]) and "git cherry-pick -x" in str(issue["body"])
+    (check,) = gh.checks
+    assert check["name"] == "forksync / ingestion" and check["conclusion"] == "success"
+    assert check["head_sha"] == Repository(ingest_pair.fork_bare).rev_parse("refs/heads/main")
+    assert report.figures["pending"] == 3 and report.figures["backlog"] == 0 and report.figures["picked"] == 1
+    assert "pending 3" in str(check["title"])
+    # the branch was pushed to the fork, carrying both commits with their trailers
+    fork = Repository(ingest_pair.fork_bare)
+    head = fork.rev_parse(f"refs/heads/{pull['head']}")
+    assert head is not None
+    log = fork.text("log", "--format=%B", f"main..{head}")
+    assert f"(cherry picked from commit {ingest_pair.shas['#102']})" in log
+    assert f"(cherry picked from commit {ingest_pair.shas['#104']})" in log
+    assert fork.rev_parse("refs/forksync/chains") is not None  # the chain is recorded durably
+    assert env.state.series(f"metrics:{REPO}")[-1]["pending"] == 3
+
+
+def test_rerun_updates_never_duplicates(ingest_pair: IngestPair, tmp_path: Path) -> None:
+    """Running twice on the same state opens nothing new and pushes the same branch heads."""
+    env, gh = make_env(ingest_pair, tmp_path)
+    first = ingest_repository(env, REPO)
+    heads = Repository(ingest_pair.fork_bare).text("for-each-ref", "refs/heads/forksync/")
+    second = ingest_repository(env, REPO)
+    assert [p["created"] for p in first.pulls] == [True]
+    assert [p["created"] for p in second.pulls] == [False]
+    assert [i["created"] for i in second.issues] == [False]
+    assert len(gh.pulls) == 1 and len(gh.issues) == 1
+    assert Repository(ingest_pair.fork_bare).text("for-each-ref", "refs/heads/forksync/") == heads
+    assert first.figures["plan_id"] == second.figures["plan_id"]
+
+
+def test_merged_bundle_moves_the_ledger(ingest_pair: IngestPair, tmp_path: Path) -> None:
+    """After the bundle PR merges into the fork trunk, the ledger moves and the next plan has no bundle."""
+    env, gh = make_env(ingest_pair, tmp_path)
+    first = ingest_repository(env, REPO)
+    branch = first.pulls[0]["key"]
+    fork = Repository(ingest_pair.fork_bare)
+    bundle_head = fork.rev_parse(f"refs/heads/{gh.pulls[(REPO, next(iter(gh.pulls))[1])]['head']}")
+    assert bundle_head is not None and branch
+    fork.git("update-ref", "refs/heads/main", bundle_head)  # the merge (fast-forward)
+    second = ingest_repository(env, REPO)
+    assert second.figures["picked"] == 3
+    # the frontier is now the upstream tip; the chain's commit (#103) is a hole behind it
+    assert second.figures["pending"] == 0 and second.figures["backlog"] == 1
+    assert second.figures["days_behind"] == 0
+    assert second.pulls == []
+    assert [i["created"] for i in second.issues] == [False]  # the same chain issue, updated
+
+
+def test_upstream_advance_is_planned(ingest_pair: IngestPair, tmp_path: Path) -> None:
+    """A new upstream commit after a run appears in the next plan's bundle."""
+    env, _gh = make_env(ingest_pair, tmp_path)
+    ingest_repository(env, REPO)
+    ingest_pair.advance_upstream("Add d (#105)", {"src/d.py": "x = 1\n"})
+    report = ingest_repository(env, REPO)
+    assert report.figures["pending"] == 4
+    assert "#105" in report.pulls[0]["title"]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "quoted"),
+    [
+        ("bundle:\n  max_commits: many\n", 2, "  max_commits: many"),
+        ("upstream: {url: x}\nbogus_key: 1\n", 2, "bogus_key: 1"),
+    ],
+)
+def test_bad_config_fails_the_check_quoting_the_line(
+    ingest_pair: IngestPair, tmp_path: Path, text: str, line: int, quoted: str
+) -> None:
+    """A bad .github/forksync.yml gives a failing check that quotes the line at fault; nothing is opened."""
+    ingest_pair.fork.commit("break config", {".github/forksync.yml": text})
+    ingest_pair.push_fork()
+    env, gh = make_env(ingest_pair, tmp_path)
+    report = ingest_repository(env, REPO)
+    assert report.status == "config_error"
+    (check,) = gh.checks
+    assert check["conclusion"] == "failure"
+    assert f"forksync.yml:{line}" in str(check["title"])
+    assert quoted in str(check["summary"])
+    assert gh.pulls == {} and gh.issues == {}
+    assert Repository(ingest_pair.fork_bare).text("for-each-ref", "refs/heads/forksync/") == ""

@@ -1,0 +1,94 @@
+"""``forksync serve``: the whole bot on one machine — web (Flask), one Celery worker and beat.
+
+Without ``REDIS_URL`` everything runs on the embedded broker under ``FORKSYNC_DATA_DIR`` (SQLite
+files); with it, the same processes use Redis, and more workers can join from other machines
+with ``celery -A workers.celery_app worker -Q ingest,github``. The web server is werkzeug's
+threaded server (enough for one machine; production runs gunicorn, see the Procfile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from bot import tasknames
+from bot.errors import ForksyncError
+
+# The GPU queue is left out by default: only machines with a GPU should take l1-gpu work.
+DEFAULT_QUEUES = ",".join(q for q in tasknames.QUEUES if q != tasknames.Q_L1_GPU)
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("serve", help="run web, one worker and beat on this machine (embedded broker without REDIS_URL)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port for the webhook server (default 8000)")
+    p.add_argument("--queues", default=DEFAULT_QUEUES, help=f"queues the worker consumes (default {DEFAULT_QUEUES})")
+    p.add_argument("--concurrency", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--no-beat", action="store_true", help="do not run the beat scheduler (another machine runs it)")
+    p.set_defaults(func=run)
+
+
+def worker_command(queues: str, concurrency: int, beat: bool) -> list[str]:
+    cmd = [
+        sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
+        "-Q", queues, "--concurrency", str(concurrency), "--loglevel", "INFO",
+        "--without-gossip", "--without-mingle",
+    ]
+    if beat:
+        cmd.append("--beat")
+    return cmd
+
+
+def run(args: argparse.Namespace) -> int:
+    from werkzeug.serving import make_server
+
+    from bot import create_app
+    from workers.settings import WorkerSettings
+
+    settings = WorkerSettings.from_mapping(None)
+    unknown = set(args.queues.split(",")) - set(tasknames.QUEUES)
+    if unknown:
+        raise ForksyncError(f"unknown queue(s) {', '.join(sorted(unknown))}", f"use some of {', '.join(tasknames.QUEUES)}")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    mode = f"Redis at {settings.bot.redis_url.split('@')[-1]}" if settings.bot.redis_url else f"embedded broker in {settings.data_dir}"
+    try:
+        server = make_server(args.host, args.port, create_app(), threaded=True)
+    except OSError as exc:
+        raise ForksyncError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", "pick another --port") from None
+    worker = subprocess.Popen(worker_command(args.queues, args.concurrency, not args.no_beat), env=dict(os.environ))
+    print(f"forksync serve: web on http://{args.host}:{server.server_port}/ , worker pid {worker.pid} "
+          f"(queues {args.queues}{', beat' if not args.no_beat else ''}), {mode}", flush=True)
+    stopping = threading.Event()
+    worker_died = threading.Event()
+
+    def stop(signum: int, _frame: Any) -> None:
+        stopping.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    def watch_worker() -> None:
+        worker.wait()
+        if not stopping.is_set():
+            print(f"forksync serve: the worker exited with status {worker.returncode}; stopping", file=sys.stderr, flush=True)
+            worker_died.set()
+            stop(0, None)
+
+    threading.Thread(target=watch_worker, daemon=True).start()
+    try:
+        server.serve_forever()
+    finally:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)  # warm shutdown: unacked messages go back
+            try:
+                worker.wait(30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+    return 1 if worker_died.is_set() else 0
