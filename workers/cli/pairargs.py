@@ -1,0 +1,42 @@
+"""Arguments shared by the commands that read an upstream/fork pair, and one-line usage errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn
+
+from bot.config import RepoConfig
+from workers.engine.pair import Pair, open_configured
+
+EXIT_USAGE = 2
+
+
+def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Make argparse's usage errors one line on stderr with exit 2, like every other error."""
+
+    def error(message: str) -> NoReturn:
+        print(f"forksync: error: {parser.prog}: {message}; see {parser.prog} --help", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+    parser.error = error  # type: ignore[method-assign]
+    return parser
+
+
+def add_pair_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--upstream", required=True, metavar="REPO", help="upstream repository: local path or URL")
+    parser.add_argument("--fork", required=True, metavar="REPO", help="fork repository: local path or URL")
+    parser.add_argument(
+        "--upstream-branch", default=None, metavar="BRANCH", help="upstream branch (default: config, else main)"
+    )
+    parser.add_argument("--fork-branch", default=None, metavar="BRANCH", help="fork trunk (default: config, else main)")
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="repository config (default: .github/forksync.yml at the fork's trunk tip, if any)",
+    )
+
+
+def open_from_args(args: Any) -> tuple[Pair, RepoConfig]:
+    return open_configured(args.upstream, args.fork, args.upstream_branch, args.fork_branch, args.config)

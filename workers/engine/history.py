@@ -1,0 +1,124 @@
+"""Read a range of history in one ``git log`` pass into typed records (no per-commit processes)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from workers.engine.git import Repository
+
+# Upstream squash-merge subjects end in "(#N)"; merge commits say "Merge pull request #N".
+_SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
+_MERGE_PR = re.compile(r"^Merge pull request #(\d+)\b")
+
+_FIELDS = ("%H", "%P", "%an", "%ae", "%at", "%ct", "%s")
+_FORMAT_UPSTREAM = "%x1e" + "%x1f".join(_FIELDS) + "%x1f"
+_FORMAT_FORK = "%x1e" + "%x1f".join((*_FIELDS, "%B")) + "%x1f"
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit as the ledger needs it. ``message`` is empty for upstream commits."""
+
+    sha: str
+    parents: tuple[str, ...]
+    author_name: str
+    author_email: str
+    author_time: int
+    committer_time: int
+    subject: str
+    files: tuple[str, ...]
+    message: str = ""
+
+    @property
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1
+
+    @property
+    def author(self) -> str:
+        return f"{self.author_name} <{self.author_email}>"
+
+    @property
+    def pr_number(self) -> int | None:
+        """The upstream PR number a squash-merge or merge subject names, if any."""
+        m = _SQUASH_PR.search(self.subject) or _MERGE_PR.match(self.subject)
+        return int(m.group(1)) if m else None
+
+
+def read_range(
+    repo: Repository,
+    include: str,
+    exclude: Sequence[str],
+    *,
+    first_parent: bool,
+    messages: bool,
+) -> list[Commit]:
+    """Commits reachable from ``include`` and not from ``exclude``, oldest first.
+
+    One ``git log`` process; ``--name-only`` lists changed paths (against the first parent
+    for merges when ``first_parent``), so later stages never diff commit by commit.
+    """
+    args = [
+        "-c",
+        "core.quotePath=false",
+        "log",
+        "--no-color",
+        "--no-renames",
+        "--topo-order",
+        "-z",
+        "--name-only",
+        f"--format={_FORMAT_FORK if messages else _FORMAT_UPSTREAM}",
+    ]
+    if first_parent:
+        args.append("--first-parent")
+    args.append(include)
+    args.extend(f"^{sha}" for sha in exclude)
+    args.append("--")
+    raw = repo.git(*args).decode("utf-8", "replace")
+    commits = [_parse(record, messages) for record in raw.split("\x1e") if record.strip("\x00\n")]
+    commits.reverse()
+    return commits
+
+
+def _parse(record: str, messages: bool) -> Commit:
+    parts = record.split("\x1f")
+    n = len(_FIELDS) + (1 if messages else 0)
+    sha, parents, an, ae, at, ct, subject = parts[:7]
+    message = parts[7] if messages else ""
+    tail = "\x1f".join(parts[n:])
+    files = tuple(f for f in tail.lstrip("\x00").lstrip("\n").split("\x00") if f)
+    return Commit(
+        sha=sha,
+        parents=tuple(parents.split()),
+        author_name=an,
+        author_email=ae,
+        author_time=int(at or 0),
+        committer_time=int(ct or 0),
+        subject=subject,
+        files=files,
+        message=message.rstrip("\n"),
+    )
+
+
+def patch_ids(repo: Repository, shas: Iterable[str]) -> dict[str, str]:
+    """``git patch-id --stable`` of each commit (merges and root commits get none).
+
+    Two processes for the whole batch: ``diff-tree -p --stdin`` piped into ``patch-id``.
+    """
+    wanted = sorted(set(shas))
+    if not wanted:
+        return {}
+    patches = repo.git(
+        "diff-tree", "-p", "--no-color", "--no-renames", "--no-ext-diff", "--stdin",
+        input="".join(f"{s}\n" for s in wanted).encode(),
+    )
+    if not patches.strip():
+        return {}
+    out = repo.git("patch-id", "--stable", input=patches).decode()
+    result: dict[str, str] = {}
+    for line in out.splitlines():
+        pid, _, sha = line.partition(" ")
+        if sha:
+            result[sha.strip()] = pid
+    return result

@@ -1,0 +1,518 @@
+"""The ledger: every upstream commit after the base → disposition and the fork commits carrying it.
+
+Entry points:
+
+* ``load_ledger(pair, config) -> Ledger`` -- cached by (upstream tip, fork tip, notes tip,
+  config digest); a warm call reads one JSON file.
+* ``build_ledger(pair, config) -> Ledger`` -- always recomputes: two ``git log`` passes (the
+  upstream first-parent range and the fork range, both from the base), one read of the
+  decisions notes, and one batched ``patch-id`` only for commits that can still match.
+* ``compute_ledger(...)`` -- the pure core, for tests and for callers that already hold history.
+
+For the bundling engine: ``Ledger.backlog_commits`` (holes behind the frontier, oldest first)
+then ``Ledger.pending_commits`` (not carried and not deferred/wont_port after the frontier,
+oldest first) is the order of work. Entries never change order: ``Ledger.entries`` is upstream
+first-parent order, oldest first, and the JSON is byte-for-byte deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.config import LedgerConfig
+from workers.engine import recognisers as rec
+from workers.engine.decisions import Decision, Decisions, Disposition, read_decisions
+from workers.engine.history import Commit, patch_ids, read_range
+from workers.engine.metrics import Fact, Metrics, compute_metrics
+from workers.engine.pair import FORK_NOTES_REF, Pair
+
+__all__ = [
+    "Disposition",
+    "Ledger",
+    "LedgerEntry",
+    "Metrics",
+    "Pick",
+    "build_ledger",
+    "compute_ledger",
+    "load_ledger",
+]
+
+# Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
+LEDGER_VERSION = 1
+_KEEP_CACHED = 8
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One upstream commit: who made it, what the fork does with it, and why."""
+
+    sha: str
+    subject: str
+    author: str
+    author_time: int
+    committer_time: int
+    pr_number: int | None
+    files: tuple[str, ...]
+    disposition: Disposition
+    carriers: tuple[str, ...]  # fork commits that carry it now (reverted picks excluded)
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "sha": self.sha,
+            "subject": self.subject,
+            "author": self.author,
+            "author_time": self.author_time,
+            "committer_time": self.committer_time,
+            "pr_number": self.pr_number,
+            "files": list(self.files),
+            "disposition": self.disposition.value,
+            "carriers": list(self.carriers),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> LedgerEntry:
+        return cls(
+            sha=d["sha"],
+            subject=d["subject"],
+            author=d["author"],
+            author_time=d["author_time"],
+            committer_time=d["committer_time"],
+            pr_number=d["pr_number"],
+            files=tuple(d["files"]),
+            disposition=Disposition(d["disposition"]),
+            carriers=tuple(d["carriers"]),
+            reason=d["reason"],
+        )
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A fork commit recognised as carrying upstream commits."""
+
+    sha: str
+    subject: str
+    upstream: tuple[str, ...]
+    recogniser: str
+    reverted_by: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "sha": self.sha,
+            "subject": self.subject,
+            "upstream": list(self.upstream),
+            "recogniser": self.recogniser,
+            "reverted_by": self.reverted_by,
+        }
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The mapping upstream commit → disposition, with the metrics computed from it."""
+
+    base: str
+    upstream_tip: str
+    fork_tip: str
+    entries: tuple[LedgerEntry, ...]
+    metrics: Metrics
+    picks: tuple[Pick, ...] = ()  # fork commits that carry upstream commits, fork order
+    warnings: tuple[str, ...] = ()
+    _by_sha: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_sha.update({e.sha: i for i, e in enumerate(self.entries)})
+
+    def entry(self, sha: str) -> LedgerEntry | None:
+        i = self._by_sha.get(sha)
+        return self.entries[i] if i is not None else None
+
+    @property
+    def frontier_index(self) -> int:
+        """Position of the frontier in ``entries`` (-1 when the frontier is the base)."""
+        return self._by_sha.get(self.metrics.frontier, -1)
+
+    @property
+    def backlog_commits(self) -> tuple[LedgerEntry, ...]:
+        """Holes behind the frontier (neither picked nor wont_port), oldest first."""
+        wanted = set(self.metrics.backlog_commits)
+        return tuple(e for e in self.entries if e.sha in wanted)
+
+    @property
+    def pending_commits(self) -> tuple[LedgerEntry, ...]:
+        """Commits after the frontier still to take (not carried, not deferred or wont_port), oldest first."""
+        after = self.entries[self.frontier_index + 1 :]
+        return tuple(
+            e
+            for e in after
+            if not e.carriers and e.disposition not in (Disposition.WONT_PORT, Disposition.DEFERRED)
+        )
+
+    def with_disposition(self, disposition: Disposition) -> tuple[LedgerEntry, ...]:
+        return tuple(e for e in self.entries if e.disposition is disposition)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "version": LEDGER_VERSION,
+            "base": self.base,
+            "upstream_tip": self.upstream_tip,
+            "fork_tip": self.fork_tip,
+            "metrics": self.metrics.as_json(),
+            "entries": [e.as_json() for e in self.entries],
+            "picks": [p.as_json() for p in self.picks],
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Ledger:
+        return cls(
+            base=d["base"],
+            upstream_tip=d["upstream_tip"],
+            fork_tip=d["fork_tip"],
+            entries=tuple(LedgerEntry.from_json(e) for e in d["entries"]),
+            metrics=Metrics.from_json(d["metrics"]),
+            picks=tuple(
+                Pick(p["sha"], p["subject"], tuple(p["upstream"]), p["recogniser"], p["reverted_by"])
+                for p in d["picks"]
+            ),
+            warnings=tuple(d["warnings"]),
+        )
+
+
+PatchIds = Callable[[Iterable[str]], dict[str, str]]
+
+
+def compute_ledger(
+    upstream: Sequence[Commit],
+    fork: Sequence[Commit],
+    decisions: Decisions,
+    rules: rec.Rules,
+    *,
+    base: str,
+    base_time: int,
+    upstream_tip: str,
+    fork_tip: str,
+    patch_id: PatchIds,
+) -> Ledger:
+    """The pure core: upstream range and fork range (oldest first) → ledger."""
+    index = rec.UpstreamIndex(upstream)
+    fork_index = rec.ForkIndex(fork)
+    picks: dict[str, rec.Recognition] = {}  # fork sha → what it carries
+    active: dict[str, bool] = {}  # fork pick → not reverted
+    reverted_by: dict[str, str] = {}
+    reverts: dict[str, str] = {}  # revert commit → commit it reverts
+    merged: dict[str, str] = {}  # upstream sha reachable from the fork → itself
+    unmatched: list[Commit] = []
+    warnings: list[str] = list(decisions.problems)
+
+    for commit in fork:
+        if commit.sha in index.position:
+            merged[commit.sha] = commit.sha
+            continue
+        if commit.is_merge:
+            continue
+        target = rec.revert_target(commit, fork_index, index, rules)
+        if isinstance(target, str):
+            reverts[commit.sha] = target
+            _apply_revert(commit.sha, target, active, reverts, reverted_by)
+            continue
+        if target is True:
+            continue  # a revert of something we cannot name: never a pick
+        found = rec.recognise(commit, index, rules)
+        if found.upstream:
+            picks[commit.sha] = found
+            active[commit.sha] = True
+        else:
+            unmatched.append(commit)
+            if found.urgent:
+                picks[commit.sha] = found  # keeps the [URGENT] tag for a patch-id match below
+
+    carried: dict[str, list[str]] = {}
+    for sha, found in picks.items():
+        if active.get(sha):
+            for up in found.upstream:
+                carried.setdefault(up, []).append(sha)
+    for up in merged:
+        carried.setdefault(up, []).append(up)
+
+    for fork_sha, up_sha, how in _same_change(unmatched, upstream, carried, patch_id):
+        urgent = picks[fork_sha].urgent if fork_sha in picks else False
+        picks[fork_sha] = rec.Recognition((up_sha,), how, urgent)
+        active[fork_sha] = fork_sha not in reverted_by
+        if active[fork_sha]:
+            carried.setdefault(up_sha, []).append(fork_sha)
+
+    urgent_by_tag = {up for sha, f in picks.items() if f.urgent and active.get(sha) for up in f.upstream}
+    facts: list[Fact] = []
+    for c in upstream:
+        decision = decisions.by_sha.get(c.sha)
+        facts.append(
+            Fact(
+                sha=c.sha,
+                committer_time=c.committer_time,
+                carried=c.sha in carried,
+                urgent=c.sha in urgent_by_tag or (decision is not None and decision.disposition is Disposition.URGENT),
+                decision=decision.disposition if decision else None,
+            )
+        )
+    tip_time = upstream[-1].committer_time if upstream else base_time
+    metrics, final = compute_metrics(
+        facts, base=base, base_time=base_time, upstream_tip=upstream_tip, upstream_tip_time=tip_time, fork_tip=fork_tip
+    )
+    frontier = metrics.frontier
+    frontier_pos = index.position.get(frontier, -1)
+    entries = []
+    all_carriers = _all_carriers(picks)
+    for i, (c, d) in enumerate(zip(upstream, final, strict=True)):
+        entries.append(
+            LedgerEntry(
+                sha=c.sha,
+                subject=c.subject,
+                author=c.author,
+                author_time=c.author_time,
+                committer_time=c.committer_time,
+                pr_number=c.pr_number,
+                files=c.files,
+                disposition=d,
+                carriers=tuple(carried.get(c.sha, ())),
+                reason=_reason(
+                    c.sha, d, carried, all_carriers, picks, reverted_by, merged,
+                    decisions.by_sha.get(c.sha), i < frontier_pos,
+                ),
+            )
+        )
+    subjects = {c.sha: c.subject for c in fork}
+    pick_records = tuple(
+        Pick(sha, subjects[sha], f.upstream, f.recogniser or "", reverted_by.get(sha))
+        for sha, f in sorted(picks.items(), key=lambda kv: fork_index.position[kv[0]])
+        if f.upstream
+    )
+    return Ledger(
+        base=base,
+        upstream_tip=upstream_tip,
+        fork_tip=fork_tip,
+        entries=tuple(entries),
+        metrics=metrics,
+        picks=pick_records,
+        warnings=tuple(warnings),
+    )
+
+
+def _apply_revert(
+    revert: str,
+    target: str,
+    active: dict[str, bool],
+    reverts: dict[str, str],
+    reverted_by: dict[str, str],
+) -> None:
+    """A revert undoes a pick; a revert of that revert (a reapply) restores it."""
+    depth = 0
+    original = target
+    while original in reverts:
+        original = reverts[original]
+        depth += 1
+    # Even depth: the original change is undone; odd: a revert was reverted (a reapply).
+    if depth % 2 == 0:
+        reverted_by[original] = revert
+    else:
+        reverted_by.pop(original, None)
+    if original in active:
+        active[original] = depth % 2 == 1
+
+
+def _all_carriers(picks: dict[str, rec.Recognition]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for sha, f in picks.items():
+        for up in f.upstream:
+            out.setdefault(up, []).append(sha)
+    return out
+
+
+def _reason(
+    sha: str,
+    d: Disposition,
+    carried: dict[str, list[str]],
+    all_carriers: dict[str, list[str]],
+    picks: dict[str, rec.Recognition],
+    reverted_by: dict[str, str],
+    merged: dict[str, str],
+    decision: Decision | None,
+    behind_frontier: bool,
+) -> str:
+    parts: list[str] = []
+    for fork_sha in all_carriers.get(sha, ()):
+        how = picks[fork_sha].recogniser
+        if fork_sha in reverted_by:
+            parts.append(f"pick {fork_sha[:12]} ({how}) reverted by {reverted_by[fork_sha][:12]}")
+        else:
+            parts.append(f"picked by {fork_sha[:12]} ({how})")
+    if sha in merged:
+        parts.append("reachable from the fork (merged)")
+    if decision is not None:
+        text = f"marked {decision.disposition.value}"
+        if decision.reason:
+            text += f": {decision.reason}"
+        if sha in carried and decision.disposition is not Disposition.URGENT:
+            text += " (ignored: the fork carries it)"
+        parts.append(text)
+    elif d is Disposition.URGENT:
+        parts.append("the pick is tagged urgent")
+    if d is Disposition.DEFERRED and decision is None and behind_frontier:
+        parts.append("hole behind the frontier (not marked)")
+    return "; ".join(parts)
+
+
+def _same_change(
+    unmatched: Sequence[Commit],
+    upstream: Sequence[Commit],
+    carried: dict[str, list[str]],
+    patch_id: PatchIds,
+) -> list[tuple[str, str, str]]:
+    """Picks without markers: same author+date+subject, or equal patch-ids among same-file candidates.
+
+    Patch-ids are computed only for fork commits and upstream commits that share an exact
+    changed-file set (or an author and author date) with each other, in one batch.
+    """
+    fork_side = [c for c in unmatched if c.files]
+    if not fork_side:
+        return []
+    free = [c for c in upstream if c.sha not in carried and not c.is_merge]
+    by_author: dict[tuple[str, int], list[Commit]] = {}
+    by_files: dict[frozenset[str], list[Commit]] = {}
+    for c in free:
+        by_author.setdefault((c.author_email.lower(), c.author_time), []).append(c)
+        by_files.setdefault(frozenset(c.files), []).append(c)
+
+    matches: list[tuple[str, str, str]] = []
+    taken: set[str] = set()
+    need_ids: set[str] = set()
+    candidates: list[tuple[Commit, list[Commit]]] = []
+    for f in fork_side:
+        same_author = by_author.get((f.author_email.lower(), f.author_time), [])
+        subject = rec.normalise(f.subject)
+        hit = next((u for u in same_author if u.sha not in taken and rec.normalise(u.subject) == subject), None)
+        if hit is not None:
+            matches.append((f.sha, hit.sha, rec.SAME_CHANGE))
+            taken.add(hit.sha)
+            continue
+        pool = [u for u in (*same_author, *by_files.get(frozenset(f.files), ())) if u.sha not in taken]
+        if pool:
+            candidates.append((f, pool))
+            need_ids.add(f.sha)
+            need_ids.update(u.sha for u in pool)
+    if not candidates:
+        return matches
+    ids = patch_id(need_ids)
+    for f, pool in candidates:
+        pid = ids.get(f.sha)
+        if pid is None:
+            continue
+        hit = next((u for u in pool if u.sha not in taken and ids.get(u.sha) == pid), None)
+        if hit is not None:
+            matches.append((f.sha, hit.sha, rec.PATCH_ID))
+            taken.add(hit.sha)
+    return matches
+
+
+# --------------------------------------------------------------------------- git-backed entry points
+
+
+def rules_for(pair: Pair, config: LedgerConfig, upstream_url: str | None = None) -> rec.Rules:
+    return rec.Rules.build(
+        trailer_patterns=config.trailer_patterns,
+        pr_patterns=config.pr_patterns,
+        upstream_url=upstream_url or pair.upstream_url,
+        fork_url=pair.fork_url,
+    )
+
+
+def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = None) -> Ledger:
+    """Recompute the ledger from history (two ``git log`` passes and the decisions notes)."""
+    repo = pair.repo
+    upstream = read_range(repo, pair.upstream_tip, [pair.base], first_parent=True, messages=False)
+    fork = read_range(repo, pair.fork_tip, [pair.base], first_parent=False, messages=True)
+    decisions = read_decisions(repo, FORK_NOTES_REF if pair.fork_notes_tip else None)
+    base_time = int(repo.text("show", "-s", "--format=%ct", pair.base) or 0)
+    return compute_ledger(
+        upstream,
+        fork,
+        decisions,
+        rules_for(pair, config, upstream_url),
+        base=pair.base,
+        base_time=base_time,
+        upstream_tip=pair.upstream_tip,
+        fork_tip=pair.fork_tip,
+        patch_id=lambda shas: patch_ids(repo, shas),
+    )
+
+
+def cache_key(pair: Pair, config: LedgerConfig, upstream_url: str | None = None) -> str:
+    """What the ledger depends on: both tips, the decisions, and the recognition rules."""
+    parts = [
+        str(LEDGER_VERSION),
+        pair.upstream_tip,
+        pair.fork_tip,
+        pair.base,
+        pair.fork_notes_tip or "-",
+        repr(config),
+        upstream_url or pair.upstream_url or "-",
+        pair.fork_url or "-",
+    ]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+
+def _cache_path(pair: Pair, key: str, kind: str) -> Path:
+    return pair.cache_dir / "ledger" / f"{key}.{kind}.json"
+
+
+def load_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = None) -> Ledger:
+    """The ledger, from the cache when both tips, the notes and the config are unchanged."""
+    key = cache_key(pair, config, upstream_url)
+    path = _cache_path(pair, key, "ledger")
+    try:
+        return Ledger.from_json(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    ledger = build_ledger(pair, config, upstream_url=upstream_url)
+    _store(pair, key, ledger)
+    return ledger
+
+
+def load_status(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = None) -> tuple[Metrics, tuple[str, ...]]:
+    """Metrics and warnings only; a warm call reads a small file, not the whole ledger."""
+    key = cache_key(pair, config, upstream_url)
+    path = _cache_path(pair, key, "status")
+    try:
+        data = json.loads(path.read_text())
+        return Metrics.from_json(data["metrics"]), tuple(data["warnings"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    ledger = load_ledger(pair, config, upstream_url=upstream_url)
+    return ledger.metrics, ledger.warnings
+
+
+def _store(pair: Pair, key: str, ledger: Ledger) -> None:
+    """Write the cache atomically; a cache that cannot be written only costs speed."""
+    folder = pair.cache_dir / "ledger"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for kind, data in (
+            ("ledger", ledger.as_json()),
+            ("status", {"metrics": ledger.metrics.as_json(), "warnings": list(ledger.warnings)}),
+        ):
+            path = _cache_path(pair, key, kind)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")))
+            tmp.replace(path)
+        stale = sorted(folder.glob("*.ledger.json"), key=lambda p: p.stat().st_mtime, reverse=True)[_KEEP_CACHED:]
+        for old in stale:
+            for kind in ("ledger", "status"):
+                old.with_name(old.name.replace(".ledger.json", f".{kind}.json")).unlink(missing_ok=True)
+    except OSError:
+        pass

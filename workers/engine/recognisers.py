@@ -1,0 +1,377 @@
+"""Recognise which upstream commits a fork commit carries, from its message alone.
+
+Recognisers run in order and the first that finds something wins, so a weaker signal never
+adds to a stronger one (a cherry-picked upstream body that links other upstream PRs must not
+make those PRs "picked"):
+
+1. ``trailer``    -- ``(cherry picked from commit <sha>)``, ``Reactor Backport Revision: <sha>``,
+   ``Upstream-Commit: <sha>`` (configurable; several per commit are fine);
+2. ``bundle``     -- ``[Cherry-pick][BUNDLE] Cherry-pick K upstream(#a #b ...)`` plus the PRs and
+   shas listed in the body outside Deferred / Won't-port sections;
+3. ``pr-subject`` -- ``[Cherry-pick] '<upstream subject> (#N)' (#M)``: N is upstream's PR, M is
+   the fork's own and is never read as an upstream reference;
+4. ``subject``    -- the fork subject is an upstream subject verbatim (optionally followed by the
+   fork's own ``(#M)``);
+5. ``pr-pattern`` -- configured regexes with a group ``pr``;
+6. ``body-link``  -- ``<upstream url>/pull/N`` in the body, outside excluded sections.
+
+Patch-id equality (the recogniser of last resort) needs git and lives in ``ledger.py``.
+Everything here is pure: plain strings in, references out.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from bot.config import DEFAULT_TRAILER_PATTERNS
+from workers.engine.history import Commit
+
+TRAILER = "trailer"
+BUNDLE = "bundle"
+PR_SUBJECT = "pr-subject"
+SUBJECT = "subject"
+PR_PATTERN = "pr-pattern"
+BODY_LINK = "body-link"
+SAME_CHANGE = "same-change"  # same author, author date and subject
+PATCH_ID = "patch-id"
+MERGE = "merge"
+
+# Leading "[Tag]" groups of a pick subject: "[Cherry-pick][RESOLVED][URGENT] rest".
+_TAGS = re.compile(r"^\s*((?:\[[^\]\n]*\]\s*)+)(.*)$", re.S)
+_PICK_TAG = re.compile(r"(?i)^cherry[\s_-]?pick(?:ed)?$|^backport$|^pick$")
+_BUNDLE_TAG = re.compile(r"(?i)^bundle$")
+_URGENT_TAG = re.compile(r"(?i)^urgent$|^hotfix$")
+_BUNDLE_LIST = re.compile(r"(?i)\bupstream\w*\s*\(([^)]*#\d[^)]*)\)")
+_TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
+_HASH_NUM = re.compile(r"#(\d+)\b")
+_SHA_TOKEN = re.compile(r"(?<![0-9a-zA-Z])([0-9a-f]{7,40})(?![0-9a-zA-Z])")
+_PULL_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/pull/(\d+)")
+_REVERTS_SHA = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
+_REVERT_SUBJECT = re.compile(r"^Revert\s+[\"'“‘](.*)[\"'”’]\s*(?:\(#\d+\))?\s*$")
+_QUOTES = {"'": "'", '"': '"', "“": "”", "‘": "’", "`": "`"}
+
+# Section headings in pick bodies whose references are NOT picks.
+_EXCLUDED_SECTION = re.compile(
+    r"(?i)defer|backlog|won'?t|wont|not[\s_-]*(?:picked|ported|included)|skip|exclud|eject|hole|"
+    r"pending|remaining|conflict|depend|prerequisite|follow[\s-]?up|related|see also|supersed|revert"
+)
+_INCLUDED_SECTION = re.compile(r"(?i)picked|included|commits|changes|upstream|summary|carried|ported")
+# Lines that name the fork's own review, never upstream (ghstack / Phabricator exports).
+_OWN_REVIEW_LINE = re.compile(r"(?i)^\s*(pull request resolved|differential revision|reviewed by)\s*:")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The configurable part of recognition, compiled once."""
+
+    trailer_patterns: tuple[re.Pattern[str], ...]
+    pr_patterns: tuple[re.Pattern[str], ...]
+    upstream_slug: str | None  # "owner/repo" of upstream on GitHub, lower case, when known
+    fork_slug: str | None
+
+    @classmethod
+    def build(
+        cls,
+        trailer_patterns: Sequence[str] = DEFAULT_TRAILER_PATTERNS,
+        pr_patterns: Sequence[str] = (),
+        upstream_url: str | None = None,
+        fork_url: str | None = None,
+    ) -> Rules:
+        return cls(
+            trailer_patterns=tuple(re.compile(p) for p in trailer_patterns),
+            pr_patterns=tuple(re.compile(p) for p in pr_patterns),
+            upstream_slug=_slug(upstream_url),
+            fork_slug=_slug(fork_url),
+        )
+
+
+def _slug(url: str | None) -> str | None:
+    if not url:
+        return None
+    m = re.search(r"github\.com[/:]([^/]+/[^/]+?)(?:\.git)?/*$", url)
+    return m.group(1).lower() if m else None
+
+
+class UpstreamIndex:
+    """Lookups over the upstream range: by sha (or unique prefix), PR number, and subject."""
+
+    def __init__(self, commits: Sequence[Commit]) -> None:
+        self.position = {c.sha: i for i, c in enumerate(commits)}
+        self._sorted = sorted(self.position)
+        self.by_pr: dict[int, list[str]] = {}
+        self.by_subject: dict[str, list[str]] = {}
+        for c in commits:
+            pr = c.pr_number
+            if pr is not None:
+                self.by_pr.setdefault(pr, []).append(c.sha)
+            self.by_subject.setdefault(normalise(c.subject), []).append(c.sha)
+
+    def sha(self, text: str) -> str | None:
+        """The upstream commit a full or abbreviated sha names, if exactly one."""
+        text = text.lower()
+        if len(text) == 40:
+            return text if text in self.position else None
+        i = bisect.bisect_left(self._sorted, text)
+        hits = self._sorted[i : i + 2]
+        hits = [h for h in hits if h.startswith(text)]
+        return hits[0] if len(hits) == 1 else None
+
+    def pr(self, number: int) -> str | None:
+        """The upstream commit of PR ``number``; with several (a re-land), the newest."""
+        shas = self.by_pr.get(number)
+        return shas[-1] if shas else None
+
+    def subject(self, text: str) -> str | None:
+        shas = self.by_subject.get(normalise(text))
+        return shas[-1] if shas else None
+
+
+def normalise(subject: str) -> str:
+    return " ".join(subject.split()).casefold()
+
+
+@dataclass(frozen=True)
+class Recognition:
+    """What one fork commit carries: upstream shas (upstream order) and the recogniser used."""
+
+    upstream: tuple[str, ...]
+    recogniser: str | None
+    urgent: bool = False
+
+
+NOTHING = Recognition((), None)
+
+
+def recognise(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recognition:
+    """Apply the recognisers in order to one fork commit; the first that finds something wins."""
+    message = commit.message or commit.subject
+    subject = commit.subject
+    tags, rest = _split_tags(subject)
+    urgent = any(_URGENT_TAG.match(t) for t in tags)
+
+    found = _trailers(message, index, rules)
+    if found:
+        return _result(found, TRAILER, index, urgent)
+    is_pick = any(_PICK_TAG.match(t) for t in tags)
+    if is_pick and any(_BUNDLE_TAG.match(t) for t in tags):
+        found = _bundle(rest, message, index, rules)
+        if found:
+            return _result(found, BUNDLE, index, urgent)
+    if is_pick:
+        found = _pick_subject(rest, index)
+        if found:
+            return _result(found, PR_SUBJECT, index, urgent)
+    found = _same_subject(subject, index)
+    if found:
+        return _result(found, SUBJECT, index, urgent)
+    found = _pr_patterns(message, index, rules)
+    if found:
+        return _result(found, PR_PATTERN, index, urgent)
+    found = _body_links(message, index, rules)
+    if found:
+        return _result(found, BODY_LINK, index, urgent)
+    return Recognition((), None, urgent)
+
+
+def _result(found: Iterable[str], how: str, index: UpstreamIndex, urgent: bool) -> Recognition:
+    ordered = tuple(sorted(set(found), key=index.position.__getitem__))
+    return Recognition(ordered, how, urgent)
+
+
+def _split_tags(subject: str) -> tuple[list[str], str]:
+    m = _TAGS.match(subject)
+    if not m:
+        return [], subject.strip()
+    tags = [t.strip() for t in re.findall(r"\[([^\]\n]*)\]", m.group(1))]
+    return tags, m.group(2).strip()
+
+
+def _trailers(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
+    found = []
+    for pattern in rules.trailer_patterns:
+        for m in pattern.finditer(message):
+            sha = index.sha(m.group("sha"))
+            if sha:
+                found.append(sha)
+    return found
+
+
+def _bundle(rest: str, message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
+    found: list[str] = []
+    m = _BUNDLE_LIST.search(rest)
+    if m:
+        found.extend(s for s in (index.pr(int(n)) for n in _HASH_NUM.findall(m.group(1))) if s)
+    body = message.split("\n", 1)[1] if "\n" in message else ""
+    for line in _included_lines(body):
+        for n in _HASH_NUM.findall(line):
+            sha = index.pr(int(n))
+            if sha:
+                found.append(sha)
+        for token in _SHA_TOKEN.findall(line):
+            sha = index.sha(token)
+            if sha:
+                found.append(sha)
+        found.extend(_links_in(line, index, rules))
+    return found
+
+
+def _pick_subject(rest: str, index: UpstreamIndex) -> list[str]:
+    """``'<upstream subject> (#N)' (#M)`` or unquoted forms; never takes M for upstream."""
+    if rest[:1] in _QUOTES:
+        close = rest.rfind(_QUOTES[rest[0]])
+        inner = rest[1:close] if close > 0 else rest[1:]
+        exact = index.subject(inner)
+        if exact:
+            return [exact]
+        m = _TRAILING_PR.search(inner)
+        if m:
+            sha = index.pr(int(m.group(1)))
+            return [sha] if sha else []
+        return []
+    exact = index.subject(rest) or index.subject(_TRAILING_PR.sub("", rest))
+    if exact:
+        return [exact]
+    numbers = []
+    text = rest
+    while (m := _TRAILING_PR.search(text)) is not None:
+        numbers.append(int(m.group(1)))
+        text = text[: m.start()]
+    # Two trailing numbers: the last is the fork's own PR, the one before it upstream's.
+    # One alone is ambiguous (upstream's N, or the fork's M on a retitled pick): only the
+    # subject match above may accept it.
+    if len(numbers) >= 2:
+        sha = index.pr(numbers[1])
+        return [sha] if sha else []
+    return []
+
+
+def _same_subject(subject: str, index: UpstreamIndex) -> list[str]:
+    """The fork subject equals an upstream subject that carries a PR number, optionally + (#M)."""
+    for text in (subject, _TRAILING_PR.sub("", subject)):
+        sha = index.subject(text)
+        if sha and _TRAILING_PR.search(text):
+            return [sha]
+    return []
+
+
+def _pr_patterns(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
+    found = []
+    for pattern in rules.pr_patterns:
+        for m in pattern.finditer(message):
+            sha = index.pr(int(m.group("pr")))
+            if sha:
+                found.append(sha)
+    return found
+
+
+def _body_links(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
+    body = message.split("\n", 1)[1] if "\n" in message else ""
+    found: list[str] = []
+    for line in _included_lines(body):
+        found.extend(_links_in(line, index, rules))
+    return found
+
+
+def _links_in(line: str, index: UpstreamIndex, rules: Rules) -> list[str]:
+    found = []
+    for slug, number in _PULL_LINK.findall(line):
+        slug = slug.lower()
+        if rules.upstream_slug is not None and slug != rules.upstream_slug:
+            continue
+        if rules.fork_slug is not None and slug == rules.fork_slug:
+            continue
+        sha = index.pr(int(number))
+        if sha:
+            found.append(sha)
+    return found
+
+
+def _included_lines(body: str) -> list[str]:
+    """Body lines outside sections such as "Deferred (backlog)" or "Won't port"."""
+    kept: list[str] = []
+    excluded = False
+    for line in body.splitlines():
+        if _OWN_REVIEW_LINE.match(line):
+            continue
+        label, after, is_heading = _heading(line)
+        if label is not None:
+            label_excluded = bool(_EXCLUDED_SECTION.search(label))
+            if is_heading:
+                if label_excluded:
+                    excluded = True
+                elif _INCLUDED_SECTION.search(label) or not after:
+                    excluded = False
+            if label_excluded:
+                continue  # "Deferred: #12 #13" excludes its own line too
+            if after and not excluded:
+                kept.append(after)
+            continue
+        if not excluded:
+            kept.append(line)
+    return kept
+
+
+_HEADING = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+)?(?:\*\*|__)?\s*([A-Za-z][A-Za-z'’ /&_-]{1,40}?)\s*(\([^)]*\))?\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.*)$")
+_MD_HEADING = re.compile(r"^\s*(?:#{1,6}\s+(.+?)|(?:\*\*|__)(.+?)(?:\*\*|__))\s*:?\s*$")
+
+
+def _heading(line: str) -> tuple[str | None, str, bool]:
+    """(label, text after the label, starts a section) or (None, "", False) for plain lines."""
+    m = _MD_HEADING.match(line)
+    if m:
+        return (m.group(1) or m.group(2) or "").strip(), "", True
+    m = _HEADING.match(line)
+    if m and len(m.group(2).split()) <= 5:
+        after = m.group(4).strip()
+        return m.group(2).strip(), after, not after
+    return None, "", False
+
+
+# --------------------------------------------------------------------------- reverts
+
+
+class ForkIndex:
+    """Lookups over fork commits for revert resolution: by sha prefix and by subject."""
+
+    def __init__(self, commits: Sequence[Commit]) -> None:
+        self.position = {c.sha: i for i, c in enumerate(commits)}
+        self._sorted = sorted(self.position)
+        self.by_subject: dict[str, list[str]] = {}
+        for c in commits:
+            self.by_subject.setdefault(normalise(c.subject), []).append(c.sha)
+
+    def sha(self, text: str) -> str | None:
+        i = bisect.bisect_left(self._sorted, text.lower())
+        hits = [h for h in self._sorted[i : i + 2] if h.startswith(text.lower())]
+        return hits[0] if len(hits) == 1 else None
+
+
+def revert_target(commit: Commit, fork: ForkIndex, index: UpstreamIndex, rules: Rules) -> str | bool | None:
+    """The fork commit that ``commit`` reverts; True when it is a revert of something unknown.
+
+    A revert of an *upstream* commit (``This reverts commit <upstream sha>``, or a subject that
+    is an upstream revert's subject) is not a fork revert: it may be a pick of that revert.
+    """
+    message = commit.message or commit.subject
+    for m in _REVERTS_SHA.finditer(message):
+        target = fork.sha(m.group(1))
+        if target and target != commit.sha:
+            return target
+        if index.sha(m.group(1)):
+            return None
+    subj = _REVERT_SUBJECT.match(commit.subject)
+    if not subj:
+        return None
+    if _trailers(message, index, rules) or _same_subject(commit.subject, index):
+        return None
+    inner = subj.group(1)
+    for text in (inner, _TRAILING_PR.sub("", inner)):
+        shas = fork.by_subject.get(normalise(text))
+        here = fork.position.get(commit.sha, len(fork.position))
+        earlier = [s for s in shas or () if fork.position[s] < here]
+        if earlier:
+            return earlier[-1]
+    return True
