@@ -1,0 +1,732 @@
+"""The one GitHub adapter: a ``GitHubPort`` protocol and its PyGithub implementation.
+
+Everything forksync does on GitHub goes through here: check runs (annotations in batches of
+50), pull requests found by head branch before one is created, issues and comments found by
+their hidden marker before one is created, reactions, permissions, files at a ref, and git
+pushes with an installation token. Status codes are classified here, once: "already exists"
+is information, 5xx and rate limits are :class:`RetryableGitHubError` (with the wait GitHub
+asked for), 401/403/404 are errors that say what to do. Methods take and return plain typed
+records, so tests of callers can use a recording fake of :class:`GitHubPort`.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import requests
+from github import Github, GithubException
+from github.CheckRun import CheckRun
+from github.Issue import Issue
+from github.IssueComment import IssueComment
+from github.PullRequest import PullRequest
+
+from bot.errors import ForksyncError
+from bot.github_auth import GitHubApp, GitHubAppConfigError, default_push_url_template
+
+log = logging.getLogger("forksync.github")
+
+ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per create/update call
+MAX_ACTIONS = 3
+WRITE_ROLES = frozenset({"admin", "maintain", "write"})
+REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
+_DEFAULT_RETRY_S = 60.0  # GitHub: "wait at least one minute" when a secondary limit gives no header
+
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class GitHubError(ForksyncError):
+    """GitHub refused a request; ``status`` is the HTTP status (0: no answer)."""
+
+    def __init__(self, problem: str, remedy: str = "", status: int = 0) -> None:
+        self.status = status
+        super().__init__(problem, remedy)
+
+
+class GitHubAuthError(GitHubError):
+    """401: the App JWT or installation token was refused."""
+
+
+class GitHubPermissionError(GitHubError):
+    """403 (not a rate limit): the App lacks a permission, or a branch is protected."""
+
+
+class GitHubNotFoundError(GitHubError):
+    """404: the repository is not installed for the App, or the object does not exist."""
+
+
+class GitHubValidationError(GitHubError):
+    """422 that is not "already exists": the request itself is wrong."""
+
+
+class GitHubAlreadyDone(GitHubError):
+    """Information, not failure: the thing already exists or is already merged."""
+
+
+class RetryableGitHubError(GitHubError):
+    """5xx, timeouts and rate limits: retry after ``retry_after_s`` seconds (0: use backoff)."""
+
+    def __init__(self, problem: str, retry_after_s: float, status: int = 0) -> None:
+        self.retry_after_s = max(0.0, float(retry_after_s))
+        super().__init__(problem, f"retry in {self.retry_after_s:.0f}s (done automatically by the task)", status)
+
+
+class GitHubPushError(GitHubError):
+    """git push failed for a reason a retry will not fix (rejected, protected branch)."""
+
+
+def _header(headers: Mapping[str, Any] | None, name: str) -> str | None:
+    for key, value in (headers or {}).items():
+        if key.lower() == name.lower():
+            return str(value)
+    return None
+
+
+def _message(data: Any) -> str:
+    if isinstance(data, Mapping):
+        message = str(data.get("message") or "")
+        details = [str(e.get("message") or e.get("code") or "") for e in data.get("errors") or [] if isinstance(e, Mapping)]
+        details = [d for d in details if d]
+        return f"{message}: {'; '.join(details)}" if details else message
+    return str(data or "")
+
+
+def retry_after_s(headers: Mapping[str, Any] | None, now: float | None = None) -> float | None:
+    """The wait GitHub asks for: ``Retry-After``, else ``x-ratelimit-reset`` when remaining is 0."""
+    retry_after = _header(headers, "Retry-After")
+    if retry_after is not None:
+        try:
+            return max(0.0, float(retry_after))
+        except ValueError:
+            pass
+    if _header(headers, "x-ratelimit-remaining") == "0":
+        reset = _header(headers, "x-ratelimit-reset")
+        if reset is not None:
+            try:
+                return max(0.0, float(reset) - (time.time() if now is None else now))
+            except ValueError:
+                pass
+    return None
+
+
+def classify(exc: BaseException, action: str, repo: str | None = None) -> GitHubError:
+    """Turn what PyGithub/requests raised while doing ``action`` into one of our errors."""
+    where = f" on {repo}" if repo else ""
+    if isinstance(exc, GitHubError):
+        return exc
+    if isinstance(exc, requests.Timeout | requests.ConnectionError):
+        return RetryableGitHubError(f"GitHub did not answer while trying to {action}{where} ({type(exc).__name__})", 0.0)
+    if not isinstance(exc, GithubException):
+        return GitHubError(f"unexpected failure while trying to {action}{where}: {type(exc).__name__}",
+                           "report this to the forksync maintainers with the task log")
+    status, message, headers = exc.status, _message(exc.data), exc.headers
+    text = f"GitHub answered {status} ({message or 'no message'}) while trying to {action}{where}"
+    wait = retry_after_s(headers)
+    lower = message.lower()
+    if status in (403, 429) and (wait is not None or "rate limit" in lower):
+        return RetryableGitHubError(text, wait if wait is not None else _DEFAULT_RETRY_S, status)
+    if status >= 500:
+        return RetryableGitHubError(text, wait or 0.0, status)
+    if status == 401:
+        return GitHubAuthError(text, "check GITHUB_APP_ID and the private key (regenerate it in the App's settings); "
+                               "the token may also have expired", status)
+    if status == 403:
+        return GitHubPermissionError(text, "grant the App the permissions listed in app.yml (the installation owner "
+                                     "must accept new permissions), or check branch protection", status)
+    if status == 404:
+        return GitHubNotFoundError(text, f"check that the App is installed on {repo or 'the repository'} and that "
+                                   "the object exists", status)
+    if status in (405, 409, 422) and ("already exists" in lower or "already merged" in lower
+                                       or ("not mergeable" in lower and "merged" in lower)):
+        return GitHubAlreadyDone(text, "nothing to do", status)
+    if status == 422:
+        return GitHubValidationError(text, "this is a bug in what forksync sent; report it with the task log", status)
+    return GitHubError(text, "see GitHub's message above", status)
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """One check-run annotation (levels: notice, warning, failure)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    annotation_level: str
+    message: str
+    title: str | None = None
+    raw_details: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "start_line": self.start_line, "end_line": self.end_line,
+                               "annotation_level": self.annotation_level, "message": self.message}
+        if self.title:
+            out["title"] = self.title
+        if self.raw_details:
+            out["raw_details"] = self.raw_details
+        return out
+
+
+@dataclass(frozen=True)
+class CheckAction:
+    """A button on a check run; clicking it sends check_run.requested_action with ``identifier``."""
+
+    label: str  # at most 20 characters
+    description: str  # at most 40 characters
+    identifier: str  # at most 20 characters
+
+    def to_json(self) -> dict[str, str]:
+        return {"label": self.label[:20], "description": self.description[:40], "identifier": self.identifier[:20]}
+
+
+@dataclass(frozen=True)
+class CheckOutput:
+    title: str
+    summary: str
+    text: str | None = None
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckRunInfo:
+    id: int
+    name: str
+    head_sha: str
+    status: str
+    conclusion: str | None
+    html_url: str
+    app_id: int | None = None
+    external_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PullRequestInfo:
+    number: int
+    title: str
+    body: str
+    state: str
+    head_sha: str
+    head_ref: str
+    head_repo: str | None
+    base_ref: str
+    merged: bool
+    draft: bool
+    author: str
+    author_association: str
+    html_url: str
+
+
+@dataclass(frozen=True)
+class IssueInfo:
+    number: int
+    title: str
+    body: str
+    state: str
+    labels: tuple[str, ...]
+    html_url: str
+
+
+@dataclass(frozen=True)
+class CommentInfo:
+    id: int
+    issue_number: int
+    body: str
+    author: str
+    html_url: str
+
+
+# --------------------------------------------------------------------------- the port
+
+
+class GitFunnel(Protocol):
+    """A local repository driven through the git funnel (``workers.engine.git.Repository``).
+
+    The bot never imports workers, so the caller hands its funnel in; its failures are
+    ``ForksyncError`` subclasses carrying git's ``stderr``.
+    """
+
+    def git(self, *args: str, input: bytes | None = None, check: bool = True,
+            env: Mapping[str, str] | None = None) -> bytes: ...
+
+
+class GitHubPort(Protocol):
+    """Everything forksync does on GitHub, for one installation. ``repo`` is ``owner/name``."""
+
+    def create_check_run(self, repo: str, *, name: str, head_sha: str, status: str = "queued",
+                         conclusion: str | None = None, output: CheckOutput | None = None,
+                         actions: Sequence[CheckAction] = (), details_url: str | None = None,
+                         external_id: str | None = None) -> CheckRunInfo: ...
+
+    def update_check_run(self, repo: str, check_run_id: int, *, status: str | None = None,
+                         conclusion: str | None = None, output: CheckOutput | None = None,
+                         actions: Sequence[CheckAction] | None = None) -> CheckRunInfo: ...
+
+    def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]: ...
+
+    def find_pull_request(self, repo: str, head: str, base: str | None = None) -> PullRequestInfo | None: ...
+
+    def ensure_pull_request(self, repo: str, *, head: str, base: str, title: str, body: str,
+                            draft: bool = False) -> tuple[PullRequestInfo, bool]: ...
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequestInfo: ...
+
+    def find_issue(self, repo: str, marker: str, *, labels: Sequence[str] = ()) -> IssueInfo | None: ...
+
+    def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
+                     labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]: ...
+
+    def update_issue(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                     labels: Sequence[str] | None = None) -> IssueInfo: ...
+
+    def close_issue(self, repo: str, number: int, *, comment: str | None = None) -> IssueInfo: ...
+
+    def reopen_issue(self, repo: str, number: int) -> IssueInfo: ...
+
+    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None: ...
+
+    def create_comment(self, repo: str, issue_number: int, body: str) -> CommentInfo: ...
+
+    def edit_comment(self, repo: str, comment_id: int, body: str) -> CommentInfo: ...
+
+    def find_comment(self, repo: str, issue_number: int, marker: str) -> CommentInfo | None: ...
+
+    def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]: ...
+
+    def add_reaction(self, repo: str, comment_id: int, content: str) -> None: ...
+
+    def permission(self, repo: str, login: str) -> str: ...
+
+    def read_file(self, repo: str, path: str, ref: str | None = None) -> str | None: ...
+
+    def push_branch(self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False) -> None: ...
+
+
+def can_write(role: str) -> bool:
+    """True for roles that may run forksync commands (write, maintain, admin)."""
+    return role in WRITE_ROLES
+
+
+# --------------------------------------------------------------------------- PyGithub implementation
+
+
+class GitHubAdapter:
+    """:class:`GitHubPort` over PyGithub (``base_url`` = ``Settings.api_url``)."""
+
+    def __init__(
+        self,
+        github: Github,
+        *,
+        token: Callable[[], str],
+        push_url_template: str,
+        on_bad_credentials: Callable[[], None] | None = None,
+    ) -> None:
+        self._gh = github
+        self._token = token
+        self.push_url_template = push_url_template
+        self._on_bad_credentials = on_bad_credentials
+
+    @classmethod
+    def for_installation(cls, app: GitHubApp, installation_id: int) -> GitHubAdapter:
+        return app.adapter(installation_id)
+
+    def _call(self, action: str, repo: str | None, fn: Callable[[], T]) -> T:
+        """Run one GitHub interaction; classify failures; retry once with a new token after a 401."""
+        for attempt in (1, 2):
+            try:
+                return fn()
+            except Exception as exc:
+                error = classify(exc, action, repo)
+                if isinstance(error, GitHubAuthError) and attempt == 1 and self._on_bad_credentials is not None:
+                    log.warning("token refused while trying to %s; minting a new one", action)
+                    self._on_bad_credentials()
+                    continue
+                raise error from None
+        raise AssertionError("unreachable")
+
+    def _repo(self, repo: str) -> Any:
+        return self._gh.get_repo(repo)  # lazy: no request until something is read or written
+
+    # ----------------------------------------------------------------- check runs
+
+    def create_check_run(self, repo: str, *, name: str, head_sha: str, status: str = "queued",
+                         conclusion: str | None = None, output: CheckOutput | None = None,
+                         actions: Sequence[CheckAction] = (), details_url: str | None = None,
+                         external_id: str | None = None) -> CheckRunInfo:
+        batches = _annotation_batches(output)
+        kwargs: dict[str, Any] = {"name": name, "head_sha": head_sha}
+        if conclusion is not None:
+            kwargs["conclusion"] = conclusion
+            status = "completed"
+        kwargs["status"] = status
+        if output is not None:
+            kwargs["output"] = _output_json(output, batches[0])
+        if actions:
+            kwargs["actions"] = [a.to_json() for a in actions[:MAX_ACTIONS]]
+        if details_url:
+            kwargs["details_url"] = details_url
+        if external_id:
+            kwargs["external_id"] = external_id
+        run: CheckRun = self._call(f"create check run {name!r}", repo,
+                                   lambda: self._repo(repo).create_check_run(**kwargs))
+        if output is not None:
+            for batch in batches[1:]:
+                self._call(f"add annotations to check run {name!r}", repo,
+                           lambda b=batch: run.edit(output=_output_json(output, b)))  # type: ignore[misc]
+        return _check_run_info(run)
+
+    def update_check_run(self, repo: str, check_run_id: int, *, status: str | None = None,
+                         conclusion: str | None = None, output: CheckOutput | None = None,
+                         actions: Sequence[CheckAction] | None = None) -> CheckRunInfo:
+        run: CheckRun = self._repo(repo).get_check_run(check_run_id)  # lazy
+        batches = _annotation_batches(output)
+        kwargs: dict[str, Any] = {}
+        if status is not None:
+            kwargs["status"] = status
+        if conclusion is not None:
+            kwargs["conclusion"] = conclusion
+        if output is not None:
+            kwargs["output"] = _output_json(output, batches[0])
+        if actions is not None:
+            kwargs["actions"] = [a.to_json() for a in actions[:MAX_ACTIONS]]
+        self._call(f"update check run {check_run_id}", repo, lambda: run.edit(**kwargs))
+        if output is not None:
+            for batch in batches[1:]:
+                self._call(f"add annotations to check run {check_run_id}", repo,
+                           lambda b=batch: run.edit(output=_output_json(output, b)))  # type: ignore[misc]
+        return _check_run_info(run)
+
+    def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]:
+        def fetch() -> list[CheckRunInfo]:
+            commit = self._repo(repo).get_commit(ref)
+            runs = commit.get_check_runs(check_name=name) if name else commit.get_check_runs()
+            return [_check_run_info(r) for r in runs]
+
+        return self._call(f"list check runs of {ref}", repo, fetch)
+
+    # ----------------------------------------------------------------- pull requests
+
+    def find_pull_request(self, repo: str, head: str, base: str | None = None) -> PullRequestInfo | None:
+        """The open PR whose head is ``head`` (a branch of ``repo``, or ``owner:branch``)."""
+        qualified = head if ":" in head else f"{repo.split('/')[0]}:{head}"
+
+        def fetch() -> PullRequestInfo | None:
+            kwargs: dict[str, Any] = {"state": "open", "head": qualified}
+            if base:
+                kwargs["base"] = base
+            for pr in self._repo(repo).get_pulls(**kwargs):
+                return _pull_info(pr)
+            return None
+
+        return self._call(f"look for an open pull request from {qualified}", repo, fetch)
+
+    def ensure_pull_request(self, repo: str, *, head: str, base: str, title: str, body: str,
+                            draft: bool = False) -> tuple[PullRequestInfo, bool]:
+        """Update the open PR from ``head`` if there is one, else create it; True when created.
+
+        Reruns therefore update, never duplicate; a create that races another worker ("already
+        exists") falls back to the update.
+        """
+        existing = self.find_pull_request(repo, head, base)
+        if existing is None:
+            try:
+                pr: PullRequest = self._call(
+                    f"open a pull request from {head} into {base}", repo,
+                    lambda: self._repo(repo).create_pull(title=title, body=body, head=head, base=base, draft=draft),
+                )
+                return _pull_info(pr), True
+            except GitHubAlreadyDone:
+                existing = self.find_pull_request(repo, head, base)
+                if existing is None:
+                    raise
+        number = existing.number
+        if (existing.title, existing.body) == (title, body):
+            return existing, False
+        pull: PullRequest = self._repo(repo).get_pull(number)
+        self._call(f"update pull request #{number}", repo, lambda: pull.edit(title=title, body=body))
+        return _pull_info(pull), False  # edit() refreshed the object from GitHub's answer
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequestInfo:
+        return self._call(f"read pull request #{number}", repo,
+                          lambda: _pull_info(_complete(self._repo(repo).get_pull(number))))
+
+    # ----------------------------------------------------------------- issues
+
+    def find_issue(self, repo: str, marker: str, *, labels: Sequence[str] = ()) -> IssueInfo | None:
+        """The issue (open or closed, newest first) whose body carries ``marker``; PRs are skipped."""
+
+        def fetch() -> IssueInfo | None:
+            kwargs: dict[str, Any] = {"state": "all", "sort": "created", "direction": "desc"}
+            if labels:
+                kwargs["labels"] = list(labels)
+            for issue in self._repo(repo).get_issues(**kwargs):
+                if issue.pull_request is None and marker in (issue.body or ""):
+                    return _issue_info(issue)
+            return None
+
+        return self._call(f"look for the issue marked {marker}", repo, fetch)
+
+    def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
+                     labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]:
+        """Update the issue carrying ``marker`` (reopening it if asked), else create it; True when created."""
+        full_body = body if marker in body else f"{marker}\n{body}"
+        existing = self.find_issue(repo, marker)
+        if existing is None:
+            issue: Issue = self._call(f"open issue {title!r}", repo,
+                                      lambda: self._repo(repo).create_issue(title=title, body=full_body, labels=list(labels)))
+            return _issue_info(issue), True
+        info = existing
+        if (existing.title, existing.body) != (title, full_body) or not set(labels) <= set(existing.labels):
+            info = self.update_issue(repo, existing.number, title=title, body=full_body,
+                                     labels=sorted(set(existing.labels) | set(labels)))
+        if reopen and info.state == "closed":
+            info = self.reopen_issue(repo, existing.number)
+        return info, False
+
+    def _edit_issue(self, repo: str, number: int, action: str, **kwargs: Any) -> IssueInfo:
+        def edit() -> IssueInfo:
+            issue: Issue = self._repo(repo).get_issue(number)
+            issue.edit(**kwargs)
+            return _issue_info(issue)
+
+        return self._call(action, repo, edit)
+
+    def update_issue(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                     labels: Sequence[str] | None = None) -> IssueInfo:
+        kwargs: dict[str, Any] = {}
+        if title is not None:
+            kwargs["title"] = title
+        if body is not None:
+            kwargs["body"] = body
+        if labels is not None:
+            kwargs["labels"] = list(labels)
+        return self._edit_issue(repo, number, f"update issue #{number}", **kwargs)
+
+    def close_issue(self, repo: str, number: int, *, comment: str | None = None) -> IssueInfo:
+        if comment:
+            self.create_comment(repo, number, comment)
+        return self._edit_issue(repo, number, f"close issue #{number}", state="closed", state_reason="completed")
+
+    def reopen_issue(self, repo: str, number: int) -> IssueInfo:
+        return self._edit_issue(repo, number, f"reopen issue #{number}", state="open")
+
+    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None:
+        if labels:
+            self._call(f"label #{number}", repo, lambda: self._repo(repo).get_issue(number).add_to_labels(*labels))
+
+    # ----------------------------------------------------------------- comments and reactions
+
+    def create_comment(self, repo: str, issue_number: int, body: str) -> CommentInfo:
+        comment: IssueComment = self._call(f"comment on #{issue_number}", repo,
+                                           lambda: self._repo(repo).get_issue(issue_number).create_comment(body))
+        return _comment_info(comment, issue_number)
+
+    def edit_comment(self, repo: str, comment_id: int, body: str) -> CommentInfo:
+        def edit() -> CommentInfo:
+            # Comment URLs do not involve the issue number (/issues/comments/{id}); 0 is a placeholder.
+            comment: IssueComment = _complete(self._repo(repo).get_issue(0).get_comment(comment_id))
+            comment.edit(body)
+            return _comment_info(comment, None)
+
+        return self._call(f"edit comment {comment_id}", repo, edit)
+
+    def find_comment(self, repo: str, issue_number: int, marker: str) -> CommentInfo | None:
+        """The first comment on #``issue_number`` whose body carries ``marker``."""
+
+        def fetch() -> CommentInfo | None:
+            for comment in self._repo(repo).get_issue(issue_number).get_comments():
+                if marker in (comment.body or ""):
+                    return _comment_info(comment, issue_number)
+            return None
+
+        return self._call(f"look for the comment marked {marker} on #{issue_number}", repo, fetch)
+
+    def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]:
+        """Edit the comment carrying ``marker`` in place, else post it; True when posted."""
+        full_body = body if marker in body else f"{marker}\n{body}"
+        existing = self.find_comment(repo, issue_number, marker)
+        if existing is None:
+            return self.create_comment(repo, issue_number, full_body), True
+        if existing.body == full_body:
+            return existing, False
+        return self.edit_comment(repo, existing.id, full_body), False
+
+    def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
+        if content not in REACTIONS:
+            raise GitHubValidationError(f"unknown reaction {content!r}", f"use one of {', '.join(sorted(REACTIONS))}")
+        self._call(f"react {content} to comment {comment_id}", repo,
+                   lambda: self._repo(repo).get_issue(0).get_comment(comment_id).create_reaction(content))
+
+    # ----------------------------------------------------------------- permissions and files
+
+    def permission(self, repo: str, login: str) -> str:
+        """The user's role on ``repo``: admin, maintain, write, triage, read or none."""
+
+        def fetch() -> str:
+            _headers, data = self._gh.requester.requestJsonAndCheck(
+                "GET", f"/repos/{repo}/collaborators/{login}/permission"
+            )
+            role = data.get("role_name") or data.get("permission") or "none"
+            # GitHub reports custom roles by name; fall back to the coarse permission for those.
+            return str(role) if role in WRITE_ROLES | {"triage", "read", "none"} else str(data.get("permission") or "none")
+
+        try:
+            return self._call(f"read {login}'s permission", repo, fetch)
+        except GitHubNotFoundError:
+            # A login that is not a user at all: no permission, but not a failure of forksync.
+            return "none"
+
+    def read_file(self, repo: str, path: str, ref: str | None = None) -> str | None:
+        """The text of ``path`` at ``ref`` (default branch when None), or None when it does not exist."""
+
+        def fetch() -> str | None:
+            r = self._repo(repo)
+            try:
+                content = r.get_contents(path, ref=ref) if ref else r.get_contents(path)
+            except GithubException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+            if isinstance(content, list):  # a directory
+                return None
+            return base64.b64decode(content.content or "").decode("utf-8", "replace")
+
+        return self._call(f"read {path} at {ref or 'the default branch'}", repo, fetch)
+
+    # ----------------------------------------------------------------- git
+
+    def push_branch(self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False) -> None:
+        """Push ``rev`` of the local repository ``source`` (a git-funnel ``Repository``) to ``refs/heads/<branch>``.
+
+        The installation token travels in an environment-provided ``http.extraHeader`` (git's
+        ``GIT_CONFIG_*`` variables): never on the command line, on disk, or in a message.
+        """
+        url = self.push_url_template.format(repo=repo)
+        token = self._token()
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        env = {
+            "GIT_CONFIG_COUNT": "2",
+            "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+            # No credential helper may store or offer anything for this push.
+            "GIT_CONFIG_KEY_1": "credential.helper",
+            "GIT_CONFIG_VALUE_1": "",
+        }
+        refspec = f"{'+' if force else ''}{rev}:refs/heads/{branch}"
+        try:
+            source.git("push", "--porcelain", url, refspec, env=env)
+        except ForksyncError as exc:  # the funnel's GitError
+            stderr = str(getattr(exc, "stderr", "") or exc)
+            raise _classify_push(stderr, repo, branch, (token, basic)) from None
+        log.info("pushed %s to %s:%s", rev, repo, branch)
+
+
+def _scrub(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _classify_push(stderr: str, repo: str, branch: str, secrets: Iterable[str]) -> GitHubError:
+    stderr = _scrub(stderr, secrets)
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    first = next((line for line in lines if "error" in line.lower() or "fatal" in line.lower()),
+                 lines[0] if lines else "no message")
+    text = f"git push to {repo}:{branch} failed: {first}"
+    lower = stderr.lower()
+    if "authentication failed" in lower or "401" in lower or "invalid username or token" in lower:
+        return GitHubAuthError(text, "the installation token was refused; check the App has contents: write", 401)
+    if "403" in lower or "protected branch" in lower or "permission" in lower:
+        return GitHubPermissionError(text, "give the App contents: write, and allow it past branch protection", 403)
+    if "non-fast-forward" in lower or "fetch first" in lower or "rejected" in lower:
+        return GitHubPushError(text, f"{branch} moved on GitHub; rebuild from its new head, or push with force "
+                               "if forksync owns the branch")
+    if "could not resolve host" in lower or "timed out" in lower or " 50" in lower or "unable to access" in lower:
+        return RetryableGitHubError(text, 0.0)
+    return GitHubPushError(text, "see git's message above")
+
+
+def _annotation_batches(output: CheckOutput | None) -> list[tuple[Annotation, ...]]:
+    annotations = output.annotations if output is not None else ()
+    if not annotations:
+        return [()]
+    return [annotations[i: i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
+
+
+def _output_json(output: CheckOutput, annotations: Sequence[Annotation]) -> dict[str, Any]:
+    out: dict[str, Any] = {"title": output.title, "summary": output.summary}
+    if output.text is not None:
+        out["text"] = output.text
+    if annotations:
+        out["annotations"] = [a.to_json() for a in annotations]
+    return out
+
+
+def _complete(obj: T) -> T:
+    """Fetch a lazy PyGithub object now, inside the classified call."""
+    obj.update()  # type: ignore[attr-defined]
+    return obj
+
+
+def _check_run_info(run: CheckRun) -> CheckRunInfo:
+    app = run.app
+    return CheckRunInfo(id=run.id, name=run.name, head_sha=run.head_sha, status=run.status,
+                        conclusion=run.conclusion, html_url=run.html_url, app_id=app.id if app else None,
+                        external_id=run.external_id or None)
+
+
+def _pull_info(pr: PullRequest) -> PullRequestInfo:
+    head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
+    return PullRequestInfo(number=pr.number, title=pr.title, body=pr.body or "", state=pr.state,
+                           head_sha=pr.head.sha, head_ref=pr.head.ref, head_repo=head_repo, base_ref=pr.base.ref,
+                           merged=bool(pr.merged), draft=bool(pr.draft), author=pr.user.login,
+                           author_association=pr.raw_data.get("author_association") or "NONE", html_url=pr.html_url)
+
+
+def _issue_info(issue: Issue) -> IssueInfo:
+    return IssueInfo(number=issue.number, title=issue.title, body=issue.body or "", state=issue.state,
+                     labels=tuple(label.name for label in issue.labels), html_url=issue.html_url)
+
+
+def _comment_info(comment: IssueComment, issue_number: int | None) -> CommentInfo:
+    if issue_number is None:
+        issue_number = int(comment.issue_url.rstrip("/").rsplit("/", 1)[-1])
+    return CommentInfo(id=comment.id, issue_number=issue_number, body=comment.body or "",
+                       author=comment.user.login, html_url=comment.html_url)
+
+
+__all__ = [
+    "Annotation",
+    "CheckAction",
+    "CheckOutput",
+    "CheckRunInfo",
+    "CommentInfo",
+    "GitFunnel",
+    "GitHubAdapter",
+    "GitHubAlreadyDone",
+    "GitHubApp",
+    "GitHubAppConfigError",
+    "GitHubAuthError",
+    "GitHubError",
+    "GitHubNotFoundError",
+    "GitHubPermissionError",
+    "GitHubPort",
+    "GitHubPushError",
+    "GitHubValidationError",
+    "IssueInfo",
+    "PullRequestInfo",
+    "RetryableGitHubError",
+    "can_write",
+    "classify",
+    "default_push_url_template",
+    "retry_after_s",
+]
