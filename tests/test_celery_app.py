@@ -9,6 +9,7 @@ from celery.schedules import crontab
 
 from bot import tasknames
 from bot.config import load_repo_config
+from bot.github import RetryableGitHubError
 from workers import celery_app
 from workers.settings import WorkerSettings
 
@@ -110,15 +111,13 @@ def test_url_map_longest_prefix_wins() -> None:
     assert s.map_url("/local/path") == "/local/path"
 
 
-class Transient(Exception):
-    def __init__(self, retry_after_s: float) -> None:
-        super().__init__(f"502, retry after {retry_after_s}")
-        self.retry_after_s = retry_after_s
+def transient(retry_after_s: float) -> RetryableGitHubError:
+    return RetryableGitHubError("GitHub answered 502", retry_after_s, status=502)
 
 
 def test_backoff_honours_retry_after_and_grows() -> None:
     """Backoff never undercuts GitHub's Retry-After, doubles per retry, and stays capped."""
-    assert celery_app.retry_after(Transient(30)) == 30.0
+    assert celery_app.retry_after(transient(30)) == 30.0
     assert celery_app.retry_after(ValueError("x")) is None
     assert celery_app.backoff_s(0, floor_s=30) >= 30
     assert 2 <= celery_app.backoff_s(0) < 3
@@ -136,7 +135,7 @@ def test_transient_error_retries_then_succeeds(tmp_path: Path) -> None:
     def flaky(self: object) -> str:
         calls.append(1)
         if len(calls) < 3:
-            raise Transient(0)
+            raise transient(0)
         return "ok"
 
     assert flaky.apply().get() == "ok"

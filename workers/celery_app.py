@@ -25,6 +25,7 @@ from kombu.entity import Exchange, Queue
 
 from bot import tasknames
 from bot.config import RepoConfig
+from bot.github import RetryableGitHubError
 from workers import embedded
 from workers.settings import WorkerSettings
 from workers.state import LockBusy
@@ -49,14 +50,13 @@ TASK_PACKAGE = "workers.tasks"
 
 
 def retry_after(exc: BaseException) -> float | None:
-    """Seconds to wait before retrying ``exc``, or None when it is not transient.
+    """Seconds to wait before retrying ``exc`` (at least), or None when it is not transient.
 
-    The GitHub adapter raises ``RetryableGitHubError(retry_after_s)`` for 5xx answers and rate
-    limits; any exception carrying a numeric ``retry_after_s`` follows that contract.
+    The GitHub adapter raises ``RetryableGitHubError(retry_after_s)`` for 5xx answers, timeouts
+    and rate limits, with the wait GitHub asked for (0 when it did not say: backoff decides).
     """
-    value = getattr(exc, "retry_after_s", None)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return max(0.0, float(value))
+    if isinstance(exc, RetryableGitHubError):
+        return exc.retry_after_s
     return None
 
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from workers.engine.git import Repository
+from workers.engine.git import GitError, Repository
 
 TMP_REF_PREFIX = "refs/forksync-tmp/"
 
@@ -71,7 +71,29 @@ class GitCache:
 
     def fetch(self, repo: Repository, url: str, refspecs: Sequence[str], token: str | None = None) -> None:
         """``git fetch --prune --no-tags url refspecs`` (incremental: only new objects move)."""
-        repo.git("fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", url, *refspecs, env=auth_env(token))
+        remote_git(repo, token, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", url, *refspecs)
+
+
+# git's words for a server or network that failed (worth a retry), not a refusal.
+_TRANSIENT = ("unable to access", "could not resolve host", "timed out", "connection refused", "connection reset",
+              "the remote end hung up", "returned error: 50", "error: rpc failed", "http 50")
+
+
+def remote_git(repo: Repository, token: str | None, *args: str) -> bytes:
+    """Run a git command that talks to a remote with ``token``; a network or 5xx failure becomes
+    :class:`RetryableGitHubError` (the task retries with backoff) and the token never shows."""
+    from bot.github import RetryableGitHubError
+
+    try:
+        return repo.git(*args, env=auth_env(token))
+    except GitError as exc:
+        stderr = exc.stderr.lower()
+        if any(word in stderr for word in _TRANSIENT):
+            message = exc.one_line()
+            if token:
+                message = message.replace(token, "***")
+            raise RetryableGitHubError(f"git {args[0]} failed, the server or network is unavailable: {message}", 0.0) from None
+        raise
 
 
 def reset(repo: Repository) -> None:

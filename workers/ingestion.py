@@ -38,7 +38,7 @@ from bot.render.ingest import (
     ingestion_summary,
 )
 from workers.engine.git import GitError, Repository
-from workers.gitcache import GitCache, auth_env
+from workers.gitcache import GitCache, remote_git
 from workers.github_port import IngestGitHub, Posted
 from workers.settings import WorkerSettings
 from workers.state import StateStore
@@ -104,7 +104,7 @@ class IngestReport:
 
 def default_branch(cache: Repository, url: str, token: str | None) -> str:
     """The remote's default branch (``HEAD`` symref), or ``main`` when it does not say."""
-    out = cache.text("ls-remote", "--symref", url, "HEAD", env=auth_env(token))
+    out = remote_git(cache, token, "ls-remote", "--symref", url, "HEAD").decode("utf-8", "replace")
     for line in out.splitlines():
         if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
             return line[len("ref: refs/heads/") : -len("\tHEAD")]
@@ -197,14 +197,17 @@ def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: En
             raise ForksyncError(f"the engine did not write {branch} into the fork cache", "this is a bug; report it")
         specs.append(f"+refs/heads/{branch}:refs/heads/{branch}")
     if specs:
-        fork.git("push", "--quiet", "--no-verify", fork_url, *specs, env=auth_env(token))
+        remote_git(fork, token, "push", "--quiet", "--no-verify", fork_url, *specs)
     notes = fork.text("for-each-ref", "--format=%(refname)", "refs/notes/", "refs/forksync/")
     if notes:
         try:
-            fork.git("push", "--quiet", "--no-verify", fork_url, *[f"{ref}:{ref}" for ref in notes.splitlines()], env=auth_env(token))
+            remote_git(fork, token, "push", "--quiet", "--no-verify", fork_url, *[f"{ref}:{ref}" for ref in notes.splitlines()])
         except GitError as exc:
-            # Someone recorded a decision meanwhile: our notes are stale. Rerun from fresh state.
-            raise ForksyncError(f"the fork's decision notes moved during ingestion ({exc.problem})", "the task retries") from None
+            # Someone recorded a decision meanwhile: our notes are stale. Rerun from fresh state
+            # (retryable: the task runs again after a short backoff and re-reads everything).
+            from bot.github import RetryableGitHubError
+
+            raise RetryableGitHubError(f"the fork's decision notes or chain record moved during ingestion ({exc.problem})", 0.0) from None
 
 
 def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str, output: EngineOutput) -> IngestReport:
