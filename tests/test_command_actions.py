@@ -172,3 +172,62 @@ def test_approve_records_head_and_is_approved(gh: FakeCommentGitHub, pair: ForkP
     assert not is_approved(gh, "o/fork", 9)
     gh.pulls[10] = PullInfo(10, "c" * 40, "inside", "o/fork", "alice")
     assert is_approved(gh, "o/fork", 10)
+
+
+def test_bundle_dry_run_replies_with_plan_and_pushes_nothing(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """/bundle dry-run answers with the plan table; no branch or ref is written to the fork."""
+    refs_before = pair.fork.git("for-each-ref")
+    answer = comment(gh, pair, "/bundle dry-run")
+    assert "👍" in answer.body and "the plan (dry run, nothing pushed): 1 bundle(s) and 0 chain(s), 2 commits" in answer.body
+    assert "| bundle | `" in answer.body and pair.shas["d"][:10] in answer.body and pair.shas["e"][:10] in answer.body
+    assert pair.fork.git("for-each-ref") == refs_before
+
+
+def test_bundle_max_shapes_the_plan(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """/bundle max=1 dry-run plans bundles of one commit each."""
+    answer = comment(gh, pair, "/bundle max=1 dry-run")
+    assert "2 bundle(s) and 0 chain(s), 2 commits" in answer.body
+
+
+def test_bundle_starts_ingestion(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """/bundle enqueues the ingestion task for this repository and answers 🚀 with the plan."""
+    sent: list[tuple[str, dict[str, object]]] = []
+    answer = comment(gh, pair, "/bundle", sent=sent)
+    assert answer.reactions == ("rocket",) and "ingestion started" in answer.body
+    assert sent == [("forksync.ingest", {"installation_id": 1, "repo": "o/fork", "reason": "/bundle by @alice", "delivery": "d"})]
+
+
+def test_bundle_without_a_worker_says_not_available(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """Without a task queue, /bundle does not pretend: 😕 not available yet."""
+    answer = comment(gh, pair, "/bundle")
+    assert "not available yet in this deployment" in answer.body
+
+
+def test_nothing_to_bundle(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """When every commit is picked, skipped or deferred, /bundle says there is nothing to bundle and sends nothing."""
+    sent: list[tuple[str, dict[str, object]]] = []
+    comment(gh, pair, f"/skip {pair.shas['d']} no\n/defer {pair.shas['e']}")
+    answer = comment(gh, pair, "/bundle", sent=sent)
+    assert "nothing to bundle" in answer.body and "😕" in answer.body and sent == []
+
+
+def test_chain_and_unchain_are_recorded_in_the_fork(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """/chain REF records a chain in refs/forksync/chains; /unchain takes the commit out again."""
+    answer = comment(gh, pair, f"/chain {pair.shas['d'][:7]}")
+    assert f"into chain `chain-{pair.shas['d'][:7]}`" in answer.body
+    record = json.loads(pair.fork.git("show", "refs/forksync/chains:chains.json"))
+    assert record["chains"][0]["commits"] == [pair.shas["d"]]
+    assert record["chains"][0]["reasons"][0]["kind"] == "manual"
+    dry = comment(gh, pair, "/bundle dry-run")
+    assert "1 bundle(s) and 1 chain(s)" in dry.body
+    answer = comment(gh, pair, f"/unchain {pair.shas['d'][:7]}")
+    assert "took" in answer.body and "out of its chain" in answer.body
+    record = json.loads(pair.fork.git("show", "refs/forksync/chains:chains.json"))
+    assert all(pair.shas["d"] not in c["commits"] for c in record["chains"])
+
+
+def test_chain_into_unknown_chain_is_refused(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """/chain REF into ID for a chain that does not exist names the open chains; nothing is written."""
+    answer = comment(gh, pair, f"/chain {pair.shas['d'][:7]} into chain-nope")
+    assert "there is no open chain 'chain-nope'" in answer.body and "😕" in answer.body
+    assert pair.fork.git("for-each-ref", "refs/forksync/") == ""

@@ -266,6 +266,76 @@ def _chains(ctx: Context, pair: Any) -> tuple[render.OpenItem, ...]:
     return tuple(render.OpenItem(r.id, len(r.commits)) for r in store.records if r.commits)
 
 
+# --------------------------------------------------------------------------- chains and bundles
+
+
+def chain(ctx: Context, command: Command) -> render.Outcome:
+    """/chain REF [into ID] and /unchain REF: record the move in the fork's chains ref."""
+    from workers.engine.planning import move_commit
+
+    pair, ledger = load(ctx)
+    try:
+        entry = resolve(ledger, command.ref)
+    except RefProblem as problem:
+        return ref_outcome(ctx, command, problem)
+    shown = label(ctx, entry)
+    into = command.option("into")
+    with git_auth(services_of(ctx).git_token()):
+        record = move_commit(pair, ctx.config, entry.sha, "add" if command.name == "chain" else "remove", into)
+    log.info("%s: /%s %s by %s", ctx.repo, command.name, entry.sha, ctx.author)
+    if record is None:
+        return render.done(command, f"took {shown} out of its chain; file and symbol links will not pull it back in")
+    return render.done(
+        command, f"moved {shown} into chain {render.code(record.id)} ({len(record.commits)} commits, upstream order)"
+    )
+
+
+def bundle(ctx: Context, command: Command) -> render.Outcome:
+    """/bundle [max=N] [dry-run]: plan now; dry-run replies with the plan, else ingestion runs."""
+    import dataclasses
+
+    from workers.engine.planning import make_plan
+
+    config = ctx.config
+    limit = command.max_commits
+    if limit is not None:
+        config = dataclasses.replace(config, bundle=dataclasses.replace(config.bundle, max_commits=limit))
+    pair, ledger = load(ctx)
+    planned = make_plan(pair, config, ledger=ledger)
+    plan = planned.plan
+    if not plan.bundles and not plan.chains:
+        m = ledger.metrics
+        why = "every upstream commit after the base is picked, deferred or won't port"
+        if m.deferred:
+            why += f" ({m.deferred} deferred)"
+        return render.nothing_to_bundle(command, why)
+    groups = [
+        render.PlannedGroup("bundle", b.id, tuple(line_of(ledger.entry(s)) for s in b.commits)) for b in plan.bundles
+    ] + [
+        render.PlannedGroup(
+            "chain",
+            c.id,
+            tuple(line_of(ledger.entry(s)) for s in c.commits),
+            tuple(f"{r.commit[:7]} {r.kind}: {r.detail}" for r in c.reasons),
+        )
+        for c in plan.chains
+    ]
+    count = sum(len(g.commits) for g in groups)
+    summary = f"{len(plan.bundles)} bundle(s) and {len(plan.chains)} chain(s), {count} commits"
+    if command.flag("dry-run"):
+        return render.done(command, f"the plan (dry run, nothing pushed): {summary}", render.plan_table(groups, web_url(ctx)))
+    if not _send(ctx, tasknames.INGEST, {"reason": f"/bundle by @{ctx.author}"}):
+        return render.not_available(command, "the ingestion worker")
+    note = ""
+    if limit is not None:
+        note = f" (`max={limit}` shaped the plan above; the ingestion itself bundles by `bundle.max_commits` = {ctx.config.bundle.max_commits})"
+    return render.started(
+        command,
+        f"planned {summary}; ingestion started: bundle PRs will be opened or updated{note}",
+        render.plan_table(groups, web_url(ctx)),
+    )
+
+
 # --------------------------------------------------------------------------- /approve
 
 
@@ -300,4 +370,7 @@ def default_actions() -> dict[str, Action]:
         "defer": decide,
         "urgent": decide,
         "approve": approve,
+        "chain": chain,
+        "unchain": chain,
+        "bundle": bundle,
     }
