@@ -1,0 +1,369 @@
+"""Pure builders of the ``forksync / L1`` and ``forksync / coverage`` check-run output.
+
+They read plain records through the Protocols below (workers' ``L1Run``/``SuiteOutcome`` and
+``CoverageResult`` satisfy them; bot never imports workers) and return a
+:class:`CheckRunOutput` whose ``output()`` is the REST ``output`` object of a check run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.render import marker
+
+L1_CHECK = "forksync / L1"
+COVERAGE_CHECK = "forksync / coverage"
+
+# GitHub's limits: 65,535 characters of summary or text, 50 annotations per request.
+MAX_TEXT = 65_000
+MAX_ANNOTATIONS = 50
+
+_TRIAGE_LABELS = {"new": "new", "flaky": "flaky", "broken_trunk": "broken trunk"}
+_STATUS_ICONS = {
+    "passed": "✅ passed",
+    "failed": "❌ failed",
+    "omitted": "⛔ omitted",
+    "timed_out": "⏱️ timed out",
+    "infrastructure": "🛠️ infrastructure",
+}
+
+
+class FailureLike(Protocol):
+    @property
+    def test_id(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def first_lines(self) -> str: ...
+    @property
+    def file(self) -> str | None: ...
+    @property
+    def line(self) -> int | None: ...
+    @property
+    def signature(self) -> str: ...
+    @property
+    def signature_title(self) -> str: ...
+    @property
+    def triage(self) -> str: ...
+
+
+class SuiteLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def passed(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
+    @property
+    def expected(self) -> int: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def log_path(self) -> str: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def owners(self) -> tuple[str, ...]: ...
+    @property
+    def failures(self) -> Sequence[FailureLike]: ...
+
+
+class CanaryLike(Protocol):
+    @property
+    def ok(self) -> bool: ...
+    def describe(self) -> str: ...
+
+
+class L1RunLike(Protocol):
+    @property
+    def sha(self) -> str: ...
+    @property
+    def conclusion(self) -> str: ...
+    @property
+    def fail_on(self) -> tuple[str, ...]: ...
+    @property
+    def merge_base(self) -> str | None: ...
+    @property
+    def canary(self) -> CanaryLike | None: ...
+    @property
+    def suites(self) -> Sequence[SuiteLike]: ...
+
+
+class GapLike(Protocol):
+    @property
+    def check(self) -> str: ...
+    def describe(self) -> str: ...
+
+
+class CoverageLike(Protocol):
+    @property
+    def required(self) -> tuple[str, ...]: ...
+    @property
+    def gaps(self) -> Sequence[GapLike]: ...
+    @property
+    def present(self) -> tuple[str, ...]: ...
+    @property
+    def conclusion(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Annotation:
+    path: str
+    start_line: int
+    end_line: int
+    annotation_level: str  # notice, warning, failure
+    message: str
+    title: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.path, "start_line": self.start_line, "end_line": self.end_line,
+            "annotation_level": self.annotation_level, "message": self.message,
+        }
+        if self.title:
+            out["title"] = self.title
+        return out
+
+
+@dataclass(frozen=True)
+class CheckRunOutput:
+    """A check run to create or update: name, status, conclusion and the REST ``output`` parts."""
+
+    name: str
+    head_sha: str
+    status: str  # queued, in_progress, completed
+    conclusion: str | None
+    title: str
+    summary: str
+    text: str = ""
+    annotations: tuple[Annotation, ...] = field(default_factory=tuple)
+    details_url: str | None = None
+
+    def output(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"title": self.title, "summary": self.summary}
+        if self.text:
+            out["text"] = self.text
+        if self.annotations:
+            out["annotations"] = [a.as_dict() for a in self.annotations]
+        return out
+
+
+LogUrl = Callable[[str], str | None] | Mapping[str, str] | None
+
+
+def l1_in_progress(sha: str, suite_names: Sequence[str], details_url: str | None = None) -> CheckRunOutput:
+    """The check run while L1 runs (created first, then updated in place with the results)."""
+    listed = ", ".join(f"`{n}`" for n in suite_names) or "no suites"
+    return CheckRunOutput(
+        name=L1_CHECK, head_sha=sha, status="in_progress", conclusion=None,
+        title=f"Running {len(suite_names)} L1 suite(s)",
+        summary=f"{marker('l1', sha)}\nRunning {listed} on `{sha[:12]}`.",
+        details_url=details_url,
+    )
+
+
+def l1_check_run(run: L1RunLike, *, log_url: LogUrl = None, details_url: str | None = None) -> CheckRunOutput:
+    """The completed ``forksync / L1`` check run of an L1 result."""
+    title = l1_title(run)
+    summary = _truncate("\n".join(_summary_lines(run, log_url)))
+    text = _truncate("\n".join(_failure_sections(run)))
+    return CheckRunOutput(
+        name=L1_CHECK, head_sha=run.sha, status="completed", conclusion=run.conclusion,
+        title=title, summary=summary, text=text, annotations=_annotations(run), details_url=details_url,
+    )
+
+
+def l1_title(run: L1RunLike) -> str:
+    """One line that says what happened and whose problem it is."""
+    suites = run.suites
+    if not suites:
+        return "No L1 suites configured (add l1.suites to .github/forksync.yml)"
+    fails = [f for s in suites for f in s.failures]
+    blocking = [f for f in fails if f.triage in run.fail_on]
+    bad = [s for s in suites if s.status in ("omitted", "timed_out")]
+    infra = [s for s in suites if s.status == "infrastructure"]
+    parts = []
+    if blocking:
+        kinds = " or ".join(_TRIAGE_LABELS.get(k, k) for k in run.fail_on)
+        parts.append(f"{len(blocking)} {kinds} failure(s)")
+    unexplained = [s for s in suites if s.status == "failed" and not s.failures]
+    parts += [f"{s.name} failed without a failing test" for s in unexplained]
+    parts += [f"{s.name} {s.status.replace('_', ' ')}" for s in bad]
+    if parts:
+        title = "; ".join(parts)
+        if infra:
+            title += f"; {len(infra)} suite(s) hit infrastructure problems"
+        return title
+    if infra:
+        return (f"Infrastructure problem in {', '.join(s.name for s in infra)}: "
+                "not caused by this change, retry on another runner")
+    total = sum(s.passed for s in suites)
+    if fails:
+        counts = _triage_counts(fails)
+        return f"Passed: {len(fails)} failure(s), none new ({counts})"
+    return f"All {len(suites)} suite(s) passed ({total} tests)"
+
+
+def _triage_counts(fails: Sequence[FailureLike]) -> str:
+    counts: dict[str, int] = {}
+    for f in fails:
+        counts[f.triage] = counts.get(f.triage, 0) + 1
+    return ", ".join(f"{n} {_TRIAGE_LABELS.get(k, k)}" for k, n in sorted(counts.items()))
+
+
+def _log_link(suite: SuiteLike, log_url: LogUrl) -> str:
+    url: str | None = None
+    if callable(log_url):
+        url = log_url(suite.name)
+    elif log_url is not None:
+        url = log_url.get(suite.name)
+    if url:
+        return f"[log]({url})"
+    return f"`{suite.log_path}` (on the runner)" if suite.log_path else "no log"
+
+
+def _summary_lines(run: L1RunLike, log_url: LogUrl) -> list[str]:
+    lines = [marker("l1", run.sha), f"**{l1_title(run)}** on `{run.sha[:12]}`", ""]
+    if run.canary is not None:
+        lines += [("✅ " if run.canary.ok else "🛠️ ") + run.canary.describe(), ""]
+    if not run.suites:
+        return lines
+    lines += [
+        "| suite | status | passed | failed | skipped | expected | duration | log |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for s in run.suites:
+        expected = f"≥ {s.expected}" if s.expected else "–"
+        lines.append(
+            f"| {_cell(s.name)} | {_STATUS_ICONS.get(s.status, s.status)} | {s.passed} | {s.failed} | {s.skipped} "
+            f"| {expected} | {s.duration_s:.1f} s | {_log_link(s, log_url)} |"
+        )
+    notes = [s for s in run.suites if s.reason and s.status != "passed"]
+    if notes:
+        lines.append("")
+        for s in notes:
+            retry = f" (after {s.attempts} attempts)" if s.attempts > 1 else ""
+            owners = f" — owners: {', '.join('@' + o for o in s.owners)}" if s.owners and s.status != "infrastructure" else ""
+            lines.append(f"- **{_cell(s.name)}**: {s.reason}{retry}{owners}")
+    fails = [f for s in run.suites for f in s.failures]
+    if fails:
+        kinds = " or ".join(_TRIAGE_LABELS.get(k, k) for k in run.fail_on)
+        lines += [
+            "",
+            f"Triage: {_triage_counts(fails)}. This check fails only on {kinds} failures"
+            + (f" (trunk compared at merge-base `{run.merge_base[:12]}`)." if run.merge_base else
+               " (no merge-base with trunk was given, so nothing counts as broken trunk)."),
+        ]
+    return lines
+
+
+def _failure_sections(run: L1RunLike) -> list[str]:
+    """Failures grouped by signature, blocking classes first, with the first lines of each."""
+    out: list[str] = []
+    for suite in run.suites:
+        if not suite.failures:
+            continue
+        groups: dict[str, list[FailureLike]] = {}
+        for f in suite.failures:
+            groups.setdefault(f.signature or f.test_id, []).append(f)
+        ordered = sorted(groups.values(), key=lambda g: (g[0].triage not in run.fail_on, -len(g)))
+        out.append(f"### {suite.name}: {len(suite.failures)} failure(s) in {len(groups)} group(s)")
+        for group in ordered:
+            head = group[0]
+            label = _TRIAGE_LABELS.get(head.triage, head.triage)
+            title = head.signature_title or (head.message.splitlines()[0] if head.message else head.test_id)
+            out.append(f"#### {label}: {_cell(title)} ({len(group)} test(s))")
+            for f in group[:10]:
+                where = f" — `{f.file}:{f.line}`" if f.file and f.line else ""
+                out.append(f"- `{f.test_id}` ({_TRIAGE_LABELS.get(f.triage, f.triage)}){where}")
+            if len(group) > 10:
+                out.append(f"- … and {len(group) - 10} more")
+            if head.first_lines:
+                out += ["```", _fence_safe(head.first_lines), "```"]
+        out.append("")
+    return out
+
+
+def _annotations(run: L1RunLike) -> tuple[Annotation, ...]:
+    notes: list[Annotation] = []
+    for suite in run.suites:
+        for f in suite.failures:
+            if not (f.file and f.line):
+                continue
+            blocking = f.triage in run.fail_on
+            notes.append(Annotation(
+                path=f.file, start_line=f.line, end_line=f.line,
+                annotation_level="failure" if blocking else "warning",
+                title=f"{suite.name}: {f.test_id} ({_TRIAGE_LABELS.get(f.triage, f.triage)})"[:255],
+                message=(f.first_lines or f.message or "failed")[:4000],
+            ))
+    notes.sort(key=lambda a: a.annotation_level != "failure")
+    return tuple(notes[:MAX_ANNOTATIONS])
+
+
+def coverage_check_run(sha: str, result: CoverageLike) -> CheckRunOutput:
+    """The ``forksync / coverage`` check run: which required checks did not produce a verdict."""
+    conclusion = result.conclusion
+    gaps = list(result.gaps)
+    if not result.required:
+        title = "No required checks configured (l1.required_checks)"
+    elif conclusion == "failure":
+        title = "Not covered: " + ", ".join(g.check for g in gaps if "has not finished" not in g.describe())
+    elif conclusion == "pending":
+        title = "Waiting for " + ", ".join(g.check for g in gaps)
+    else:
+        title = f"All {len(result.required)} required check(s) ran"
+    lines = [marker("coverage", sha), f"**{title}**", ""]
+    for g in gaps:
+        lines.append(f"- ❌ {g.describe()}")
+    for name in result.present:
+        lines.append(f"- ✅ `{name}` ran")
+    if conclusion == "failure":
+        lines += [
+            "",
+            "A required check that is missing, skipped or neutral tested nothing on this commit: "
+            "fix its trigger (paths filters, conditions) or rerun it, or remove it from "
+            "`l1.required_checks` in `.github/forksync.yml` if it no longer applies.",
+        ]
+    return CheckRunOutput(
+        name=COVERAGE_CHECK, head_sha=sha,
+        status="in_progress" if conclusion == "pending" else "completed",
+        conclusion=None if conclusion == "pending" else conclusion,
+        title=title[:255], summary=_truncate("\n".join(lines)),
+    )
+
+
+def infra_issue(cause: str, runner: str, suite: str, sha: str, detail: str) -> tuple[str, str]:
+    """Title and body of the infrastructure tracking issue (one per cause and runner, updated in place)."""
+    title = f"[infra] {cause} on {runner}"
+    body = "\n".join([
+        marker("infra", f"{cause}:{runner}"),
+        f"L1 suite `{suite}` on `{sha[:12]}` hit **{cause}** on runner `{runner}`.",
+        "",
+        "```", _fence_safe(detail), "```",
+        "",
+        "The PR was not blamed; the job was retried on another runner. Close this issue once the runner is fixed.",
+    ])
+    return title, body
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _fence_safe(text: str) -> str:
+    return text.replace("```", "`\u200b``")
+
+
+def _truncate(text: str) -> str:
+    if len(text) <= MAX_TEXT:
+        return text
+    return text[: MAX_TEXT - 80] + "\n\n… (truncated: see the full log)"
