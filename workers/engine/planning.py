@@ -23,10 +23,10 @@ from bot.errors import ForksyncError
 from workers.engine.bundle import BuildResult, PickStyle, build
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
 from workers.engine.changes import CommitChanges, commit_changes
-from workers.engine.decisions import Disposition
+from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.ledger import Ledger, load_ledger
-from workers.engine.pair import Pair
+from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, partition
 from workers.engine.pick import PickTarget
 from workers.engine.symbols import stoplist
@@ -61,12 +61,23 @@ def _as_change(c: CommitChanges) -> Change:
     return Change(c.sha, c.paths, c.symbols, c.lines)
 
 
-def walk_of(ledger: Ledger) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(commits to place in upstream order: backlog holes then pending; deferred commits)."""
-    deferred = tuple(e.sha for e in ledger.with_disposition(Disposition.DEFERRED))
-    skip = set(deferred)
-    walk = [e.sha for e in (*ledger.backlog_commits, *ledger.pending_commits) if e.sha not in skip]
-    return tuple(dict.fromkeys(walk)), deferred
+def walk_of(ledger: Ledger, decided_deferred: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(commits to place in upstream order: backlog holes then pending; deferred commits).
+
+    The ledger calls every hole behind the frontier ``deferred``; only those a maintainer
+    *marked* deferred stay out of bundles and chains (listed apart), the other holes are placed
+    first, oldest first, like the issue's walk says.
+    """
+    entries = (*ledger.backlog_commits, *ledger.pending_commits)
+    deferred = tuple(e.sha for e in ledger.entries if e.sha in decided_deferred and not e.carriers)
+    walk = [e.sha for e in entries if e.sha not in decided_deferred]
+    return tuple(dict.fromkeys(walk)), tuple(dict.fromkeys(deferred))
+
+
+def marked_deferred(pair: Pair) -> set[str]:
+    """Upstream commits a maintainer marked deferred in the fork's decisions notes."""
+    decisions = read_decisions(pair.repo, FORK_NOTES_REF if pair.fork_notes_tip else None)
+    return {sha for sha, d in decisions.by_sha.items() if d.disposition is Disposition.DEFERRED}
 
 
 def make_plan(
@@ -80,7 +91,7 @@ def make_plan(
     ledger = ledger or load_ledger(pair, config.ledger, upstream_url=config.upstream.url)
     store = store if store is not None else read_chains(pair)
     repo = pygit2.Repository(str(pair.repo.path))
-    walk, deferred = walk_of(ledger)
+    walk, deferred = walk_of(ledger, marked_deferred(pair))
     stop = stoplist(config.risk.symbol_stoplist)
     changes = {sha: commit_changes(repo, sha, stop) for sha in walk}
     in_walk = set(walk)
