@@ -44,7 +44,8 @@ _TAGS = re.compile(r"^\s*((?:\[[^\]\n]*\]\s*)+)(.*)$", re.S)
 _PICK_TAG = re.compile(r"(?i)^cherry[\s_-]?pick(?:ed)?$|^backport$|^pick$")
 _BUNDLE_TAG = re.compile(r"(?i)^bundle$")
 _URGENT_TAG = re.compile(r"(?i)^urgent$|^hotfix$")
-_BUNDLE_LIST = re.compile(r"(?i)\bupstream\w*\s*\(([^)]*#\d[^)]*)\)")
+_BUNDLE_LIST = re.compile(r"(?i)\bupstream\w*\s*\(([^)]*#\d[^)]*)(\)|$)")
+_CUT_NUMBER = re.compile(r"#\d+\s*(?:…|\.\.\.)?\s*$")
 _TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
 _HASH_NUM = re.compile(r"#(\d+)\b")
 _SHA_TOKEN = re.compile(r"(?<![0-9a-zA-Z])([0-9a-f]{7,40})(?![0-9a-zA-Z])")
@@ -203,7 +204,10 @@ def _bundle(rest: str, message: str, index: UpstreamIndex, rules: Rules) -> list
     found: list[str] = []
     m = _BUNDLE_LIST.search(rest)
     if m:
-        found.extend(s for s in (index.pr(int(n)) for n in _HASH_NUM.findall(m.group(1))) if s)
+        listed = m.group(1)
+        if not m.group(2):  # a title cut short: its last number may be cut too
+            listed = _CUT_NUMBER.sub("", listed)
+        found.extend(s for s in (index.pr(int(n)) for n in _HASH_NUM.findall(listed)) if s)
     body = message.split("\n", 1)[1] if "\n" in message else ""
     for line in _included_lines(body):
         for n in _HASH_NUM.findall(line):
@@ -314,7 +318,7 @@ def _included_lines(body: str) -> list[str]:
     return kept
 
 
-_HEADING = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+)?(?:\*\*|__)?\s*([A-Za-z][A-Za-z'’ /&_-]{1,40}?)\s*(\([^)]*\))?\s*(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.*)$")
+_HEADING = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+)?(?:\*\*|__)?\s*([A-Za-z][A-Za-z'’ /&_-]{1,40}?)\s*(\([^)]*\))?\s*(?:\*\*|__)?\s*:(?!//)\s*(?:\*\*|__)?\s*(.*)$")
 _MD_HEADING = re.compile(r"^\s*(?:#{1,6}\s+(.+?)|(?:\*\*|__)(.+?)(?:\*\*|__))\s*:?\s*$")
 
 

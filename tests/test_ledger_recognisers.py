@@ -1,0 +1,183 @@
+"""Recognisers on plain commit records: which upstream commits a fork commit's message carries."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from workers.engine import recognisers as rec
+from workers.engine.history import Commit
+
+UPSTREAM_URL = "https://github.com/triton-lang/triton"
+FORK_URL = "https://github.com/example-org/triton"
+
+
+def commit(sha: str, subject: str, body: str = "", *, files: tuple[str, ...] = ("a.py",), time: int = 100) -> Commit:
+    message = subject + (f"\n\n{body}" if body else "")
+    return Commit(
+        sha=sha,
+        parents=("0" * 40,),
+        author_name="A",
+        author_email="a@example.com",
+        author_time=time,
+        committer_time=time,
+        subject=subject,
+        files=files,
+        message=message,
+    )
+
+
+def sha(n: int) -> str:
+    return hashlib.sha1(str(n).encode()).hexdigest()
+
+
+# Upstream PRs 7, 100, 101, 102, 103; note #7 collides with fork PR numbers used below.
+UPSTREAM = [
+    commit(sha(0xA1), "[AMD] Fix buffer loads (#7)"),
+    commit(sha(0xA2), "[FRONTEND] Allow constexpr step (#100)"),
+    commit(sha(0xA3), "[BACKEND] Hoist loads (#101)"),
+    commit(sha(0xA4), "[Docs] Clarify dot precision (#102)"),
+    commit(sha(0xA5), "Revert \"[BACKEND] Hoist loads (#101)\" (#103)"),
+]
+INDEX = rec.UpstreamIndex(UPSTREAM)
+RULES = rec.Rules.build(upstream_url=UPSTREAM_URL, fork_url=FORK_URL)
+
+
+def carried(subject: str, body: str = "", rules: rec.Rules = RULES) -> tuple[str, ...]:
+    return rec.recognise(commit("f" * 40, subject, body), INDEX, rules).upstream
+
+
+def how(subject: str, body: str = "") -> str | None:
+    return rec.recognise(commit("f" * 40, subject, body), INDEX, RULES).recogniser
+
+
+def test_cherry_pick_x_trailer() -> None:
+    """`(cherry picked from commit <sha>)` names the upstream commit, full or abbreviated."""
+    assert carried("Fix", f"(cherry picked from commit {sha(0xA2)})") == (sha(0xA2),)
+    assert carried("Fix", f"(cherry picked from commit {sha(0xA3)[:12]})") == (sha(0xA3),)
+    assert how("Fix", f"(cherry picked from commit {sha(0xA2)})") == rec.TRAILER
+
+
+def test_reactor_and_upstream_commit_trailers_several_on_one_commit() -> None:
+    """One commit may carry several trailers of both kinds; each names one upstream commit."""
+    body = f"Reactor Backport Revision: {sha(0xA2)}\nReactor Backport Revision: {sha(0xA4)}\nUpstream-Commit: {sha(0xA1)}"
+    assert carried("Port three fixes", body) == (sha(0xA1), sha(0xA2), sha(0xA4))
+
+
+def test_trailer_to_a_commit_outside_the_range_carries_nothing() -> None:
+    """A trailer naming a sha that is not an upstream commit after the base is not a pick."""
+    assert carried("Fix", f"(cherry picked from commit {'e' * 40})") == ()
+
+
+def test_fork_pr_number_is_never_read_as_upstream() -> None:
+    """In `[Cherry-pick] '<subject> (#N)' (#M)`, M is the fork's PR even if upstream has a PR M."""
+    assert carried("[Cherry-pick] '[FRONTEND] Allow constexpr step (#100)' (#7)") == (sha(0xA2),)
+    assert carried("[Cherry-pick][RESOLVED] \"[BACKEND] Hoist loads (#101)\" (#7)") == (sha(0xA3),)
+    assert how("[Cherry-pick] '[FRONTEND] Allow constexpr step (#100)' (#7)") == rec.PR_SUBJECT
+
+
+def test_unquoted_pick_subject_with_two_numbers_takes_the_upstream_one() -> None:
+    """`[Cherry-pick] <subject> (#N) (#M)`: the number before the fork's own is upstream's."""
+    assert carried("[Cherry-pick] Something retitled (#102) (#7)") == (sha(0xA4),)
+
+
+def test_single_trailing_number_on_a_retitled_subject_is_ambiguous_and_ignored() -> None:
+    """A fork-only squash `Add TLX helper (#7)` must not mark upstream PR #7 as picked."""
+    assert carried("Add TLX helper (#7)") == ()
+    assert carried("[Cherry-pick] Retitled by the fork (#7)") == ()
+
+
+def test_fork_subject_equal_to_upstream_subject_is_a_pick() -> None:
+    """A plain `git cherry-pick` keeps upstream's subject; with or without the fork's `(#M)`."""
+    assert carried("[AMD] Fix buffer loads (#7)") == (sha(0xA1),)
+    assert carried("[Docs] Clarify dot precision (#102) (#55)") == (sha(0xA4),)
+
+
+def test_bundle_subject_lists_every_upstream_pr() -> None:
+    """`[Cherry-pick][BUNDLE] Cherry-pick K upstream(#a #b ...)` carries each listed PR, not the fork's."""
+    got = carried("[Cherry-pick][BUNDLE] Cherry-pick 3 upstream(#100 #101 #102) (#7)")
+    assert got == (sha(0xA2), sha(0xA3), sha(0xA4))
+    assert how("[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#100, #102) (#9)") == rec.BUNDLE
+
+
+def test_bundle_body_deferred_and_wont_port_sections_are_not_picks() -> None:
+    """PRs listed under Deferred (backlog) or Won't port in a bundle body are holes, not picks."""
+    body = (
+        "Picked:\n- #100 Allow constexpr step\n- #102 Clarify dot precision\n\n"
+        "Deferred (backlog):\n- #101 Hoist loads: conflicts\n\n"
+        "**Won't port**\n- #7 AMD only\n"
+    )
+    got = carried("[Cherry-pick][BUNDLE] Cherry-pick 2 upstream PRs", body)
+    assert got == (sha(0xA2), sha(0xA4))
+
+
+def test_truncated_bundle_subject_is_completed_from_the_body() -> None:
+    """A long bundle title cut short still carries every PR its Picked list names (by PR or sha)."""
+    body = f"## Picked\n- {sha(0xA3)[:10]} [BACKEND] Hoist loads (#101)\n- #102\n\n## Deferred\n- #7\n"
+    got = carried("[Cherry-pick][BUNDLE] Cherry-pick 3 upstream(#100 #10…", body)
+    assert got == (sha(0xA2), sha(0xA3), sha(0xA4))
+
+
+def test_body_link_to_upstream_pull() -> None:
+    """A body link `<upstream url>/pull/N` is a pick of N when nothing stronger is present."""
+    assert carried("Port the kernel cache (#9)", f"Upstream: {UPSTREAM_URL}/pull/101") == (sha(0xA3),)
+    assert how("Port the kernel cache (#9)", f"Upstream: {UPSTREAM_URL}/pull/101") == rec.BODY_LINK
+
+
+def test_links_to_the_fork_or_other_repositories_are_not_picks() -> None:
+    """The fork's own PR link (ghstack's `Pull Request resolved:`) and other repos never count."""
+    assert carried("Fork work (#9)", f"Pull Request resolved: {FORK_URL}/pull/100") == ()
+    assert carried("Fork work (#9)", "See https://github.com/pytorch/pytorch/pull/101") == ()
+
+
+def test_without_a_known_upstream_url_fork_links_are_still_excluded() -> None:
+    """When upstream's URL is unknown, links count unless they point at the fork itself."""
+    rules = rec.Rules.build(fork_url=FORK_URL)
+    assert carried("Port (#9)", f"{UPSTREAM_URL}/pull/100", rules) == (sha(0xA2),)
+    assert carried("Port (#9)", f"{FORK_URL}/pull/100", rules) == ()
+
+
+def test_a_stronger_recogniser_wins_over_links_in_a_copied_upstream_body() -> None:
+    """A -x pick whose copied body links other upstream PRs carries only the trailer's commit."""
+    body = f"Follow-up to {UPSTREAM_URL}/pull/100\n\n(cherry picked from commit {sha(0xA3)})"
+    assert carried("[BACKEND] Hoist loads (#101)", body) == (sha(0xA3),)
+
+
+def test_configured_pr_pattern() -> None:
+    """`ledger.pr_patterns` regexes with a group `pr` name upstream PRs."""
+    rules = rec.Rules.build(pr_patterns=[r"(?m)^Upstream-PR: #(?P<pr>\d+)$"], upstream_url=UPSTREAM_URL)
+    assert carried("Port it (#9)", "Upstream-PR: #102", rules) == (sha(0xA4),)
+
+
+def test_urgent_tag_is_read_from_the_pick_subject() -> None:
+    """`[Cherry-pick][URGENT] ...` marks the pick urgent (it must not move the frontier)."""
+    found = rec.recognise(commit("f" * 40, "[Cherry-pick][URGENT] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES)
+    assert found.upstream == (sha(0xA1),) and found.urgent
+    plain = rec.recognise(commit("f" * 40, "[Cherry-pick] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES)
+    assert not plain.urgent
+
+
+@pytest.mark.parametrize(
+    ("subject", "body", "expected"),
+    [
+        # git revert of a fork pick: names the fork commit.
+        ("Revert \"[Cherry-pick] 'x (#100)' (#7)\"", "This reverts commit {pick}.", "pick"),
+        # GitHub's revert button: no sha, subject quotes the fork commit's subject (+ new fork PR).
+        ("Revert \"[Cherry-pick] 'x (#100)' (#7)\" (#12)", "Reverts example-org/triton#7", "pick"),
+        # A pick of upstream's own revert is not a fork revert.
+        ("Revert \"[BACKEND] Hoist loads (#101)\" (#103)", f"This reverts commit {sha(0xA3)}.", None),
+    ],
+)
+def test_revert_targets(subject: str, body: str, expected: str | None) -> None:
+    """A fork revert names the fork commit it undoes; reverting upstream's commit is not one."""
+    pick = commit("b" * 40, "[Cherry-pick] 'x (#100)' (#7)")
+    revert = commit("c" * 40, subject, body.format(pick=pick.sha))
+    fork = rec.ForkIndex([pick, revert])
+    target = rec.revert_target(revert, fork, INDEX, RULES)
+    assert target == (pick.sha if expected == "pick" else None)
+
+
+def test_pick_of_upstream_revert_is_recognised_as_a_pick() -> None:
+    """Upstream's `Revert "..." (#103)` picked as is carries upstream #103, not #101."""
+    assert carried("Revert \"[BACKEND] Hoist loads (#101)\" (#103)", f"This reverts commit {sha(0xA3)}.") == (sha(0xA5),)
