@@ -281,6 +281,8 @@ class GitHubPort(Protocol):
 
     def find_issue(self, repo: str, marker: str, *, labels: Sequence[str] = ()) -> IssueInfo | None: ...
 
+    def list_issues(self, repo: str, *, labels: Sequence[str] = (), state: str = "open") -> list[IssueInfo]: ...
+
     def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
                      labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]: ...
 
@@ -474,6 +476,17 @@ class GitHubAdapter:
 
         return self._call(f"look for the issue marked {marker}", repo, fetch)
 
+    def list_issues(self, repo: str, *, labels: Sequence[str] = (), state: str = "open") -> list[IssueInfo]:
+        """Issues (not PRs) with all of ``labels``, in ``state`` (open, closed or all), newest first."""
+
+        def fetch() -> list[IssueInfo]:
+            kwargs: dict[str, Any] = {"state": state, "sort": "created", "direction": "desc"}
+            if labels:
+                kwargs["labels"] = list(labels)
+            return [_issue_info(i) for i in self._repo(repo).get_issues(**kwargs) if i.pull_request is None]
+
+        return self._call(f"list {state} issues labelled {', '.join(labels) or 'anything'}", repo, fetch)
+
     def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
                      labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]:
         """Update the issue carrying ``marker`` (reopening it if asked), else create it; True when created."""
@@ -643,7 +656,9 @@ def _classify_push(stderr: str, repo: str, branch: str, secrets: Iterable[str]) 
                  lines[0] if lines else "no message")
     text = f"git push to {repo}:{branch} failed: {first}"
     lower = stderr.lower()
-    if "authentication failed" in lower or "401" in lower or "invalid username or token" in lower:
+    # A refused token makes git ask for a username, which it cannot (prompts are off).
+    if any(sign in lower for sign in ("authentication failed", "401", "invalid username or token",
+                                      "could not read username")):
         return GitHubAuthError(text, "the installation token was refused; check the App has contents: write", 401)
     if "403" in lower or "protected branch" in lower or "permission" in lower:
         return GitHubPermissionError(text, "give the App contents: write, and allow it past branch protection", 403)

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 def render_text(report: BisectReport) -> str:
     lines = []
     if report.culprit:
-        lines.append(f"culprit: {report.culprit}")
+        lines.append(f"culprit: {report.culprit} {report.culprit_subject}".rstrip())
     else:
         lines.append(f"no culprit ({report.status}): {report.reason}")
     lines.append(

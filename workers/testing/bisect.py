@@ -335,10 +335,12 @@ class BisectReport:
     suspects: tuple[Suspect, ...] = ()
     reference: Reference | None = None
     elapsed_s: float = 0.0
+    culprit_subject: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
             "culprit": self.culprit,
+            "culprit_subject": self.culprit_subject,
             "runs": self.runs,
             "skipped": list(self.skipped),
             "status": self.status,
@@ -409,8 +411,9 @@ def bisect(
         suspects: tuple[Suspect, ...] = ()
         if status != "found":
             suspects = tuple(rank_suspects(commit_files(repo, remaining), test_ids))
+        subject = repo.text("log", "-1", "--format=%s", culprit) if culprit else ""
         return BisectReport(status, good_sha, bad_sha, culprit, len(probes), tuple(skipped), tuple(probes),
-                            len(candidates), remaining, reason, suspects, ref, time.monotonic() - started)
+                            len(candidates), remaining, reason, suspects, ref, time.monotonic() - started, subject)
 
     if budget is not None and needed > budget:
         return report(

@@ -1,0 +1,338 @@
+"""Tracking issues for trunk failures, decided from plain data: ``plan(known, report) -> list[Action]``.
+
+One open issue per failure signature, found by its hidden marker. A new signature opens an
+issue; the same signature again edits it in place (occurrences, last seen), never a comment;
+``recover_after`` consecutive clean runs of the same benchmark or suite close it with a
+comment; a recurrence reopens it. Infrastructure failures get their own issues (label
+``infrastructure``), never mixed with code regressions. :func:`execute` applies the actions
+through a narrow issues Protocol (the GitHub adapter in production).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from bot.config import Benchmark
+from bot.github import CommentInfo, IssueInfo
+from bot.render import marker
+from bot.render.tracking import (
+    LABEL,
+    IssueFacts,
+    SuspectFacts,
+    duplicate_comment,
+    issue_body,
+    issue_labels,
+    issue_title,
+    parse_facts,
+    recovered_comment,
+    reopened_comment,
+)
+from workers.testing.bisect import Suspect
+from workers.testing.l2 import BenchmarkOutcome
+from workers.testing.regression import FAILED, INFRA, REGRESSED, SKIPPED, TIMEOUT
+from workers.testing.signatures import Signature, group, signature
+
+_KEY = re.compile(r"<!-- forksync:signature:(?P<key>[0-9a-f]+) -->")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """One failure signature seen in one trunk run, with what is known about its cause."""
+
+    signature: Signature
+    tests: tuple[str, ...] = ()
+    detail: str = ""
+    excerpt: str = ""
+    first_bad: str | None = None
+    culprit: str | None = None
+    culprit_subject: str = ""
+    suspects: tuple[Suspect, ...] = ()
+    bisect_note: str = ""
+
+
+@dataclass(frozen=True)
+class TrunkReport:
+    """What one run of one benchmark or suite at one trunk commit found."""
+
+    source: str
+    sha: str
+    at: str
+    sightings: tuple[Sighting, ...] = ()
+    # False when the run said nothing about the code (skipped, infra): code issues do not recover.
+    judged: bool = True
+    owners: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    """An existing issue as GitHub lists it (only its number, state, title and body matter)."""
+
+    number: int
+    state: str  # open | closed
+    title: str
+    body: str
+
+    @property
+    def key(self) -> str | None:
+        m = _KEY.search(self.body or "")
+        return m.group("key") if m else None
+
+
+# --------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True)
+class OpenIssue:
+    key: str
+    title: str
+    body: str
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EditIssue:
+    number: int
+    title: str
+    body: str
+
+
+@dataclass(frozen=True)
+class CloseIssue:
+    number: int
+    body: str
+    comment: str
+
+
+@dataclass(frozen=True)
+class ReopenIssue:
+    number: int
+    title: str
+    body: str
+    comment: str
+
+
+Action = OpenIssue | EditIssue | CloseIssue | ReopenIssue
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def plan(known: Sequence[KnownIssue], report: TrunkReport, recover_after: int) -> list[Action]:
+    """The issue actions for one trunk report, given every tracking issue that exists (open or closed)."""
+    actions: list[Action] = []
+    by_key: dict[str, list[KnownIssue]] = {}
+    for issue in sorted(known, key=lambda i: i.number):
+        if issue.key:
+            by_key.setdefault(issue.key, []).append(issue)
+    # Duplicates (two open issues for one key, e.g. filed by hand): keep the oldest, close the rest.
+    current: dict[str, KnownIssue] = {}
+    for key, issues in by_key.items():
+        open_ones = [i for i in issues if i.state == "open"]
+        if open_ones:
+            current[key] = open_ones[0]
+            for dup in open_ones[1:]:
+                actions.append(CloseIssue(dup.number, dup.body, duplicate_comment(open_ones[0].number)))
+        else:
+            current[key] = issues[-1]  # the most recent closed one is reopened on recurrence
+
+    seen: set[str] = set()
+    for sighting in _merge(report.sightings):
+        key = sighting.signature.key
+        seen.add(key)
+        found = current.get(key)
+        old = parse_facts(found.body) if found else None
+        facts = _sighted(old, sighting, report, recover_after, reopening=found is not None and found.state == "closed")
+        if found is None:
+            actions.append(OpenIssue(key, issue_title(facts), issue_body(facts), issue_labels(facts)))
+        elif found.state == "closed":
+            facts = replace(facts, reopened=facts.reopened + 1)
+            actions.append(ReopenIssue(found.number, issue_title(facts), issue_body(facts), reopened_comment(facts)))
+        else:
+            actions.append(EditIssue(found.number, issue_title(facts), issue_body(facts)))
+
+    for key, issue in sorted(current.items(), key=lambda kv: kv[1].number):
+        if key in seen or issue.state != "open":
+            continue
+        stored = parse_facts(issue.body)
+        if stored is None or stored.source != report.source:
+            continue  # another benchmark's issue, or one we cannot read: leave it alone
+        if not report.judged and not stored.infra:
+            continue  # a skipped run says nothing about whether the code recovered
+        clean = replace(stored, clean_runs=stored.clean_runs + 1, recover_after=recover_after)
+        if clean.clean_runs >= recover_after:
+            actions.append(CloseIssue(issue.number, issue_body(clean), recovered_comment(clean)))
+        else:
+            actions.append(EditIssue(issue.number, issue_title(clean), issue_body(clean)))
+    return actions
+
+
+def _merge(sightings: Sequence[Sighting]) -> list[Sighting]:
+    """One sighting per signature key (tests united), in first-seen order."""
+    merged: dict[str, Sighting] = {}
+    for s in sightings:
+        prev = merged.get(s.signature.key)
+        if prev is None:
+            merged[s.signature.key] = s
+        else:
+            tests = tuple(dict.fromkeys(prev.tests + s.tests))
+            merged[s.signature.key] = replace(prev, tests=tests)
+    return list(merged.values())
+
+
+def _sighted(
+    old: IssueFacts | None, s: Sighting, report: TrunkReport, recover_after: int, *, reopening: bool
+) -> IssueFacts:
+    suspects = tuple(SuspectFacts(x.sha, x.subject, x.score, x.files) for x in s.suspects)
+    if old is None:
+        return IssueFacts(
+            key=s.signature.key,
+            kind=s.signature.kind,
+            title=s.signature.title,
+            source=report.source,
+            first_bad=s.culprit or s.first_bad or report.sha,
+            first_seen_at=report.at,
+            last_seen=report.sha,
+            last_seen_at=report.at,
+            tests=s.tests,
+            detail=s.detail,
+            excerpt=s.excerpt,
+            culprit=s.culprit,
+            culprit_subject=s.culprit_subject,
+            suspects=suspects,
+            bisect_note=s.bisect_note,
+            owners=report.owners,
+            infra_reason=s.signature.infra_reason,
+            recover_after=recover_after,
+        )
+    # Seen before: count it, keep the first-bad commit and a culprit once found, refresh the rest.
+    # A recurrence after closing is a new break: its first-bad commit and culprit start afresh.
+    if reopening:
+        old = replace(old, culprit=None, culprit_subject="", suspects=(), bisect_note="",
+                      first_bad=s.first_bad or report.sha)
+    return replace(
+        old,
+        last_seen=report.sha,
+        last_seen_at=report.at,
+        occurrences=old.occurrences + 1,
+        clean_runs=0,
+        tests=tuple(dict.fromkeys(old.tests + s.tests)),
+        detail=s.detail or old.detail,
+        excerpt=s.excerpt or old.excerpt,
+        culprit=s.culprit or old.culprit,
+        culprit_subject=s.culprit_subject if s.culprit else old.culprit_subject,
+        suspects=suspects or old.suspects,
+        bisect_note=s.bisect_note if (s.culprit or s.bisect_note) else old.bisect_note,
+        owners=report.owners or old.owners,
+        recover_after=recover_after,
+        first_bad=s.culprit or old.first_bad,
+    )
+
+
+# --------------------------------------------------------------------------- from L2 outcomes
+
+
+def metric_signature(benchmark: str, metric: str) -> Signature:
+    """The signature of a metric regression: one issue per benchmark metric."""
+    key = hashlib.sha1(f"regression\0{benchmark}\0{metric}".encode()).hexdigest()[:12]
+    return Signature(key, f"{metric} regressed", "regression", f"{benchmark}:{metric}", None)
+
+
+def report_from_l2(outcome: BenchmarkOutcome, bench: Benchmark, at: str) -> TrunkReport:
+    """Turn one L2 benchmark outcome into the sightings the planner files."""
+    run, verdict = outcome.run, outcome.verdict
+    culprit = outcome.bisect.culprit if outcome.bisect else None
+    subject = outcome.bisect.culprit_subject if outcome.bisect else ""
+
+    def sighting(sig: Signature, detail: str, tests: tuple[str, ...] = (), excerpt: str = "") -> Sighting:
+        return Sighting(sig, tests, detail, excerpt, outcome.first_bad, culprit, subject, outcome.suspects,
+                        outcome.note if outcome.new_break else "")
+
+    sightings: list[Sighting] = []
+    if verdict.status == REGRESSED:
+        for check in verdict.regressed_metrics:
+            sightings.append(sighting(metric_signature(bench.name, check.metric), check.reason))
+    elif verdict.status == FAILED:
+        for g in group(run.failures):
+            tests = tuple(t for t in g.tests if t != bench.name)
+            sightings.append(sighting(g.signature, run.reason, tests, g.failures[0].text))
+    elif run.status in (INFRA, TIMEOUT):
+        sig = signature(run.output_tail, None) if run.status == INFRA else _infra_signature(run.reason)
+        if sig.kind != "infra":
+            sig = _infra_signature(run.reason)
+        sightings.append(Sighting(sig, detail=run.reason, excerpt=run.output_tail))
+    return TrunkReport(bench.name, run.sha, at, tuple(sightings), judged=verdict.status != SKIPPED,
+                       owners=bench.owners)
+
+
+def _infra_signature(reason: str) -> Signature:
+    key = hashlib.sha1(f"infra\0\0{reason}".encode()).hexdigest()[:12]
+    return Signature(key, f"infrastructure: {reason}", "infra", reason, None, reason)
+
+
+# --------------------------------------------------------------------------- executing
+
+
+class IssuesPort(Protocol):
+    """The part of :class:`bot.github.GitHubPort` the executor uses (a recording fake fits too)."""
+
+    def list_issues(self, repo: str, *, labels: Sequence[str] = (), state: str = "open") -> list[IssueInfo]: ...
+
+    def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
+                     labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]: ...
+
+    def update_issue(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                     labels: Sequence[str] | None = None) -> IssueInfo: ...
+
+    def close_issue(self, repo: str, number: int, *, comment: str | None = None) -> IssueInfo: ...
+
+    def reopen_issue(self, repo: str, number: int) -> IssueInfo: ...
+
+    def create_comment(self, repo: str, issue_number: int, body: str) -> CommentInfo: ...
+
+
+def known_issues(port: IssuesPort, repo: str) -> list[KnownIssue]:
+    """Every tracking issue of ``repo``, open and closed (found by the label, keyed by the marker)."""
+    issues = [KnownIssue(i.number, i.state, i.title, i.body) for i in port.list_issues(repo, labels=[LABEL], state="all")]
+    return [i for i in issues if i.key]
+
+
+def execute(port: IssuesPort, repo: str, actions: Sequence[Action]) -> list[int]:
+    """Apply ``actions`` in order; returns the issue numbers touched.
+
+    A recovery comment goes before the close and a recurrence comment after the reopen, so the
+    issue's timeline reads in order.
+    """
+    touched = []
+    for action in actions:
+        if isinstance(action, OpenIssue):
+            # ensure_issue looks for the marker again: a racing worker's issue is updated, not doubled.
+            info, _ = port.ensure_issue(repo, marker=marker("signature", action.key), title=action.title,
+                                        body=action.body, labels=action.labels)
+            touched.append(info.number)
+        elif isinstance(action, EditIssue):
+            port.update_issue(repo, action.number, title=action.title, body=action.body)
+            touched.append(action.number)
+        elif isinstance(action, CloseIssue):
+            port.update_issue(repo, action.number, body=action.body)
+            port.close_issue(repo, action.number, comment=action.comment)
+            touched.append(action.number)
+        else:
+            port.update_issue(repo, action.number, title=action.title, body=action.body)
+            port.reopen_issue(repo, action.number)
+            port.create_comment(repo, action.number, action.comment)
+            touched.append(action.number)
+    return touched
+
+
+def track(port: IssuesPort, repo: str, report: TrunkReport, recover_after: int) -> list[Action]:
+    """Read the tracking issues, plan for ``report``, apply; returns what was done."""
+    actions = plan(known_issues(port, repo), report, recover_after)
+    execute(port, repo, actions)
+    return actions
