@@ -178,15 +178,15 @@ def test_bundle_dry_run_replies_with_plan_and_pushes_nothing(gh: FakeCommentGitH
     """/bundle dry-run answers with the plan table; no branch or ref is written to the fork."""
     refs_before = pair.fork.git("for-each-ref")
     answer = comment(gh, pair, "/bundle dry-run")
-    assert "👍" in answer.body and "the plan (dry run, nothing pushed): 1 bundle(s) and 0 chain(s), 2 commits" in answer.body
-    assert "| bundle | `" in answer.body and pair.shas["d"][:10] in answer.body and pair.shas["e"][:10] in answer.body
+    assert "👍" in answer.body and "the plan (dry run, nothing pushed): 1 bundle(s) and 0 chain(s), 3 commits" in answer.body
+    assert "| bundle | `" in answer.body and pair.shas["b"][:10] in answer.body and pair.shas["e"][:10] in answer.body
     assert pair.fork.git("for-each-ref") == refs_before
 
 
 def test_bundle_max_shapes_the_plan(gh: FakeCommentGitHub, pair: ForkPair) -> None:
     """/bundle max=1 dry-run plans bundles of one commit each."""
     answer = comment(gh, pair, "/bundle max=1 dry-run")
-    assert "2 bundle(s) and 0 chain(s), 2 commits" in answer.body
+    assert "3 bundle(s) and 0 chain(s), 3 commits" in answer.body
 
 
 def test_bundle_starts_ingestion(gh: FakeCommentGitHub, pair: ForkPair) -> None:
@@ -206,7 +206,7 @@ def test_bundle_without_a_worker_says_not_available(gh: FakeCommentGitHub, pair:
 def test_nothing_to_bundle(gh: FakeCommentGitHub, pair: ForkPair) -> None:
     """When every commit is picked, skipped or deferred, /bundle says there is nothing to bundle and sends nothing."""
     sent: list[tuple[str, dict[str, object]]] = []
-    comment(gh, pair, f"/skip {pair.shas['d']} no\n/defer {pair.shas['e']}")
+    comment(gh, pair, f"/skip {pair.shas['b']} no\n/skip {pair.shas['d']} no\n/defer {pair.shas['e']}")
     answer = comment(gh, pair, "/bundle", sent=sent)
     assert "nothing to bundle" in answer.body and "😕" in answer.body and sent == []
 

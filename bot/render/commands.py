@@ -54,7 +54,7 @@ class OpenItem:
     """An open bundle PR or chain (issue or draft PR), as shown by /status."""
 
     id: str
-    commits: int
+    commits: int | None  # None when not known (a branch without its PR)
     url: str | None = None
     title: str = ""
 
@@ -371,7 +371,8 @@ def _items(items: Sequence[OpenItem]) -> str:
     for item in items:
         name = f"[{inline(item.id)}]({item.url})" if item.url else code(item.id)
         title = f" {inline(item.title)}" if item.title else ""
-        rendered.append(f"\n- {name}{title} ({item.commits} commit{'s' if item.commits != 1 else ''})")
+        count = "" if item.commits is None else f" ({item.commits} commit{'s' if item.commits != 1 else ''})"
+        rendered.append(f"\n- {name}{title}{count}")
     return "".join(rendered)
 
 

@@ -232,29 +232,31 @@ def status(ctx: Context, command: Command) -> render.Outcome:
         wont_port=m.wont_port,
         deferred=tuple(line_of(e) for e in ledger.with_disposition(Disposition.DEFERRED)),
         urgent=tuple(m.urgent),
-        bundles=_bundles(ctx),
+        bundles=_bundles(ctx, pair),
         chains=chains,
     )
     summary = f"{m.days_behind:.1f} days behind upstream, {m.backlog} backlog commits, {m.pending} pending"
     return render.done(command, summary, render.status_details(view))
 
 
-def _bundles(ctx: Context) -> tuple[render.OpenItem, ...]:
-    lister = getattr(ctx.gh, "open_pulls", None)
-    if lister is None:
-        return ()
-    items = []
-    for pull in lister(ctx.repo):
-        if str(pull.head_ref).startswith("forksync/bundle/"):
-            items.append(render.OpenItem(f"#{pull.number}", _count(pull.title), pull.url, pull.title))
-    return tuple(items)
-
-
-def _count(title: str) -> int:
+def _bundles(ctx: Context, pair: Any) -> tuple[render.OpenItem, ...]:
+    """Bundle branches in the fork (``forksync/bundle/*``), with their open PRs when GitHub has them."""
     import re
 
-    m = re.search(r"Cherry-pick (\d+) upstream", title)
-    return int(m.group(1)) if m else 0
+    with git_auth(services_of(ctx).git_token()):
+        out = pair.repo.text("ls-remote", pair.fork.remote, "refs/heads/forksync/bundle/*")
+    branches = sorted(line.split("\t", 1)[1].removeprefix("refs/heads/") for line in out.splitlines() if "\t" in line)
+    lister = getattr(ctx.gh, "pulls_for_branches", None)
+    pulls = {b: (n, t, u) for b, n, t, u in lister(ctx.repo, branches)} if lister is not None else {}
+    items = []
+    for branch in branches:
+        if branch in pulls:
+            number, title, url = pulls[branch]
+            m = re.search(r"Cherry-pick (\d+) upstream", title)
+            items.append(render.OpenItem(f"#{number}", int(m.group(1)) if m else None, url, title))
+        else:
+            items.append(render.OpenItem(branch, None, None, "(branch without an open PR)"))
+    return tuple(items)
 
 
 def _chains(ctx: Context, pair: Any) -> tuple[render.OpenItem, ...]:
