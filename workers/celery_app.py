@@ -183,7 +183,7 @@ def create_celery(source: Any = None) -> Celery:
     """
     embedded.register()
     settings, flask_app = _settings_from(source)
-    task_cls = type("ForksyncTask", (ForksyncTask,), {"flask_app": flask_app})
+    task_cls = type("ForksyncTask", (ForksyncTask,), {"flask_app": flask_app, "retry_base_s": settings.retry_base_s})
     app = Celery("forksync", task_cls=task_cls)
     app.conf.update(celery_config(settings))
     app.conf.forksync_settings = settings

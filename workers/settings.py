@@ -8,7 +8,8 @@ import time. Extra variables:
 * ``FORKSYNC_GIT_URL_MAP``: JSON object ``{"prefix": "replacement"}`` applied to every git URL
   a worker fetches or pushes (like git's ``url.<base>.insteadOf``), so tests and mirrors can
   point ``https://github.com/...`` at local remotes;
-* ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout; tests lower it to see redelivery.
+* ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout; tests lower it to see redelivery;
+* ``FORKSYNC_RETRY_BASE_S``: first backoff step for transient GitHub errors (default 2 s).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class WorkerSettings:
     process_config: RepoConfig = field(default_factory=RepoConfig)
     git_url_map: tuple[tuple[str, str], ...] = ()
     visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S
+    retry_base_s: float = 2.0
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> WorkerSettings:
@@ -61,6 +63,7 @@ class WorkerSettings:
             process_config=load_repo_config_file(env.get("FORKSYNC_CONFIG") or None),
             git_url_map=url_map,
             visibility_timeout_s=int(timeout) if timeout else DEFAULT_VISIBILITY_TIMEOUT_S,
+            retry_base_s=float(env.get("FORKSYNC_RETRY_BASE_S") or 2.0),
         )
 
     @property
