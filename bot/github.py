@@ -206,6 +206,10 @@ class CheckRunInfo:
     html_url: str
     app_id: int | None = None
     external_id: str | None = None
+    # The output as GitHub holds it (checks whose state lives in their output, e.g. L3 sign-off).
+    title: str | None = None
+    summary: str | None = None
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -694,9 +698,12 @@ def _complete(obj: T) -> T:
 
 def _check_run_info(run: CheckRun) -> CheckRunInfo:
     app = run.app
+    output = run.output
     return CheckRunInfo(id=run.id, name=run.name, head_sha=run.head_sha, status=run.status,
                         conclusion=run.conclusion, html_url=run.html_url, app_id=app.id if app else None,
-                        external_id=run.external_id or None)
+                        external_id=run.external_id or None,
+                        title=output.title if output else None, summary=output.summary if output else None,
+                        text=output.text if output else None)
 
 
 def _pull_info(pr: PullRequest) -> PullRequestInfo:

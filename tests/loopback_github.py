@@ -460,6 +460,14 @@ def _git(cwd: Path | None, *args: str, input: bytes | None = None, env: Mapping[
     return proc.stdout.decode()
 
 
+def _merge(headers: dict[str, str], extra: Mapping[str, str]) -> None:
+    """Set headers case-insensitively (one x-ratelimit-remaining, not two)."""
+    for key, value in extra.items():
+        for old in [k for k in headers if k.lower() == key.lower()]:
+            del headers[old]
+        headers[key] = value
+
+
 # ---------------------------------------------------------------------------------- routes
 
 Route = tuple[str, re.Pattern[str], Callable[..., Any]]
@@ -544,7 +552,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             if fault is not None:
-                headers.update(fault.headers)
+                _merge(headers, fault.headers)
                 raise _error(fault.status, fault.message)
             payload = json.loads(raw) if raw.strip() else {}
             for m, pattern, fn in _ROUTES:
@@ -553,13 +561,13 @@ class _Handler(BaseHTTPRequestHandler):
                     with gh.lock:
                         result = fn(gh, self, payload=payload, query=query, **match.groupdict())
                     status, body, extra = result if len(result) == 3 else (*result, {})
-                    headers.update(extra)
+                    _merge(headers, extra)
                     break
             else:
                 raise _error(404, "Not Found")
         except _Reply as reply:
             status, body = reply.status, reply.body
-            headers.update(reply.headers)
+            _merge(headers, reply.headers)
         except json.JSONDecodeError:
             status, body = 400, {"message": "Problems parsing JSON"}
         except Exception as exc:  # a bug in the fake: say so loudly instead of hanging the client
