@@ -305,6 +305,10 @@ class GitHubPort(Protocol):
 
     def find_comment(self, repo: str, issue_number: int, marker: str) -> CommentInfo | None: ...
 
+    def get_comment(self, repo: str, comment_id: int) -> CommentInfo: ...
+
+    def list_comments(self, repo: str, issue_number: int) -> list[CommentInfo]: ...
+
     def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]: ...
 
     def add_reaction(self, repo: str, comment_id: int, content: str) -> None: ...
@@ -554,6 +558,16 @@ class GitHubAdapter:
             return _comment_info(comment, None)
 
         return self._call(f"edit comment {comment_id}", repo, edit)
+
+    def get_comment(self, repo: str, comment_id: int) -> CommentInfo:
+        """One issue or PR comment by id (the comment commands re-read it fresh)."""
+        return self._call(f"read comment {comment_id}", repo,
+                          lambda: _comment_info(_complete(self._repo(repo).get_issue(0).get_comment(comment_id)), None))
+
+    def list_comments(self, repo: str, issue_number: int) -> list[CommentInfo]:
+        """Every comment on #``issue_number``, oldest first."""
+        return self._call(f"list the comments of #{issue_number}", repo,
+                          lambda: [_comment_info(c, issue_number) for c in self._repo(repo).get_issue(issue_number).get_comments()])
 
     def find_comment(self, repo: str, issue_number: int, marker: str) -> CommentInfo | None:
         """The first comment on #``issue_number`` whose body carries ``marker``."""
