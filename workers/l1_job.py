@@ -1,0 +1,202 @@
+"""One L1 job on a worker: fetch the commit into the L1 git cache, run the suites, and publish
+``forksync / L1`` (in progress first, then updated in place), ``forksync / coverage`` and the
+infrastructure tracking issue through the GitHub adapter.
+
+The Celery task (``workers/tasks/l1.py``) is a thin shell around :func:`run_l1_job`; tests call
+this directly against the loopback GitHub.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from bot.github import Annotation, CheckOutput, CheckRunInfo, GitHubPort
+from bot.render import l1 as render
+from bot.render import marker
+from workers.engine.git import Repository
+from workers.gitcache import GitCache
+from workers.testing.canary import CanaryResult
+from workers.testing.l1 import CANCELLED, L1Run, run_l1_for_ref
+from workers.testing.watchdog import CheckRunState, coverage
+
+log = logging.getLogger(__name__)
+
+INFRA_LABEL = "infrastructure"
+
+
+@dataclass(frozen=True)
+class L1Job:
+    """What to test: ``head_sha`` of ``repo``; ``trunk`` for a push to the fork's trunk branch."""
+
+    repo: str
+    head_sha: str
+    trunk: bool = False
+    push_ref: str | None = None  # for trunk jobs: the pushed ref, checked against fork.branch
+    attempt: int = 0  # infrastructure retries so far (the task's retry count)
+
+
+@dataclass(frozen=True)
+class L1JobResult:
+    status: str  # "done", "skipped", "config_error", "not_fetchable"
+    check_run_id: int | None = None
+    run: L1Run | None = None
+    message: str = ""
+    max_infra_retries: int = 0  # from the repository's l1 config: how often the task may retry
+
+    @property
+    def infrastructure(self) -> bool:
+        return self.run is not None and self.run.conclusion == CANCELLED
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status, "check_run_id": self.check_run_id, "message": self.message,
+            "l1": None if self.run is None else self.run.as_json(),
+        }
+
+
+def cache_key(repo: str) -> str:
+    # Its own cache, not ingestion's: an L1 run holds the lock for as long as its suites run.
+    return f"l1:{repo}"
+
+
+def run_l1_job(
+    github: GitHubPort,
+    caches: GitCache,
+    data_dir: Path,
+    job: L1Job,
+    *,
+    clone_url: str,
+    token: str | None,
+    canary: Callable[[], CanaryResult] | None = None,
+    max_infra_retries: int | None = None,
+    log_url: Callable[[str], str | None] | None = None,
+) -> L1JobResult:
+    """Run L1 for ``job`` and publish it. Never leaves a check run in progress: any failure of
+    ours completes it with the reason before the exception goes on to the task's retry logic."""
+    with caches.open(cache_key(job.repo)) as cache:
+        caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
+        if cache.rev_parse(job.head_sha) is None:
+            # Only branches of this repository are tested on our runners: a head that lives
+            # only in someone else's fork needs a maintainer to bring it here first.
+            check = _upsert_check(github, job.repo, job.head_sha, render.CheckRunOutput(
+                name=render.L1_CHECK, head_sha=job.head_sha, status="completed", conclusion="cancelled",
+                title="L1 not run: this commit is not on a branch of the repository",
+                summary=(f"`{job.head_sha[:12]}` was not found on any branch of `{job.repo}`. L1 runs "
+                         "self-hosted runners only for branches of this repository: a maintainer can push "
+                         "the branch here (or rerun once it is pushed)."),
+            ))
+            return L1JobResult("not_fetchable", check.id, message="head not on a branch of the repository")
+        try:
+            config = _config_at(cache, job.head_sha)
+        except ConfigError as exc:
+            if job.trunk:
+                return L1JobResult("config_error", None, message=exc.one_line())
+            check = _upsert_check(github, job.repo, job.head_sha, render.CheckRunOutput(
+                name=render.L1_CHECK, head_sha=job.head_sha, status="completed", conclusion="failure",
+                title=f"{CONFIG_PATH} is invalid: L1 cannot run",
+                summary=f"{marker('l1', job.head_sha)}\n`{exc.one_line()}`",
+            ))
+            return L1JobResult("config_error", check.id, message=exc.one_line())
+        if job.trunk and job.push_ref != f"refs/heads/{config.fork.branch}":
+            return L1JobResult("skipped", message=f"{job.push_ref} is not the trunk branch {config.fork.branch}")
+        names = [s.name for s in config.l1.suites]
+        check_id: int | None = None
+        if not job.trunk:
+            check_id = _upsert_check(github, job.repo, job.head_sha, render.l1_in_progress(job.head_sha, names)).id
+        try:
+            run = run_l1_for_ref(
+                cache.path, job.head_sha, config, data_dir=data_dir, base_ref=config.fork.branch,
+                trunk=job.trunk, canary=canary, infra_retries=0,
+            )
+        except Exception as exc:
+            if check_id is not None:
+                github.update_check_run(job.repo, check_id, conclusion="failure", output=CheckOutput(
+                    "L1 could not run (forksync error)", f"{type(exc).__name__}: {exc}"[:2000]))
+            raise
+    retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
+    _file_infra_issues(github, job, run)
+    if check_id is not None:
+        out = render.l1_check_run(run, log_url=log_url)
+        if run.conclusion == CANCELLED and job.attempt < retries:
+            out = _retrying(out, job.attempt + 1, retries)
+        github.update_check_run(
+            job.repo, check_id, status=out.status, conclusion=out.conclusion if out.status == "completed" else None,
+            output=_output(out),
+        )
+        if config.l1.required_checks:
+            publish_coverage(github, job.repo, job.head_sha, config.l1.required_checks)
+    return L1JobResult("done", check_id, run, max_infra_retries=retries)
+
+
+def _config_at(cache: Repository, sha: str) -> RepoConfig:
+    spec = f"{sha}:{CONFIG_PATH}"
+    if not cache.ok("cat-file", "-e", spec):
+        return RepoConfig()
+    return load_repo_config(cache.git("show", spec).decode("utf-8", "replace"), f"{CONFIG_PATH} at {sha[:12]}")
+
+
+def _upsert_check(github: GitHubPort, repo: str, sha: str, out: render.CheckRunOutput) -> CheckRunInfo:
+    """Update our check run of this name on this commit in place (reruns), or create it."""
+    existing = [r for r in github.list_check_runs(repo, sha, name=out.name) if r.head_sha == sha]
+    conclusion = out.conclusion if out.status == "completed" else None
+    if existing:
+        newest = max(existing, key=lambda r: r.id)
+        return github.update_check_run(repo, newest.id, status=out.status, conclusion=conclusion, output=_output(out))
+    return github.create_check_run(repo, name=out.name, head_sha=sha, status=out.status, conclusion=conclusion,
+                                   output=_output(out), details_url=out.details_url)
+
+
+def _output(out: render.CheckRunOutput) -> CheckOutput:
+    notes = tuple(
+        Annotation(a.path, a.start_line, a.end_line, a.annotation_level, a.message, a.title or None)
+        for a in out.annotations
+    )
+    return CheckOutput(out.title, out.summary, out.text or None, notes)
+
+
+def _retrying(out: render.CheckRunOutput, attempt: int, retries: int) -> render.CheckRunOutput:
+    from dataclasses import replace
+
+    return replace(
+        out, status="in_progress", conclusion=None,
+        title=f"{out.title} (retrying on another runner, {attempt} of {retries})",
+    )
+
+
+def _file_infra_issues(github: GitHubPort, job: L1Job, run: L1Run) -> None:
+    runner = socket.gethostname()
+    for suite in run.suites:
+        if suite.status != "infrastructure" or not suite.infra_cause:
+            continue
+        title, body = render.infra_issue(suite.infra_cause, runner, suite.name, run.sha, suite.reason)
+        github.ensure_issue(job.repo, marker=marker("infra", f"{suite.infra_cause}:{runner}"),
+                            title=title, body=body, labels=[INFRA_LABEL])
+
+
+OWN_CHECKS = (render.L1_CHECK, render.COVERAGE_CHECK)
+
+
+def coverage_from_github(github: GitHubPort, repo: str, sha: str) -> CheckRunInfo | None:
+    """``forksync / coverage`` with the required checks of the config at ``sha`` (None: none configured)."""
+    text = github.read_file(repo, CONFIG_PATH, ref=sha)
+    config = load_repo_config(text, f"{CONFIG_PATH} at {sha[:12]}") if text else RepoConfig()
+    if not config.l1.required_checks:
+        return None
+    return publish_coverage(github, repo, sha, config.l1.required_checks)
+
+
+def publish_coverage(github: GitHubPort, repo: str, sha: str, required: Sequence[str]) -> CheckRunInfo:
+    """Compute ``forksync / coverage`` from the check runs on ``sha`` and create or update it."""
+    runs = [
+        CheckRunState(r.name, r.status, r.conclusion)
+        for r in github.list_check_runs(repo, sha) if r.name not in OWN_CHECKS
+    ]
+    result = coverage(required, runs)
+    return _upsert_check(github, repo, sha, render.coverage_check_run(sha, result))
+

@@ -1,0 +1,99 @@
+"""L1 tasks: ``forksync.run_l1`` per commit, ``forksync.l1_coverage``, and the webhook handlers
+that start them (a PR opened or pushed, a push to trunk, ``forksync / L1`` re-requested, another
+CI system's check suite completing). ``/retest`` sends ``forksync.run_l1`` with the PR head.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+
+from bot import tasknames
+from bot.render.l1 import L1_CHECK
+from workers import celery_app
+from workers.gitcache import GitCache
+from workers.handlers import handles
+from workers.l1_job import L1Job, coverage_from_github, run_l1_job
+
+log = logging.getLogger(__name__)
+
+L1_COVERAGE = "forksync.l1_coverage"
+ZERO_SHA = "0" * 40
+# An infrastructure failure is retried after this long, giving the queue a chance to hand the
+# job to another runner.
+INFRA_RETRY_S = 60
+# Above any suite timeout we accept (l1 suites default to 30 min; the job runs several).
+L1_TIME_LIMIT_S = 6 * 3600
+
+
+def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
+    from workers.github_live import app_for
+
+    settings = celery_app.settings_of(task.app)
+    return app_for(settings), settings
+
+
+@shared_task(name=tasknames.RUN_L1, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+             time_limit=L1_TIME_LIMIT_S)
+def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: bool = False,
+           push_ref: str | None = None, delivery: str | None = None, **_: Any) -> dict[str, Any]:
+    """Run L1 on ``head_sha`` of ``repo`` and publish its check runs (see ``workers/l1_job.py``).
+
+    Idempotent: the check run is updated in place. An infrastructure failure is retried (bounded
+    by ``l1.max_infra_retries``) so another runner can take it; the PR is never blamed for it.
+    """
+    app, settings = _adapter(self, installation_id)
+    github = app.adapter(installation_id)
+    job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries)
+    result = run_l1_job(
+        github, GitCache(settings.data_dir / "git"), settings.data_dir, job,
+        clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
+        token=app.installation_token(installation_id),
+    )
+    log.info("L1 %s@%s: %s %s", repo, head_sha[:12], result.status, result.run.conclusion if result.run else "")
+    if result.infrastructure and self.request.retries < result.max_infra_retries:
+        raise self.retry(countdown=INFRA_RETRY_S, max_retries=result.max_infra_retries)
+    return result.as_json()
+
+
+@shared_task(name=L1_COVERAGE, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+def l1_coverage(self: Any, installation_id: int, repo: str, head_sha: str, **_: Any) -> str:
+    """Recompute ``forksync / coverage`` on a commit (another CI system's checks finished)."""
+    app, _settings = _adapter(self, installation_id)
+    info = coverage_from_github(app.adapter(installation_id), repo, head_sha)
+    return "no required checks" if info is None else str(info.conclusion or info.status)
+
+
+@handles(tasknames.ON_PULL_REQUEST)
+def l1_on_pull_request(installation_id: int, repo: str, action: str, head_sha: str,
+                       delivery: str | None = None, **_: Any) -> None:
+    """A PR opened, pushed to or reopened: test its head."""
+    if action in ("opened", "synchronize", "reopened", "ready_for_review"):
+        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=head_sha, delivery=delivery)
+
+
+@handles(tasknames.ON_PUSH)
+def l1_on_trunk_push(installation_id: int, repo: str, ref: str, after: str,
+                     delivery: str | None = None, **_: Any) -> None:
+    """A push to a branch: the job records trunk results if it is the fork's trunk (from its config)."""
+    if ref.startswith("refs/heads/") and not ref.startswith("refs/heads/forksync/") and after != ZERO_SHA:
+        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=after, trunk=True, push_ref=ref,
+                     delivery=delivery)
+
+
+@handles(tasknames.ON_CHECK_RUN)
+def l1_on_rerequest(installation_id: int, repo: str, name: str, head_sha: str, action: str,
+                    delivery: str | None = None, **_: Any) -> None:
+    """``Re-run`` on the ``forksync / L1`` check: run it again, updating the same check run."""
+    if action == "rerequested" and name == L1_CHECK:
+        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=head_sha, delivery=delivery)
+
+
+@handles(tasknames.ON_CHECK_SUITE)
+def l1_coverage_on_suite_completed(installation_id: int, repo: str, head_sha: str, action: str,
+                                   delivery: str | None = None, **_: Any) -> None:
+    """Another CI system finished a check suite: the required checks may be complete now."""
+    if action == "completed":
+        l1_coverage.delay(installation_id=installation_id, repo=repo, head_sha=head_sha)
