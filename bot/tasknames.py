@@ -32,6 +32,8 @@ SNAPSHOT_METRICS: Final = "forksync.snapshot_metrics"
 RUN_L1: Final = "forksync.run_l1"
 RUN_L2: Final = "forksync.run_l2"
 BISECT: Final = "forksync.bisect"
+RUN_L3: Final = "forksync.run_l3"
+"""repo, head_sha, workload, check_run_id, installation_id: run an L3 workload's command"""
 
 # --- queues: git-heavy and GPU work get their own (style.md, "Tasks").
 Q_INGEST: Final = "ingest"
@@ -54,6 +56,7 @@ TASK_ROUTES: Final[dict[str, dict[str, str]]] = {
     RUN_L1: {"queue": Q_L1_CPU},
     RUN_L2: {"queue": Q_L2},
     BISECT: {"queue": Q_L2},
+    RUN_L3: {"queue": Q_L2},
 }
 
 WEBHOOK_TASKS: Final[tuple[str, ...]] = (

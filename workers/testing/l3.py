@@ -1,0 +1,245 @@
+"""L3 sign-off: ``/l3 WORKLOAD`` opens a check run awaiting the owners, ``/signoff WORKLOAD`` completes it.
+
+The check run ``forksync / L3: WORKLOAD`` on the PR head is the record (see ``bot/render/l3.py``):
+nothing is kept elsewhere, so a lost worker or a flushed Redis loses no sign-off. A workload with
+a ``run`` command has it run on the l2 queue (:func:`run_l3_workload`), its metrics attached to
+the check. A push resets sign-offs unless the workload says ``reset_on_push: false``.
+Called by the comment-command handler (``/l3``, ``/signoff``) and the push handler.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from bot.config import RepoConfig, Workload
+from bot.github import CheckOutput, CheckRunInfo
+from bot.render.l3 import (
+    L3State,
+    check_name,
+    mentions,
+    parse_state,
+    refusal,
+    summary,
+    text,
+    title,
+    unknown_workload,
+)
+from bot.tasknames import RUN_L3
+from workers.engine.git import Repository
+from workers.testing.bisect import parse_metrics
+from workers.testing.checkout import CleanCheckout, run_command
+
+# L3 workloads are heavy by definition; this bounds a hung one.
+RUN_TIMEOUT_S = 6 * 3600
+TAIL_CHARS = 2000
+
+# ``enqueue(task_name, kwargs)``: Celery's ``send_task`` in production, a recorder in tests.
+Enqueue = Callable[[str, Mapping[str, Any]], object]
+
+
+class ChecksPort(Protocol):
+    """The part of :class:`bot.github.GitHubPort` L3 uses."""
+
+    def create_check_run(self, repo: str, *, name: str, head_sha: str, status: str = "queued",
+                         conclusion: str | None = None, output: CheckOutput | None = None,
+                         actions: Any = (), details_url: str | None = None,
+                         external_id: str | None = None) -> CheckRunInfo: ...
+
+    def update_check_run(self, repo: str, check_run_id: int, *, status: str | None = None,
+                         conclusion: str | None = None, output: CheckOutput | None = None,
+                         actions: Any = None) -> CheckRunInfo: ...
+
+    def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]: ...
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What to answer the comment with; ``ok`` False means refused (the text says why and what to do)."""
+
+    ok: bool
+    text: str
+    check_run_id: int | None = None
+
+
+def _output(state: L3State) -> CheckOutput:
+    return CheckOutput(title=title(state), summary=summary(state), text=text(state))
+
+
+def is_owner(user: str, workload: Workload) -> bool:
+    """Owners are GitHub logins, compared without case or a leading @."""
+    login = user.lstrip("@").lower()
+    return any(owner.lstrip("@").lower() == login for owner in workload.owners)
+
+
+def current(gh: ChecksPort, repo: str, head_sha: str, workload: str) -> tuple[CheckRunInfo, L3State | None] | None:
+    """The newest L3 check run of ``workload`` on ``head_sha`` and its recorded state, if any."""
+    runs = gh.list_check_runs(repo, head_sha, name=check_name(workload))
+    runs = [r for r in runs if r.name == check_name(workload) and r.head_sha == head_sha]
+    if not runs:
+        return None
+    newest = max(runs, key=lambda r: r.id)
+    return newest, parse_state(newest.text)
+
+
+def _state(info: CheckRunInfo | None, recorded: L3State | None, w: Workload, head_sha: str) -> L3State:
+    if recorded is not None:
+        return replace(recorded, owners=w.owners)
+    state = L3State(w.name, w.owners, head_sha)
+    # A check without our state (made by hand or by an older version) still says whether it passed.
+    if info is not None and info.conclusion == "success":
+        shown = info.title or ""
+        signer = shown.removeprefix("Signed off by @") if shown.startswith("Signed off by @") else "unknown"
+        state = replace(state, signed_by=signer)
+    return state
+
+
+def request_l3(
+    gh: ChecksPort,
+    repo: str,
+    head_sha: str,
+    workload: str,
+    config: RepoConfig,
+    *,
+    requested_by: str = "",
+    enqueue: Enqueue | None = None,
+    installation_id: int | None = None,
+) -> Reply:
+    """``/l3 WORKLOAD``: a check run awaiting the owners' sign-off (once per head), and the workload queued."""
+    w = config.workload(workload)
+    if w is None:
+        return Reply(False, unknown_workload(workload, tuple(x.name for x in config.l3.workloads)))
+    found = current(gh, repo, head_sha, w.name)
+    if found is not None:
+        info, recorded = found
+        state = _state(info, recorded, w, head_sha)
+        if state.signed_by:
+            return Reply(True, f"L3 **{w.name}** is already signed off by @{state.signed_by} on {head_sha[:12]}.", info.id)
+        if w.run and enqueue is not None and state.run in ("", "failed"):
+            state = replace(state, run="queued", run_detail="")
+            gh.update_check_run(repo, info.id, status="in_progress", output=_output(state))
+            _enqueue(enqueue, repo, head_sha, w, info.id, installation_id)
+            return Reply(True, f"L3 **{w.name}** is awaiting sign-off from {mentions(w.owners)}; "
+                               "its command is queued again.", info.id)
+        return Reply(True, f"L3 **{w.name}** is already awaiting sign-off from {mentions(w.owners)} "
+                           f"on {head_sha[:12]}.", info.id)
+    queued = bool(w.run) and enqueue is not None
+    state = L3State(w.name, w.owners, head_sha, requested_by=requested_by, run="queued" if queued else "")
+    info = gh.create_check_run(repo, name=check_name(w.name), head_sha=head_sha, status="in_progress",
+                               output=_output(state))
+    text_ = f"L3 **{w.name}** requested on {head_sha[:12]}: awaiting sign-off from {mentions(w.owners)} (`/signoff {w.name}`)."
+    if queued:
+        assert enqueue is not None
+        _enqueue(enqueue, repo, head_sha, w, info.id, installation_id)
+        text_ += " Its command is queued on the l2 queue; metrics will be attached to the check."
+    elif w.run:
+        text_ += " Its command was not queued: no worker queue is available here."
+    return Reply(True, text_, info.id)
+
+
+def _enqueue(enqueue: Enqueue, repo: str, head_sha: str, w: Workload, check_run_id: int,
+             installation_id: int | None) -> None:
+    enqueue(RUN_L3, {"repo": repo, "head_sha": head_sha, "workload": w.name, "check_run_id": check_run_id,
+                     "installation_id": installation_id})
+
+
+def signoff_l3(gh: ChecksPort, repo: str, head_sha: str, workload: str, user: str, config: RepoConfig) -> Reply:
+    """``/signoff WORKLOAD`` by ``user``: an owner completes the check (success); anyone else is refused."""
+    w = config.workload(workload)
+    if w is None:
+        return Reply(False, unknown_workload(workload, tuple(x.name for x in config.l3.workloads)))
+    if not is_owner(user, w):
+        return Reply(False, refusal(user.lstrip("@"), w.name, w.owners))
+    found = current(gh, repo, head_sha, w.name)
+    state = _state(found[0] if found else None, found[1] if found else None, w, head_sha)
+    if state.signed_by:
+        return Reply(True, f"L3 **{w.name}** is already signed off by @{state.signed_by} on {head_sha[:12]}.",
+                     found[0].id if found else None)
+    state = replace(state, signed_by=user.lstrip("@"))
+    if found is None:
+        # An owner may sign off without an /l3 first: their word is what the check records.
+        info = gh.create_check_run(repo, name=check_name(w.name), head_sha=head_sha, conclusion="success",
+                                   output=_output(state))
+    else:
+        info = gh.update_check_run(repo, found[0].id, status="completed", conclusion="success", output=_output(state))
+    return Reply(True, f"@{state.signed_by} signed off L3 **{w.name}** on {head_sha[:12]}.", info.id)
+
+
+def reset_l3_on_push(
+    gh: ChecksPort,
+    repo: str,
+    before_sha: str,
+    after_sha: str,
+    config: RepoConfig,
+    *,
+    enqueue: Enqueue | None = None,
+    installation_id: int | None = None,
+) -> list[Reply]:
+    """A push moved the PR head: each L3 check on the old head gets its successor on the new one.
+
+    Signed-off workloads start over awaiting sign-off (and their command is queued again),
+    unless the workload says ``reset_on_push: false``, in which case the sign-off is carried.
+    """
+    replies = []
+    for w in config.l3.workloads:
+        found = current(gh, repo, before_sha, w.name)
+        if found is None or current(gh, repo, after_sha, w.name) is not None:
+            continue
+        old = _state(found[0], found[1], w, before_sha)
+        if old.signed_by and not w.reset_on_push:
+            state = replace(old, head_sha=after_sha, carried_from=before_sha, reset_from="", run="", run_detail="")
+            info = gh.create_check_run(repo, name=check_name(w.name), head_sha=after_sha, conclusion="success",
+                                       output=_output(state))
+            replies.append(Reply(True, f"L3 **{w.name}**: sign-off by @{old.signed_by} kept on {after_sha[:12]}.", info.id))
+            continue
+        queued = bool(w.run) and enqueue is not None
+        state = L3State(w.name, w.owners, after_sha, requested_by=old.requested_by,
+                        reset_from=before_sha if old.signed_by else old.reset_from, run="queued" if queued else "")
+        info = gh.create_check_run(repo, name=check_name(w.name), head_sha=after_sha, status="in_progress",
+                                   output=_output(state))
+        if queued:
+            assert enqueue is not None
+            _enqueue(enqueue, repo, after_sha, w, info.id, installation_id)
+        what = "sign-off reset" if old.signed_by else "still awaiting sign-off"
+        replies.append(Reply(True, f"L3 **{w.name}**: {what} on {after_sha[:12]} ({mentions(w.owners)}).", info.id))
+    return replies
+
+
+def run_l3_workload(
+    gh: ChecksPort, repo: str, head_sha: str, workload: str, config: RepoConfig, repo_path: Path,
+    *, timeout: float = RUN_TIMEOUT_S,
+) -> Reply:
+    """The l2-queue job: run the workload's command at ``head_sha`` and attach its metrics to the check.
+
+    The check's sign-off is re-read before the final update, so an owner who signs off while the
+    workload runs is never overwritten.
+    """
+    w = config.workload(workload)
+    if w is None or not w.run:
+        return Reply(False, unknown_workload(workload, tuple(x.name for x in config.l3.workloads))
+                     if w is None else f"L3 **{workload}** has no `run` command to run.")
+    found = current(gh, repo, head_sha, w.name)
+    if found is None:
+        return Reply(False, f"no L3 check for **{w.name}** on {head_sha[:12]}: comment `/l3 {w.name}` first.")
+    info, recorded = found
+    state = replace(_state(info, recorded, w, head_sha), run="running", run_detail="")
+    gh.update_check_run(repo, info.id, output=_output(state))
+    with CleanCheckout(Repository(repo_path)) as checkout:
+        result = run_command(w.run, checkout.at(head_sha), timeout=timeout)
+    metrics = {k: v for k, v in (parse_metrics(result.stdout) or {}).items() if math.isfinite(v)}
+    if result.exit_code == 0:
+        run, detail = "passed", "exit 0"
+    elif result.timed_out:
+        run, detail = "failed", f"timed out after {timeout:.0f}s"
+    else:
+        tail = result.output.strip().splitlines()[-1:] or [""]
+        run, detail = "failed", f"exit {result.exit_code}: {tail[0][:TAIL_CHARS]}".rstrip(": ")
+    fresh = current(gh, repo, head_sha, w.name)
+    latest = _state(fresh[0], fresh[1], w, head_sha) if fresh else state
+    final = replace(latest, run=run, run_detail=detail, metrics=metrics)
+    gh.update_check_run(repo, info.id, output=_output(final))
+    shown = ", ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())) or "no metrics"
+    return Reply(run == "passed", f"L3 **{w.name}** command {run} ({detail}); {shown}.", info.id)
