@@ -130,3 +130,15 @@ def test_handlers_start_l1_only_for_the_right_events(monkeypatch: Any) -> None:
     tasks.l1_on_rerequest(installation_id=1, repo=REPO, name="Build", head_sha="d" * 40, action="rerequested")
     assert [s["head_sha"][0] for s in sent] == ["a", "c"]
     assert tasks.l1_on_pull_request in handlers_for(tasknames.ON_PULL_REQUEST)
+
+
+def test_gpu_suites_on_a_cpu_worker_are_handed_to_a_gpu_runner(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """On a CPU-queue worker, a config with GPU suites runs nothing there: the check run is created
+    in progress and the job reports it needs the GPU queue (the task re-sends it there)."""
+    gh = loopback_github
+    sha = gh.commit(REPO, {".github/forksync.yml": config_yaml(flow_suite("gpu", "tests", gpu="true")),
+                           "tests/test_b.py": passing_tests(1)})
+    result = job_for(gh, tmp_path, sha, gpu_runner=False)
+    assert result.status == "needs_gpu" and result.run is None
+    (check,) = l1_runs(gh)
+    assert check["status"] == "in_progress"

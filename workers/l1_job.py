@@ -39,11 +39,13 @@ class L1Job:
     trunk: bool = False
     push_ref: str | None = None  # for trunk jobs: the pushed ref, checked against fork.branch
     attempt: int = 0  # infrastructure retries so far (the task's retry count)
+    # False on a worker of the CPU queue: a config with GPU suites sends the job to a GPU runner.
+    gpu_runner: bool = True
 
 
 @dataclass(frozen=True)
 class L1JobResult:
-    status: str  # "done", "skipped", "config_error", "not_fetchable"
+    status: str  # "done", "skipped", "config_error", "not_fetchable", "needs_gpu"
     check_run_id: int | None = None
     run: L1Run | None = None
     message: str = ""
@@ -109,6 +111,8 @@ def run_l1_job(
         check_id: int | None = None
         if not job.trunk:
             check_id = _upsert_check(github, job.repo, job.head_sha, render.l1_in_progress(job.head_sha, names)).id
+        if not job.gpu_runner and any(s.gpu for s in config.l1.suites):
+            return L1JobResult("needs_gpu", check_id, message="GPU suites: the job goes to the l1-gpu queue")
         try:
             run = run_l1_for_ref(
                 cache.path, job.head_sha, config, data_dir=data_dir, base_ref=config.fork.branch,

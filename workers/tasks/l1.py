@@ -46,13 +46,21 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     """
     app, settings = _adapter(self, installation_id)
     github = app.adapter(installation_id)
-    job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries)
+    queue = (self.request.delivery_info or {}).get("routing_key")
+    job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries,
+                gpu_runner=queue == tasknames.Q_L1_GPU)
     result = run_l1_job(
         github, GitCache(settings.data_dir / "git"), settings.data_dir, job,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id),
     )
     log.info("L1 %s@%s: %s %s", repo, head_sha[:12], result.status, result.run.conclusion if result.run else "")
+    if result.status == "needs_gpu":
+        run_l1.apply_async(
+            kwargs={"installation_id": installation_id, "repo": repo, "head_sha": head_sha, "trunk": trunk,
+                    "push_ref": push_ref, "delivery": delivery},
+            queue=tasknames.Q_L1_GPU,
+        )
     if result.infrastructure and self.request.retries < result.max_infra_retries:
         raise self.retry(countdown=INFRA_RETRY_S, max_retries=result.max_infra_retries)
     return result.as_json()
