@@ -44,40 +44,37 @@ class PickTarget:
         base = repo.get(tree)
         if not isinstance(base, pygit2.Tree):
             raise KeyError(f"{tree} is not a tree")
-        self._base = base
-        # The index is a purely in-memory pygit2.Index (no file behind it); read_tree fills its
-        # tree cache, so write_tree after a few updates only rewrites the touched directories.
-        self._index = pygit2.Index()
-        self._index.read_tree(base)
-        self._overlay: dict[str, Entry | None] = {}
-        self._tree: pygit2.Oid | None = base.id
+        self._tree: pygit2.Tree = base
+        # Paths replaced since the tree was last written. Writing is deferred until a tree is
+        # needed (a commit, a real merge), and then only the directories on those paths are
+        # rewritten: a pick costs O(depth), not O(files in the repository).
+        self._pending: dict[str, Entry | None] = {}
 
     def entry(self, path: str) -> Entry | None:
         """What the target holds at ``path`` now: (id, mode), or None when absent."""
-        if path in self._overlay:
-            return self._overlay[path]
+        if path in self._pending:
+            return self._pending[path]
         try:
-            obj = self._base[path]
+            obj = self._tree[path]
         except KeyError:
             return None
         return (obj.id, int(obj.filemode))
 
     def tree(self) -> pygit2.Oid:
         """The target's current tree, written to the object database."""
-        if self._tree is None:
-            self._tree = self._index.write_tree(self.repo)
-        return self._tree
+        if self._pending:
+            oid = _rewrite(self.repo, self._tree, self._pending) or _empty_tree(self.repo)
+            tree = self.repo.get(oid)
+            assert isinstance(tree, pygit2.Tree)
+            self._tree = tree
+            self._pending = {}
+        return self._tree.id
 
     def pick(self, change: CommitChanges) -> PickResult:
         """Cherry-pick ``change`` onto the target; advance it when clean."""
-        if all(self.entry(d.path) == d.old for d in change.deltas):
-            try:
-                self._apply({d.path: d.new for d in change.deltas})
-            except (pygit2.GitError, ValueError, OSError):
-                # A directory/file clash the index refuses: let the real merge decide.
-                pass
-            else:
-                return PickResult(change.sha, fast=True)
+        if all(self.entry(d.path) == d.old for d in change.deltas) and self._fits(change):
+            self._pending.update({d.path: d.new for d in change.deltas})
+            return PickResult(change.sha, fast=True)
         try:
             merged = self.repo.merge_trees(
                 change.parent_tree, self.tree(), change.tree, flags=pygit2.enums.MergeFlag(0)
@@ -91,36 +88,54 @@ class PickTarget:
                     if side is not None:
                         paths.add(side.path)
             return PickResult(change.sha, conflicts=tuple(sorted(paths)))
-        updates: dict[str, Entry | None] = {}
         for delta in change.deltas:
             try:
                 item = merged[delta.path]
             except KeyError:
-                updates[delta.path] = None
+                self._pending[delta.path] = None
             else:
-                updates[delta.path] = (item.id, int(item.mode))
-        self._apply(updates)
+                self._pending[delta.path] = (item.id, int(item.mode))
         return PickResult(change.sha)
 
-    def _apply(self, updates: dict[str, Entry | None]) -> None:
-        """Replace paths in the target; all or nothing (a refused entry restores the others)."""
-        done: list[tuple[str, Entry | None]] = []
-        try:
-            for path, entry in sorted(updates.items()):
-                before = self.entry(path)
-                if entry is None:
-                    if before is not None:
-                        self._index.remove(path)
-                else:
-                    self._index.add(pygit2.IndexEntry(path, entry[0], pygit2.enums.FileMode(entry[1])))
-                done.append((path, before))
-        except (pygit2.GitError, ValueError, OSError):
-            for path, before in reversed(done):
-                if before is None:
-                    self._index.remove(path)
-                else:
-                    self._index.add(pygit2.IndexEntry(path, before[0], pygit2.enums.FileMode(before[1])))
-            raise
-        self._overlay.update(updates)
-        if updates:
-            self._tree = None
+    def _fits(self, change: CommitChanges) -> bool:
+        """No file/directory clash: a path added where the target has a file as a parent dir."""
+        for delta in change.deltas:
+            if delta.new is None or delta.old is not None:
+                continue
+            parts = delta.path.split("/")
+            for i in range(1, len(parts)):
+                parent = self.entry("/".join(parts[:i]))
+                if parent is not None and parent[1] != pygit2.enums.FileMode.TREE:
+                    return False
+        return True
+
+
+def _empty_tree(repo: pygit2.Repository) -> pygit2.Oid:
+    return repo.TreeBuilder().write()
+
+
+def _rewrite(repo: pygit2.Repository, tree: pygit2.Tree | None, updates: dict[str, Entry | None]) -> pygit2.Oid | None:
+    """``tree`` with ``updates`` (path → entry, None removes) applied; None when it ends up empty."""
+    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+    nested: dict[str, dict[str, Entry | None]] = {}
+    for path, entry in updates.items():
+        head, sep, rest = path.partition("/")
+        if sep:
+            nested.setdefault(head, {})[rest] = entry
+        elif entry is None:
+            if builder.get(head) is not None:
+                builder.remove(head)
+        else:
+            builder.insert(head, entry[0], entry[1])
+    for name, sub in nested.items():
+        current = builder.get(name)
+        subtree = repo.get(current.id) if current is not None else None
+        oid = _rewrite(repo, subtree if isinstance(subtree, pygit2.Tree) else None, sub)
+        if oid is None:
+            if current is not None:
+                builder.remove(name)
+        else:
+            builder.insert(name, oid, pygit2.enums.FileMode.TREE)
+    if len(builder) == 0:
+        return None
+    return builder.write()
