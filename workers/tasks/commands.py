@@ -1,0 +1,85 @@
+"""Comment commands: the ``forksync.on_comment`` handler, wired to the adapter, the gate and the queue.
+
+The handler runs inside the webhook task (``workers/tasks/webhooks.py``): it is quick (one
+comment, a few API calls, git reads of the cached pair), and what takes long is enqueued by
+name (ingestion, L1, L2). See ``workers/commands/handler.py`` for the flow.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot import tasknames
+from workers.commands.actions import Services, default_actions
+from workers.commands.gate import Gate, MemoryGate, RedisGate
+from workers.commands.github import AdapterCommentGitHub
+from workers.commands.handler import Answer, CommentTask, handle
+from workers.handlers import handles
+from workers.settings import WorkerSettings
+
+log = logging.getLogger("forksync.commands")
+
+_gates: dict[str | None, Gate] = {}
+
+
+def gate_for(settings: WorkerSettings) -> Gate:
+    """One gate per process and Redis URL: Redis when configured, else this process's memory."""
+    url = settings.bot.redis_url
+    gate = _gates.get(url)
+    if gate is None:
+        gate = _gates[url] = RedisGate.from_url(url) if url else MemoryGate()
+    return gate
+
+
+def send_task(name: str, kwargs: dict[str, Any]) -> None:
+    """Enqueue a task by name on the current Celery app (tests replace this to record or run it)."""
+    from celery import current_app
+
+    current_app.send_task(name, kwargs=kwargs)
+
+
+def _settings() -> WorkerSettings:
+    from celery import current_app
+
+    from workers.celery_app import settings_of
+
+    return settings_of(current_app)
+
+
+def answer(settings: WorkerSettings, kwargs: dict[str, Any]) -> Answer | None:
+    """Run the handler for one ``on_comment`` delivery with this process's adapter and gate."""
+    from workers import runtime
+
+    task = CommentTask(
+        installation_id=kwargs.get("installation_id"),
+        repo=str(kwargs["repo"]),
+        issue_number=int(kwargs["issue_number"]),
+        comment_id=int(kwargs["comment_id"]),
+        author=str(kwargs.get("author") or ""),
+        author_type=str(kwargs.get("author_type") or "User"),
+        is_pull_request=bool(kwargs.get("is_pull_request")),
+        delivery=str(kwargs.get("delivery") or ""),
+    )
+    if task.installation_id is None:
+        log.warning("%s: comment %s came without an installation; cannot answer", task.repo, task.comment_id)
+        return None
+    github = runtime.github_for(settings, int(task.installation_id))
+    adapter = getattr(github, "adapter", None)
+    if adapter is None:
+        log.warning("%s: this deployment's GitHub view has no adapter (demo mode); comment %s not answered",
+                    task.repo, task.comment_id)
+        return None
+    services = Services(
+        fork_location=lambda repo: settings.map_url(github.clone_url(repo)),
+        upstream_location=settings.map_url,
+        git_token=github.git_token,
+        send_task=send_task,
+    )
+    return handle(task, AdapterCommentGitHub(adapter), gate_for(settings), default_actions(), services)
+
+
+@handles(tasknames.ON_COMMENT)
+def answer_comment(**kwargs: Any) -> None:
+    """Answer the commands of a new comment (see ``workers/commands/handler.py``)."""
+    answer(_settings(), kwargs)
