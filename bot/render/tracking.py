@@ -199,3 +199,32 @@ def parse_facts(body: str | None) -> IssueFacts | None:
         return IssueFacts(**data)
     except (TypeError, KeyError, ValueError):
         return None
+
+
+def bisect_comment(
+    benchmark: str,
+    good: str,
+    bad: str,
+    culprit: str | None,
+    culprit_subject: str,
+    runs: int,
+    skipped: int,
+    reason: str,
+    suspects: tuple[SuspectFacts, ...] = (),
+) -> str:
+    """The reply to an on-demand bisection (``/bisect``): the culprit, or why not and the suspects."""
+    head = f"Bisection of `{benchmark}` over {good[:12]}..{bad[:12]}: {runs} run{'s' if runs != 1 else ''}"
+    head += f", {skipped} skipped." if skipped else "."
+    if culprit:
+        return "\n".join([
+            head, "",
+            f"**Culprit:** {culprit[:12]} {culprit_subject}".rstrip(), "",
+            f"Proposed fix: revert it (`git revert {culprit[:12]}`), or eject it into a risky chain.",
+        ])
+    out = [head, "", f"**No culprit:** {reason}."]
+    if suspects:
+        out += ["", "| rank | commit | score | overlapping files |", "| --- | --- | --- | --- |"]
+        for i, s in enumerate(suspects, 1):
+            files = ", ".join(f"`{f}`" for f in s.files[:3]) or "none"
+            out.append(f"| {i} | {s.sha[:12]} {_cell(s.subject)} | {s.score} | {files} |")
+    return "\n".join(out)

@@ -28,6 +28,7 @@ from workers.testing.bisect import (
 from workers.testing.checkout import CleanCheckout, CommandResult, run_command
 from workers.testing.regression import (
     FAIL,
+    FAILED,
     INFRA,
     OK,
     PASS,
@@ -150,21 +151,40 @@ def _follow_up(
         suspects = _recent_suspects(repo, run.sha, tests)
         return BenchmarkOutcome(run, verdict, None, first_bad, True, suspects=suspects,
                                 note="no good run recorded to bisect from; suspects ranked by path overlap")
+    report = bisect_benchmark(repo, bench, last_good, run.sha, config, verdict, tests, worktree_parent)
+    return BenchmarkOutcome(run, verdict, last_good, first_bad, True, bisect=report, suspects=report.suspects,
+                            note="" if report.culprit else report.reason)
+
+
+def bisect_benchmark(
+    repo: Repository,
+    bench: Benchmark,
+    good: str,
+    bad: str,
+    config: RepoConfig,
+    verdict: Verdict | None,
+    test_ids: Sequence[str] = (),
+    worktree_parent: Path | None = None,
+) -> BisectReport:
+    """Bisect ``good..bad`` for one benchmark, within ``l2.bisect_budget``.
+
+    A metric regression bisects on its worst metric against the baseline median and noise band
+    (no run at ``good`` needed); a failure (or no verdict) bisects on the exit status, a crash
+    counting as bad.
+    """
     rule: MetricRule | None = None
     reference: Reference | None = None
-    target = worst(verdict.checks, bench)
-    if verdict.status != "failed" and target is not None and target.baseline is not None:
+    target = worst(verdict.checks, bench) if verdict is not None and verdict.status != FAILED else None
+    if target is not None and target.baseline is not None:
         metric = next(m for m in bench.metrics if m.name == target.metric)
         rule = MetricRule(metric.name, metric.threshold, metric.direction)
         reference = Reference(target.baseline.median, target.baseline.band,
                               f"median of {target.baseline.runs} good runs")
-    report = bisect(
-        repo, last_good, run.sha, bench.run, rule=rule, reference=reference, budget=config.l2.bisect_budget,
-        env=bench.env, timeout=bench.timeout, cwd=bench.cwd, test_ids=tests, abort_on_signal=False,
-        worktree_parent=worktree_parent,
+    return bisect(
+        repo, good, bad, bench.run, rule=rule, reference=reference, budget=config.l2.bisect_budget,
+        env=bench.env, timeout=bench.timeout, cwd=bench.cwd, test_ids=test_ids or _paths(bench),
+        abort_on_signal=False, worktree_parent=worktree_parent,
     )
-    return BenchmarkOutcome(run, verdict, last_good, first_bad, True, bisect=report, suspects=report.suspects,
-                            note="" if report.culprit else report.reason)
 
 
 def _paths(bench: Benchmark) -> list[str]:

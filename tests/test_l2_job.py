@@ -1,0 +1,127 @@
+"""L2 jobs through the loopback GitHub: nightly runs file issues, /bisect answers, L3 runs attach metrics."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.render.l3 import parse_state
+from tests.loopback_github import LoopbackGitHub
+from workers.gitcache import GitCache
+from workers.l2_job import run_bisect_job, run_l2_job, run_l3_job
+from workers.testing.l3 import request_l3
+
+REPO = "acme/fork"
+BENCH = """\
+import json, pathlib
+root = pathlib.Path(__file__).parent
+print(json.dumps({"metrics": {"tflops": float((root / "speed").read_text())}}))
+"""
+CONFIG = (
+    "l2:\n  recover_after: 2\n  benchmarks:\n    - name: matmul-sweep\n"
+    f"      run: [{sys.executable}, bench.py]\n      owners: [carol]\n"
+    "      metrics: [{name: tflops, direction: higher, threshold: 5}]\n"
+    "l3:\n  workloads:\n"
+    f"    - {{name: llama-train, owners: [alice], run: [{sys.executable}, bench.py]}}\n"
+)
+
+
+def job_args(gh: LoopbackGitHub, tmp_path: Path) -> dict[str, Any]:
+    return {"clone_url": gh.git_url(REPO), "token": gh.token_for(gh.installation)}
+
+
+def test_nightly_job_files_then_closes_a_tracking_issue(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """Nightlies on the fork's trunk: a drop files one issue naming the culprit; recovery closes it."""
+    gh = loopback_github
+    port = gh.adapter(gh.installation)
+    caches, data = GitCache(tmp_path / "git"), tmp_path / "data"
+    shas = [gh.commit(REPO, {".github/forksync.yml": CONFIG, "bench.py": BENCH, "speed": "100\n"})]
+    for i in range(1, 13):
+        message = "Slow epilogue" if i == 7 else f"change {i}"
+        shas.append(gh.commit(REPO, {"speed": ("60\n" if 7 <= i < 12 else "100\n"), f"m{i}.py": "x\n"},
+                              message=message))
+    verdicts = []
+    for i in (0, 4, 9, 10, 12):  # the trunk tip is nightly's default when no sha is given
+        result = run_l2_job(port, caches, data, REPO, sha=None if i == 12 else shas[i], now=f"night {i}",
+                            **job_args(gh, tmp_path))
+        assert result.status == "done"
+        verdicts.append(result.benchmarks["matmul-sweep"])
+        if i == 9:
+            assert result.culprits == {"matmul-sweep": shas[7]}
+    assert verdicts == ["ok", "ok", "regressed", "regressed", "ok"]
+    [issue] = gh.state.issues[REPO].values()
+    assert issue["title"] == "[trunk] matmul-sweep: tflops regressed"
+    assert "Slow epilogue" in issue["body"] and "| occurrences | 2 |" in issue["body"]
+    assert issue["state"] == "open"  # one clean night of the two needed
+    run_l2_job(port, caches, data, REPO, now="night 13", **job_args(gh, tmp_path))
+    assert gh.state.issues[REPO][issue["number"]]["state"] == "closed"
+
+
+def test_bisect_job_answers_with_the_culprit(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """``/bisect matmul-sweep GOOD BAD`` comments the culprit and the proposed fix on the issue."""
+    gh = loopback_github
+    port = gh.adapter(gh.installation)
+    shas = [gh.commit(REPO, {".github/forksync.yml": CONFIG, "bench.py": BENCH, "speed": "100\n"})]
+    for i in range(1, 9):
+        shas.append(gh.commit(REPO, {f"m{i}.py": "x\n", **({"bench.py": BENCH + "raise SystemExit(3)\n"} if i == 5 else {})},
+                              message=f"change {i}"))
+    number = gh.add_issue(REPO, "matmul is broken")
+    text = run_bisect_job(port, GitCache(tmp_path / "git"), tmp_path / "data", REPO, "matmul-sweep",
+                          good=shas[0], bad=shas[-1], issue_number=number, **job_args(gh, tmp_path))
+    assert f"**Culprit:** {shas[5][:12]} change 5" in text
+    [comment] = gh.state.comments[REPO].values()
+    assert comment["issue_number"] == number and comment["body"] == text
+
+
+@pytest.mark.parametrize("benchmark", ["nope", "matmul-sweep"])
+def test_bisect_job_without_what_it_needs_says_so(loopback_github: LoopbackGitHub, tmp_path: Path, benchmark: str) -> None:
+    """An unknown benchmark or no recorded runs: the answer says what is missing and how to ask."""
+    gh = loopback_github
+    gh.commit(REPO, {".github/forksync.yml": CONFIG, "bench.py": BENCH, "speed": "1\n"})
+    text = run_bisect_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data", REPO,
+                          benchmark, **job_args(gh, tmp_path))
+    assert text.startswith(f"Cannot bisect `{benchmark}`: no good and bad trunk runs recorded yet")
+
+
+def test_l3_job_runs_the_workload_at_the_pr_head(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """The l2-queue job fetches the PR branch, runs the workload and puts its metrics on the check."""
+    gh = loopback_github
+    port = gh.adapter(gh.installation)
+    base = gh.commit(REPO, {".github/forksync.yml": CONFIG, "bench.py": BENCH, "speed": "100\n"})
+    subprocess.run(["git", "-C", str(gh.bare(REPO)), "update-ref", "refs/heads/feature", base], check=True)
+    head = gh.commit(REPO, {"speed": "42.5\n"}, branch="feature", message="feature")
+    from bot.config import load_repo_config
+
+    request_l3(port, REPO, head, "llama-train", load_repo_config(CONFIG))
+    reply = run_l3_job(port, GitCache(tmp_path / "git"), REPO, head, "llama-train", **job_args(gh, tmp_path))
+    assert reply.ok, reply.text
+    [run] = [r for r in gh.state.check_runs[REPO].values() if r["head_sha"] == head]
+    state = parse_state(run["output"]["text"])
+    assert state is not None and state.metrics == {"tflops": 42.5} and state.run == "passed"
+    assert run["status"] == "in_progress"  # metrics do not sign off: the owners still must
+
+
+def test_tasks_are_registered_on_the_l2_queue_and_a_push_resets_l3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_l2, bisect and run_l3 are bound (l2 queue); a branch push enqueues the L3 reset, a deletion does not."""
+    from bot import tasknames
+    from workers import celery_app
+    from workers.handlers import handlers_for
+    from workers.settings import WorkerSettings
+    from workers.tasks import l2 as l2_tasks
+
+    app = celery_app.create_celery(WorkerSettings.from_mapping({"FORKSYNC_DATA_DIR": str(tmp_path / "data")}))
+    for name in (tasknames.RUN_L2, tasknames.BISECT, tasknames.RUN_L3, l2_tasks.L3_RESET):
+        assert name in app.tasks and app.tasks[name].acks_late
+    for name in (tasknames.RUN_L2, tasknames.BISECT, tasknames.RUN_L3):
+        assert tasknames.queue_for(name) == "l2"
+    assert l2_tasks.l3_reset_on_push in handlers_for(tasknames.ON_PUSH)
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(l2_tasks.l3_reset, "delay", lambda **kw: sent.append(kw))
+    l2_tasks.l3_reset_on_push(installation_id=1, repo=REPO, ref="refs/heads/feature", before="a" * 40, after="b" * 40)
+    l2_tasks.l3_reset_on_push(installation_id=1, repo=REPO, ref="refs/heads/feature", before="a" * 40, after="0" * 40)
+    l2_tasks.l3_reset_on_push(installation_id=1, repo=REPO, ref="refs/tags/v1", before="a" * 40, after="b" * 40)
+    assert sent == [{"installation_id": 1, "repo": REPO, "before": "a" * 40, "after": "b" * 40}]

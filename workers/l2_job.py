@@ -1,0 +1,187 @@
+"""The L2 jobs a worker runs: nightly trunk benchmarks with tracking issues, on-demand bisection, L3 runs.
+
+Each job fetches the fork into the worker's own git cache (``l2:owner/name``, locked for the
+job), reads ``.github/forksync.yml`` at the commit it tests, runs the engine in
+``workers/testing`` and publishes through the GitHub adapter. The Celery tasks in
+``workers/tasks/l2.py`` are thin shells around these functions, which tests call directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from bot.github import GitHubPort
+from bot.render.tracking import SuspectFacts, bisect_comment
+from workers.engine.git import Repository
+from workers.gitcache import GitCache
+from workers.testing.l2 import bisect_benchmark, run_trunk
+from workers.testing.l3 import Reply, run_l3_workload
+from workers.testing.regression import judge
+from workers.testing.results import ResultStore
+from workers.testing.tracking import report_from_l2, track
+
+
+def cache_key(repo: str) -> str:
+    # Its own cache: an L2 job holds the lock for as long as its benchmarks (and bisection) run.
+    return f"l2:{repo}"
+
+
+@dataclass(frozen=True)
+class L2JobResult:
+    status: str  # done | config_error | no_benchmarks | no_trunk
+    sha: str | None = None
+    benchmarks: dict[str, str] = field(default_factory=dict)  # name -> verdict
+    culprits: dict[str, str] = field(default_factory=dict)  # name -> culprit sha
+    issues: tuple[int, ...] = ()
+    message: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"status": self.status, "sha": self.sha, "benchmarks": self.benchmarks, "culprits": self.culprits,
+                "issues": list(self.issues), "message": self.message}
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def config_at(cache: Repository, rev: str) -> RepoConfig:
+    """The repository config at ``rev`` (defaults when the file is absent); ConfigError when invalid."""
+    spec = f"{rev}:{CONFIG_PATH}"
+    if not cache.ok("cat-file", "-e", spec):
+        return RepoConfig()
+    return load_repo_config(cache.git("show", spec).decode("utf-8", "replace"), f"{CONFIG_PATH} at {rev[:12]}")
+
+
+def _trunk(cache: Repository, sha: str | None) -> tuple[str | None, RepoConfig]:
+    """The commit to test and the config there: ``sha``, or the tip of the configured trunk branch."""
+    if sha:
+        return sha, config_at(cache, sha)
+    for guess in ("HEAD", "refs/heads/main", "refs/heads/master"):
+        tip = cache.rev_parse(guess)
+        if tip:
+            config = config_at(cache, tip)
+            trunk = cache.rev_parse(f"refs/heads/{config.fork.branch}")
+            return (trunk, config_at(cache, trunk)) if trunk else (None, config)
+    return None, RepoConfig()
+
+
+def run_l2_job(
+    github: GitHubPort,
+    caches: GitCache,
+    data_dir: Path,
+    repo: str,
+    *,
+    clone_url: str,
+    token: str | None,
+    sha: str | None = None,
+    only: tuple[str, ...] = (),
+    now: str | None = None,
+) -> L2JobResult:
+    """Run the L2 benchmarks at trunk (or ``sha``), record them, bisect new breaks, file/update issues."""
+    at = now or _now()
+    with caches.open(cache_key(repo)) as cache:
+        caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
+        try:
+            target, config = _trunk(cache, sha)
+        except ConfigError as exc:
+            return L2JobResult("config_error", sha, message=exc.one_line())
+        if target is None or cache.rev_parse(target) is None:
+            return L2JobResult("no_trunk", sha, message=f"no trunk branch {config.fork.branch!r} in {repo}")
+        if not config.l2.benchmarks:
+            return L2JobResult("no_benchmarks", target, message="no l2.benchmarks in the config")
+        store = ResultStore.in_data_dir(data_dir)
+        outcomes = run_trunk(cache, repo, target, config, store, recorded_at=at, only=only)
+    issues: list[int] = []
+    benches = {b.name: b for b in config.l2.benchmarks}
+    for outcome in outcomes:
+        bench = benches[outcome.run.benchmark]
+        report = report_from_l2(outcome, bench, at)
+        for action in track(github, repo, report, config.l2.recover_after):
+            number = getattr(action, "number", None)
+            if isinstance(number, int):
+                issues.append(number)
+    return L2JobResult(
+        "done",
+        target,
+        benchmarks={o.run.benchmark: o.verdict.status for o in outcomes},
+        culprits={o.run.benchmark: o.bisect.culprit for o in outcomes if o.bisect and o.bisect.culprit},
+        issues=tuple(issues),
+    )
+
+
+def run_bisect_job(
+    github: GitHubPort,
+    caches: GitCache,
+    data_dir: Path,
+    repo: str,
+    benchmark: str,
+    *,
+    clone_url: str,
+    token: str | None,
+    good: str | None = None,
+    bad: str | None = None,
+    issue_number: int | None = None,
+) -> str:
+    """On-demand bisection of one benchmark (``/bisect``); answers on ``issue_number`` and returns the text.
+
+    ``good`` defaults to the newest good run in the result store and ``bad`` to the newest run;
+    a metric regression is judged against the stored baseline as the nightly would.
+    """
+    store = ResultStore.in_data_dir(data_dir)
+    with caches.open(cache_key(repo)) as cache:
+        caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
+        history = store.history(repo, benchmark)
+        last_good = store.last_good(repo, benchmark)
+        good_sha = good or (last_good.sha if last_good else None)
+        bad_sha = bad or (history[-1].sha if history else None)
+        try:
+            config = config_at(cache, bad_sha) if bad_sha and cache.rev_parse(bad_sha) else None
+        except ConfigError as exc:
+            return _answer(github, repo, issue_number, f"Cannot bisect `{benchmark}`: {exc.one_line()}")
+        bench = next((b for b in config.l2.benchmarks if b.name == benchmark), None) if config else None
+        if config is None or bench is None or not good_sha or not bad_sha:
+            why = (f"no L2 benchmark named `{benchmark}` in {CONFIG_PATH}" if config is not None and bench is None
+                   else "no good and bad trunk runs recorded yet; give both commits: `/bisect BENCHMARK GOOD BAD`")
+            return _answer(github, repo, issue_number, f"Cannot bisect `{benchmark}`: {why}.")
+        bad_runs = [r for r in history if r.sha == bad_sha]
+        verdict = None
+        if bad_runs:
+            before = history[: history.index(bad_runs[-1])]
+            verdict = judge(bad_runs[-1], before, bench, config.l2.baseline_runs)
+        report = bisect_benchmark(cache, bench, good_sha, bad_sha, config, verdict)
+    suspects = tuple(SuspectFacts(s.sha, s.subject, s.score, s.files) for s in report.suspects)
+    text = bisect_comment(benchmark, report.good, report.bad, report.culprit, report.culprit_subject, report.runs,
+                          len(report.skipped), report.reason, suspects)
+    return _answer(github, repo, issue_number, text)
+
+
+def _answer(github: GitHubPort, repo: str, issue_number: int | None, text: str) -> str:
+    if issue_number is not None:
+        github.create_comment(repo, issue_number, text)
+    return text
+
+
+def run_l3_job(
+    github: GitHubPort,
+    caches: GitCache,
+    repo: str,
+    head_sha: str,
+    workload: str,
+    *,
+    clone_url: str,
+    token: str | None,
+) -> Reply:
+    """The l2-queue half of ``/l3``: fetch, read the config at the PR head, run the workload."""
+    with caches.open(cache_key(repo)) as cache:
+        caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*", "+refs/pull/*/head:refs/pull/*/head"], token)
+        if cache.rev_parse(head_sha) is None:
+            return Reply(False, f"{head_sha[:12]} is not on a branch of {repo}: push it here to run L3 on it.")
+        try:
+            config = config_at(cache, head_sha)
+        except ConfigError as exc:
+            return Reply(False, exc.one_line())
+        return run_l3_workload(github, repo, head_sha, workload, config, cache.path)
