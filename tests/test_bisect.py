@@ -92,7 +92,7 @@ def test_planted_regression_among_200_commits_found_in_at_most_10_runs(make_trun
     assert report.candidates == 200
     assert report.skipped == (shas[100],)
     assert all(p.outcome == SKIP for p in report.probes if p.sha in report.skipped)
-    assert "infrastructure: disk full" in {p.reason for p in report.probes}
+    assert "infrastructure: out of disk space" in {p.reason for p in report.probes}
     # The good commit was measured once for the reference; nothing outside the range ran.
     assert report.probes[0].sha == shas[0] and report.reference is not None
     assert {p.sha for p in report.probes} <= set(shas)

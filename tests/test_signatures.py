@@ -242,11 +242,11 @@ def test_python_segfault_groups_on_innermost_python_frame() -> None:
 
 def test_infrastructure_failures_are_marked_and_do_not_look_like_code_bugs() -> None:
     """Disk full, network and busy GPUs are infra with a reason; an ordinary assertion is not."""
-    assert infra_reason("OSError: [Errno 28] No space left on device: '/tmp/x'") == "disk full"
-    assert infra_reason("RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable") == (
-        "GPU busy or unavailable"
-    )
-    assert infra_reason("curl: (6) Could not resolve host: github.com") == "network"
+    assert infra_reason("OSError: [Errno 28] No space left on device: '/tmp/x'") == "out of disk space"
+    assert infra_reason("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable".replace(
+        "is/are", "is")) == "CUDA device busy or unavailable"
+    assert infra_reason("curl: (6) Could not resolve host: github.com") == "network failure"
+    assert infra_reason("bash: nvcc: command not found") == "toolchain missing"
     assert signature("OSError: No space left on device", "t::a").kind == "infra"
     # Infra signatures ignore the test: one disk-full issue, not one per test.
     assert signature("No space left on device", "t::a").key == signature("No space left on device", "t::b").key

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from workers.testing.infra import infrastructure_cause
+
 # --------------------------------------------------------------------------- records
 
 KINDS = ("python", "lit", "crash", "assertion", "infra", "timeout", "generic")
@@ -115,27 +117,24 @@ def _short_path(path: str) -> str:
 # --------------------------------------------------------------------------- infrastructure
 
 # Failures of the machine rather than the code: they must skip bisection and go to infra issues.
-_INFRA: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+# The shared list lives in workers/testing/infra.py (L1 uses it too); these are the causes
+# trunk runs meet beyond it.
+_MORE_INFRA: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (reason, re.compile(pattern, re.IGNORECASE | re.MULTILINE))
     for reason, pattern in (
-        ("disk full", r"No space left on device|Disk quota exceeded"),
-        ("network", r"Connection (refused|reset|timed out)|Temporary failure in name resolution"
-                    r"|Could not resolve host|Network is unreachable|Name or service not known"),
-        ("GPU busy or unavailable", r"CUDA-capable device\(s\) (is|are) busy or unavailable"
-                                    r"|all CUDA-capable devices are busy|no CUDA-capable device is detected"
-                                    r"|CUDA driver version is insufficient|NVIDIA-SMI has failed"),
-        ("GPU hardware error", r"uncorrectable ECC error|Xid \d+|GPU has fallen off the bus"),
-        ("runner lost", r"The runner has received a shutdown signal|lost communication with the server"
-                        r"|runner .* (lost|offline)"),
+        ("network failure", r"Connection refused|Name or service not known"),
+        ("runner lost", r"The runner has received a shutdown signal|lost communication with the server"),
         ("toolchain missing", r"^\S*: command not found$|No such file or directory: '(nvcc|ptxas|clang|cmake)'"),
-        ("killed (out of host memory)", r"Out of memory: Killed process|oom-kill"),
     )
 )
 
 
 def infra_reason(text: str) -> str:
-    """Why ``text`` looks like an infrastructure failure ("disk full", "network"...), or ''."""
-    for reason, pattern in _INFRA:
+    """Why ``text`` looks like an infrastructure failure ("out of disk space"...), or ''."""
+    known = infrastructure_cause(text)
+    if known is not None:
+        return known.cause
+    for reason, pattern in _MORE_INFRA:
         if pattern.search(text):
             return reason
     return ""
