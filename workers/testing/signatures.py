@@ -124,7 +124,7 @@ _MORE_INFRA: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     for reason, pattern in (
         ("network failure", r"Connection refused|Name or service not known"),
         ("runner lost", r"The runner has received a shutdown signal|lost communication with the server"),
-        ("toolchain missing", r"^\S*: command not found$|No such file or directory: '(nvcc|ptxas|clang|cmake)'"),
+        ("toolchain missing", r": command not found$|No such file or directory: '(nvcc|ptxas|clang|cmake)'"),
     )
 )
 
