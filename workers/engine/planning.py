@@ -22,7 +22,7 @@ from bot.config import RepoConfig
 from bot.errors import ForksyncError
 from workers.engine.bundle import BuildResult, PickStyle, build
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
-from workers.engine.changes import CommitChanges, commit_changes
+from workers.engine.changes import CommitChanges, commit_changes, commit_changes_many
 from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.ledger import Ledger, load_ledger
@@ -93,7 +93,7 @@ def make_plan(
     repo = pygit2.Repository(str(pair.repo.path))
     walk, deferred = walk_of(ledger, marked_deferred(pair))
     stop = stoplist(config.risk.symbol_stoplist)
-    changes = {sha: commit_changes(repo, sha, stop) for sha in walk}
+    changes = commit_changes_many(repo, pair.repo, walk, stop)
     in_walk = set(walk)
     history: dict[str, Change] = {}
     for record in store.records:
