@@ -33,7 +33,7 @@ def create_app(
         app,
         webhooks.BotState(
             settings=settings,
-            sender=sender or dispatch.default_sender(settings.redis_url, settings.data_dir),
+            sender=sender or dispatch.default_sender(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
             dedup=dedup or dispatch.default_store(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
         ),
     )

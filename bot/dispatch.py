@@ -6,16 +6,21 @@ Redis ``SET NX EX`` or an SQLite file for dedup; Celery ``send_task`` by name fo
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
+import os
+import socket
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from bot.errors import ForksyncError
-from bot.tasknames import TASK_ROUTES, embedded_broker_url
+from bot.tasknames import TASK_ROUTES, embedded_broker_url, queue_for
 
 
 class DispatchError(ForksyncError):
@@ -45,6 +50,15 @@ class TaskSender(Protocol):
 
     def describe(self) -> str:
         """One line for the status page (no secrets: broker passwords are masked)."""
+        ...
+
+
+@runtime_checkable
+class AtomicSender(Protocol):
+    """A sender that claims the delivery id and enqueues in one atomic step (no half-accepted delivery)."""
+
+    def send_once(self, delivery: str, name: str, kwargs: Mapping[str, Any]) -> bool:
+        """Enqueue unless ``delivery`` was seen within the TTL; True when enqueued."""
         ...
 
 
@@ -164,6 +178,80 @@ class CelerySender:
         return f"celery {self._url}"
 
 
+# Claim the delivery id and push the task message in one round trip, atomically.
+_SEND_ONCE = """
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+  redis.call('LPUSH', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+class RedisTaskQueue:
+    """Celery messages pushed straight onto the Redis queue, deduplicated in the same Lua call.
+
+    The webhook's hot path: one round trip instead of two, and no window in which a delivery
+    is marked seen but not enqueued. Messages follow Celery's task protocol 2 exactly as
+    ``send_task`` writes them for the Redis transport (default exchange, routing key = the
+    queue from bot/tasknames.py), so the workers' Celery consumes them unchanged.
+    """
+
+    def __init__(self, url: str, ttl_s: int, prefix: str = "forksync:delivery:") -> None:
+        import redis
+
+        self.client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self.ttl_s = ttl_s
+        self.prefix = prefix
+        self._url = _mask_url(url)
+        self._script = self.client.register_script(_SEND_ONCE)
+        self._origin = f"forksync-web-{os.getpid()}@{socket.gethostname()}"
+
+    def message(self, name: str, kwargs: Mapping[str, Any]) -> str:
+        """The JSON envelope of one task message (Celery protocol 2, JSON body, base64 encoded)."""
+        task_id = str(uuid.uuid4())
+        body = json.dumps([[], dict(kwargs), {"callbacks": None, "errbacks": None, "chain": None, "chord": None}])
+        return json.dumps({
+            "body": base64.b64encode(body.encode()).decode(),
+            "content-encoding": "utf-8",
+            "content-type": "application/json",
+            "headers": {
+                "lang": "py", "task": name, "id": task_id, "shadow": None, "eta": None, "expires": None,
+                "group": None, "group_index": None, "retries": 0, "timelimit": [None, None],
+                "root_id": task_id, "parent_id": None, "argsrepr": "()", "kwargsrepr": repr(dict(kwargs)),
+                "origin": self._origin, "ignore_result": None, "replaced_task_nesting": 0,
+                "stamped_headers": None, "stamps": {},
+            },
+            "properties": {
+                "correlation_id": task_id, "reply_to": "", "delivery_mode": 2,
+                "delivery_info": {"exchange": "", "routing_key": queue_for(name)},
+                "priority": 0, "body_encoding": "base64", "delivery_tag": str(uuid.uuid4()),
+            },
+        })
+
+    def send_once(self, delivery: str, name: str, kwargs: Mapping[str, Any]) -> bool:
+        import redis
+
+        try:
+            return bool(self._script(keys=[self.prefix + delivery, queue_for(name)],
+                                     args=[self.ttl_s, self.message(name, kwargs)]))
+        except redis.RedisError as exc:
+            raise DispatchError(f"could not enqueue {name} on {self._url} ({type(exc).__name__})",
+                                "start Redis or fix REDIS_URL") from None
+
+    def send(self, name: str, kwargs: Mapping[str, Any]) -> None:
+        import redis
+
+        try:
+            self.client.lpush(queue_for(name), self.message(name, kwargs))
+        except redis.RedisError as exc:
+            raise DispatchError(f"could not enqueue {name} on {self._url} ({type(exc).__name__})",
+                                "start Redis or fix REDIS_URL") from None
+
+    def describe(self) -> str:
+        return f"celery over redis {self._url}"
+
+
 def _mask_url(url: str) -> str:
     """A broker URL without its password, for messages and the status page."""
     scheme, sep, rest = url.partition("://")
@@ -181,6 +269,8 @@ def default_store(redis_url: str | None, data_dir: str, ttl_s: int) -> DeliveryS
     return SqliteDeliveryStore(Path(data_dir) / "deliveries.sqlite", ttl_s)
 
 
-def default_sender(redis_url: str | None, data_dir: str) -> TaskSender:
-    """Celery over Redis when configured, else the embedded broker the workers also read."""
-    return CelerySender(redis_url or embedded_broker_url(data_dir))
+def default_sender(redis_url: str | None, data_dir: str, ttl_s: int) -> TaskSender:
+    """Celery messages straight into Redis when configured, else Celery on the embedded broker."""
+    if redis_url:
+        return RedisTaskQueue(redis_url, ttl_s)
+    return CelerySender(embedded_broker_url(data_dir))

@@ -22,7 +22,7 @@ from flask import Blueprint, Flask, Response, current_app, request
 
 from bot import tasknames
 from bot.config import Settings
-from bot.dispatch import DeliveryStore, DispatchError, TaskSender
+from bot.dispatch import AtomicSender, DeliveryStore, DispatchError, TaskSender
 from bot.events import (
     CheckRunEvent,
     CheckSuiteEvent,
@@ -216,19 +216,28 @@ def webhook() -> Response:
         return _answer(202, f"ignored: {call}")
     if not delivery:
         return _answer(400, "bad request: missing X-GitHub-Delivery header")
-    try:
-        if not bot.dedup.claim(delivery):
-            log.info("delivery %s (%s) is a duplicate", delivery, event_name)
-            return _answer(200, f"duplicate: delivery {delivery} was already accepted")
-    except DispatchError as exc:
-        log.error("delivery %s not accepted: %s", delivery, exc)
-        return _answer(503, f"unavailable: {exc}")
-    try:
-        bot.sender.send(call.name, call.kwargs)
-    except DispatchError as exc:
-        bot.dedup.release(delivery)  # so that GitHub's redelivery is processed
-        log.error("delivery %s not enqueued: %s", delivery, exc)
-        return _answer(503, f"unavailable: {exc}")
+    if isinstance(bot.sender, AtomicSender):
+        try:
+            fresh = bot.sender.send_once(delivery, call.name, call.kwargs)
+        except DispatchError as exc:
+            log.error("delivery %s not enqueued: %s", delivery, exc)
+            return _answer(503, f"unavailable: {exc}")
+    else:
+        try:
+            fresh = bot.dedup.claim(delivery)
+        except DispatchError as exc:
+            log.error("delivery %s not accepted: %s", delivery, exc)
+            return _answer(503, f"unavailable: {exc}")
+        if fresh:
+            try:
+                bot.sender.send(call.name, call.kwargs)
+            except DispatchError as exc:
+                bot.dedup.release(delivery)  # so that GitHub's redelivery is processed
+                log.error("delivery %s not enqueued: %s", delivery, exc)
+                return _answer(503, f"unavailable: {exc}")
+    if not fresh:
+        log.info("delivery %s (%s) is a duplicate", delivery, event_name)
+        return _answer(200, f"duplicate: delivery {delivery} was already accepted")
     log.info("delivery %s (%s) accepted: %s", delivery, event_name, call.name)
     return _answer(202, f"accepted: {call.name}")
 

@@ -28,8 +28,8 @@ def load(name: str) -> dict[str, Any]:
     return data
 
 
-def post(server: BotServer, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
-    parts = urlsplit(server.url)
+def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+    parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
     try:
         conn.request("POST", "/webhook", body=body, headers=headers)
@@ -45,7 +45,7 @@ def post(server: BotServer, body: bytes, headers: dict[str, str]) -> tuple[int, 
 def test_valid_delivery_is_enqueued_once_with_its_key(bot_server: BotServer) -> None:
     """A signed push is answered 202 and enqueues forksync.on_push with the small key + delivery id."""
     body, headers = signed("push", load("push.with-new-branch.json"))
-    status, text = post(bot_server, body, headers)
+    status, text = post(bot_server.url, body, headers)
     assert (status, text.split(":")[0]) == (202, "accepted")
     assert bot_server.sender.sent == [
         (tasknames.ON_PUSH, {"installation_id": 1, "repo": "Codertocat/Hello-World", "ref": "refs/heads/master",
@@ -61,18 +61,18 @@ def test_missing_or_wrong_signature_is_401_and_nothing_is_enqueued(bot_server: B
     del headers["X-Hub-Signature-256"]
     if signature is not None:
         headers["X-Hub-Signature-256"] = signature
-    status, text = post(bot_server, body, headers)
+    status, text = post(bot_server.url, body, headers)
     assert status == 401 and "X-Hub-Signature-256" in text
     assert bot_server.sender.sent == []
     # The id was not burnt: the same delivery, correctly signed, is still accepted.
     body2, headers2 = signed("push", body, delivery=headers["X-GitHub-Delivery"])
-    assert post(bot_server, body2, headers2)[0] == 202
+    assert post(bot_server.url, body2, headers2)[0] == 202
 
 
 def test_signature_of_another_secret_is_refused(bot_server: BotServer) -> None:
     """A body signed with a different secret is 401."""
     body, headers = signed("push", load("push.with-new-branch.json"), secret="other-secret")
-    assert post(bot_server, body, headers)[0] == 401
+    assert post(bot_server.url, body, headers)[0] == 401
     assert bot_server.sender.sent == []
 
 
@@ -122,8 +122,8 @@ def test_chunked_body_over_the_limit_is_413_while_reading(redis_store: Any, tmp_
 def test_repeated_delivery_is_200_duplicate_and_processed_once(bot_server: BotServer) -> None:
     """The same X-GitHub-Delivery twice → 202 then 200 "duplicate"; one task sent; key in Redis has a TTL."""
     body, headers = signed("pull_request", load("pull_request.opened.json"))
-    first = post(bot_server, body, headers)
-    second = post(bot_server, body, headers)
+    first = post(bot_server.url, body, headers)
+    second = post(bot_server.url, body, headers)
     assert first[0] == 202 and second[0] == 200 and second[1].startswith("duplicate")
     assert [name for name, _ in bot_server.sender.sent] == [tasknames.ON_PULL_REQUEST]
     ttl = redis.Redis.from_url("redis://127.0.0.1:6379/0").ttl(bot_server.store.prefix + headers["X-GitHub-Delivery"])
@@ -332,3 +332,28 @@ def test_signature_ok_is_exact() -> None:
     assert signature_ok(SECRET, b"{}", headers["X-Hub-Signature-256"])
     assert not signature_ok(SECRET, b"{} ", headers["X-Hub-Signature-256"])
     assert not signature_ok(SECRET, b"{}", None)
+
+
+def test_default_redis_path_over_a_socket_enqueues_one_celery_message(tmp_path: Path) -> None:
+    """With REDIS_URL and no injected parts: dedup + enqueue in Redis; a redelivery adds no message."""
+    url = "redis://127.0.0.1:6379/15"
+    client = redis.Redis.from_url(url)
+    client.delete(tasknames.Q_GITHUB)
+    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": url})
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    body, headers = signed("push", load("push.with-new-branch.json"))
+    try:
+        live = f"http://127.0.0.1:{server.server_port}"
+        assert post(live, body, headers)[0] == 202
+        assert post(live, body, headers)[0] == 200
+        messages = client.lrange(tasknames.Q_GITHUB, 0, -1)
+        assert len(messages) == 1
+        message = json.loads(messages[0])
+        assert message["headers"]["task"] == tasknames.ON_PUSH
+        assert message["properties"]["delivery_info"]["routing_key"] == tasknames.Q_GITHUB
+    finally:
+        server.shutdown()
+        server.server_close()
+        client.delete(tasknames.Q_GITHUB, "forksync:delivery:" + headers["X-GitHub-Delivery"])

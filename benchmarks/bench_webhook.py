@@ -1,0 +1,230 @@
+"""Webhook throughput: gunicorn serving ``bot:create_app()`` under wrk, side by side with a bare Flask app.
+
+For each run: gunicorn on 127.0.0.1, wrk (``apt-get install wrk``) posting signed ``push``
+deliveries with a unique ``X-GitHub-Delivery`` per request for ``--duration`` seconds. The
+forksync run does everything a real delivery costs (HMAC check, Redis ``SET NX EX`` dedup,
+Celery ``send_task`` into Redis); the baseline is the same gunicorn serving a Flask view that
+reads the body and answers 202 (the floor a user pays for any Python webhook receiver).
+Afterwards the Redis queue is read back: every 202 must be one message, each delivery id once.
+
+    python benchmarks/bench_webhook.py [--duration 15] [--connections 32] [--workers 3] [--threads 8]
+
+Prints requests/s, p50/p99 latency for both, the ratio, and the exactly-once count. Uses
+Redis db ``--redis-db`` (default 11) and deletes only the keys it created.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PAYLOAD = Path("/work/shared/github-payloads/push.with-new-branch.json")
+SECRET = "bench-secret"
+QUEUE = "github"  # bot.tasknames.Q_GITHUB: where forksync.on_push is routed
+
+WRK_SCRIPT = """
+local body = [==[%(body)s]==]
+local signature = "%(signature)s"
+local run = "%(run)s"
+local threads = {}
+-- globals, not locals: done() reads them from each thread with thread:get()
+counter = 0
+accepted = 0
+other = 0
+
+function setup(thread)
+  thread:set("tid", #threads + 1)
+  table.insert(threads, thread)
+end
+
+function request()
+  counter = counter + 1
+  local headers = {}
+  headers["Content-Type"] = "application/json"
+  headers["X-GitHub-Event"] = "push"
+  headers["X-GitHub-Delivery"] = run .. "-" .. tid .. "-" .. counter
+  headers["X-Hub-Signature-256"] = signature
+  return wrk.format("POST", "/webhook", headers, body)
+end
+
+function response(status, headers, body)
+  if status == 202 then accepted = accepted + 1 else other = other + 1 end
+end
+
+function done(summary, latency, requests)
+  local acc, oth = 0, 0
+  for _, t in ipairs(threads) do
+    acc = acc + t:get("accepted")
+    oth = oth + t:get("other")
+  end
+  io.write(string.format(
+    'RESULT {"requests": %%d, "duration_us": %%d, "p50_us": %%d, "p90_us": %%d, "p99_us": %%d, "max_us": %%d, ' ..
+    '"accepted": %%d, "other": %%d, "errors": %%d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(90), latency:percentile(99),
+    latency.max, acc, oth, summary.errors.connect + summary.errors.read + summary.errors.write +
+    summary.errors.status + summary.errors.timeout))
+end
+"""
+
+
+def bare_app() -> Any:
+    """The baseline: Flask reading the body and answering 202, nothing else."""
+    from flask import Flask, Response, request
+
+    app = Flask("bare")
+
+    @app.post("/webhook")
+    def webhook() -> Response:
+        request.get_data()
+        return Response("accepted\n", status=202, mimetype="text/plain")
+
+    return app
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_gunicorn(app: str, env: dict[str, str], workers: int, threads: int) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    argv = [gunicorn, "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--log-level", "warning"]
+    if threads > 1:
+        argv += ["--worker-class", "gthread", "--threads", str(threads)]
+    proc = subprocess.Popen([*argv, app], cwd=ROOT, env=env)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz" if "create_app" in app else
+                                        f"http://127.0.0.1:{port}/", timeout=1):
+                pass
+            return proc, port
+        except urllib.error.HTTPError:
+            return proc, port  # the bare app has no /: a 404 still means it is up
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("gunicorn did not start within 20 s")
+
+
+def run_wrk(port: int, body: bytes, signature: str, run: str, duration: int, connections: int,
+            threads: int) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(WRK_SCRIPT % {"body": body.decode(), "signature": signature, "run": run})
+        script = f.name
+    try:
+        out = subprocess.run(
+            ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{duration}s", "--timeout", "5s",
+             "-s", script, f"http://127.0.0.1:{port}/webhook"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+    finally:
+        os.unlink(script)
+    line = next(line for line in out.splitlines() if line.startswith("RESULT "))
+    result: dict[str, Any] = json.loads(line[len("RESULT "):])
+    result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
+    return result
+
+
+def queued_deliveries(client: Any, run: str) -> list[str]:
+    """Delivery ids of the forksync.on_push messages this run put in the Redis queue."""
+    ids = []
+    for raw in client.lrange(QUEUE, 0, -1):
+        message = json.loads(raw)
+        if message.get("headers", {}).get("task") != "forksync.on_push":
+            continue
+        args = json.loads(base64.b64decode(message["body"]))
+        delivery = args[1].get("delivery", "")
+        if delivery.startswith(run + "-"):
+            ids.append(delivery)
+    return ids
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=int, default=15)
+    parser.add_argument("--connections", type=int, default=32)
+    # Defaults = the Procfile's web process: threads hide the Redis round trip (sync workers
+    # block on it and halve throughput on a busy 2-core machine).
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes")
+    parser.add_argument("--threads", type=int, default=8, help="gunicorn threads per worker (gthread when > 1)")
+    parser.add_argument("--wrk-threads", type=int, default=1)
+    parser.add_argument("--redis-db", type=int, default=11)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk")
+    import redis
+
+    redis_url = f"redis://127.0.0.1:6379/{args.redis_db}"
+    client = redis.Redis.from_url(redis_url)
+    client.ping()
+    body = PAYLOAD.read_bytes() if PAYLOAD.exists() else json.dumps(
+        {"ref": "refs/heads/main", "before": "0" * 40, "after": "1" * 40,
+         "repository": {"full_name": "acme/fork"}, "installation": {"id": 1}}).encode()
+    import hashlib
+    import hmac
+
+    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url}
+    env.pop("FORKSYNC_DATA_DIR", None)
+
+    results: dict[str, dict[str, Any]] = {}
+    for name, app in (("bare Flask (baseline)", "benchmarks.bench_webhook:bare_app()"),
+                      ("forksync POST /webhook", "bot:create_app()")):
+        run = uuid.uuid4().hex[:12]
+        proc, port = start_gunicorn(app, env, args.workers, args.threads)
+        try:
+            # Warm the workers (imports, Redis and broker connections) before measuring.
+            run_wrk(port, body, signature, run + "w", 2, args.connections, args.wrk_threads)
+            results[name] = run_wrk(port, body, signature, run, args.duration, args.connections, args.wrk_threads)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        if "forksync" in name:
+            ids = queued_deliveries(client, run)
+            r = results[name]
+            r["queued"] = len(ids)
+            r["unique_queued"] = len(set(ids))
+            dedup_keys = [k for k in client.scan_iter(match=f"forksync:delivery:{run}-*", count=1000)]
+            r["dedup_keys"] = len(dedup_keys)
+            # Clean up only what this benchmark created.
+            for key in client.scan_iter(match="forksync:delivery:*", count=1000):
+                client.delete(key)
+            client.delete(QUEUE)
+
+    print(f"gunicorn workers={args.workers} threads={args.threads}; wrk -t{args.wrk_threads} "
+          f"-c{args.connections} -d{args.duration}s; {os.cpu_count()} CPUs; body {len(body)} bytes")
+    for name, r in results.items():
+        print(f"{name:26s} {r['rps']:8.0f} req/s   p50 {r['p50_us'] / 1000:6.2f} ms   "
+              f"p99 {r['p99_us'] / 1000:6.2f} ms   max {r['max_us'] / 1000:7.2f} ms   "
+              f"202s {r['accepted']}  other {r['other']}  socket errors {r['errors']}")
+    fs = results["forksync POST /webhook"]
+    base = results["bare Flask (baseline)"]
+    print(f"ratio forksync/baseline: throughput {fs['rps'] / base['rps']:.2f}x, p99 {fs['p99_us'] / max(1, base['p99_us']):.2f}x")
+    exactly_once = fs["queued"] == fs["unique_queued"] == fs["dedup_keys"] and fs["accepted"] <= fs["queued"] \
+        <= fs["accepted"] + args.connections
+    print(f"exactly once: {fs['accepted']} answered 202, {fs['queued']} messages queued, {fs['unique_queued']} "
+          f"distinct delivery ids, {fs['dedup_keys']} dedup keys -> {'OK' if exactly_once else 'MISMATCH'} "
+          f"(queued may exceed 202s by the requests in flight when wrk stopped, at most {args.connections})")
+    target = fs["rps"] >= 1000 and fs["p99_us"] < 50_000
+    print(f"target (>= 1000 req/s, p99 < 50 ms): {'met' if target else 'NOT met'}")
+    return 0 if exactly_once else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""Dispatch: the Redis fast path writes real Celery messages, deduplicated atomically."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from bot import tasknames
+from bot.dispatch import DispatchError, RedisTaskQueue, _mask_url
+
+URL = "redis://127.0.0.1:6379/14"  # not db 0: other suites use it
+
+
+@pytest.fixture
+def queue() -> Iterator[RedisTaskQueue]:
+    q = RedisTaskQueue(URL, ttl_s=60, prefix=f"forksync-test:{uuid.uuid4().hex}:")
+    client = redis.Redis.from_url(URL)
+    client.delete(tasknames.Q_GITHUB)
+    yield q
+    for key in client.scan_iter(match=q.prefix + "*"):
+        client.delete(key)
+    client.delete(tasknames.Q_GITHUB)
+
+
+def test_send_once_enqueues_once_per_delivery(queue: RedisTaskQueue) -> None:
+    """The same delivery id twice → one message on the routed queue; the id key has the TTL."""
+    client = redis.Redis.from_url(URL)
+    assert queue.send_once("d-1", tasknames.ON_PUSH, {"repo": "a/b", "delivery": "d-1"}) is True
+    assert queue.send_once("d-1", tasknames.ON_PUSH, {"repo": "a/b", "delivery": "d-1"}) is False
+    assert client.llen(tasknames.Q_GITHUB) == 1
+    assert 0 < client.ttl(queue.prefix + "d-1") <= 60
+
+
+def test_message_runs_on_a_real_celery_worker(queue: RedisTaskQueue) -> None:
+    """A message pushed by the fast path is consumed by a Celery worker and calls the task with the kwargs."""
+    from celery import Celery
+    from celery.contrib.testing.worker import start_worker
+
+    app = Celery("forksync-test", broker=URL, set_as_current=False)
+    app.conf.update(task_routes=tasknames.TASK_ROUTES, worker_hijack_root_logger=False,
+                    broker_connection_retry_on_startup=True)
+    received: list[dict[str, Any]] = []
+
+    @app.task(name=tasknames.ON_PUSH)
+    def on_push(**kwargs: Any) -> None:
+        received.append(kwargs)
+
+    kwargs = {"installation_id": 7, "repo": "acme/fork", "ref": "refs/heads/main", "before": "a" * 40,
+              "after": "b" * 40, "delivery": "d-42"}
+    assert queue.send_once("d-42", tasknames.ON_PUSH, kwargs)
+    with start_worker(app, pool="solo", perform_ping_check=False, queues=[tasknames.Q_GITHUB]):
+        deadline = time.time() + 15
+        while not received and time.time() < deadline:
+            time.sleep(0.05)
+    assert received == [kwargs]
+
+
+def test_redis_down_is_a_dispatch_error() -> None:
+    """An unreachable Redis → DispatchError naming REDIS_URL (the view answers 503)."""
+    q = RedisTaskQueue("redis://127.0.0.1:1/0", ttl_s=60)
+    with pytest.raises(DispatchError, match="REDIS_URL"):
+        q.send_once("x", tasknames.ON_PUSH, {})
+
+
+def test_broker_password_is_masked() -> None:
+    """Broker URLs on the status page and in errors never show the password."""
+    assert _mask_url("redis://:hunter2@redis.internal:6379/0") == "redis://***@redis.internal:6379/0"
+    assert "hunter2" not in _mask_url("redis://user:hunter2@h/0")
