@@ -205,3 +205,95 @@ def test_bad_config_is_quoted(command_world: CommandWorld) -> None:
     body = w.reply(cid)
     assert "the repository config is invalid" in body and ".github/forksync.yml:" in body
     assert w.reactions(cid) == ["eyes", "confused"]
+
+
+# --------------------------------------------------------------------------- pull-request commands
+
+
+def test_retest_on_a_pr_reruns_l1(command_world: CommandWorld) -> None:
+    """/retest on an internal PR enqueues forksync.run_l1 with the PR head (🚀); unknown suites are refused."""
+    w = command_world
+    pr = w.open_pull("feature")
+    cid = w.say("/retest unit", issue=pr)
+    assert w.reactions(cid) == ["eyes", "rocket"] and "rerunning all L1 suites" in w.reply(cid)
+    ((name, kwargs),) = w.sent
+    assert name == "forksync.run_l1" and kwargs["head_sha"] == w.gh.head(FORK, "feature") and kwargs["repo"] == FORK
+    cid = w.say("/retest nope", issue=pr)
+    assert "unknown L1 suite `nope` (known: `unit`)" in w.reply(cid) and len(w.sent) == 1
+
+
+def test_pr_commands_on_an_issue_are_refused(command_world: CommandWorld) -> None:
+    """/retest, /l3 and /approve on an issue say they work on pull requests; nothing is enqueued."""
+    w = command_world
+    cid = w.say("/retest\n/l3 llama\n/approve")
+    assert w.reply(cid).count("works on pull requests") == 3 and w.sent == []
+
+
+def test_outside_pr_needs_approve_at_its_head(command_world: CommandWorld) -> None:
+    """An outside PR does not get GPU L1 until a maintainer's /approve; a reader cannot approve; a new
+    push needs a new approval (is_approved, for the L1 runner, follows the head)."""
+    from workers.commands.approval import APPROVED_LABEL, is_approved
+
+    w = command_world
+    pr = w.open_pull("patch", head_repo="stranger/fork", author="stranger")
+    adapter = w.gh.adapter(w.gh.installation)
+    cid = w.say("/retest", issue=pr)
+    assert "is not approved for the self-hosted GPU runners" in w.reply(cid) and w.sent == []
+    cid = w.say("/approve", issue=pr, author="reader")
+    assert "denied" in w.reply(cid) and not is_approved(adapter, FORK, pr)
+    cid = w.say("/approve", issue=pr)
+    head = w.gh.head("stranger/fork", "patch")
+    assert f"approved head `{head[:10]}`" in w.reply(cid) and w.reactions(cid) == ["eyes", "+1"]
+    assert is_approved(adapter, FORK, pr)
+    with w.gh.lock:
+        assert APPROVED_LABEL in w.gh.state.issues[FORK][pr]["labels"]
+    cid = w.say("/retest", issue=pr)
+    assert w.reactions(cid) == ["eyes", "rocket"] and [n for n, _ in w.sent] == ["forksync.run_l1"]
+    w.gh.commit("stranger/fork", {"evil.sh": "curl | sh\n"}, branch="patch")
+    assert not is_approved(adapter, FORK, pr)
+    internal = w.open_pull("inside")
+    assert is_approved(adapter, FORK, internal)
+
+
+def test_forged_approval_comment_does_not_count(command_world: CommandWorld) -> None:
+    """A user who pastes the approval marker into their own comment does not approve anything."""
+    from workers.commands.approval import approval_body, is_approved
+
+    w = command_world
+    pr = w.open_pull("patch2", head_repo="stranger/fork", author="stranger")
+    w.add_comment(approval_body(pr, w.gh.head("stranger/fork", "patch2"), "maint"), "stranger", issue=pr)
+    assert not is_approved(w.gh.adapter(w.gh.installation), FORK, pr)
+
+
+def test_bisect_enqueues_l2(command_world: CommandWorld) -> None:
+    """/bisect METRIC good=SHA enqueues forksync.bisect for its benchmark; an unknown name is refused."""
+    w = command_world
+    cid = w.say("/bisect tflops good=abcd123")
+    assert w.reactions(cid) == ["eyes", "rocket"] and "bisecting benchmark `matmul` (metric `tflops`)" in w.reply(cid)
+    assert w.sent == [("forksync.bisect", {"installation_id": w.gh.installation, "repo": FORK, "benchmark": "matmul",
+                                           "issue_number": w.issue, "good": "abcd123", "delivery": w.sent[0][1]["delivery"]})]
+    cid = w.say("/bisect nope")
+    assert "there is no L2 benchmark or metric `nope`" in w.reply(cid) and len(w.sent) == 1
+
+
+def test_l3_then_signoff_by_owner_only(command_world: CommandWorld) -> None:
+    """/l3 opens the sign-off check; a maintainer who is not an owner is refused, naming the owners;
+    the owner (even read-only) signs it off and the check succeeds."""
+    w = command_world
+    pr = w.open_pull("big")
+    head = w.gh.head(FORK, "big")
+
+    def check() -> dict[str, object]:
+        with w.gh.lock:
+            (run,) = [r for r in w.gh.state.check_runs[FORK].values() if r["name"] == "forksync / L3: llama"]
+            return dict(run)
+
+    cid = w.say("/l3 llama", issue=pr)
+    assert "awaiting sign-off from @ann" in w.reply(cid)
+    assert check()["status"] == "in_progress" and check()["head_sha"] == head
+    cid = w.say("/signoff llama", issue=pr)
+    assert "only its owners can (@ann)" in w.reply(cid) and w.reactions(cid) == ["eyes", "confused"]
+    assert check()["conclusion"] is None
+    cid = w.say("/signoff llama", issue=pr, author="ann")
+    assert "@ann signed off L3 **llama**" in w.reply(cid) and w.reactions(cid) == ["eyes", "+1"]
+    assert check()["conclusion"] == "success"

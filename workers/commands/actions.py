@@ -338,6 +338,102 @@ def bundle(ctx: Context, command: Command) -> render.Outcome:
     )
 
 
+# --------------------------------------------------------------------------- tests: L1, L2, L3
+
+
+def _pr_only(ctx: Context, command: Command) -> render.Outcome | None:
+    if ctx.task.is_pull_request:
+        return None
+    return render.failed(
+        command, f"`/{command.name}` works on pull requests; this is an issue", "comment it on the PR it is about"
+    )
+
+
+def retest(ctx: Context, command: Command) -> render.Outcome:
+    """/retest [SUITE …]: rerun L1 on the PR head (``forksync.run_l1``, updated in place)."""
+    if (refused := _pr_only(ctx, command)) is not None:
+        return refused
+    known = [s.name for s in ctx.config.l1.suites]
+    unknown = [name for name in command.args if name not in known]
+    if unknown:
+        return render.unknown_suites(command, unknown, known)
+    pull = ctx.pull()
+    if pull.from_outside(ctx.repo) and any(s.gpu for s in ctx.config.l1.suites):
+        from workers.commands.approval import read_approval
+
+        approval = read_approval(ctx.gh, ctx.repo, pull.number)
+        if approval is None or approval.head_sha != pull.head_sha:
+            return render.failed(
+                command,
+                f"this PR comes from outside ({pull.head_repo or 'a deleted fork'}) and its head `{pull.head_sha[:10]}` "
+                "is not approved for the self-hosted GPU runners",
+                "a maintainer reviews the change and comments `/approve`, then `/retest`",
+            )
+    if not _send(ctx, tasknames.RUN_L1, {"head_sha": pull.head_sha}):
+        return render.not_available(command, "the L1 worker queue")
+    scope = "all L1 suites"
+    if command.args:
+        scope += f" (the runner runs every suite; you named {', '.join(render.code(a) for a in command.args)})"
+    return render.started(command, f"rerunning {scope} on `{pull.head_sha[:10]}`; the `forksync / L1` check updates in place")
+
+
+def bisect(ctx: Context, command: Command) -> render.Outcome:
+    """/bisect SUITE-OR-METRIC [good=SHA] [bad=SHA]: bisect a trunk regression on the l2 queue."""
+    target = command.target
+    benches = ctx.config.l2.benchmarks
+    bench = next((b for b in benches if b.name == target), None) or next(
+        (b for b in benches if any(m.name == target for m in b.metrics)), None
+    )
+    if bench is None:
+        names = [b.name for b in benches] + [m.name for b in benches for m in b.metrics]
+        listed = ", ".join(render.code(n) for n in names) if names else "none are configured"
+        return render.failed(
+            command,
+            f"there is no L2 benchmark or metric {render.code(target)} (known: {listed})",
+            "use a name under `l2.benchmarks` in `.github/forksync.yml`",
+        )
+    extra: dict[str, Any] = {"benchmark": bench.name, "issue_number": ctx.task.issue_number}
+    for key in ("good", "bad"):
+        if command.option(key):
+            extra[key] = command.option(key)
+    if not _send(ctx, tasknames.BISECT, extra):
+        return render.not_available(command, "the L2 worker queue")
+    what = f"benchmark {render.code(bench.name)}" + (f" (metric {render.code(target)})" if target != bench.name else "")
+    return render.started(command, f"bisecting {what} on the l2 queue; the culprit will be posted here")
+
+
+def l3(ctx: Context, command: Command) -> render.Outcome:
+    """/l3 WORKLOAD and /signoff WORKLOAD: the L3 sign-off check on the PR head (workers/testing/l3.py)."""
+    from workers.testing.l3 import request_l3, signoff_l3
+
+    if (refused := _pr_only(ctx, command)) is not None:
+        return refused
+    checks = getattr(ctx.gh, "adapter", None)
+    if checks is None:
+        return render.not_available(command, "the check-run adapter")
+    pull = ctx.pull()
+    if command.name == "l3":
+        services = ctx.services if isinstance(ctx.services, Services) else None
+        enqueue = None
+        if services is not None and services.send_task is not None:
+            send = services.send_task
+
+            def enqueue(name: str, kwargs: Any) -> None:
+                send(name, dict(kwargs))
+
+        reply = request_l3(
+            checks, ctx.repo, pull.head_sha, command.target, ctx.config,
+            requested_by=ctx.author, enqueue=enqueue, installation_id=ctx.task.installation_id,
+        )
+        if reply.ok:
+            return render.started(command, reply.text) if "queued" in reply.text else render.done(command, reply.text)
+    else:
+        reply = signoff_l3(checks, ctx.repo, pull.head_sha, command.target, ctx.author, ctx.config)
+        if reply.ok:
+            return render.done(command, reply.text)
+    return render.failed(command, reply.text, "")
+
+
 # --------------------------------------------------------------------------- /approve
 
 
@@ -375,4 +471,8 @@ def default_actions() -> dict[str, Action]:
         "chain": chain,
         "unchain": chain,
         "bundle": bundle,
+        "retest": retest,
+        "bisect": bisect,
+        "l3": l3,
+        "signoff": l3,
     }

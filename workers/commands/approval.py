@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from bot.render import marker
 from workers.commands.handler import CommentInfo, PullInfo
@@ -65,12 +65,17 @@ def read_approval(gh: ApprovalGitHub, repo: str, pr: int) -> Approval | None:
     return Approval(sha.group("sha"), by.group("user"))
 
 
-def is_approved(gh: ApprovalGitHub, repo: str, pr: int, head_sha: str | None = None) -> bool:
+def is_approved(gh: Any, repo: str, pr: int, head_sha: str | None = None) -> bool:
     """True when a maintainer approved ``pr`` at its current head (or at ``head_sha`` if given).
 
-    For the L1 runner: a PR whose branch lives in ``repo`` itself needs no approval; a PR from
-    a fork needs one at the very head that is about to run.
+    For the L1 runner: ``gh`` is the bot's ``GitHubAdapter`` (or the commands' view of it). A PR
+    whose branch lives in ``repo`` itself needs no approval; a PR from a fork needs one at the
+    very head that is about to run.
     """
+    if not hasattr(gh, "pull"):  # the bot's GitHubAdapter itself (as the L1 runner holds it)
+        from workers.commands.github import AdapterCommentGitHub
+
+        gh = AdapterCommentGitHub(gh)
     pull = gh.pull(repo, pr)
     if not pull.from_outside(repo):
         return True
