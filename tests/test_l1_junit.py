@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
-from tests.fixtures.l1 import FAILING_TEST, PYTEST
+from tests.fixtures.l1 import FAILING_TEST, PYTEST, PYTEST_ENV
 from workers.testing.junit import parse_junit, parse_junit_file
 
 LIT_XML = """<?xml version="1.0" encoding="UTF-8"?>
@@ -42,7 +43,8 @@ def test_real_pytest_results_counts_ids_and_location(tmp_path: Path) -> None:
         "@pytest.mark.xfail(reason='known')\ndef test_xfail():\n    assert False\n"
     )
     out = tmp_path / "out.xml"
-    subprocess.run([*PYTEST, "tests", f"--junitxml={out}"], cwd=tmp_path, capture_output=True, check=False)
+    subprocess.run([*PYTEST, "tests", f"--junitxml={out}"], cwd=tmp_path, capture_output=True, check=False,
+                   env={**os.environ, **PYTEST_ENV})
     report = parse_junit_file(out, root=tmp_path)
     assert report.readable and report.problem == ""
     assert (report.total, report.passed, report.failed, report.skipped) == (5, 1, 2, 2)

@@ -62,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from workers.kernels import PACK_DIR
 
     env, note = backend_env(args.interpret)
+    # The pack needs no third-party pytest plugins, and autoloading them (hypothesis, celery...)
+    # costs seconds and lets the host environment change the run.
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     print(f"forksync kernels: running the pack on {note}", flush=True)
     with tempfile.TemporaryDirectory(prefix="forksync-kernels-") as tmp:
         xml = Path(args.junitxml).resolve() if args.junitxml else Path(tmp) / "kernels.xml"
