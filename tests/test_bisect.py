@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ForksyncError
-from tests.fixtures.trunk import TrunkCommit
+from tests.fixtures.trunk import TrunkCommit, planted_trunk
 from workers.cli import main
 from workers.engine.git import Repository
 from workers.testing.bisect import (
@@ -32,44 +31,6 @@ from workers.testing.bisect import (
 from workers.testing.checkout import CommandResult
 
 MakeTrunk = Callable[[str, Sequence[TrunkCommit]], tuple[Path, list[str]]]
-
-# A tiny benchmark: reads the "speed" file of the checkout, adds run-to-run noise, prints metrics.
-# Commits carrying an "infra" file fail like a full disk; an "untestable" file means exit 125.
-BENCH = """\
-import json, os, pathlib, random, sys
-root = pathlib.Path(__file__).parent
-if (root / "infra").exists():
-    print("OSError: [Errno 28] No space left on device: '/tmp/cache'", file=sys.stderr)
-    sys.exit(1)
-if (root / "untestable").exists():
-    sys.exit(125)
-value = float((root / "speed").read_text()) * (1 + random.uniform(-0.02, 0.02))
-print("warming up")
-print(json.dumps({"metrics": {"tflops": value, "compile_s": 3.0}}))
-"""
-
-
-def planted_trunk(
-    n: int, culprit: int, infra: Sequence[int] = (), untestable: Sequence[int] = (), seed: int = 7
-) -> list[TrunkCommit]:
-    """``n`` trunk commits; commit ``culprit`` drops tflops by 25%; per-commit noise of +-3%."""
-    rng = random.Random(seed)
-    commits = [TrunkCommit("base: add benchmark", {"bench.py": BENCH, "speed": "100.0\n"})]
-    for i in range(1, n):
-        level = 75.0 if i >= culprit else 100.0
-        files: dict[str, str | None] = {
-            "speed": f"{level * (1 + rng.uniform(-0.03, 0.03)):.3f}\n",
-            f"src/module_{i % 17}.py": f"# change {i}\n",
-        }
-        # Markers live on exactly one commit: added here, removed by the next.
-        for name, where in (("infra", infra), ("untestable", untestable)):
-            if i in where:
-                files[name] = "1\n"
-            elif i - 1 in where:
-                files[name] = None
-        commits.append(TrunkCommit(f"change {i}", files))
-    return commits
-
 
 def test_planted_regression_among_200_commits_found_in_at_most_10_runs(make_trunk: MakeTrunk) -> None:
     """200 trunk commits, noise, infra failures and untestable commits: the culprit in <= 10 real runs.
