@@ -67,6 +67,16 @@ PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
 _COARSE = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read", "none": "none"}
 
 
+_KEY: list[rsa.RSAPrivateKey] = []
+
+
+def _app_key() -> rsa.RSAPrivateKey:
+    """One RSA key per test process: generating 2048-bit keys costs ~0.1-0.5 s each."""
+    if not _KEY:
+        _KEY.append(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    return _KEY[0]
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -137,7 +147,7 @@ class LoopbackGitHub:
         self.git_root.mkdir(parents=True, exist_ok=True)
         self.app_id = app_id
         self.token_ttl_s = token_ttl_s
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        key = _app_key()
         self.private_key_pem = key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
         ).decode()
@@ -375,7 +385,7 @@ class LoopbackGitHub:
                "number": n, "title": issue["title"], "user": self._user(issue["author"]),
                "labels": [self.state.labels[repo][name] for name in issue["labels"]], "state": issue["state"],
                "state_reason": issue["state_reason"], "locked": False, "assignee": None, "assignees": [],
-               "milestone": None, "comments": issue["comments"], "created_at": issue["created_at"],
+               "milestone": None, "closed_by": None, "comments": issue["comments"], "created_at": issue["created_at"],
                "updated_at": issue["updated_at"], "closed_at": issue["closed_at"], "author_association": "OWNER",
                "body": issue["body"]}
         if issue["is_pull"]:
@@ -408,7 +418,22 @@ class LoopbackGitHub:
             return {"label": f"{of.split('/')[0]}:{ref}", "ref": ref, "sha": sha,
                     "user": self._user(of.split("/")[0]), "repo": self._repo_json(of) if of in self.state.repos else None}
 
+        stats = _git(self.bare(repo), "diff", "--shortstat", f"{base_sha}...{head_sha}", check=False) \
+            if head_repo == repo and base_sha != "0" * 40 and head_sha != "0" * 40 else ""
+        numbers = [int(n) for n in re.findall(r"(\d+) (?:file|insertion|deletion)", stats)]
+        kinds = re.findall(r"\d+ (file|insertion|deletion)", stats)
+        counted = dict(zip(kinds, numbers, strict=True))
+        commits = _git(self.bare(repo), "rev-list", "--count", f"{base_sha}..{head_sha}", check=False).strip() \
+            if head_repo == repo and base_sha != "0" * 40 and head_sha != "0" * 40 else "0"
         return {"url": url, "id": issue["id"], "node_id": f"PR_{issue['id']}",
+                "commits": int(commits or 0), "additions": counted.get("insertion", 0),
+                "deletions": counted.get("deletion", 0), "changed_files": counted.get("file", 0),
+                "review_comments": 0, "review_comment_url": url + "/comments{/number}", "milestone": None,
+                "merged_by": None, "rebaseable": True,
+                "_links": {"self": {"href": url}, "html": {"href": f"https://github.com/{repo}/pull/{number}"},
+                           "issue": {"href": f"{self.url}/repos/{repo}/issues/{number}"},
+                           "comments": {"href": f"{self.url}/repos/{repo}/issues/{number}/comments"},
+                           "commits": {"href": url + "/commits"}, "statuses": {"href": f"{self.url}/repos/{repo}/statuses/{head_sha}"}},
                 "html_url": f"https://github.com/{repo}/pull/{number}", "diff_url": f"https://github.com/{repo}/pull/{number}.diff",
                 "patch_url": f"https://github.com/{repo}/pull/{number}.patch",
                 "issue_url": f"{self.url}/repos/{repo}/issues/{number}", "number": number, "state": issue["state"],
@@ -690,10 +715,18 @@ def _repo_installation(gh: LoopbackGitHub, h: _Handler, repo: str, **_: Any) -> 
     h.app_jwt()
     for iid, repos in sorted(gh.state.installations.items()):
         if repo in repos:
-            return 200, {"id": iid, "app_id": gh.app_id, "account": gh._user(repo.split("/")[0]),
-                         "target_type": "Organization", "repository_selection": "selected",
+            return 200, {"id": iid, "app_id": gh.app_id, "app_slug": APP_SLUG,
+                         "account": gh._user(repo.split("/")[0]), "target_id": 1, "target_type": "Organization",
+                         "repository_selection": "selected",
                          "access_tokens_url": f"{gh.url}/app/installations/{iid}/access_tokens",
-                         "permissions": {}, "events": []}
+                         "repositories_url": f"{gh.url}/installation/repositories",
+                         "html_url": f"https://github.com/organizations/{repo.split('/')[0]}/settings/installations/{iid}",
+                         "permissions": {"checks": "write", "contents": "write", "issues": "write",
+                                         "pull_requests": "write", "metadata": "read", "statuses": "read"},
+                         "events": ["push", "pull_request", "issue_comment", "check_run", "check_suite"],
+                         "created_at": "2020-01-01T00:00:00Z", "updated_at": "2020-01-01T00:00:00Z",
+                         "single_file_name": None, "has_multiple_single_files": False, "single_file_paths": [],
+                         "suspended_at": None, "suspended_by": None}
     raise _error(404, "Not Found")
 
 
