@@ -53,11 +53,13 @@ def read_range(
     *,
     first_parent: bool,
     messages: bool,
+    files: bool = True,
 ) -> list[Commit]:
     """Commits reachable from ``include`` and not from ``exclude``, oldest first.
 
-    One ``git log`` process; ``--name-only`` lists changed paths (against the first parent
-    for merges when ``first_parent``), so later stages never diff commit by commit.
+    One ``git log`` process. With ``files``, ``--name-only`` lists changed paths (against the
+    first parent for merges when ``first_parent``); without it no commit is diffed at all,
+    which on a long upstream range is most of the cost (see :func:`files_touching`).
     """
     args = [
         "-c",
@@ -67,7 +69,7 @@ def read_range(
         "--no-renames",
         "--topo-order",
         "-z",
-        "--name-only",
+        *(["--name-only"] if files else []),
         f"--format={_FORMAT_FORK if messages else _FORMAT_UPSTREAM}",
     ]
     if first_parent:
@@ -99,6 +101,65 @@ def _parse(record: str, messages: bool) -> Commit:
         files=files,
         message=message.rstrip("\n"),
     )
+
+
+def files_touching(
+    repo: Repository, include: str, exclude: Sequence[str], paths: Iterable[str], *, first_parent: bool = True
+) -> dict[str, frozenset[str]]:
+    """For commits in the range that touch any of ``paths``: the subset of ``paths`` they touch.
+
+    One path-limited ``git log``: git prunes the tree walk to those paths, so this stays cheap
+    on long ranges where a full ``--name-only`` would diff every commit.
+    """
+    wanted = sorted(set(paths))
+    if not wanted:
+        return {}
+    args = ["--literal-pathspecs", "-c", "core.quotePath=false", "log", "--no-color", "--no-renames",
+            "-z", "--name-only", "--format=%x1e%H%x1f"]
+    if first_parent:
+        args.append("--first-parent")
+    args.append(include)
+    args.extend(f"^{sha}" for sha in exclude)
+    args.append("--")
+    args.extend(wanted)
+    raw = repo.git(*args).decode("utf-8", "replace")
+    out: dict[str, frozenset[str]] = {}
+    for record in raw.split("\x1e"):
+        if not record.strip("\x00\n"):
+            continue
+        sha, _, tail = record.partition("\x1f")
+        out[sha] = frozenset(f for f in tail.lstrip("\x00").lstrip("\n").split("\x00") if f)
+    return out
+
+
+def changed_files(
+    repo: Repository, include: str, exclude: Sequence[str], *, first_parent: bool = True
+) -> dict[str, frozenset[str]]:
+    """Every commit of the range → the paths it changes (one ``git log --name-only``)."""
+    args = ["-c", "core.quotePath=false", "log", "--no-color", "--no-renames", "-z", "--name-only",
+            "--format=%x1e%H%x1f"]
+    if first_parent:
+        args.append("--first-parent")
+    args.append(include)
+    args.extend(f"^{sha}" for sha in exclude)
+    args.append("--")
+    raw = repo.git(*args).decode("utf-8", "replace")
+    out: dict[str, frozenset[str]] = {}
+    for record in raw.split("\x1e"):
+        if not record.strip("\x00\n"):
+            continue
+        sha, _, tail = record.partition("\x1f")
+        out[sha] = frozenset(f for f in tail.lstrip("\x00").lstrip("\n").split("\x00") if f)
+    return out
+
+
+def tree_paths(repo: Repository, commits: Iterable[str]) -> set[str]:
+    """Every file path in the trees of ``commits`` (one ``ls-tree`` per commit)."""
+    paths: set[str] = set()
+    for commit in commits:
+        raw = repo.git("-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--name-only", commit)
+        paths.update(p for p in raw.decode("utf-8", "replace").split("\x00") if p)
+    return paths
 
 
 def patch_ids(repo: Repository, shas: Iterable[str]) -> dict[str, str]:

@@ -28,7 +28,7 @@ from typing import Any
 from bot.config import LedgerConfig
 from workers.engine import recognisers as rec
 from workers.engine.decisions import Decision, Decisions, Disposition, read_decisions
-from workers.engine.history import Commit, patch_ids, read_range
+from workers.engine.history import Commit, changed_files, files_touching, patch_ids, read_range, tree_paths
 from workers.engine.metrics import Fact, Metrics, compute_metrics
 from workers.engine.pair import FORK_NOTES_REF, Pair
 
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 # Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
-LEDGER_VERSION = 1
+LEDGER_VERSION = 2
 _KEEP_CACHED = 8
 
 
@@ -58,7 +58,6 @@ class LedgerEntry:
     author_time: int
     committer_time: int
     pr_number: int | None
-    files: tuple[str, ...]
     disposition: Disposition
     carriers: tuple[str, ...]  # fork commits that carry it now (reverted picks excluded)
     reason: str
@@ -71,7 +70,6 @@ class LedgerEntry:
             "author_time": self.author_time,
             "committer_time": self.committer_time,
             "pr_number": self.pr_number,
-            "files": list(self.files),
             "disposition": self.disposition.value,
             "carriers": list(self.carriers),
             "reason": self.reason,
@@ -86,7 +84,6 @@ class LedgerEntry:
             author_time=d["author_time"],
             committer_time=d["committer_time"],
             pr_number=d["pr_number"],
-            files=tuple(d["files"]),
             disposition=Disposition(d["disposition"]),
             carriers=tuple(d["carriers"]),
             reason=d["reason"],
@@ -186,6 +183,8 @@ class Ledger:
 
 
 PatchIds = Callable[[Iterable[str]], dict[str, str]]
+# For upstream commits touching any of the given paths: which of those paths they touch.
+FilesTouching = Callable[[Iterable[str]], dict[str, frozenset[str]]]
 
 
 def compute_ledger(
@@ -199,6 +198,7 @@ def compute_ledger(
     upstream_tip: str,
     fork_tip: str,
     patch_id: PatchIds,
+    files_touching: FilesTouching | None = None,
 ) -> Ledger:
     """The pure core: upstream range and fork range (oldest first) → ledger."""
     index = rec.UpstreamIndex(upstream)
@@ -241,7 +241,7 @@ def compute_ledger(
     for up in merged:
         carried.setdefault(up, []).append(up)
 
-    for fork_sha, up_sha, how in _same_change(unmatched, upstream, carried, patch_id):
+    for fork_sha, up_sha, how in _same_change(unmatched, upstream, carried, patch_id, files_touching):
         urgent = picks[fork_sha].urgent if fork_sha in picks else False
         picks[fork_sha] = rec.Recognition((up_sha,), how, urgent)
         active[fork_sha] = fork_sha not in reverted_by
@@ -278,7 +278,6 @@ def compute_ledger(
                 author_time=c.author_time,
                 committer_time=c.committer_time,
                 pr_number=c.pr_number,
-                files=c.files,
                 disposition=d,
                 carriers=tuple(carried.get(c.sha, ())),
                 reason=_reason(
@@ -373,26 +372,26 @@ def _same_change(
     upstream: Sequence[Commit],
     carried: dict[str, list[str]],
     patch_id: PatchIds,
+    files_touching: FilesTouching | None,
 ) -> list[tuple[str, str, str]]:
     """Picks without markers: same author+date+subject, or equal patch-ids among same-file candidates.
 
     Patch-ids are computed only for fork commits and upstream commits that share an exact
-    changed-file set (or an author and author date) with each other, in one batch.
+    changed-file set (or an author and author date) with each other, in one batch. Upstream
+    file sets come from ``files_touching`` (one path-limited log over the fork candidates'
+    paths) unless the upstream records already carry them.
     """
     fork_side = [c for c in unmatched if c.files]
     if not fork_side:
         return []
-    free = [c for c in upstream if c.sha not in carried and not c.is_merge]
+    free = {c.sha: c for c in upstream if c.sha not in carried and not c.is_merge}
     by_author: dict[tuple[str, int], list[Commit]] = {}
-    by_files: dict[frozenset[str], list[Commit]] = {}
-    for c in free:
+    for c in free.values():
         by_author.setdefault((c.author_email.lower(), c.author_time), []).append(c)
-        by_files.setdefault(frozenset(c.files), []).append(c)
 
     matches: list[tuple[str, str, str]] = []
     taken: set[str] = set()
-    need_ids: set[str] = set()
-    candidates: list[tuple[Commit, list[Commit]]] = []
+    remaining: list[Commit] = []
     for f in fork_side:
         same_author = by_author.get((f.author_email.lower(), f.author_time), [])
         subject = rec.normalise(f.subject)
@@ -400,7 +399,27 @@ def _same_change(
         if hit is not None:
             matches.append((f.sha, hit.sha, rec.SAME_CHANGE))
             taken.add(hit.sha)
-            continue
+        else:
+            remaining.append(f)
+    if not remaining:
+        return matches
+
+    if files_touching is not None:
+        touched = files_touching({p for f in remaining for p in f.files})
+    else:
+        touched = {c.sha: frozenset(c.files) for c in free.values() if c.files}
+    by_files: dict[frozenset[str], list[Commit]] = {}
+    for sha, paths in touched.items():
+        if sha in free:
+            by_files.setdefault(paths, []).append(free[sha])
+    order = {sha: i for i, sha in enumerate(free)}
+    for group in by_files.values():
+        group.sort(key=lambda c: order[c.sha])  # oldest first: pair picks in upstream order
+
+    need_ids: set[str] = set()
+    candidates: list[tuple[Commit, list[Commit]]] = []
+    for f in remaining:
+        same_author = by_author.get((f.author_email.lower(), f.author_time), [])
         pool = [u for u in (*same_author, *by_files.get(frozenset(f.files), ())) if u.sha not in taken]
         if pool:
             candidates.append((f, pool))
@@ -435,7 +454,7 @@ def rules_for(pair: Pair, config: LedgerConfig, upstream_url: str | None = None)
 def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = None) -> Ledger:
     """Recompute the ledger from history (two ``git log`` passes and the decisions notes)."""
     repo = pair.repo
-    upstream = read_range(repo, pair.upstream_tip, [pair.base], first_parent=True, messages=False)
+    upstream = read_range(repo, pair.upstream_tip, [pair.base], first_parent=True, messages=False, files=False)
     fork = read_range(repo, pair.fork_tip, [pair.base], first_parent=False, messages=True)
     decisions = read_decisions(repo, FORK_NOTES_REF if pair.fork_notes_tip else None)
     base_time = int(repo.text("show", "-s", "--format=%ct", pair.base) or 0)
@@ -449,7 +468,30 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
         upstream_tip=pair.upstream_tip,
         fork_tip=pair.fork_tip,
         patch_id=lambda shas: patch_ids(repo, shas),
+        files_touching=lambda paths: _upstream_file_sets(pair, paths),
     )
+
+
+# Up to this many paths a path-limited log is cheaper than listing every upstream commit's files
+# (git matches each tree entry against every pathspec, so many pathspecs get slow).
+_PATHSPEC_LIMIT = 16
+
+
+def _upstream_file_sets(pair: Pair, paths: Iterable[str]) -> dict[str, frozenset[str]]:
+    """Upstream commits' file sets, as far as the patch-id stage needs them.
+
+    Only paths that exist upstream (at the base or the tip) can match: fork-only files are
+    dropped first, which usually leaves nothing. Few paths: a path-limited log; many: one
+    ``--name-only`` log of the whole range.
+    """
+    repo = pair.repo
+    upstream_paths = tree_paths(repo, [pair.base, pair.upstream_tip])
+    viable = {p for p in paths if p in upstream_paths}
+    if not viable:
+        return {}
+    if len(viable) <= _PATHSPEC_LIMIT:
+        return files_touching(repo, pair.upstream_tip, [pair.base], viable)
+    return changed_files(repo, pair.upstream_tip, [pair.base])
 
 
 def cache_key(pair: Pair, config: LedgerConfig, upstream_url: str | None = None) -> str:

@@ -97,10 +97,12 @@ class Pair:
 
     def fork_file(self, path: str) -> str | None:
         """The text of ``path`` at the fork's trunk tip, or None when it has no such file."""
-        out = self.repo.git("cat-file", "-p", f"{self.fork_tip}:{path}", check=False)
-        if not out and not self.repo.ok("cat-file", "-e", f"{self.fork_tip}:{path}"):
-            return None
-        return out.decode("utf-8", "replace")
+        out = self.repo.git("cat-file", "--batch", input=f"{self.fork_tip}:{path}\n".encode())
+        header, _, rest = out.partition(b"\n")
+        parts = header.split()
+        if len(parts) != 3 or parts[1] != b"blob":
+            return None  # "<rev> missing", or a directory
+        return rest[: int(parts[2])].decode("utf-8", "replace")
 
     def push_to_fork(self, src: str, dst_ref: str, *, force: bool = False) -> None:
         """Push ``src`` (a commit or ref in the cache) to ``dst_ref`` in the real fork.
@@ -138,13 +140,24 @@ def open_pair(
     """
     up = _locate(upstream, "upstream")
     fk = _locate(fork, "fork")
+    if not _valid_ref(notes_ref) or not notes_ref.startswith("refs/"):
+        raise ForksyncError(f"ledger.notes_ref {notes_ref!r} is not a full ref name", "use e.g. refs/notes/forksync")
     repo = _cache_repo(up, fk)
     upstream_ref = UPSTREAM_PREFIX + upstream_branch
     fork_ref = FORK_PREFIX + fork_branch
+    cached = _cache_refs(repo)
+    wanted: dict[str, str | None] = {}
 
-    upstream_tip = _sync_branch(repo, up, upstream_branch, upstream_ref, "--upstream-branch")
-    fork_tip = _sync_branch(repo, fk, fork_branch, fork_ref, "--fork-branch")
-    notes_tip = _sync_notes(repo, fk, notes_ref)
+    upstream_tip = _sync_branch(repo, up, upstream_branch, upstream_ref, "--upstream-branch", wanted)
+    fork_tip, notes_tip = _sync_fork(repo, fk, fork_branch, fork_ref, notes_ref, wanted)
+    # One batched ref update, and only for refs that moved: a warm call writes nothing.
+    updates = [
+        f"delete {ref}\n" if sha is None else f"update {ref} {sha}\n"
+        for ref, sha in sorted(wanted.items(), key=lambda kv: kv[0])
+        if cached.get(ref) != sha
+    ]
+    if updates:
+        repo.git("update-ref", "--stdin", input="".join(updates).encode())
     base = _merge_base(repo, up, fk, upstream_tip, fork_tip, upstream_branch, fork_branch)
     return Pair(
         repo=repo,
@@ -187,19 +200,22 @@ def _locate(given: str, role: str) -> Location:
     if not path.is_dir():
         raise ForksyncError(f"{role} repository path {given} is not a directory", f"pass a git repository to {flag}")
     try:
-        common = run_git(path, ["rev-parse", "--path-format=absolute", "--git-common-dir"]).decode().strip()
-        top = run_git(path, ["rev-parse", "--is-bare-repository", "--show-prefix"]).decode().split()
+        out = run_git(
+            path, ["rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository", "--show-prefix"]
+        ).decode()
     except GitError:
         raise ForksyncError(
             f"{role} path {given} is not a git repository",
             f"pass the root of a git clone to {flag} (git init or git clone it first)",
         ) from None
-    if len(top) > 1 and top[0] == "false":
+    lines = out.split("\n")
+    common, bare, prefix = [*lines, "", "", ""][:3]
+    if bare.strip() == "false" and prefix.strip():
         raise ForksyncError(
-            f"{role} path {given} is a subdirectory ({top[1].rstrip('/')}) of a git repository",
+            f"{role} path {given} is a subdirectory ({prefix.strip().rstrip('/')}) of a git repository",
             f"pass the repository root to {flag}",
         )
-    git_dir = Path(common)
+    git_dir = Path(common.strip())
     objects = git_dir / "objects"
     return Location(given=given, role=role, url=None, path=path.resolve(), objects=objects)
 
@@ -248,17 +264,43 @@ def _unknown_branch(loc: Location, branch: str, flag: str) -> ForksyncError:
     )
 
 
-def _sync_branch(repo: Repository, loc: Location, branch: str, ref: str, flag: str) -> str:
-    """Point ``ref`` in the cache at ``loc``'s ``branch`` tip; return the tip sha."""
+def _cache_refs(repo: Repository) -> dict[str, str]:
+    out = repo.git("for-each-ref", "--format=%(refname) %(objectname)", "refs/forksync/").decode()
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
+def _local_refs(loc: Location, refs: list[str]) -> dict[str, str]:
+    """Exact refs of a local repository → the commits they point at (one process)."""
+    assert loc.path is not None
+    out = run_git(loc.path, ["for-each-ref", "--format=%(refname) %(objectname) %(objecttype)", *refs]).decode()
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        name, sha, _kind = line.split(" ")
+        if name in refs:
+            found[name] = sha
+    return found
+
+
+def _check_branch(branch: str, flag: str) -> None:
     if not branch or branch.startswith("-") or not _valid_ref(f"refs/heads/{branch}"):
         raise ForksyncError(f"{flag} {branch!r} is not a valid branch name", f"pass a branch name to {flag}")
+
+
+def _sync_branch(
+    repo: Repository, loc: Location, branch: str, ref: str, flag: str, wanted: dict[str, str | None]
+) -> str:
+    """The tip of ``loc``'s ``branch``; records the cache ref to point at it in ``wanted``."""
+    _check_branch(branch, flag)
     if loc.path is not None:
-        tip = Repository(loc.path).rev_parse(f"refs/heads/{branch}")
+        tip = _local_refs(loc, [f"refs/heads/{branch}"]).get(f"refs/heads/{branch}")
         if tip is None:
             raise _unknown_branch(loc, branch, flag)
-        if Repository(repo.path).rev_parse(ref) != tip:
-            repo.git("update-ref", ref, tip)
+        wanted[ref] = tip
         return tip
+    return _fetch_branch(repo, loc, branch, ref, flag)
+
+
+def _fetch_branch(repo: Repository, loc: Location, branch: str, ref: str, flag: str) -> str:
     try:
         repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", loc.remote, f"+refs/heads/{branch}:{ref}")
     except GitError as exc:
@@ -274,41 +316,60 @@ def _sync_branch(repo: Repository, loc: Location, branch: str, ref: str, flag: s
     return tip
 
 
-def _sync_notes(repo: Repository, fk: Location, notes_ref: str) -> str | None:
-    """Mirror the fork's decisions notes ref into the cache; None when the fork has none."""
-    if not _valid_ref(notes_ref) or not notes_ref.startswith("refs/"):
-        raise ForksyncError(f"ledger.notes_ref {notes_ref!r} is not a full ref name", "use e.g. refs/notes/forksync")
+def _sync_fork(
+    repo: Repository, fk: Location, branch: str, ref: str, notes_ref: str, wanted: dict[str, str | None]
+) -> tuple[str, str | None]:
+    """The fork's trunk tip and decisions notes tip (None when it has no notes yet)."""
+    _check_branch(branch, "--fork-branch")
     if fk.path is not None:
-        out = run_git(fk.path, ["for-each-ref", "--format=%(objectname)", notes_ref]).decode().split()
-        tip = out[0] if out else None
-    else:
-        try:
-            repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", fk.remote, f"+{notes_ref}:{FORK_NOTES_REF}")
-            tip = repo.rev_parse(FORK_NOTES_REF)
-        except GitError as exc:
-            if "couldn't find remote ref" not in exc.stderr:
-                raise ForksyncError(
-                    f"cannot fetch {notes_ref} from the fork {fk.given}: {exc.problem}",
-                    "check the fork URL and your access to it",
-                ) from None
-            tip = None
-    current = repo.rev_parse(FORK_NOTES_REF)
-    if tip is None and current is not None:
-        repo.git("update-ref", "-d", FORK_NOTES_REF)
-    elif tip is not None and current != tip:
-        repo.git("update-ref", FORK_NOTES_REF, tip)
-    return tip
+        refs = _local_refs(fk, [f"refs/heads/{branch}", notes_ref])
+        tip = refs.get(f"refs/heads/{branch}")
+        if tip is None:
+            raise _unknown_branch(fk, branch, "--fork-branch")
+        notes = refs.get(notes_ref)
+        wanted[ref] = tip
+        wanted[FORK_NOTES_REF] = notes
+        return tip, notes
+    tip = _fetch_branch(repo, fk, branch, ref, "--fork-branch")
+    try:
+        repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", fk.remote, f"+{notes_ref}:{FORK_NOTES_REF}")
+        notes = repo.rev_parse(FORK_NOTES_REF)
+    except GitError as exc:
+        if "couldn't find remote ref" not in exc.stderr:
+            raise ForksyncError(
+                f"cannot fetch {notes_ref} from the fork {fk.given}: {exc.problem}",
+                "check the fork URL and your access to it",
+            ) from None
+        notes = None
+        wanted[FORK_NOTES_REF] = None
+    return tip, notes
 
 
 def _merge_base(
     repo: Repository, up: Location, fk: Location, upstream_tip: str, fork_tip: str, ub: str, fb: str
 ) -> str:
+    """``git merge-base``, remembered per pair of tips (it is the slow part of a warm status)."""
+    memo = repo.path.parent / "merge-bases.txt"
+    key = f"{upstream_tip} {fork_tip} "
+    try:
+        for line in memo.read_text().splitlines():
+            if line.startswith(key):
+                return line[len(key) :].strip()
+    except OSError:
+        pass
     out = repo.git("merge-base", upstream_tip, fork_tip, check=False).decode().strip()
     if not out:
         raise ForksyncError(
             f"the fork {fk.given} ({fb}) and upstream {up.given} ({ub}) share no history (no merge base)",
             "check that --fork is a fork of --upstream and that the branches are right",
         )
+    try:
+        lines = memo.read_text().splitlines()[-63:] if memo.exists() else []
+        tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+        tmp.write_text("".join(f"{line}\n" for line in [*lines, key + out]))
+        tmp.replace(memo)
+    except OSError:
+        pass  # a memo that cannot be written only costs speed
     return out
 
 
