@@ -202,3 +202,33 @@ def test_config_defaults_feed_the_judge(direction: str) -> None:
     assert judge(L2Run("b", "x", "pass", {"m": worse}), history, b, cfg.l2.baseline_runs).status == REGRESSED
     assert judge(L2Run("b", "x", "pass", {"m": 95.0 if direction == "higher" else 105.0}), history, b,
                  cfg.l2.baseline_runs).status == OK
+
+
+JUNIT_BENCH = '''\
+import json, os, pathlib
+case = '<testcase classname="test.test_ops" name="{n}"><failure message="{m}">{t}</failure></testcase>'
+cases = [case.format(n="test_dot[fp16-64]", m="AssertionError: mismatch 3 / 4096", t="E AssertionError"),
+         case.format(n="test_dot[bf16-128]", m="AssertionError: mismatch 9 / 16384", t="E AssertionError"),
+         case.format(n="test_scan[1]", m="ValueError: bad axis 1", t="E ValueError: bad axis 1"),
+         '<testcase classname="test.test_ops" name="test_ok"/>']
+pathlib.Path(os.environ["FORKSYNC_JUNIT"]).write_text("<testsuite>" + "".join(cases) + "</testsuite>")
+print(json.dumps({"metrics": {"x": 1.0}}))
+'''
+
+
+def test_junit_failures_become_grouped_tracking_sightings(make_trunk: MakeTrunk) -> None:
+    """A benchmark's JUnit failures fail the run even at exit 0; parametrised variants share one sighting."""
+    from workers.testing.l2 import BenchmarkOutcome
+    from workers.testing.tracking import report_from_l2
+
+    path, shas = make_trunk("fork", [TrunkCommit("base", {"bench.py": JUNIT_BENCH})])
+    bench = Benchmark("ops", (sys.executable, "bench.py"), metrics=(Metric("x"),), owners=("dan",))
+    run = run_benchmark(Repository(path), shas[0], bench)
+    assert run.status == "fail" and run.reason == "3 tests failed" and run.exit_code == 0
+    assert [f.test_id for f in run.failures] == [
+        "test.test_ops::test_dot[fp16-64]", "test.test_ops::test_dot[bf16-128]", "test.test_ops::test_scan[1]"]
+    verdict = judge(run, [], bench, 7)
+    report = report_from_l2(BenchmarkOutcome(run, verdict, None, shas[0], True), bench, "night 1")
+    assert [len(s.tests) for s in report.sightings] == [2, 1]
+    assert report.sightings[0].signature.test == "test.test_ops::test_dot"
+    assert report.owners == ("dan",) and report.judged

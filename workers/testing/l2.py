@@ -9,12 +9,14 @@ the tracking planner turns into issues. Called by the beat's nightly task and on
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.config import Benchmark, RepoConfig
 from workers.engine.git import Repository
+from workers.testing import junit
 from workers.testing.bisect import (
     BisectReport,
     MetricRule,
@@ -52,16 +54,28 @@ TAIL_CHARS = 4000
 def run_benchmark(
     repo: Repository, sha: str, bench: Benchmark, *, checkout: CleanCheckout | None = None, recorded_at: str = ""
 ) -> L2Run:
-    """Run ``bench`` at ``sha`` in a clean worktree; the run's status says what the command did."""
+    """Run ``bench`` at ``sha`` in a clean worktree; the run's status says what the command did.
+
+    As for L1 suites, ``{junit}`` in the command or its env (and ``$FORKSYNC_JUNIT``) is a path
+    where the benchmark may write JUnit XML: its failed tests become the run's failures.
+    """
     if checkout is None:
         with CleanCheckout(repo) as own:
             return run_benchmark(repo, sha, bench, checkout=own, recorded_at=recorded_at)
     tree = checkout.at(sha)
-    result = run_command(bench.run, tree / bench.cwd, env=bench.env, timeout=bench.timeout)
-    return _to_run(bench, sha, result, recorded_at)
+    with tempfile.TemporaryDirectory(prefix="forksync-l2-") as tmp:
+        results = Path(tmp) / "results.xml"
+        argv = [a.replace("{junit}", str(results)) for a in bench.run]
+        env = {k: v.replace("{junit}", str(results)) for k, v in bench.env.items()}
+        env["FORKSYNC_JUNIT"] = str(results)
+        result = run_command(argv, tree / bench.cwd, env=env, timeout=bench.timeout)
+        report = junit.parse_junit_file(results, root=tree, cwd=bench.cwd) if results.exists() else None
+    return _to_run(bench, sha, result, recorded_at, report)
 
 
-def _to_run(bench: Benchmark, sha: str, result: CommandResult, recorded_at: str) -> L2Run:
+def _to_run(
+    bench: Benchmark, sha: str, result: CommandResult, recorded_at: str, report: junit.JUnitReport | None = None
+) -> L2Run:
     metrics = parse_metrics(result.stdout) or {}
     tail = result.output[-TAIL_CHARS:]
     base = L2Run(bench.name, sha, PASS, metrics, result.exit_code, result.duration_s, "", "",
@@ -74,6 +88,10 @@ def _to_run(bench: Benchmark, sha: str, result: CommandResult, recorded_at: str)
         return replace(base, status=INFRA, reason=f"infrastructure: {cause}", output_tail=tail)
     if code == 125:
         return replace(base, status=SKIP, reason="exit 125: this commit cannot be tested", output_tail=tail)
+    tests = tuple(Failure(c.id, f"{c.message}\n{c.text}".strip()) for c in report.failures) if report else ()
+    if tests:
+        why = f"{len(tests)} test{'s' if len(tests) > 1 else ''} failed" + (f" (exit {code})" if code else "")
+        return replace(base, status=FAIL, reason=why, output_tail=tail, failures=tests)
     if code != 0:
         return replace(base, status=FAIL, reason=f"exit {code}", output_tail=tail,
                        failures=(Failure(bench.name, tail),))
