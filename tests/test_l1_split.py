@@ -80,3 +80,38 @@ def test_single_commit_bundle_needs_no_run() -> None:
     calls: list[tuple[str, ...]] = []
     assert find_culprits(("only",), oracle({"only"}, calls)).culprits == ("only",)
     assert calls == []
+
+
+def test_split_a_real_bundle_with_l1_as_the_oracle(make_repo, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Real bundle of 4 commits over a passing base, one breaks a test: L1 runs on trial branches
+    (base + subset, cherry-picked) find it in 3 runs; an unrelated failure does not mislead it."""
+    from bot.config import L1Config, RepoConfig
+    from tests.fixtures.l1 import FAILING_TEST, passing_tests, pytest_suite
+    from workers.testing.l1 import failing_test_ids, run_l1_for_ref
+    from workers.testing.split import failing_tests_oracle
+
+    repo = make_repo("r")
+    base = repo.commit("base", {"tests/test_a.py": FAILING_TEST.replace("== 3", "== 2"), "tests/test_b.py": passing_tests(1)})
+    bundle = []
+    for i in range(4):
+        files = {f"src/f{i}.txt": f"{i}\n"}
+        if i == 2:
+            files["tests/test_a.py"] = FAILING_TEST  # the culprit: helper(1) == 3 fails
+        if i == 1:
+            files["tests/test_c.py"] = "def test_unrelated():\n    assert False\n"  # another failure
+        bundle.append(repo.commit(f"upstream {i}", files))
+    config = RepoConfig(l1=L1Config(suites=(pytest_suite(),), flaky_reruns=0))
+    data = tmp_path / "data"
+    whole = failing_test_ids(run_l1_for_ref(repo.path, "main", config, data_dir=data))
+    target = frozenset({"unit/tests.test_a::test_adds_one"})
+    assert target <= whole
+
+    def run_subset(commits):  # type: ignore[no-untyped-def]
+        repo.git("checkout", "-q", "-B", "trial", base)
+        for sha in commits:
+            repo.cherry_pick(sha)
+        return failing_test_ids(run_l1_for_ref(repo.path, "trial", config, data_dir=data))
+
+    result = find_culprits(bundle, failing_tests_oracle(run_subset, target))
+    assert result.culprits == (bundle[2],)
+    assert len(result.runs) <= 3  # log2(4) + 1

@@ -171,3 +171,24 @@ def test_worktree_is_detached_clean_and_removed_even_on_failure(make_repo: MakeR
     assert not workdir.exists()
     assert str(workdir) not in repo.git("worktree", "list")
     assert (repo.path / "dirty.txt").read_text() == "uncommitted\n"  # the user's tree is untouched
+
+
+def test_infrastructure_retries_are_bounded(make_repo: MakeRepo, tmp_path: Path) -> None:
+    """An infrastructure death is retried at most l1.max_infra_retries times; then the run is
+    'cancelled' (not the change's failure), each attempt's log kept."""
+    from bot.config import L1Config, RepoConfig
+    from workers.testing.l1 import run_l1_for_ref
+
+    counter = tmp_path / "attempts"
+    script = (f"import sys\nopen({str(counter)!r}, 'a').write('x')\n"
+              "print('fatal: unable to access: Could not resolve host: pypi.org')\nsys.exit(1)\n")
+    repo = make_repo("r")
+    repo.commit("net", {"net.py": script})
+    config = RepoConfig(l1=L1Config(suites=(Suite(name="net", run=(sys.executable, "net.py"), timeout=30),),
+                                    max_infra_retries=2))
+    run = run_l1_for_ref(repo.path, "HEAD", config, data_dir=tmp_path / "data")
+    (suite,) = run.suites
+    assert counter.read_text() == "xxx", "1 run + 2 retries, no more"
+    assert (suite.status, suite.attempts, suite.infra_cause) == ("infrastructure", 3, "network failure")
+    assert run.conclusion == "cancelled"
+    assert Path(suite.log_path).name == "net.attempt3.log" and (Path(suite.log_path).parent / "net.log").exists()

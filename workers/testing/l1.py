@@ -81,6 +81,17 @@ def conclude(outcomes: Sequence[SuiteOutcome], fail_on: Sequence[str] = ("new",)
     return SUCCESS
 
 
+def failing_test_ids(run: L1Run, classes: Sequence[str] | None = None) -> frozenset[str]:
+    """``suite/test`` ids that failed in ``run`` (only of these triage classes, when given); an
+    omitted or timed-out suite counts as ``suite/<status>``, so a split can chase it too."""
+    out: set[str] = set()
+    for s in run.suites:
+        if s.status in (OMITTED, TIMED_OUT):
+            out.add(f"{s.name}/<{s.status}>")
+        out.update(f"{s.name}/{f.test_id}" for f in s.failures if classes is None or f.triage in classes)
+    return frozenset(out)
+
+
 def select_suites(config: RepoConfig, names: Sequence[str] | None) -> tuple[Suite, ...]:
     if not names:
         return config.l1.suites

@@ -92,3 +92,15 @@ def find_culprits(
         return SplitResult(tuple(culprits), tuple(runs), False, f"stopped after {len(runs)} runs (budget)")
     by_position = sorted(culprits, key=order.index)
     return SplitResult(tuple(by_position), tuple(runs), True, "")
+
+
+def failing_tests_oracle(run_subset: Callable[[Sequence[str]], frozenset[str]], targets: frozenset[str]) -> Oracle:
+    """An oracle from a runner: ``run_subset(commits)`` builds base + those commits and returns its
+    failing test ids (e.g. :func:`workers.testing.l1.failing_test_ids` of an L1 run on it). A
+    subset fails when one of ``targets`` (the bundle's new failures) fails again, so a different,
+    unrelated failure in some subset does not send the search astray."""
+
+    def fails(commits: Sequence[str]) -> bool:
+        return bool(run_subset(commits) & targets)
+
+    return fails
