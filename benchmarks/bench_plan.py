@@ -46,6 +46,20 @@ def forksync(args: list[str], env: dict[str, str]) -> tuple[float, str]:
     return elapsed, proc.stdout
 
 
+def in_process(kind: str, pair_root: Path, cache: Path) -> float:
+    """The engine alone (no interpreter start, no CLI imports): open, ledger, plan [, build and write]."""
+    os.environ["FORKSYNC_CACHE_DIR"] = str(cache)
+    from workers.engine.pair import open_configured
+    from workers.engine.planning import build_and_record, make_plan
+
+    start = time.perf_counter()
+    pair, config = open_configured(str(pair_root / "upstream"), str(pair_root / "fork"))
+    planned = make_plan(pair, config)
+    if kind == "bundle":
+        build_and_record(pair, config, planned)
+    return time.perf_counter() - start
+
+
 def cherry_pick_loop(fork: Path, commits: tuple[str, ...], env: dict[str, str], work: Path) -> tuple[float, int]:
     """The baseline: cherry-pick -x each commit in a worktree; abort and go on at a conflict."""
     wt = work / "wt"
@@ -83,14 +97,16 @@ def bench_plan(pending: int, files: int, loop: bool) -> dict[str, float]:
         plan = json.loads(out)
         placed = sum(len(b["commits"]) for b in plan["bundles"]) + sum(len(c["commits"]) for c in plan["chains"])
         assert placed == pending, (placed, pending)
-        result = {"pending": pending, "files": files, "generate_s": gen, "plan_cold_s": cold, "plan_warm_s": warm,
+        engine = in_process("plan", root / "pair", root / "cache-inproc")
+        result = {"pending": pending, "files": files, "generate_s": gen, "plan_cold_s": cold, "plan_warm_s": warm, "engine_s": engine,
                   "bundles": len(plan["bundles"]), "chains": len(plan["chains"]),
                   "chain_commits": sum(len(c["commits"]) for c in plan["chains"]),
                   "conflict_seeds": sum(1 for c in plan["chains"] for r in c["reasons"] if r["kind"] == "conflict"),
                   "zone_seeds": sum(1 for c in plan["chains"] for r in c["reasons"] if r["kind"] == "diverged_zone")}
         if loop:
             seconds, failed = cherry_pick_loop(root / "pair" / "fork", pair.pending, env, root)
-            result.update({"loop_s": seconds, "loop_conflicts": failed, "ratio": seconds / cold})
+            result.update({"loop_s": seconds, "loop_conflicts": failed, "ratio": seconds / cold,
+                           "engine_ratio": seconds / engine})
         return result
 
 
@@ -106,7 +122,12 @@ def bench_bundle(pending: int, files: int) -> dict[str, float]:
         rerun, out2 = forksync(["bundle", *pair_args(root / "pair"), "--json"], env)
         assert out == out2, "bundle output differs between two runs"
         loop, failed = cherry_pick_loop(root / "pair" / "fork", pair.pending, env, root)
-        return {"pending": pending, "bundle_cold_s": seconds, "bundle_rerun_s": rerun, "branches":
+        # Start the in-process run from the same state: no forksync refs in the fork.
+        refs = subprocess.run(["git", "-C", str(root / "pair" / "fork"), "for-each-ref", "--format=delete %(refname)",
+                               "refs/heads/forksync/", "refs/forksync/"], check=True, capture_output=True).stdout
+        subprocess.run(["git", "-C", str(root / "pair" / "fork"), "update-ref", "--stdin"], input=refs, check=True)
+        engine = in_process("bundle", root / "pair", root / "cache-inproc")
+        return {"pending": pending, "bundle_cold_s": seconds, "engine_s": engine, "engine_ratio": loop / engine, "bundle_rerun_s": rerun, "branches":
                 len(built["bundles"]) + len(built["chains"]), "commits_built": carried, "loop_s": loop,
                 "loop_conflicts": failed, "ratio": loop / seconds}
 
@@ -121,12 +142,13 @@ def main() -> None:
     r = bench_plan(plan_n, args.files, loop=True)
     print(f"plan {r['pending']} pending over {r['files']} files: forksync {r['plan_cold_s']:.2f}s cold "
           f"({r['plan_warm_s']:.2f}s warm ledger) vs cherry-pick loop {r['loop_s']:.2f}s "
-          f"({r['loop_conflicts']} conflicts) -> {r['ratio']:.1f}x  [{r['bundles']} bundles, {r['chains']} chains "
+          f"({r['loop_conflicts']} conflicts) -> {r['ratio']:.1f}x; engine alone {r['engine_s']:.2f}s -> "
+          f"{r['engine_ratio']:.1f}x  [{r['bundles']} bundles, {r['chains']} chains "
           f"holding {r['chain_commits']} commits; {r['conflict_seeds']} conflict seeds, {r['zone_seeds']} zone seeds]")
     b = bench_bundle(bundle_n, args.files)
     print(f"bundle {b['pending']} pending: forksync {b['bundle_cold_s']:.2f}s ({b['branches']} branches, "
           f"{b['commits_built']} commits built; rerun {b['bundle_rerun_s']:.2f}s) vs cherry-pick loop "
-          f"{b['loop_s']:.2f}s -> {b['ratio']:.1f}x")
+          f"{b['loop_s']:.2f}s -> {b['ratio']:.1f}x; engine alone {b['engine_s']:.2f}s -> {b['engine_ratio']:.1f}x")
     times = []
     for n in scale:
         s = bench_plan(n, args.files, loop=False)

@@ -254,3 +254,19 @@ def test_pygit2_sees_built_commits_with_upstream_author_date(triton_pair: Triton
     assert isinstance(head, pygit2.Commit) and isinstance(upstream, pygit2.Commit)
     assert head.author.time == upstream.author.time and head.commit_time == upstream.commit_time
     assert head.committer.name == "forksync" and head.author.email == upstream.author.email
+
+
+def test_bundle_push_sends_branches_and_record_to_remote(triton_pair: TritonPair, tmp_path: Any) -> None:
+    """``--push REMOTE`` sends the same branches and the chain record to the remote as to the fork."""
+    remote = tmp_path / "remote.git"
+    triton_pair.fork.git("init", "-q", "--bare", str(remote))
+    triton_pair.fork.git("remote", "add", "origin", str(remote))
+    rc, out, err = triton_pair.cli("bundle", *triton_pair.args, "--push", "origin", "--json")
+    assert rc == 0, err
+    built = json.loads(out)
+    listing = [line.split("\t") for line in triton_pair.fork.git("ls-remote", str(remote)).splitlines()]
+    pushed = {ref: sha for sha, ref in listing}
+    for branch in (*built["bundles"], *built["chains"]):
+        assert pushed[f"refs/heads/{branch['branch']}"] == branch["head"]
+    assert pushed[CHAINS_REF] == triton_pair.fork_refs()[CHAINS_REF]
+    assert "refs/heads/main" not in pushed  # nothing but forksync's refs
