@@ -127,3 +127,15 @@ def test_cache_recovers_from_a_crashed_task(make_repo: Callable[[str], GitRepo],
         assert repo.text("worktree", "list").count("\n") == 0  # only the bare repo itself
         cache.fetch(repo, str(origin.path), specs)
         assert repo.rev_parse("refs/heads/main") == newer
+
+
+def test_redis_lock_is_renewed_while_held() -> None:
+    """A holder that outlives the lock's ttl keeps it (renewed in the background); nobody else gets it."""
+    state = RedisState(REDIS_TEST_URL)
+    name = f"ingest:o/r-{uuid.uuid4().hex}"
+    with state.lock(name, ttl_s=1, wait_s=0.1):
+        time.sleep(2.2)
+        with pytest.raises(LockBusy), state.lock(name, ttl_s=1, wait_s=0.1):
+            pass
+    with state.lock(name, ttl_s=1, wait_s=0.1):
+        pass

@@ -28,7 +28,7 @@ from bot.config import RepoConfig
 from bot.github import RetryableGitHubError
 from workers import embedded
 from workers.settings import WorkerSettings
-from workers.state import LockBusy
+from workers.state import LockBusy, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class ForksyncTask(Task):  # type: ignore[misc]
                 with self.flask_app.app_context():
                     return self.run(*args, **kwargs)
             return self.run(*args, **kwargs)
-        except LockBusy as exc:
+        except (LockBusy, StoreUnavailable) as exc:
             log.info("%s: %s; retrying in %.0f s", self.name, exc, LOCK_RETRY_S)
             raise self.retry(exc=exc, countdown=LOCK_RETRY_S + random.uniform(0, 1), max_retries=LOCK_MAX_RETRIES) from None
         except Exception as exc:

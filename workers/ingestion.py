@@ -46,8 +46,6 @@ from workers.state import StateStore
 log = logging.getLogger(__name__)
 
 BOT_BRANCH_PREFIX = "forksync/"
-# How long an ingest may hold its repository lock; the task's hard time limit is below it.
-INGEST_LOCK_TTL_S = 45 * 60
 INGEST_TIME_LIMIT_S = 40 * 60
 
 
@@ -143,7 +141,9 @@ def ingest_repository(env: IngestEnv, repo: str) -> IngestReport:
     gh, settings = env.github, env.settings
     token = gh.git_token()
     fork_url = settings.map_url(gh.clone_url(repo))
-    with env.state.lock(f"ingest:{repo}", ttl_s=INGEST_LOCK_TTL_S, wait_s=2.0), env.caches.open(f"fork:{repo}") as fork:
+    # The lock covers everything up to the last GitHub write: two ingests of one fork never race
+    # (a second waits, then finds the PRs and issues the first made).
+    with env.state.lock(f"ingest:{repo}", ttl_s=settings.lock_ttl_s, wait_s=2.0), env.caches.open(f"fork:{repo}") as fork:
         trunk_default = default_branch(fork, fork_url, token)
         env.caches.fetch(fork, fork_url, fork_refspecs(trunk_default), token)
         trunk_head = fork.rev_parse(f"refs/heads/{trunk_default}")
@@ -179,7 +179,7 @@ def ingest_repository(env: IngestEnv, repo: str) -> IngestReport:
             env.caches.fetch(upstream, upstream_url, [f"+refs/heads/{branch}:refs/heads/{branch}"])
             output = env.engine(upstream, fork, branch, config.fork.branch, config)
         push_bot_refs(fork, fork_url, token, output)
-    report = apply_output(env, repo, config, trunk_head, output)
+        report = apply_output(env, repo, config, trunk_head, output)
     report.seconds = time.monotonic() - started
     env.state.append(f"metrics:{repo}", {"t": round(time.time(), 3), **report.figures})
     return report

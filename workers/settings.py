@@ -9,7 +9,9 @@ import time. Extra variables:
   a worker fetches or pushes (like git's ``url.<base>.insteadOf``), so tests and mirrors can
   point ``https://github.com/...`` at local remotes;
 * ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout; tests lower it to see redelivery;
-* ``FORKSYNC_RETRY_BASE_S``: first backoff step for transient GitHub errors (default 2 s).
+* ``FORKSYNC_RETRY_BASE_S``: first backoff step for transient GitHub errors (default 2 s);
+* ``FORKSYNC_LOCK_TTL_S``: how soon a dead holder's repository lock expires (default 60 s;
+  a live holder renews it).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class WorkerSettings:
     git_url_map: tuple[tuple[str, str], ...] = ()
     visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S
     retry_base_s: float = 2.0
+    lock_ttl_s: int = 60
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> WorkerSettings:
@@ -64,6 +67,7 @@ class WorkerSettings:
             git_url_map=url_map,
             visibility_timeout_s=int(timeout) if timeout else DEFAULT_VISIBILITY_TIMEOUT_S,
             retry_base_s=float(env.get("FORKSYNC_RETRY_BASE_S") or 2.0),
+            lock_ttl_s=int(env.get("FORKSYNC_LOCK_TTL_S") or 60),
         )
 
     @property

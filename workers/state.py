@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,36 +50,89 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
+class StoreUnavailable(Exception):
+    """Redis did not answer (restarting, network): the task should retry shortly."""
+
+
 class RedisState:
     def __init__(self, url: str) -> None:
         import redis
 
-        self.redis = redis.Redis.from_url(url)
+        self.redis = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=10)
 
     @contextlib.contextmanager
     def lock(self, name: str, ttl_s: int, wait_s: float) -> Iterator[None]:
+        """A Redis lock that expires ``ttl_s`` after its holder stops renewing it.
+
+        A thread renews it every ``ttl_s / 3`` while the body runs, so a long ingest keeps it and
+        a killed one (SIGKILL, lost machine) frees it within ``ttl_s``. Redis blips are waited out
+        on release (the work is done; only the unlock is late), and reported as
+        :class:`StoreUnavailable` on acquire (the task retries).
+        """
+        import redis
         from redis.exceptions import LockError
 
-        lock = self.redis.lock(f"forksync:lock:{name}", timeout=ttl_s, blocking_timeout=wait_s)
+        # thread_local=False: the renewing thread must see the token the task thread acquired.
+        lock = self.redis.lock(f"forksync:lock:{name}", timeout=ttl_s, blocking_timeout=wait_s, thread_local=False)
         start = time.monotonic()
-        if not lock.acquire():
+        try:
+            acquired = lock.acquire()
+        except redis.ConnectionError as exc:
+            raise StoreUnavailable(f"Redis unavailable while locking {name}: {exc}") from None
+        if not acquired:
             raise LockBusy(name, time.monotonic() - start)
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(max(0.5, ttl_s / 3)):
+                try:
+                    lock.reacquire()
+                except LockError:
+                    log.error("lock %s was lost (expired before renewal); another task may run concurrently", name)
+                    return
+                except redis.RedisError as exc:  # a blip: try again at the next beat
+                    log.warning("could not renew lock %s: %s", name, exc)
+
+        renewer = threading.Thread(target=renew, name=f"renew {name}", daemon=True)
+        renewer.start()
         try:
             yield
         finally:
+            stop.set()
+            renewer.join()
+            self._release(lock, name, ttl_s)
+
+    @staticmethod
+    def _release(lock: Any, name: str, ttl_s: int) -> None:
+        import redis
+        from redis.exceptions import LockError
+
+        deadline = time.monotonic() + max(15.0, float(ttl_s))
+        while True:
             try:
                 lock.release()
+                return
             except LockError:
-                # The lock outlived its timeout and someone else may hold it now: say so, since
-                # that means the timeout is shorter than the task.
-                log.warning("lock %s expired before release (ttl %s s); raise the task's lock ttl", name, ttl_s)
+                log.warning("lock %s expired before release (ttl %s s)", name, ttl_s)
+                return
+            except redis.RedisError as exc:
+                if time.monotonic() > deadline:
+                    log.warning("could not release lock %s (%s); it expires by itself within %s s", name, exc, ttl_s)
+                    return
+                time.sleep(0.5)
 
     def append(self, series: str, point: dict[str, Any]) -> None:
+        import redis
+
         key = f"forksync:series:{series}"
-        pipe = self.redis.pipeline()
-        pipe.rpush(key, json.dumps(point, sort_keys=True))
-        pipe.ltrim(key, -SERIES_MAX_POINTS, -1)
-        pipe.execute()
+        try:
+            pipe = self.redis.pipeline()
+            pipe.rpush(key, json.dumps(point, sort_keys=True))
+            pipe.ltrim(key, -SERIES_MAX_POINTS, -1)
+            pipe.execute()
+        except redis.RedisError as exc:
+            # A point is recomputable (the next ingest or snapshot records another): say so, go on.
+            log.warning("metrics point for %s not recorded (Redis: %s)", series, exc)
 
     def series(self, series: str, limit: int = 1000) -> list[dict[str, Any]]:
         raw = self.redis.lrange(f"forksync:series:{series}", -limit, -1)
