@@ -304,6 +304,16 @@ class LoopbackGitHub:
         with self.lock:
             return self._create_pull(repo, head, base, title, body, author, draft, author_association, head_repo)
 
+    def merge(self, repo: str, number: int) -> str:
+        """Merge PR ``number`` as a maintainer would (base branch moves to the head); return the sha."""
+        with self.lock:
+            pr, issue = self.state.pulls[repo][number], self.state.issues[repo][number]
+            sha = self.head(pr["head_repo"], pr["head"]) or ""
+            _git(self.bare(repo), "update-ref", f"refs/heads/{pr['base']}", sha)
+            pr.update(merged=True, merged_at=_now(), last_head_sha=sha)
+            issue.update(state="closed", closed_at=_now())
+            return sha
+
     # ------------------------------------------------------------------ faults
 
     def fail(self, status: int, times: int = 1, *, method: str | None = None, path: str | None = None,
@@ -710,23 +720,51 @@ def _access_token(gh: LoopbackGitHub, h: _Handler, iid: str, **_: Any) -> Any:
                  "repository_selection": "selected"}
 
 
+def _installation_json(gh: LoopbackGitHub, iid: int) -> dict[str, Any]:
+    repos = sorted(gh.state.installations.get(iid, set()))
+    owner = repos[0].split("/")[0] if repos else "acme"
+    return {"id": iid, "app_id": gh.app_id, "app_slug": APP_SLUG, "account": gh._user(owner), "target_id": 1,
+            "target_type": "Organization", "repository_selection": "selected",
+            "access_tokens_url": f"{gh.url}/app/installations/{iid}/access_tokens",
+            "repositories_url": f"{gh.url}/installation/repositories",
+            "html_url": f"https://github.com/organizations/{owner}/settings/installations/{iid}",
+            "permissions": {"checks": "write", "contents": "write", "issues": "write",
+                            "pull_requests": "write", "metadata": "read", "statuses": "read"},
+            "events": ["push", "pull_request", "issue_comment", "check_run", "check_suite"],
+            "created_at": "2020-01-01T00:00:00Z", "updated_at": "2020-01-01T00:00:00Z",
+            "single_file_name": None, "has_multiple_single_files": False, "single_file_paths": [],
+            "suspended_at": None, "suspended_by": None}
+
+
+@route("GET", "/app/installations")
+def _list_installations(gh: LoopbackGitHub, h: _Handler, query: Mapping[str, str], **_: Any) -> Any:
+    h.app_jwt()
+    chunk, links = _paginate(h, [_installation_json(gh, iid) for iid in sorted(gh.state.installations)], query)
+    return 200, chunk, links
+
+
+@route("GET", "/app/installations/(?P<iid>[0-9]+)")
+def _get_installation(gh: LoopbackGitHub, h: _Handler, iid: str, **_: Any) -> Any:
+    h.app_jwt()
+    if int(iid) not in gh.state.installations:
+        raise _error(404, "Not Found")
+    return 200, _installation_json(gh, int(iid))
+
+
+@route("GET", "/installation/repositories")
+def _installation_repositories(gh: LoopbackGitHub, h: _Handler, query: Mapping[str, str], **_: Any) -> Any:
+    iid = h.installation()
+    repos = [gh._repo_json(r) for r in sorted(gh.state.installations.get(iid, set())) if r in gh.state.repos]
+    chunk, links = _paginate(h, repos, query)
+    return 200, {"total_count": len(repos), "repository_selection": "selected", "repositories": chunk}, links
+
+
 @route("GET", "/repos/{repo}/installation")
 def _repo_installation(gh: LoopbackGitHub, h: _Handler, repo: str, **_: Any) -> Any:
     h.app_jwt()
     for iid, repos in sorted(gh.state.installations.items()):
         if repo in repos:
-            return 200, {"id": iid, "app_id": gh.app_id, "app_slug": APP_SLUG,
-                         "account": gh._user(repo.split("/")[0]), "target_id": 1, "target_type": "Organization",
-                         "repository_selection": "selected",
-                         "access_tokens_url": f"{gh.url}/app/installations/{iid}/access_tokens",
-                         "repositories_url": f"{gh.url}/installation/repositories",
-                         "html_url": f"https://github.com/organizations/{repo.split('/')[0]}/settings/installations/{iid}",
-                         "permissions": {"checks": "write", "contents": "write", "issues": "write",
-                                         "pull_requests": "write", "metadata": "read", "statuses": "read"},
-                         "events": ["push", "pull_request", "issue_comment", "check_run", "check_suite"],
-                         "created_at": "2020-01-01T00:00:00Z", "updated_at": "2020-01-01T00:00:00Z",
-                         "single_file_name": None, "has_multiple_single_files": False, "single_file_paths": [],
-                         "suspended_at": None, "suspended_by": None}
+            return 200, _installation_json(gh, iid)
     raise _error(404, "Not Found")
 
 

@@ -425,3 +425,39 @@ def test_push_url_template_follows_the_api_url() -> None:
     """github.com for the public API; the host for GitHub Enterprise (/api/v3)."""
     assert default_push_url_template("https://api.github.com") == "https://github.com/{repo}.git"
     assert default_push_url_template("https://ghe.example.com/api/v3") == "https://ghe.example.com/{repo}.git"
+
+
+def test_get_and_list_comments(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+    """get_comment reads one comment by id (with its issue number); list_comments lists in order; 404 → NotFound."""
+    number = gh.add_issue(REPO, "t")
+    first = port.create_comment(REPO, number, "one")
+    second = port.create_comment(REPO, number, "two")
+    assert port.get_comment(REPO, second.id) == second
+    assert [c.body for c in port.list_comments(REPO, number)] == ["one", "two"]
+    assert port.list_comments(REPO, number)[0] == first
+    with pytest.raises(GitHubNotFoundError):
+        port.get_comment(REPO, 999_999)
+
+
+def test_merged_pull_request_reads_as_merged(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+    """After gh.merge (a maintainer merges), the PR reads merged and closed, and main moved to its head."""
+    sha = gh.commit(REPO, {"m.py": "1\n"}, branch="to-merge")
+    number = gh.add_pull(REPO, "to-merge")
+    gh.merge(REPO, number)
+    pr = port.get_pull_request(REPO, number)
+    assert pr.merged and pr.state == "closed" and gh.head(REPO, "main") == sha
+
+
+def test_app_lists_installations_and_their_repositories(gh: LoopbackGitHub) -> None:
+    """GET /app/installations (JWT) and GET /installation/repositories (token) answer like GitHub."""
+    import requests
+    from github import Auth, GithubIntegration
+
+    gh.add_repo("acme/second", files={"a": "1"})
+    other = gh.add_installation(["acme/second"])
+    integration = GithubIntegration(auth=Auth.AppAuth(gh.app_id, gh.private_key_pem), base_url=gh.api_url)
+    assert sorted(i.id for i in integration.get_installations()) == sorted([gh.installation, other])
+    token = gh.app().installation_token(other)
+    answer = requests.get(f"{gh.api_url}/installation/repositories", headers={"Authorization": f"token {token}"},
+                          timeout=10).json()
+    assert [r["full_name"] for r in answer["repositories"]] == ["acme/second"] and answer["total_count"] == 1
