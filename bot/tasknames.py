@@ -4,6 +4,8 @@ The bot never imports workers: it enqueues ``send_task(NAME, kwargs=...)`` with 
 kwargs only, and the workers' Celery app imports :data:`TASK_ROUTES` and :data:`QUEUES` from
 here, so a name or a queue is changed in one place. Every kwargs sent by the webhook view
 also carries ``delivery`` (the ``X-GitHub-Delivery`` id), for logs and idempotency.
+``installation_id`` is None when the payload has no ``installation`` (a plain repository
+webhook rather than the App's): resolve it with ``GitHubApp.installation_for_repo(repo)``.
 """
 
 from __future__ import annotations
