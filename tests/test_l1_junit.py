@@ -101,3 +101,17 @@ def test_entity_expansion_bomb_is_refused() -> None:
     )
     report = parse_junit(bomb)
     assert not report.readable
+
+
+def test_exception_raised_in_a_library_is_located_at_the_test_line(tmp_path: Path) -> None:
+    """When the crash site is outside the checkout (inside a library), the annotation goes to the
+    deepest frame that is in the checkout: the test line that called it."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_lib.py").write_text(
+        "import json\n\n\ndef test_parse():\n    json.loads('{not json')\n")
+    out = tmp_path / "out.xml"
+    subprocess.run([*PYTEST, "tests", f"--junitxml={out}"], cwd=tmp_path, capture_output=True, check=False,
+                   env={**os.environ, **PYTEST_ENV})
+    (failure,) = parse_junit_file(out, root=tmp_path).failures
+    assert (failure.file, failure.line) == ("tests/test_lib.py", 5)
+    assert "JSONDecodeError" in failure.message

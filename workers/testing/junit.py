@@ -25,7 +25,7 @@ FIRST_LINES = 12
 
 # "path/to/file.py:42: AssertionError" (pytest's last traceback line), "file.mlir:12:5: error: ..."
 # (FileCheck, MLIR, compilers), and  'File "x.py", line 3' (Python tracebacks, last one wins).
-_PYTEST_LOC = re.compile(r"^(?P<path>[^\s:][^:\n]*?\.\w+):(?P<line>\d+):(?:\d+:)?\s")
+_PYTEST_LOC = re.compile(r"^(?P<path>[^\s:][^:\n]*?\.\w+):(?P<line>\d+):(?:\d+:)?(?:\s|$)")
 _PY_TRACEBACK_LOC = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 
 
@@ -189,14 +189,13 @@ def _location(el: ET.Element, text: str, root: Path | None, cwd: str) -> tuple[s
     if el.get("file") and (el.get("line") or "").isdigit():
         # xunit1 attributes: the line is 0-based in pytest's output.
         candidates.append((el.get("file", ""), int(el.get("line", "0")) + 1))
+    # Innermost first: the crash site if it is in the checkout, else the deepest frame that is
+    # (an exception raised inside torch is annotated at the test line that called it).
     for ln in reversed(text.splitlines()):
         m = _PYTEST_LOC.match(ln.strip())
         if m:
             candidates.append((m.group("path"), int(m.group("line"))))
-            break
-    tb = _PY_TRACEBACK_LOC.findall(text)
-    if tb:
-        candidates.append((tb[-1][0], int(tb[-1][1])))
+    candidates += [(path, int(line)) for path, line in reversed(_PY_TRACEBACK_LOC.findall(text))]
     for path, line in candidates:
         rel = _relative(path, root, cwd)
         if rel is not None and line > 0:
