@@ -251,3 +251,18 @@ def test_l2_regression_files_an_issue_naming_the_bisected_culprit(
     assert f"git revert {shas[17][:12]}" in issue["body"]
     assert "Slow down the matmul epilogue" in issue["body"] and "@carol" in issue["body"]
     assert "tflops=70 vs median" in issue["body"]
+
+
+def test_closed_by_a_maintainer_stays_closed_until_it_recovers_and_comes_back() -> None:
+    """A hand-closed issue is updated quietly while the failure goes on; after K clean runs a recurrence reopens it."""
+    gh = PlainIssues()
+    gh.run(crash_seen("a" * 40, "1"))
+    gh.issues[1] = replace(gh.issues[1], state="closed")  # a maintainer: "known, leave it"
+    assert [type(a) for a in gh.run(crash_seen("b" * 40, "2"))] == [EditIssue]
+    assert gh.issues[1].state == "closed" and gh.comments == []
+    facts = parse_facts(gh.issues[1].body)
+    assert facts is not None and facts.occurrences == 2
+    for i in range(3):
+        gh.run(clean(str(i) * 40, f"c{i}"))
+    assert gh.issues[1].state == "closed" and gh.run(clean("9" * 40, "c9")) == []  # recovered: counting stops
+    assert [type(a) for a in gh.run(crash_seen("e" * 40, "5"))] == [ReopenIssue]

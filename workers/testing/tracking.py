@@ -148,29 +148,42 @@ def plan(known: Sequence[KnownIssue], report: TrunkReport, recover_after: int) -
         seen.add(key)
         found = current.get(key)
         old = parse_facts(found.body) if found else None
-        facts = _sighted(old, sighting, report, recover_after, reopening=found is not None and found.state == "closed")
+        # Closed by a maintainer before it recovered ("known, leave it"): kept up to date, closed.
+        by_hand = found is not None and found.state == "closed" and _closed_by_hand(old)
+        reopening = found is not None and found.state == "closed" and not by_hand
+        facts = _sighted(old, sighting, report, recover_after, reopening=reopening)
         if found is None:
             actions.append(OpenIssue(key, issue_title(facts), issue_body(facts), issue_labels(facts)))
-        elif found.state == "closed":
+        elif reopening:
             facts = replace(facts, reopened=facts.reopened + 1)
             actions.append(ReopenIssue(found.number, issue_title(facts), issue_body(facts), reopened_comment(facts)))
         else:
             actions.append(EditIssue(found.number, issue_title(facts), issue_body(facts)))
 
     for key, issue in sorted(current.items(), key=lambda kv: kv[1].number):
-        if key in seen or issue.state != "open":
+        if key in seen:
             continue
         stored = parse_facts(issue.body)
         if stored is None or stored.source != report.source:
             continue  # another benchmark's issue, or one we cannot read: leave it alone
+        if issue.state != "open" and not _closed_by_hand(stored):
+            continue  # recovered and closed: nothing to count until it comes back
         if not report.judged and not stored.infra:
             continue  # a skipped run says nothing about whether the code recovered
         clean = replace(stored, clean_runs=stored.clean_runs + 1, recover_after=recover_after)
-        if clean.clean_runs >= recover_after:
+        if issue.state != "open":
+            # A maintainer's close stands; counting on lets a later recurrence reopen it.
+            actions.append(EditIssue(issue.number, issue_title(clean), issue_body(clean)))
+        elif clean.clean_runs >= recover_after:
             actions.append(CloseIssue(issue.number, issue_body(clean), recovered_comment(clean)))
         else:
             actions.append(EditIssue(issue.number, issue_title(clean), issue_body(clean)))
     return actions
+
+
+def _closed_by_hand(facts: IssueFacts | None) -> bool:
+    """Closed before ``recover_after`` clean runs: a maintainer closed it, forksync did not."""
+    return facts is not None and facts.clean_runs < facts.recover_after
 
 
 def _merge(sightings: Sequence[Sighting]) -> list[Sighting]:
