@@ -45,6 +45,17 @@ def test_plan_json_places_every_pending_commit_once_with_each_reason_kind(triton
     assert chain["commits"] == [s["conflict"], s["dependent"], s["header"]]
 
 
+def test_plan_text_lists_bundles_and_chain_reasons(triton_pair: TritonPair) -> None:
+    """Without --json, plan prints each bundle and chain with subjects, and each chain commit's reason."""
+    s = triton_pair.shas
+    rc, out, err = triton_pair.cli("plan", *triton_pair.args)
+    assert rc == 0, err
+    assert f"bundle-{s['docs'][:7]}  3 commit(s)" in out
+    assert "[Coalesce] Cap vector width by dtype (#102)" in out
+    assert "risky_path: touches risky path cmake/llvm-hash.txt" in out
+    assert out.rstrip().endswith("9 commit(s): 1 bundle(s), 4 chain(s)")
+
+
 def test_plan_is_byte_identical_and_writes_nothing(triton_pair: TritonPair) -> None:
     """Two plans of the same pair print the same bytes; plan writes no ref into the fork."""
     refs = triton_pair.fork_refs()
@@ -240,6 +251,10 @@ def test_errors_are_one_line_exit_2_and_write_nothing(triton_pair: TritonPair, t
     bad.write_text("risk:\n  max_lines: lots\n")
     rc, _, err = triton_pair.cli("plan", *triton_pair.args, "--config", str(bad))
     assert rc == 2 and "bad.yml:2" in err
+    unrecognised = tmp_path / "trailer.yml"
+    unrecognised.write_text('ledger:\n  trailer: "Ported-From: {sha}"\n')
+    rc, _, err = triton_pair.cli("bundle", *triton_pair.args, "--config", str(unrecognised))
+    assert rc == 2 and "trailer_patterns" in err
     after = triton_pair.fork_refs()
     # The failed --push came after the fork write; everything else wrote nothing.
     assert {k: v for k, v in after.items() if not k.startswith(("refs/heads/forksync/", CHAINS_REF))} == refs

@@ -13,6 +13,7 @@ conflicts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -111,15 +112,30 @@ def make_plan(
 
 
 def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:
+    """How built commits are written; refuses a trailer the ledger would not recognise.
+
+    A built commit whose trailer no ``ledger.trailer_patterns`` regex matches would never count
+    as picked once merged, and forksync would offer the same upstream commit again forever.
+    """
+    sample = "0123456789abcdef" * 2 + "01234567"
+    text = config.ledger.trailer.replace("{sha}", sample)
+    if not any(
+        (m := re.search(p, text)) is not None and m.groupdict().get("sha") == sample
+        for p in config.ledger.trailer_patterns
+    ):
+        raise ForksyncError(
+            f"ledger.trailer {config.ledger.trailer!r} is not matched by any ledger.trailer_patterns regex, "
+            "so the ledger would not recognise the commits forksync builds",
+            "add a pattern for it to ledger.trailer_patterns, or use the default trailer",
+        )
     return PickStyle(trailer=config.ledger.trailer, upstream_url=config.upstream.url or pair.upstream_url)
 
 
 def build_and_record(pair: Pair, config: RepoConfig, planned: Planned, push: str | None = None) -> BuildResult:
     """Build every branch and write them with the chain record to the fork in one atomic push."""
+    style = pick_style(pair, config)
     repo = pygit2.Repository(str(pair.repo.path))
-    result = build(
-        repo, planned.plan, pair.fork_tip, pair.fork_branch, planned.changes, planned.order, pick_style(pair, config)
-    )
+    result = build(repo, planned.plan, pair.fork_tip, pair.fork_branch, planned.changes, planned.order, style)
     records = _records(planned, [c.record() for c in result.open_chains])
     updates: list[tuple[str, str, bool]] = [
         (b.head, f"refs/heads/{b.branch}", True) for b in (*result.bundles, *result.chains)
