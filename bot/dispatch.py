@@ -15,6 +15,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -168,7 +169,11 @@ class CelerySender:
 
     def send(self, name: str, kwargs: Mapping[str, Any]) -> None:
         try:
-            self.celery.send_task(name, kwargs=dict(kwargs), retry=False)
+            with warnings.catch_warnings():
+                # kombu's SQL transport uses SQLAlchemy's deprecated "noload" on first use: kombu's
+                # to fix, harmless, and it must not turn a delivery into a 503 where warnings are errors.
+                warnings.filterwarnings("ignore", message=r".*noload.*", category=DeprecationWarning)
+                self.celery.send_task(name, kwargs=dict(kwargs), retry=False)
         except Exception as exc:  # kombu/redis raise many types; all mean "not enqueued"
             raise DispatchError(
                 f"could not enqueue {name} on {self._url} ({type(exc).__name__})", "check that the broker is running"

@@ -71,3 +71,23 @@ def test_broker_password_is_masked() -> None:
     """Broker URLs on the status page and in errors never show the password."""
     assert _mask_url("redis://:hunter2@redis.internal:6379/0") == "redis://***@redis.internal:6379/0"
     assert "hunter2" not in _mask_url("redis://user:hunter2@h/0")
+
+
+def test_embedded_mode_enqueues_into_the_sqlite_broker(tmp_path: Any) -> None:
+    """Without REDIS_URL the default app dedups in SQLite and enqueues into the embedded broker file."""
+    import sqlite3
+
+    from bot import create_app
+    from tests.fixtures.webhooks import SECRET, signed
+
+    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path)})
+    body, headers = signed("push", {"ref": "refs/heads/main", "before": "0" * 40, "after": "1" * 40,
+                                    "repository": {"full_name": "acme/fork"}, "installation": {"id": 3}})
+    client = app.test_client()
+    assert client.post("/webhook", data=body, headers=headers).status_code == 202
+    assert client.post("/webhook", data=body, headers=headers).status_code == 200
+    db = sqlite3.connect(tmp_path / "celery-broker.sqlite")
+    try:
+        assert db.execute("SELECT count(*) FROM kombu_message").fetchone() == (1,)
+    finally:
+        db.close()
