@@ -285,3 +285,19 @@ def test_bundle_push_sends_branches_and_record_to_remote(triton_pair: TritonPair
         assert pushed[f"refs/heads/{branch['branch']}"] == branch["head"]
     assert pushed[CHAINS_REF] == triton_pair.fork_refs()[CHAINS_REF]
     assert "refs/heads/main" not in pushed  # nothing but forksync's refs
+
+
+def test_chain_closes_when_all_its_commits_are_picked(triton_pair: TritonPair) -> None:
+    """Once a chain's branch is merged into the fork trunk, the chain leaves the plan and the record."""
+    s = triton_pair.shas
+    built = json.loads(triton_pair.cli("bundle", *triton_pair.args, "--json")[1])
+    llvm = next(c for c in built["chains"] if c["commits"] == [s["llvm"]])
+    record_before = triton_pair.fork.git("show", f"{CHAINS_REF}:chains.json")
+    assert llvm["id"] in record_before
+    triton_pair.fork.git("merge", "-q", "--no-edit", llvm["branch"])
+    plan = plan_json(triton_pair)
+    assert all(c["id"] != llvm["id"] for c in plan["chains"])
+    assert triton_pair.cli("bundle", *triton_pair.args)[0] == 0
+    record_after = triton_pair.fork.git("show", f"{CHAINS_REF}:chains.json")
+    assert llvm["id"] not in record_after
+    assert f"chain-{s['conflict'][:7]}" in record_after  # the others stay open
