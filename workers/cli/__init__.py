@@ -32,14 +32,16 @@ SUBCOMMANDS: tuple[str, ...] = (
 EXIT_USAGE = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; with ``only`` (a known subcommand) just that one, so a command
+    does not pay for importing every other command's dependencies (status stays fast)."""
     parser = argparse.ArgumentParser(
         prog="forksync",
         description="Keep a fork close to a fast-moving upstream: ledger, metrics, bundles, tests.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in SUBCOMMANDS:
+    for name in SUBCOMMANDS if only not in SUBCOMMANDS else (only,):
         try:
             module = importlib.import_module(f"workers.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -51,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
