@@ -21,6 +21,7 @@ from pathlib import Path
 from bot.config import L1Config, RepoConfig, Suite
 from workers.testing.junit import parse_junit
 from workers.testing.l1 import run_l1_for_ref
+from workers.testing.suites import checkout
 
 ENV = {
     **os.environ,
@@ -94,6 +95,13 @@ def main() -> None:
             h, w = statistics.median(hand), statistics.median(wall)
             print(f"{label:<28} {h:>8.3f}s {w:>8.3f}s {statistics.median(own):>9.3f}s "
                   f"{statistics.median(over):>8.3f}s {statistics.median(parse):>14.3f}s {w / h:>5.2f}x")
+        worktree = []
+        for _ in range(args.repeat):
+            started = time.monotonic()
+            with checkout(repo, "HEAD", root / "wt"):
+                pass
+            worktree.append(time.monotonic() - started)
+        print(f"of the overhead: worktree add + remove ({args.files} files): {statistics.median(worktree):.3f}s")
         cases = "".join(
             f'<testcase classname="python.test.unit.language.test_core" name="test_op[{i}-float16]" time="0.01"/>'
             for i in range(20_000))
