@@ -1,5 +1,5 @@
 """Comment commands through the real processes: the web app on a socket, a `celery worker` process
-(on Redis), the loopback GitHub and real bare remotes: nothing in-process stands in."""
+(on the embedded broker), the loopback GitHub and real bare remotes: nothing in-process stands in."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from tests.fixtures.workers import E2E, FORK, REPO_ROOT, deliver, wait_for
 pytestmark = pytest.mark.slow
 
 
-def test_skip_through_web_and_worker(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+def test_skip_through_web_and_worker(e2e: Callable[..., E2E]) -> None:
     """A signed /skip comment webhook → 202 → a worker answers 👀 then 👍 with one reply, and the
     decision is in the fork's notes (forksync status counts it); a reader's /skip is denied."""
-    h = e2e(shared_redis_db)
+    h = e2e(None)
     h.gh.set_permission(FORK, "maint", "write")
     h.gh.set_permission(FORK, "reader", "read")
     issue = h.gh.add_issue(FORK, "Steering forksync")
