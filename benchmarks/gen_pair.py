@@ -75,6 +75,8 @@ class PairSpec:
     mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
     hole_rate: float = 0.03  # chance that the fork skips an upstream commit it walks past
     seed: int = 1
+    file_lines: int = 300  # static lines per file (realistic blob sizes make diffs cost what they do)
+    hunk_lines: int = 6  # lines each edit inserts (a realistic squash-merge diff size)
 
 
 @dataclass
@@ -102,12 +104,22 @@ class _Up:
 class _Files:
     """Files as slots; each commit inserts one line into its own slot (unique context around it)."""
 
-    def __init__(self, paths: list[str]) -> None:
+    def __init__(self, paths: list[str], file_lines: int) -> None:
         self.paths = paths
         self.slots: list[list[int]] = [[] for _ in paths]
+        self.file_lines = file_lines
+        self._header: dict[int, str] = {}
+
+    def header(self, f: int) -> str:
+        text = self._header.get(f)
+        if text is None:
+            text = "".join(f"// {self.paths[f]} static line {k}: some code that never changes;\n"
+                           for k in range(self.file_lines))
+            self._header[f] = text
+        return text
 
     def render(self, f: int, inserted: dict[tuple[int, int], str]) -> str:
-        out = []
+        out = [self.header(f)]
         for slot in self.slots[f]:
             out.append(f"s{slot}a\ns{slot}b\ns{slot}c\n")
             line = inserted.get((f, slot))
@@ -117,13 +129,17 @@ class _Files:
         return "".join(out)
 
 
+def _hunk(index: int, slot: int, lines: int) -> str:
+    return "\n".join(f"    change {index} slot {slot} line {k}: value = compute({k});" for k in range(max(1, lines)))
+
+
 def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
     """Write ``root/upstream`` and ``root/fork``; see the module docstring."""
     started = time.perf_counter()
     rng = random.Random(spec.seed)
     root.mkdir(parents=True, exist_ok=True)
     paths = [f"{DIRS[i % len(DIRS)][0]}/File{i}.{DIRS[i % len(DIRS)][1]}" for i in range(spec.files)]
-    files = _Files(paths)
+    files = _Files(paths, spec.file_lines)
     authors = [Person(f"Upstream Dev {i}", f"dev{i}@upstream.example.com") for i in range(40)]
     merger = Person("GitHub", "noreply@github.com")
 
@@ -152,7 +168,7 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
     marks_of: list[str] = []
     for u in ups:
         for f, s in u.edits:
-            up_inserted[(f, s)] = f"change {u.index} slot {s}"
+            up_inserted[(f, s)] = _hunk(u.index, s, spec.hunk_lines)
         prev = stream.commit(
             "refs/heads/main",
             u.subject,
@@ -207,7 +223,7 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
         touched = set()
         for i in indexes:
             for f, s in ups[i].edits:
-                fork_inserted[(f, s)] = f"change {i} slot {s}"
+                fork_inserted[(f, s)] = _hunk(i, s, spec.hunk_lines)
                 touched.add(f)
         return {paths[f]: files.render(f, fork_inserted) for f in sorted(touched)}
 
@@ -313,9 +329,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mix", type=_mix, default=None, help="style=fraction,... (fractions of fork commits)")
     parser.add_argument("--hole-rate", type=float, default=0.03)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--file-lines", type=int, default=300, help="static lines per file")
+    parser.add_argument("--hunk-lines", type=int, default=6, help="lines each upstream edit inserts")
     args = parser.parse_args(argv)
     spec = PairSpec(args.upstream_commits, args.fork_commits, args.files, args.mix or dict(DEFAULT_MIX),
-                    args.hole_rate, args.seed)
+                    args.hole_rate, args.seed, args.file_lines, args.hunk_lines)
     pair = generate_pair(args.out, spec)
     print(f"upstream {pair.upstream}  fork {pair.fork}  base {pair.base[:12]}  "
           f"fork commits {pair.fork_commit_count}  expected picked {pair.expected_picked}  "

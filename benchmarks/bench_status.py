@@ -1,0 +1,162 @@
+"""Benchmark ``forksync status`` against what a user would otherwise run, side by side.
+
+    python -m benchmarks.bench_status [--upstream-commits 20000] [--fork-commits 2000]
+        [--files 2000] [--runs 3] [--no-doubling] [--dir DIR]
+
+On a synthetic pair from ``benchmarks/gen_pair.py`` it times, as separate processes (median of
+``--runs``; peak RSS from ``/usr/bin/time`` or ``getrusage`` of the child):
+
+* ``git cherry <fork> <upstream>`` -- the baseline: which upstream commits the fork lacks;
+* ``git log`` of the same two ranges (upstream first-parent and fork, metadata and messages)
+  -- the floor: history has to be read once;
+* ``forksync status --json`` cold (empty cache dir) and warm (cache filled);
+* the same cold status on a pair twice as long (the doubling test).
+
+It prints the figures and the ratios against the issue's targets; nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.gen_pair import GeneratedPair, PairSpec, generate_pair
+
+FORMAT_UP = "%x1e%H%x1f%P%x1f%an%x1f%ae%x1f%at%x1f%ct%x1f%s%x1f"
+FORMAT_FORK = "%x1e%H%x1f%P%x1f%an%x1f%ae%x1f%at%x1f%ct%x1f%s%x1f%B%x1f"
+
+
+@dataclass
+class Timing:
+    seconds: float
+    peak_mb: float
+
+
+def timed_rss(argv: Sequence[str], env: dict[str, str] | None = None) -> Timing:
+    """Run a process to completion: wall time and peak RSS (GNU time, else getrusage of children)."""
+    gnu_time = "/usr/bin/time" if Path("/usr/bin/time").exists() else None
+    if gnu_time is None:
+        start = time.perf_counter()
+        subprocess.run(list(argv), env=env, capture_output=True, check=True)
+        return Timing(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0)
+    start = time.perf_counter()
+    proc = subprocess.run([gnu_time, "-f", "%M", *argv], env=env, capture_output=True,
+                          check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"bench: {' '.join(argv[:4])} failed: {proc.stderr.decode()[-400:]}")
+    kb = int(proc.stderr.decode().strip().splitlines()[-1])
+    return Timing(elapsed, kb / 1024.0)
+
+
+def median(runs: list[Timing]) -> Timing:
+    return Timing(statistics.median(r.seconds for r in runs), max(r.peak_mb for r in runs))
+
+
+def git_log_floor(pair: GeneratedPair, baseline: Path) -> list[str]:
+    return [
+        "sh", "-c",
+        f"git -C {baseline} log --first-parent -z --format='{FORMAT_UP}' {pair.base}..refs/remotes/upstream/main"
+        f" >/dev/null && git -C {baseline} log -z --format='{FORMAT_FORK}' {pair.base}..main >/dev/null",
+    ]
+
+
+def make_baseline(pair: GeneratedPair, where: Path) -> Path:
+    """A maintainer's clone: the fork, with upstream fetched (what `git cherry` needs)."""
+    repo = where / "baseline"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "fetch", "-q", str(pair.fork), "main:refs/heads/main"], check=True)
+    subprocess.run(["git", "-C", str(repo), "fetch", "-q", str(pair.upstream), "main:refs/remotes/upstream/main"],
+                   check=True)
+    return repo
+
+
+def status_argv(pair: GeneratedPair) -> list[str]:
+    return [sys.executable, "-m", "workers.cli", "status", "--upstream", str(pair.upstream),
+            "--fork", str(pair.fork), "--json"]
+
+
+def measure(pair: GeneratedPair, work: Path, runs: int) -> dict[str, Timing]:
+    baseline = make_baseline(pair, work)
+    out: dict[str, Timing] = {}
+    out["git cherry"] = median([timed_rss(["git", "-C", str(baseline), "cherry", "main", "refs/remotes/upstream/main"])
+                                for _ in range(runs)])
+    out["git log (floor)"] = median([timed_rss(git_log_floor(pair, baseline)) for _ in range(runs)])
+    cold, warm = [], []
+    for i in range(runs):
+        cache = work / f"cache-{i}"
+        env = {**os.environ, "FORKSYNC_CACHE_DIR": str(cache)}
+        cold.append(timed_rss(status_argv(pair), env))
+        warm.append(timed_rss(status_argv(pair), env))
+    out["status cold"] = median(cold)
+    out["status warm"] = median(warm)
+    return out
+
+
+def check_counts(pair: GeneratedPair, env_cache: Path) -> tuple[int, int]:
+    """(picked+urgent that status reports, picks the generator made): they must agree."""
+    env = {**os.environ, "FORKSYNC_CACHE_DIR": str(env_cache)}
+    proc = subprocess.run(status_argv(pair), env=env, capture_output=True, text=True, check=True)
+    data = json.loads(proc.stdout)
+    return int(data["picked"]) + len(data["urgent"]), sum(pair.expected_picked.values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench_status", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--upstream-commits", type=int, default=20_000)
+    parser.add_argument("--fork-commits", type=int, default=2_000)
+    parser.add_argument("--files", type=int, default=2_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-doubling", action="store_true")
+    parser.add_argument("--dir", type=Path, default=None, help="keep the generated pairs here")
+    args = parser.parse_args(argv)
+
+    root = args.dir or Path(tempfile.mkdtemp(prefix="forksync-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    spec = PairSpec(args.upstream_commits, args.fork_commits, args.files)
+    print(f"generating {spec.upstream_commits} upstream / {spec.fork_commits} fork commits, {spec.files} files ...")
+    pair = generate_pair(root / "n", spec)
+    print(f"  generated in {pair.seconds:.1f}s")
+    found, made = check_counts(pair, root / "check-cache")
+    print(f"  ledger carried commits: {found} (generator made {made}){'' if found == made else '  MISMATCH'}")
+    figures = measure(pair, root / "n", args.runs)
+
+    doubled: dict[str, Timing] = {}
+    if not args.no_doubling:
+        spec2 = PairSpec(2 * spec.upstream_commits, 2 * spec.fork_commits, spec.files)
+        print(f"generating the doubled pair ({spec2.upstream_commits} / {spec2.fork_commits}) ...")
+        pair2 = generate_pair(root / "2n", spec2)
+        doubled = measure(pair2, root / "2n", args.runs)
+
+    print()
+    print(f"{'':<18}{'N':>10}{'peak MB':>10}" + (f"{'2N':>10}{'2N/N':>8}" if doubled else ""))
+    for name, t in figures.items():
+        line = f"{name:<18}{t.seconds:>9.3f}s{t.peak_mb:>10.0f}"
+        if doubled:
+            d = doubled[name]
+            line += f"{d.seconds:>9.3f}s{d.seconds / t.seconds:>8.2f}"
+        print(line)
+    cherry, floor = figures["git cherry"].seconds, figures["git log (floor)"].seconds
+    cold, warm = figures["status cold"], figures["status warm"]
+    print()
+    print(f"cold status vs git cherry : {cherry / cold.seconds:6.1f}x faster   (target >= 10x)")
+    print(f"warm status vs git cherry : {cherry / warm.seconds:6.1f}x faster   (target >= 50x)")
+    print(f"warm status vs git log    : {warm.seconds / floor:6.2f}x the floor (target <= 3x)")
+    print(f"peak memory (cold status) : {cold.peak_mb:6.0f} MB          (target < 500 MB)")
+    if doubled:
+        print(f"doubling, cold status     : {doubled['status cold'].seconds / cold.seconds:6.2f}x time   (target <= 2.2x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
