@@ -9,8 +9,9 @@ the primitive kwargs and enqueues the real work as its own task; it must be idem
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -52,3 +53,20 @@ def dispatch(event_task: str, kwargs: dict[str, Any]) -> int:
     if first is not None:
         raise first
     return len(handlers)
+
+
+@contextlib.contextmanager
+def only_from(module: str) -> Iterator[None]:
+    """Within the block, run only the handlers defined in ``module`` (this process only).
+
+    ``forksync demo`` uses it to show the ingestion loop alone: the L1/L2 handlers need a real
+    GitHub App and runners, which the offline demo does not have.
+    """
+    saved = {name: list(fns) for name, fns in _HANDLERS.items()}
+    for fns in _HANDLERS.values():
+        fns[:] = [fn for fn in fns if fn.__module__ == module]
+    try:
+        yield
+    finally:
+        _HANDLERS.clear()
+        _HANDLERS.update(saved)

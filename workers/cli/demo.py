@@ -28,6 +28,7 @@ def register(subparsers: Any) -> None:
     one_line_errors(parser)
     parser.add_argument("--dir", default=None, metavar="DIR", help="keep the sample here instead of a temp dir")
     parser.add_argument("--json", action="store_true", help="print status as JSON")
+    parser.add_argument("--no-loop", action="store_true", help="status only: skip the ingestion loop (Celery, simulated GitHub)")
     parser.set_defaults(func=run)
 
 
@@ -35,11 +36,20 @@ def run(args: argparse.Namespace) -> int:
     if args.dir:
         root = Path(args.dir)
         root.mkdir(parents=True, exist_ok=True)
-        run_demo(root, as_json=args.json)
+        _demo_and_loop(root, args)
         return 0
     with tempfile.TemporaryDirectory(prefix="forksync-demo-") as tmp:
-        run_demo(Path(tmp), as_json=args.json)
+        _demo_and_loop(Path(tmp), args)
     return 0
+
+
+def _demo_and_loop(root: Path, args: argparse.Namespace) -> None:
+    sample = run_demo(root, as_json=args.json)
+    if not args.json and not args.no_loop:
+        from workers.demo_loop import run_loop_demo
+        from workers.engine.sample import UPSTREAM_URL
+
+        run_loop_demo(root, sample.upstream, sample.fork, UPSTREAM_URL)
 
 
 def run_demo(root: Path, *, as_json: bool = False) -> Sample:

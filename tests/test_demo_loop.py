@@ -1,0 +1,33 @@
+"""`forksync demo` shows the ingestion loop offline: embedded Celery, real git and engine, GitHub simulated."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -> None:
+    """The demo (a real process, no REDIS_URL, no GitHub settings) exits 0 and prints the bundle PR,
+    the chain issues, the ingestion check, the ledger moving after the merge, and what is simulated."""
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "workers.cli", "demo", "--dir", str(tmp_path / "demo")],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "simulated: GitHub" in out and "real: git, the engine" in out
+    assert "202 accepted: forksync.on_push" in out
+    assert "[Cherry-pick][BUNDLE] Cherry-pick 8 upstream(" in out
+    assert "risky-chain tracking issues (3):" in out and "Bump LLVM" in out
+    assert "check run 'forksync / ingestion'" in out and ": success: " in out
+    assert "ledger moved:" in out and "pending 0" in out.split("ledger moved:")[1]
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "demo" / "data" / "celery-broker.sqlite").exists()  # the embedded broker was used

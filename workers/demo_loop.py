@@ -1,0 +1,151 @@
+"""``forksync demo``, second part: the ingestion loop on the sample pair, through the embedded worker.
+
+What is real: git (bare remotes on disk), the engine (ledger, plan, bundle build), the webhook
+view (``bot.create_app``, signature and dedup), Celery (the embedded SQLite broker and a real
+worker, in a thread of this process). What is simulated: GitHub — a dry recorder
+(``DryGitHub``) stands in for the API and prints the PRs, issues and check runs forksync would
+post; pushes go to a bare copy of the fork on disk. No network, no Redis, no credentials.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from workers.engine.git import Repository, run_git
+from workers.github_port import DryGitHub
+from workers.settings import WorkerSettings
+
+FORK_REPO = "example-org/triton"
+SECRET = "demo-secret"  # the demo's own webhook secret: the deliveries below are signed with it
+
+
+class _AppSender:
+    """The webhook view's task sender, over the demo's Celery app."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def send(self, name: str, kwargs: Any) -> None:
+        self.app.send_task(name, kwargs=dict(kwargs))
+
+    def describe(self) -> str:
+        return "celery (embedded broker, demo)"
+
+
+def _post(client: Any, event: str, payload: dict[str, Any]) -> str:
+    body = json.dumps(payload).encode()
+    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    answer = client.post(
+        "/webhook",
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": signature,
+        },
+    )
+    return f"{answer.status_code} {answer.get_data(as_text=True).strip()}"
+
+
+def _wait(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the demo's worker did not finish {what} within {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+def _push_payload(head: str) -> dict[str, Any]:
+    repo = {"full_name": FORK_REPO, "name": "triton", "owner": {"login": "example-org"}}
+    return {"ref": "refs/heads/main", "before": head, "after": head, "created": False, "deleted": False,
+            "forced": False, "repository": repo, "installation": {"id": 1}, "sender": {"login": "maintainer", "type": "User"}}
+
+
+def _merged_payload(number: int, branch: str, head: str) -> dict[str, Any]:
+    repo = {"full_name": FORK_REPO, "name": "triton", "owner": {"login": "example-org"}}
+    side = {"ref": branch, "sha": head, "repo": repo, "label": f"example-org:{branch}"}
+    pr = {"number": number, "state": "closed", "merged": True, "draft": False, "head": side,
+          "base": {"ref": "main", "sha": head, "repo": repo, "label": "example-org:main"},
+          "user": {"login": "forksync[bot]", "type": "Bot"}, "author_association": "NONE", "title": "", "body": ""}
+    return {"action": "closed", "number": number, "pull_request": pr, "repository": repo,
+            "installation": {"id": 1}, "sender": {"login": "maintainer", "type": "User"}}
+
+
+def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str) -> int:
+    """Run the loop once on the sample (and once more after merging the first bundle); print it all."""
+    from celery.contrib.testing.worker import start_worker
+
+    from bot import create_app
+    from workers import handlers, runtime
+    from workers.celery_app import create_celery
+
+    print("\n== the ingestion loop (embedded default: no Redis, no GitHub, no network) ==")
+    print("real: git, the engine, the webhook view, Celery (SQLite broker + a worker thread)")
+    print("simulated: GitHub (a dry recorder prints what would be posted; pushes go to a bare copy on disk)")
+    print("not shown: L1/L2 handlers of the same webhooks (they need a GitHub App and test runners)\n")
+    remote = root / "github" / f"{FORK_REPO}.git"
+    remote.parent.mkdir(parents=True, exist_ok=True)
+    run_git(root, ["clone", "--quiet", "--bare", "--no-local", str(fork), str(remote)])
+    data = root / "data"
+    settings = WorkerSettings.from_mapping(
+        {"FORKSYNC_DATA_DIR": str(data), "FORKSYNC_GIT_URL_MAP": json.dumps({upstream_url: str(upstream)})}
+    )
+    gh = DryGitHub(remotes={FORK_REPO: str(remote)})
+    runtime.use(github=lambda _settings, _installation: gh)
+    app = create_celery(settings)
+    web = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}, sender=_AppSender(app))
+    client = web.test_client()
+    fork_git = Repository(remote)
+    try:
+        # Only the ingestion handlers: L1/L2 react to the same webhooks but need a real App and runners.
+        with handlers.only_from("workers.tasks.ingest"), start_worker(
+            app, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+        ):
+            started = time.monotonic()
+            head = fork_git.rev_parse("refs/heads/main") or ""
+            print(f"webhook push to {FORK_REPO}:main -> {_post(client, 'push', _push_payload(head))}")
+            _wait(lambda: gh.checks, 60, "the first ingestion")
+            print(f"ingested in {time.monotonic() - started:.1f} s (webhook -> worker -> engine -> GitHub)\n")
+            _print_results(gh)
+            first = next(iter(gh.pulls.values()), None)
+            if first is not None:
+                branch, number = str(first["head"]), int(str(first["number"]))
+                bundle_head = fork_git.rev_parse(f"refs/heads/{branch}") or ""
+                fork_git.git("update-ref", "refs/heads/main", bundle_head)  # "merge" the first bundle PR
+                print(f"\nmerging bundle PR #{number} ({branch}) into main, then webhook pull_request closed+merged -> "
+                      f"{_post(client, 'pull_request', _merged_payload(number, branch, bundle_head))}")
+                _wait(lambda: len(gh.checks) >= 2, 60, "the ingestion after the merge")
+                before, after = gh.checks[0]["title"], gh.checks[-1]["title"]
+                print(f"ledger moved: check was '{before}'\n              now       '{after}'")
+    finally:
+        runtime.use()
+    print(f"\nfiles: sample pair and the fork's bare copy under {root}; worker data (SQLite broker, git caches) "
+          f"under {data} (a temp dir removed on exit, unless --dir)")
+    return 0
+
+
+def _print_results(gh: DryGitHub) -> None:
+    print(f"bundle PRs ({len(gh.pulls)}):")
+    for pull in gh.pulls.values():
+        body = str(pull["body"])
+        rows = [line for line in body.splitlines() if line.startswith("| ") and not line.startswith("| #")]
+        print(f"  #{pull['number']} {pull['title']}")
+        print(f"      {pull['head']} -> {pull['base']}, {len(rows)} commits; first: {rows[0][:100] if rows else '-'}")
+    print(f"risky-chain tracking issues ({len(gh.issues)}):")
+    for issue in gh.issues.values():
+        body = str(issue["body"])
+        reasons = [line.rsplit("|", 2)[-2].strip() for line in body.splitlines() if line.startswith("| ") and not line.startswith("| #")]
+        print(f"  #{issue['number']} {str(issue['title'])[:100]}")
+        print(f"      why: {'; '.join(reasons)[:140]}")
+    check = gh.checks[-1]
+    print(f"check run '{check['name']}' on {str(check['head_sha'])[:10]}: {check['conclusion']}: {check['title']}")
+    for line in str(check["summary"]).splitlines()[2:]:
+        print(f"      {line}")
+
