@@ -181,3 +181,21 @@ def test_revert_targets(subject: str, body: str, expected: str | None) -> None:
 def test_pick_of_upstream_revert_is_recognised_as_a_pick() -> None:
     """Upstream's `Revert "..." (#103)` picked as is carries upstream #103, not #101."""
     assert carried("Revert \"[BACKEND] Hoist loads (#101)\" (#103)", f"This reverts commit {sha(0xA3)}.") == (sha(0xA5),)
+
+
+def test_pick_subject_keeps_upstream_tags_after_the_pick_tag() -> None:
+    """`[Cherry-pick] [AMD] Fix buffer loads (#7)` is upstream's subject after the pick tag."""
+    assert carried("[Cherry-pick] [AMD] Fix buffer loads (#7)") == (sha(0xA1),)
+    assert carried("[Cherry-pick][RESOLVED] [AMD] Fix buffer loads (#7) (#55)") == (sha(0xA1),)
+
+
+def test_bundle_prose_numbers_are_not_picks_but_inline_picked_lists_are() -> None:
+    """In a bundle body, `follows #100` in prose is not a pick; `Picked: #101 #102` is."""
+    body = "This bundle follows #100 and fixes #7.\n\nPicked: #101 #102\n"
+    assert carried("[Cherry-pick][BUNDLE] Cherry-pick 2 upstream commits", body) == (sha(0xA3), sha(0xA4))
+
+
+def test_bundle_subject_variants() -> None:
+    """`upstream commits (#a, #b)` and `upstream PRs (#a #b)` list the same way."""
+    assert carried("[Cherry-pick][BUNDLE] Cherry-pick 2 upstream commits (#100, #102) (#9)") == (sha(0xA2), sha(0xA4))
+    assert carried("[Cherry-pick] [BUNDLE] Cherry-pick 2 upstream PRs (#101 #102)") == (sha(0xA3), sha(0xA4))

@@ -40,11 +40,15 @@ PATCH_ID = "patch-id"
 MERGE = "merge"
 
 # Leading "[Tag]" groups of a pick subject: "[Cherry-pick][RESOLVED][URGENT] rest".
-_TAGS = re.compile(r"^\s*((?:\[[^\]\n]*\]\s*)+)(.*)$", re.S)
 _PICK_TAG = re.compile(r"(?i)^cherry[\s_-]?pick(?:ed)?$|^backport$|^pick$")
+_LEADING_TAG = re.compile(r"^\s*\[([^\]\n]*)\]\s*")
+_PROCESS_TAG = re.compile(
+    r"(?i)^(cherry[\s_-]?pick(?:ed)?|backport|pick|bundle|resolved|conflicts?|urgent|hotfix|manual|wip|forksync)$"
+)
 _BUNDLE_TAG = re.compile(r"(?i)^bundle$")
 _URGENT_TAG = re.compile(r"(?i)^urgent$|^hotfix$")
-_BUNDLE_LIST = re.compile(r"(?i)\bupstream\w*\s*\(([^)]*#\d[^)]*)(\)|$)")
+_BUNDLE_LIST = re.compile(r"(?i)\bupstream[^(]{0,40}?\(([^)]*#\d[^)]*)(\)|$)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\|)\s*")
 _CUT_NUMBER = re.compile(r"#\d+\s*(?:…|\.\.\.)?\s*$")
 _TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
 _HASH_NUM = re.compile(r"#(\d+)\b")
@@ -183,11 +187,17 @@ def _result(found: Iterable[str], how: str, index: UpstreamIndex, urgent: bool) 
 
 
 def _split_tags(subject: str) -> tuple[list[str], str]:
-    m = _TAGS.match(subject)
-    if not m:
-        return [], subject.strip()
-    tags = [t.strip() for t in re.findall(r"\[([^\]\n]*)\]", m.group(1))]
-    return tags, m.group(2).strip()
+    """Leading process tags (``[Cherry-pick]``, ``[BUNDLE]``, ``[RESOLVED]``, ``[URGENT]``) and
+    the rest of the subject, which keeps upstream's own tags (``[AMD] ...``) for matching."""
+    tags: list[str] = []
+    rest = subject.strip()
+    while (m := _LEADING_TAG.match(rest)) is not None:
+        tag = m.group(1).strip()
+        if not _PROCESS_TAG.match(tag):
+            break
+        tags.append(tag)
+        rest = rest[m.end() :]
+    return tags, rest.strip()
 
 
 def _trailers(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
@@ -209,8 +219,10 @@ def _bundle(rest: str, message: str, index: UpstreamIndex, rules: Rules) -> list
             listed = _CUT_NUMBER.sub("", listed)
         found.extend(s for s in (index.pr(int(n)) for n in _HASH_NUM.findall(listed)) if s)
     body = message.split("\n", 1)[1] if "\n" in message else ""
-    for line in _included_lines(body):
-        for n in _HASH_NUM.findall(line):
+    for line, listy in _included(body):
+        # "#N" only in lists of picks ("- #123 ...", "Picked: #1 #2", table rows): in prose it
+        # may be a fork PR or an issue ("follows #1870"). Links and shas are unambiguous anywhere.
+        for n in _HASH_NUM.findall(line) if listy else ():
             sha = index.pr(int(n))
             if sha:
                 found.append(sha)
@@ -295,26 +307,37 @@ def _links_in(line: str, index: UpstreamIndex, rules: Rules) -> list[str]:
 
 def _included_lines(body: str) -> list[str]:
     """Body lines outside sections such as "Deferred (backlog)" or "Won't port"."""
-    kept: list[str] = []
+    return [text for text, _ in _included(body)]
+
+
+def _included(body: str) -> list[tuple[str, bool]]:
+    """(text, is a list of picks) for body lines outside excluded sections.
+
+    A line is a list of picks when it is a list item or table row, sits under a heading such
+    as "Picked", or follows such a label inline ("Picked: #1 #2").
+    """
+    kept: list[tuple[str, bool]] = []
     excluded = False
+    picked_section = False
     for line in body.splitlines():
         if _OWN_REVIEW_LINE.match(line):
             continue
         label, after, is_heading = _heading(line)
         if label is not None:
             label_excluded = bool(_EXCLUDED_SECTION.search(label))
+            label_picked = bool(_INCLUDED_SECTION.search(label)) and not label_excluded
             if is_heading:
                 if label_excluded:
-                    excluded = True
-                elif _INCLUDED_SECTION.search(label) or not after:
-                    excluded = False
+                    excluded, picked_section = True, False
+                elif label_picked or not after:
+                    excluded, picked_section = False, label_picked
             if label_excluded:
                 continue  # "Deferred: #12 #13" excludes its own line too
             if after and not excluded:
-                kept.append(after)
+                kept.append((after, label_picked or picked_section or bool(_LIST_ITEM.match(after))))
             continue
         if not excluded:
-            kept.append(line)
+            kept.append((line, picked_section or bool(_LIST_ITEM.match(line))))
     return kept
 
 
