@@ -166,3 +166,36 @@ def test_command_without_a_handler_says_not_available(fake_github: FakeCommentGi
     answer = run(fake_github, cid, [])
     assert answer is not None and "is not available yet in this deployment" in answer.body
     assert fake_github.reactions_on(cid) == ["eyes", "confused"]
+
+
+class BrokenGate(MemoryGate):
+    def take(self, repo: str, user: str, count: int, limit: int, window_s: int):  # type: ignore[no-untyped-def]
+        raise ConnectionError("redis is down")
+
+
+def test_gate_failure_is_answered_not_silent(fake_github: FakeCommentGitHub) -> None:
+    """If the rate-limit store is down, the comment is still answered (internal error with an id), not left at 👀."""
+    cid = fake_github.add(5, "/status")
+    ran: list[str] = []
+    answer = run(fake_github, cid, ran, BrokenGate())
+    assert answer is not None and ran == []
+    assert "internal error, id `" in answer.body and "redis" not in answer.body
+    assert fake_github.reactions_on(cid) == ["eyes", "confused"]
+
+
+class Transient(Exception):
+    retry_after_s = 3.0
+
+
+def test_transient_github_error_before_any_command_retries_the_task(fake_github: FakeCommentGitHub) -> None:
+    """A 5xx/rate limit while reading the config propagates (the task retries); nothing is posted yet."""
+    import pytest
+
+    def broken_config(repo: str) -> str | None:
+        raise Transient("502")
+
+    fake_github.read_config = broken_config  # type: ignore[method-assign]
+    cid = fake_github.add(5, "/status")
+    with pytest.raises(Transient):
+        run(fake_github, cid, [])
+    assert fake_github.posted == []

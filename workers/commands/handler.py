@@ -158,7 +158,14 @@ def handle(
         return None
     gh.react(task.repo, comment.id, render.SEEN_REACTION)
 
-    outcomes = _outcomes(task, comment, commands, gh, gate, actions, services, now())
+    try:
+        outcomes = _outcomes(task, comment, commands, gh, gate, actions, services, now())
+    except Exception as exc:
+        if _transient(exc):
+            raise  # GitHub said "later": the task retries (with backoff) and answers then
+        error_id = uuid.uuid4().hex[:12]
+        log.exception("internal error %s answering comment %s on %s", error_id, comment.id, task.repo)
+        outcomes = [render.internal_error(_shown(c), error_id) for c in commands]
     body = render.reply(comment.author, comment.id, outcomes)
     gh.post_comment(task.repo, task.issue_number, body)
     added = tuple(render.reactions(outcomes))
@@ -226,7 +233,7 @@ def _run_one(ctx: Context, command: Command, gate: Gate, actions: dict[str, Acti
     except ForksyncError as exc:
         return render.error_outcome(command, exc.problem, exc.remedy)
     except Exception as exc:
-        if isinstance(getattr(exc, "retry_after_s", None), int | float):
+        if _transient(exc):
             return render.failed(
                 command,
                 "GitHub answered with a transient error (server error or rate limit)",
@@ -235,6 +242,12 @@ def _run_one(ctx: Context, command: Command, gate: Gate, actions: dict[str, Acti
         error_id = uuid.uuid4().hex[:12]
         log.exception("internal error %s in /%s on %s#%s", error_id, command.name, ctx.repo, ctx.task.issue_number)
         return render.internal_error(command, error_id)
+
+
+def _transient(exc: BaseException) -> bool:
+    """GitHub's 5xx and rate limits carry ``retry_after_s`` (bot/github.py's RetryableGitHubError)."""
+    value = getattr(exc, "retry_after_s", None)
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _quote_line(text: str, line: int | None) -> str | None:
