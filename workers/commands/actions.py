@@ -152,6 +152,13 @@ def label(ctx: Context, entry: Any) -> str:
 # --------------------------------------------------------------------------- decisions
 
 
+# Honest about what the planner does today: an urgent decision is recorded (and does not move the
+# frontier once picked), but the partition does not yet give urgent commits a bundle of their own.
+_URGENT_NOTE = (
+    "Note: this deployment's planner puts urgent commits in the next bundle in upstream order; "
+    "it does not yet give them a PR of their own"
+)
+
 _VERB = {"skip": "wont_port", "defer": "deferred", "urgent": "urgent"}
 
 
@@ -188,8 +195,8 @@ def decide(ctx: Context, command: Command) -> render.Outcome:
     if disposition is Disposition.URGENT:
         started = _send(ctx, tasknames.INGEST, {"reason": f"/urgent by @{ctx.author}"})
         if started:
-            return render.started(command, said + "; ingestion started to pick it now, out of order (the frontier stays)")
-        return render.done(command, said + "; the next ingestion picks it, out of order (the frontier stays)")
+            return render.started(command, said + "; ingestion started now. " + _URGENT_NOTE)
+        return render.done(command, said + "; the next ingestion plans it. " + _URGENT_NOTE)
     if disposition is Disposition.DEFERRED:
         return render.done(command, said + "; it stays in the backlog and out of bundles")
     return render.done(command, said + "; it will not be picked")
