@@ -258,12 +258,50 @@ def partition(
         opened[chain_id] = _Open(chain_id, position[change.sha], [], [], {}, set(), set(), set())
         join(chain_id, change, reason)
 
+    # Which chains own each file and symbol: a commit's links are found by lookup, not by
+    # scanning every open chain, so the walk stays linear in the number of commits. Ids may be
+    # stale after a merge; find() resolves them.
+    file_owner: dict[str, set[str]] = {}
+    symbol_owner: dict[str, set[str]] = {}
+
+    def own(chain_id: str, paths: Iterable[str], symbols: Iterable[str]) -> None:
+        for path in paths:
+            file_owner.setdefault(path, set()).add(chain_id)
+        for symbol in symbols:
+            symbol_owner.setdefault(symbol, set()).add(chain_id)
+
+    for chain in opened.values():
+        own(chain.id, chain.files, chain.symbols)
+
     def join(chain_id: str, change: Change, reason: Reason) -> None:
         chain = opened[find(chain_id)]
         chain.members.append(change.sha)
         chain.reasons[change.sha] = reason
         chain.files.update(change.paths)
         chain.symbols.update(change.symbols)
+        own(chain.id, change.paths, change.symbols)
+
+    def links_of(change: Change) -> list[tuple[str, Reason]]:
+        """The open chains ``change`` links to, each with its reason (first file, else first symbol)."""
+        files: dict[str, list[str]] = {}
+        symbols: dict[str, list[str]] = {}
+        for path in change.paths:
+            for owner in file_owner.get(path, ()):
+                files.setdefault(find(owner), []).append(path)
+        for symbol in change.symbols:
+            for owner in symbol_owner.get(symbol, ()):
+                symbols.setdefault(find(owner), []).append(symbol)
+        found = []
+        for chain_id in sorted({*files, *symbols}):
+            if change.sha in opened[chain_id].excluded:
+                continue
+            if chain_id in files:
+                what = min(files[chain_id])
+                found.append((chain_id, Reason(change.sha, "file", f"touches {what} of {chain_id}")))
+            else:
+                what = min(symbols[chain_id])
+                found.append((chain_id, Reason(change.sha, "symbol", f"touches symbol {what} of {chain_id}")))
+        return found
 
     def merge(ids: list[str]) -> str:
         ids = sorted(set(ids), key=lambda i: (opened[i].order, i))
@@ -298,7 +336,7 @@ def partition(
             join(chain_id, change, opened[chain_id].reasons[sha])
             continue
 
-        links = _links(change, [c for c in opened.values() if sha not in c.excluded])
+        links = links_of(change)
         if links:
             target = merge([chain_id for chain_id, _ in links])
             join(target, change, _link_reason(change, links))
@@ -346,20 +384,6 @@ def partition(
         )
     out.sort(key=lambda item: item[0])
     return Plan(tuple(bundles), tuple(chain for _, chain in out), tuple(deferred))
-
-
-def _links(change: Change, chains: Iterable[_Open]) -> list[tuple[str, Reason]]:
-    """The open chains ``change`` links to, each with the reason (first linking file, else symbol)."""
-    found = []
-    for chain in chains:
-        files = sorted(p for p in change.paths if p in chain.files)
-        if files:
-            found.append((chain.id, Reason(change.sha, "file", f"touches {files[0]} of {chain.id}")))
-            continue
-        symbols = sorted(s for s in change.symbols if s in chain.symbols)
-        if symbols:
-            found.append((chain.id, Reason(change.sha, "symbol", f"touches symbol {symbols[0]} of {chain.id}")))
-    return found
 
 
 def _link_reason(change: Change, links: list[tuple[str, Reason]]) -> Reason:
