@@ -45,7 +45,7 @@ def test_permission_is_cached_within_ttl(redis_gate: RedisGate) -> None:
     for gate in _gates(redis_gate):
         calls: list[str] = []
 
-        def lookup(value: str = "write") -> str:
+        def lookup(value: str = "write", calls: list[str] = calls) -> str:
             calls.append(value)
             return value
 
