@@ -19,6 +19,12 @@ repo, as on GitHub; ``state.issues[repo][n]`` / ``state.pulls[repo][n]``), label
 ``state.annotations[id]``), collaborator permissions (``state.permissions[repo][login]``).
 Every request is logged in ``gh.requests`` as ``(method, path, status)``.
 
+Seeding and acting as people do: ``add_repo(repo, files=, default_branch=, private=)``,
+``commit(repo, {path: text or None}, branch=)`` (returns the sha), ``head(repo, branch)``,
+``add_issue(repo, title, body, author=, labels=)``, ``add_pull(repo, head_branch, base=, author=,
+author_association=, draft=)``, ``merge(repo, number)``, ``set_permission(repo, login, role)``,
+``add_installation(repos)``, ``token_for(installation_id)``, ``expire_tokens()``.
+
 Each fake repository is a real bare git repository (``gh.bare(repo)``): file contents and
 branch heads are read from it, and it is served over git's smart HTTP (``git http-backend``)
 at ``gh.git_url(repo)`` (template ``gh.push_url_template``). Pushes must authenticate like
