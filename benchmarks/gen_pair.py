@@ -75,7 +75,7 @@ class PairSpec:
     mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
     hole_rate: float = 0.03  # chance that the fork skips an upstream commit it walks past
     seed: int = 1
-    file_lines: int = 300  # static lines per file (realistic blob sizes make diffs cost what they do)
+    file_lines: int = 120  # static lines per file (realistic blob sizes make diffs cost what they do)
     hunk_lines: int = 6  # lines each edit inserts (a realistic squash-merge diff size)
 
 
@@ -155,7 +155,8 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
         ups.append(_Up(i, 10_000 + i, f"{subject} (#{10_000 + i})", rng.choice(authors), START + 3600 + i * 1800, edits))
 
     # Upstream: the base imports the whole tree; then one commit per upstream change.
-    stream = Stream()
+    up_path, fork_path = root / "upstream", root / "fork"
+    stream = Stream(up_path)
     up_inserted: dict[tuple[int, int], str] = {}
     base_mark = stream.commit(
         "refs/heads/main",
@@ -180,7 +181,6 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
             parents=[prev],
         )
         marks_of.append(prev)
-    up_path, fork_path = root / "upstream", root / "fork"
     marks = stream.run(up_path)
     upstream_repo = Repository(up_path)
     upstream_repo.git("config", "remote.origin.url", f"{UPSTREAM_URL}.git")
@@ -199,7 +199,7 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
     styles = list(spec.mix)
     weights = [spec.mix[s] for s in styles]
     fork_only_weight = max(0.0, 1.0 - sum(weights))
-    fstream = Stream()
+    fstream = Stream(fork_path)
     fork_inserted: dict[tuple[int, int], str] = {}
     fdev = Person("Fork Dev", "dev@fork.example.com")
     bot = Person("forksync", "forksync@localhost")
@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mix", type=_mix, default=None, help="style=fraction,... (fractions of fork commits)")
     parser.add_argument("--hole-rate", type=float, default=0.03)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--file-lines", type=int, default=300, help="static lines per file")
+    parser.add_argument("--file-lines", type=int, default=120, help="static lines per file")
     parser.add_argument("--hunk-lines", type=int, default=6, help="lines each upstream edit inserts")
     args = parser.parse_args(argv)
     spec = PairSpec(args.upstream_commits, args.fork_commits, args.files, args.mix or dict(DEFAULT_MIX),

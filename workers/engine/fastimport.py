@@ -25,9 +25,17 @@ class Person:
 class Stream:
     """Commands for ``git fast-import``; commits are named by marks (``:n``) until imported."""
 
-    def __init__(self) -> None:
+    # Import in pieces of about this many bytes, so a long history never sits in memory whole.
+    FLUSH_BYTES = 32 * 1024 * 1024
+
+    def __init__(self, target: Path | None = None, *, bare: bool = False) -> None:
+        """With ``target``, the stream is imported there piece by piece as it grows."""
         self._chunks: list[bytes] = []
+        self._size = 0
         self._mark = 0
+        self._target = target
+        self._bare = bare
+        self._flushed = False
 
     def commit(
         self,
@@ -69,8 +77,14 @@ class Stream:
                 out.append(data)
                 out.append(b"\n")
         out.append(b"\n")
-        self._chunks.extend(out)
+        self._append(out)
         return mark
+
+    def _append(self, out: list[bytes]) -> None:
+        self._chunks.extend(out)
+        self._size += sum(len(b) for b in out)
+        if self._target is not None and self._size >= self.FLUSH_BYTES:
+            self._import(self._target, self._bare)
 
     def note(self, ref: str, target: str, text: str, *, who: Person, when: int, parent: str | None) -> str:
         """Append a notes commit on ``ref`` annotating ``target`` (a mark or sha) with ``text``."""
@@ -88,28 +102,41 @@ class Stream:
         out.append(f"N inline {target}\ndata {len(data)}\n".encode())
         out.append(data)
         out.append(b"\n\n")
-        self._chunks.extend(out)
+        self._append(out)
         return mark
 
     def reset(self, ref: str, to: str) -> None:
-        self._chunks.append(f"reset {ref}\nfrom {to}\n\n".encode())
+        self._append([f"reset {ref}\nfrom {to}\n\n".encode()])
 
     def data(self) -> bytes:
         return b"".join(self._chunks) + b"done\n"
 
-    def run(self, path: Path, *, bare: bool = False) -> dict[str, str]:
-        """Create (if needed) the repository at ``path``, import, and return mark → sha."""
+    def _marks_file(self, path: Path, bare: bool) -> Path:
+        return path / ("fast-import.marks" if bare else ".git/fast-import.marks")
+
+    def _import(self, path: Path, bare: bool) -> None:
         path.mkdir(parents=True, exist_ok=True)
         if not (path / ("HEAD" if bare else ".git")).exists():
             run_git(path, ["init", "--quiet", *(["--bare"] if bare else []), "-b", "main"])
-        repo = Repository(path)
-        marks_file = path / ("fast-import.marks" if bare else ".git/fast-import.marks")
-        repo.git("fast-import", "--quiet", "--done", f"--export-marks={marks_file}", input=self.data())
+        marks_file = self._marks_file(path, bare)
+        Repository(path).git(
+            "fast-import", "--quiet", "--done", f"--import-marks-if-exists={marks_file}",
+            f"--export-marks={marks_file}", input=self.data(),
+        )
+        self._chunks, self._size, self._flushed = [], 0, True
+
+    def run(self, path: Path, *, bare: bool = False) -> dict[str, str]:
+        """Import what is left into the repository at ``path`` (created if needed); mark → sha."""
+        if self._target is not None and self._target != path:
+            raise ValueError(f"stream was started for {self._target}, not {path}")
+        if self._chunks or not self._flushed:
+            self._import(path, bare)
+        marks_file = self._marks_file(path, bare)
         marks: dict[str, str] = {}
         for line in marks_file.read_text().splitlines():
             mark, _, sha = line.partition(" ")
             marks[mark] = sha
         marks_file.unlink()
         if not bare:
-            repo.git("reset", "--quiet", "--hard")
+            Repository(path).git("reset", "--quiet", "--hard")
         return marks

@@ -279,7 +279,7 @@ def compute_ledger(
                 committer_time=c.committer_time,
                 pr_number=c.pr_number,
                 disposition=d,
-                carriers=tuple(carried.get(c.sha, ())),
+                carriers=tuple(sorted(carried.get(c.sha, ()), key=fork_index.position.__getitem__)),
                 reason=_reason(
                     c.sha, d, carried, all_carriers, picks, reverted_by, merged,
                     decisions.by_sha.get(c.sha), i < frontier_pos,
