@@ -28,6 +28,8 @@ from bot.errors import ForksyncError
 from bot.render import commands as render
 from workers.commands.approval import APPROVED_LABEL, approval_body, approval_marker
 from workers.commands.handler import Action, Context
+from workers.engine.ledger import Ledger, LedgerEntry, load_ledger
+from workers.engine.pair import Pair, normalise_web_url, open_pair
 
 log = logging.getLogger("forksync.commands")
 
@@ -50,21 +52,31 @@ class Services:
 class RefProblem(Exception):
     """REF names no commit, or several: the action answers with the right outcome."""
 
-    def __init__(self, ref: str, candidates: tuple[Any, ...]) -> None:
+    def __init__(self, ref: str, candidates: tuple[LedgerEntry, ...]) -> None:
         super().__init__(ref)
         self.ref = ref
         self.candidates = candidates
 
 
 @contextlib.contextmanager
-def git_auth(token: str | None) -> Iterator[None]:
-    """Let git processes of this task send ``token`` (environment only; restored afterwards)."""
-    if not token:
+def git_auth(token: str | None, url: str) -> Iterator[None]:
+    """Let this task's git processes send ``token`` to ``url`` only (environment only; restored after).
+
+    The header is scoped with ``http.<url>.extraHeader`` so that fetching upstream (another host,
+    perhaps) never carries the fork's installation token. Workers run tasks in processes (Celery's
+    prefork pool), so the environment is this task's alone while it runs.
+    """
+    if not token or not url.startswith(("http://", "https://")):
         yield
         return
-    from workers.gitcache import auth_env
+    import base64
 
-    extra = auth_env(token)
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    extra = {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"http.{url}.extraHeader",
+        "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+    }
     saved = {k: os.environ.get(k) for k in extra}
     os.environ.update(extra)
     try:
@@ -77,6 +89,11 @@ def git_auth(token: str | None) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def fork_auth(ctx: Context) -> contextlib.AbstractContextManager[None]:
+    services = services_of(ctx)
+    return git_auth(services.git_token(), services.fork_location(ctx.repo))
+
+
 def services_of(ctx: Context) -> Services:
     services = ctx.services
     if not isinstance(services, Services):
@@ -84,10 +101,8 @@ def services_of(ctx: Context) -> Services:
     return services
 
 
-def open_fork(ctx: Context) -> Any:
+def open_fork(ctx: Context) -> Pair:
     """The upstream/fork pair for this repository, freshly fetched."""
-    from workers.engine.pair import open_pair
-
     config = ctx.config
     if not config.upstream.url:
         raise ForksyncError(
@@ -95,7 +110,7 @@ def open_fork(ctx: Context) -> Any:
             "set `upstream: {url: https://github.com/OWNER/REPO, branch: main}` on the default branch",
         )
     services = services_of(ctx)
-    with git_auth(services.git_token()):
+    with fork_auth(ctx):
         return open_pair(
             services.upstream_location(config.upstream.url),
             services.fork_location(ctx.repo),
@@ -105,15 +120,13 @@ def open_fork(ctx: Context) -> Any:
         )
 
 
-def load(ctx: Context) -> tuple[Any, Any]:
+def load(ctx: Context) -> tuple[Pair, Ledger]:
     """(pair, ledger), fresh."""
-    from workers.engine.ledger import load_ledger
-
     pair = open_fork(ctx)
     return pair, load_ledger(pair, ctx.config.ledger, upstream_url=ctx.config.upstream.url)
 
 
-def resolve(ledger: Any, ref: str) -> Any:
+def resolve(ledger: Ledger, ref: str) -> LedgerEntry:
     """The ledger entry REF names; RefProblem with the candidates (none or several) otherwise."""
     if ref.startswith("#"):
         number = int(ref[1:])
@@ -132,20 +145,16 @@ def ref_outcome(ctx: Context, command: Command, problem: RefProblem) -> render.O
     return render.ambiguous_ref(command, problem.ref, [line_of(e) for e in problem.candidates], web_url(ctx))
 
 
-def line_of(entry: Any) -> render.CommitLine:
+def line_of(entry: LedgerEntry) -> render.CommitLine:
     return render.CommitLine(entry.sha, entry.subject, entry.pr_number)
 
 
 def web_url(ctx: Context) -> str | None:
     url = ctx.config.upstream.url
-    if not url:
-        return None
-    from workers.engine.pair import normalise_web_url
-
-    return normalise_web_url(url)
+    return normalise_web_url(url) if url else None
 
 
-def label(ctx: Context, entry: Any) -> str:
+def label(ctx: Context, entry: LedgerEntry) -> str:
     return render.commit_line(line_of(entry), web_url(ctx))
 
 
@@ -187,7 +196,7 @@ def decide(ctx: Context, command: Command) -> render.Outcome:
     note = f"{reason} (by @{ctx.author} via /{command.name})".strip()
     new = write_decision(pair.repo, pair.fork_notes_tip, entry.sha, disposition, note)
     if new is not None:
-        with git_auth(services_of(ctx).git_token()):
+        with fork_auth(ctx):
             pair.push_to_fork(new, pair.notes_ref)
         pair.repo.git("update-ref", FORK_NOTES_REF, new)
     log.info("%s: %s marked %s %s by %s", ctx.repo, entry.sha, disposition.value, reason, ctx.author)
@@ -246,11 +255,11 @@ def status(ctx: Context, command: Command) -> render.Outcome:
     return render.done(command, summary, render.status_details(view))
 
 
-def _bundles(ctx: Context, pair: Any) -> tuple[render.OpenItem, ...]:
+def _bundles(ctx: Context, pair: Pair) -> tuple[render.OpenItem, ...]:
     """Bundle branches in the fork (``forksync/bundle/*``), with their open PRs when GitHub has them."""
     import re
 
-    with git_auth(services_of(ctx).git_token()):
+    with fork_auth(ctx):
         out = pair.repo.text("ls-remote", pair.fork.remote, "refs/heads/forksync/bundle/*")
     branches = sorted(line.split("\t", 1)[1].removeprefix("refs/heads/") for line in out.splitlines() if "\t" in line)
     lister = getattr(ctx.gh, "pulls_for_branches", None)
@@ -266,7 +275,7 @@ def _bundles(ctx: Context, pair: Any) -> tuple[render.OpenItem, ...]:
     return tuple(items)
 
 
-def _chains(ctx: Context, pair: Any) -> tuple[render.OpenItem, ...]:
+def _chains(ctx: Context, pair: Pair) -> tuple[render.OpenItem, ...]:
     try:
         from workers.engine.chains import read_chains
     except ImportError:  # pragma: no cover - the chains store ships with the engine
@@ -289,7 +298,7 @@ def chain(ctx: Context, command: Command) -> render.Outcome:
         return ref_outcome(ctx, command, problem)
     shown = label(ctx, entry)
     into = command.option("into")
-    with git_auth(services_of(ctx).git_token()):
+    with fork_auth(ctx):
         record = move_commit(pair, ctx.config, entry.sha, "add" if command.name == "chain" else "remove", into)
     log.info("%s: /%s %s by %s", ctx.repo, command.name, entry.sha, ctx.author)
     if record is None:
@@ -318,13 +327,16 @@ def bundle(ctx: Context, command: Command) -> render.Outcome:
         if m.deferred:
             why += f" ({m.deferred} deferred)"
         return render.nothing_to_bundle(command, why)
-    groups = [
-        render.PlannedGroup("bundle", b.id, tuple(line_of(ledger.entry(s)) for s in b.commits)) for b in plan.bundles
-    ] + [
+
+    def lines(shas: tuple[str, ...]) -> tuple[render.CommitLine, ...]:
+        # Every planned commit is a ledger entry; a sha alone is shown should that ever not hold.
+        return tuple(line_of(e) if (e := ledger.entry(s)) is not None else render.CommitLine(s) for s in shas)
+
+    groups = [render.PlannedGroup("bundle", b.id, lines(b.commits)) for b in plan.bundles] + [
         render.PlannedGroup(
             "chain",
             c.id,
-            tuple(line_of(ledger.entry(s)) for s in c.commits),
+            lines(c.commits),
             tuple(f"{r.commit[:7]} {r.kind}: {r.detail}" for r in c.reasons),
         )
         for c in plan.chains
