@@ -231,3 +231,26 @@ def test_chain_into_unknown_chain_is_refused(gh: FakeCommentGitHub, pair: ForkPa
     answer = comment(gh, pair, f"/chain {pair.shas['d'][:7]} into chain-nope")
     assert "there is no open chain 'chain-nope'" in answer.body and "😕" in answer.body
     assert pair.fork.git("for-each-ref", "refs/forksync/") == ""
+
+
+def test_concurrent_decision_is_kept_and_ours_written_on_top(
+    gh: FakeCommentGitHub, pair: ForkPair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If another decision lands between our read and our push, ours is re-applied on top: both survive."""
+    import workers.commands.actions as actions
+    from workers.engine.decisions import write_decision as real_write
+
+    calls: list[str] = []
+
+    def racing_write(repo, notes_commit, sha, disposition, reason=""):  # type: ignore[no-untyped-def]
+        if not calls:  # someone else marks d while we were reading
+            pair.fork.git("notes", "--ref", "forksync", "add", "-m", '{"disposition": "deferred", "reason": "other"}',
+                          pair.shas["d"])
+        calls.append(sha)
+        return real_write(repo, notes_commit, sha, disposition, reason)
+
+    monkeypatch.setattr(actions, "write_decision", racing_write)
+    answer = comment(gh, pair, f"/skip {pair.shas['b']} mine")
+    assert "👍" in answer.body and len(calls) == 2
+    assert "mine" in pair.fork.git("notes", "--ref", "forksync", "show", pair.shas["b"])
+    assert "other" in pair.fork.git("notes", "--ref", "forksync", "show", pair.shas["d"])

@@ -28,8 +28,9 @@ from bot.errors import ForksyncError
 from bot.render import commands as render
 from workers.commands.approval import APPROVED_LABEL, approval_body, approval_marker
 from workers.commands.handler import Action, Context
+from workers.engine.decisions import Disposition, write_decision
 from workers.engine.ledger import Ledger, LedgerEntry, load_ledger
-from workers.engine.pair import Pair, normalise_web_url, open_pair
+from workers.engine.pair import FORK_NOTES_REF, Pair, normalise_web_url, open_pair
 
 log = logging.getLogger("forksync.commands")
 
@@ -173,32 +174,39 @@ _VERB = {"skip": "wont_port", "defer": "deferred", "urgent": "urgent"}
 
 def decide(ctx: Context, command: Command) -> render.Outcome:
     """/skip, /defer, /urgent: record the decision in the fork's notes, pushed before replying."""
-    from workers.engine.decisions import Disposition, write_decision
-    from workers.engine.pair import FORK_NOTES_REF
-
     disposition = Disposition(_VERB[command.name])
-    pair, ledger = load(ctx)
-    try:
-        entry = resolve(ledger, command.ref)
-    except RefProblem as problem:
-        return ref_outcome(ctx, command, problem)
-    shown = label(ctx, entry)
-    if entry.carriers and disposition is not Disposition.URGENT:
-        carriers = ", ".join(f"`{c[:10]}`" for c in entry.carriers)
-        return render.failed(
-            command,
-            f"{shown} is already picked (carried by {carriers}), so it cannot be {disposition.value}",
-            "revert the pick in the fork first if it should not be there",
-        )
-    if entry.carriers:
-        return render.done(command, f"{shown} is already picked; nothing to hurry")
     reason = command.reason or ""
     note = f"{reason} (by @{ctx.author} via /{command.name})".strip()
-    new = write_decision(pair.repo, pair.fork_notes_tip, entry.sha, disposition, note)
-    if new is not None:
-        with fork_auth(ctx):
-            pair.push_to_fork(new, pair.notes_ref)
+    for attempt in (1, 2):
+        pair, ledger = load(ctx)
+        try:
+            entry = resolve(ledger, command.ref)
+        except RefProblem as problem:
+            return ref_outcome(ctx, command, problem)
+        shown = label(ctx, entry)
+        if entry.carriers and disposition is not Disposition.URGENT:
+            carriers = ", ".join(f"`{c[:10]}`" for c in entry.carriers)
+            return render.failed(
+                command,
+                f"{shown} is already picked (carried by {carriers}), so it cannot be {disposition.value}",
+                "revert the pick in the fork first if it should not be there",
+            )
+        if entry.carriers:
+            return render.done(command, f"{shown} is already picked; nothing to hurry")
+        new = write_decision(pair.repo, pair.fork_notes_tip, entry.sha, disposition, note)
+        if new is None:
+            break
+        try:
+            with fork_auth(ctx):
+                pair.push_to_fork(new, pair.notes_ref)
+        except ForksyncError as exc:
+            # Another decision landed between our read and our push (the push must fast-forward):
+            # read again and write ours on top, once; a second race is reported.
+            if attempt == 2 or "moved while" not in exc.problem:
+                raise
+            continue
         pair.repo.git("update-ref", FORK_NOTES_REF, new)
+        break
     log.info("%s: %s marked %s %s by %s", ctx.repo, entry.sha, disposition.value, reason, ctx.author)
     said = f"marked {shown} as **{disposition.value}**" + (f": {render.inline(reason)}" if reason else "")
     if disposition is Disposition.URGENT:
@@ -231,8 +239,6 @@ def help_(ctx: Context, command: Command) -> render.Outcome:
 
 
 def status(ctx: Context, command: Command) -> render.Outcome:
-    from workers.engine.decisions import Disposition
-
     pair, ledger = load(ctx)
     m = ledger.metrics
     chains = _chains(ctx, pair)
