@@ -32,6 +32,10 @@ from workers.state import LockBusy, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
+# The embedded (SQL) transport polls: with one message in flight per process the consumer sleeps a
+# polling interval between tasks. One machine has no other worker to be fair to, so fetch ahead.
+EMBEDDED_PREFETCH = 4
+
 # Tasks that also run on a beat tick; reserved here because only workers send them.
 POLL_UPSTREAM = "forksync.poll_upstream"
 
@@ -145,7 +149,7 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
         "result_expires": 24 * 3600,
         # One message at a time per process: an ingest is long, and prefetched messages would
         # wait behind it while another worker idles.
-        "worker_prefetch_multiplier": 1,
+        "worker_prefetch_multiplier": 1 if settings.bot.redis_url else EMBEDDED_PREFETCH,
         "broker_transport_options": transport_options,
         "broker_connection_retry_on_startup": True,
         # A webhook must not be lost because the broker blinked (a Redis restart): keep trying.
