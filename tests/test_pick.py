@@ -111,3 +111,76 @@ def test_deletions_and_additions_apply(make_repo: Callable[[str], GitRepo]) -> N
     assert target.pick(commit_changes(pg, up)).clean
     assert str(target.tree()) == repo.git("rev-parse", f"{up}^{{tree}}")
     assert target.entry("README.md") is None
+
+
+def _whole_tree_pick(pg: pygit2.Repository, target_tree: pygit2.Oid, sha: str) -> tuple[str | None, tuple[str, ...]]:
+    """Reference result: libgit2's whole-tree merge, renames off."""
+    c = commit_changes(pg, sha)
+    merged = pg.merge_trees(c.parent_tree, target_tree, c.tree, flags=pygit2.enums.MergeFlag(0))
+    if merged.conflicts is not None:
+        return None, tuple(sorted({s.path for t in merged.conflicts for s in t if s is not None}))
+    return str(merged.write_tree(pg)), ()
+
+
+def test_per_file_merge_agrees_with_whole_tree_merge(make_repo: Callable[[str], GitRepo]) -> None:
+    """On random overlapping edits, per-file merges give libgit2 merge_trees' tree or its conflicts."""
+    import random
+
+    rng = random.Random(5)
+    repo = make_repo("repo")
+    files = {f"src/m{i}.py": "".join(f"line {k}\n" for k in range(40)) for i in range(6)}
+    base = repo.commit("base", files)
+    ups = []
+    state = dict(files)
+    for n in range(25):
+        path = rng.choice(sorted(state))
+        lines = state[path].splitlines(keepends=True)
+        k = rng.randrange(len(lines))
+        lines[k] = f"up {n}\n"
+        state[path] = "".join(lines)
+        change: dict[str, str | None] = {path: state[path]}
+        if n % 7 == 3:
+            change[f"new/{n}.txt"] = f"new {n}\n"
+        ups.append(repo.commit(f"up {n}", change))
+    repo.git("checkout", "-q", "-b", "fork", base)
+    fork_state = dict(files)
+    for path in sorted(fork_state)[:4]:
+        lines = fork_state[path].splitlines(keepends=True)
+        lines[rng.randrange(len(lines))] = "fork\n"
+        fork_state[path] = "".join(lines)
+    fork_tip = repo.commit("fork", fork_state)
+    pg = pygit2.Repository(str(repo.path))
+    target = PickTarget(pg, pg.get(fork_tip).tree.id)  # type: ignore[union-attr]
+    outcomes = set()
+    for sha in ups:
+        expected_tree, expected_conflicts = _whole_tree_pick(pg, target.tree(), sha)
+        result = target.pick(commit_changes(pg, sha))
+        assert result.conflicts == expected_conflicts
+        if expected_tree is not None:
+            assert str(target.tree()) == expected_tree
+        outcomes.add("conflict" if result.conflicts else "fast" if result.fast else "merged")
+    assert outcomes == {"conflict", "fast", "merged"}  # every branch of the logic ran
+
+
+def test_binary_and_mode_changes(make_repo: Callable[[str], GitRepo]) -> None:
+    """A binary file changed on both sides conflicts (via the whole-tree fallback); a mode change merges."""
+    repo = make_repo("repo")
+    (repo.path / "blob.bin").write_bytes(b"\x00base\x00")
+    repo.git("add", "blob.bin")
+    base = repo.commit("base", {"run.sh": "echo 1\necho 2\necho 3\n"})
+    (repo.path / "blob.bin").write_bytes(b"\x00upstream\x00")
+    repo.git("add", "blob.bin")
+    up_binary = repo.commit("binary")
+    (repo.path / "run.sh").chmod(0o755)
+    repo.git("add", "run.sh")
+    up_mode = repo.commit("mode")
+    repo.git("checkout", "-q", "-b", "fork", base)
+    (repo.path / "blob.bin").write_bytes(b"\x00fork\x00")
+    repo.git("add", "blob.bin")
+    fork_tip = repo.commit("fork", {"run.sh": "echo 1\necho 2\necho FORK\n"})
+    pg = pygit2.Repository(str(repo.path))
+    target = PickTarget(pg, pg.get(fork_tip).tree.id)  # type: ignore[union-attr]
+    assert target.pick(commit_changes(pg, up_binary)).conflicts == ("blob.bin",)
+    assert target.pick(commit_changes(pg, up_mode)).clean
+    assert target.entry("run.sh")[1] == 0o100755  # type: ignore[index]
+    assert _tree_text(pg, target.tree(), "run.sh") == "echo 1\necho 2\necho FORK\n"

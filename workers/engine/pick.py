@@ -6,9 +6,12 @@ after another, like a ``git cherry-pick`` loop would, but entirely in the object
 * **fast path** — when every path the commit touches holds, in the target, exactly what it
   held in the commit's parent, the pick is clean by construction and its result is the target
   with those paths replaced. Most picks of a fork that tracks its upstream closely take it;
-* otherwise a real three-way merge, ``merge_trees(ancestor=parent tree, ours=target,
-  theirs=commit tree)`` with rename detection **off** (design.md: rename detection made trial
-  picks ~4× slower, and a cherry-pick of one commit rarely needs it).
+* otherwise a three-way merge of only the paths that differ, file by file
+  (``merge_file_from_index``: the same xdiff merge ``merge_trees`` runs per file), with no
+  rename detection (design.md: rename detection made trial picks ~4× slower, and a
+  cherry-pick of one commit rarely needs it). Nothing is written but merged blobs;
+* binary or non-UTF-8 files, and anything the per-file rules do not cover, fall back to a
+  whole-tree ``merge_trees(ancestor=parent tree, ours=target, theirs=commit tree)``.
 
 A conflicting pick leaves the target unchanged and reports the conflicting paths.
 """
@@ -18,8 +21,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pygit2
+from pygit2.index import MergeFileResult
 
-from workers.engine.changes import CommitChanges, Entry
+from workers.engine.changes import CommitChanges, Entry, FileDelta
+
+
+class _Marker:
+    """A per-file merge outcome that is not an entry."""
+
+
+_CONFLICT = _Marker()
+_FALLBACK = _Marker()
 
 
 @dataclass(frozen=True)
@@ -49,16 +61,22 @@ class PickTarget:
         # needed (a commit, a real merge), and then only the directories on those paths are
         # rewritten: a pick costs O(depth), not O(files in the repository).
         self._pending: dict[str, Entry | None] = {}
+        self._looked_up: dict[str, Entry | None] = {}  # entries of self._tree already read
 
     def entry(self, path: str) -> Entry | None:
         """What the target holds at ``path`` now: (id, mode), or None when absent."""
         if path in self._pending:
             return self._pending[path]
+        if path in self._looked_up:
+            return self._looked_up[path]
         try:
             obj = self._tree[path]
         except KeyError:
-            return None
-        return (obj.id, int(obj.filemode))
+            found: Entry | None = None
+        else:
+            found = (obj.id, int(obj.filemode))
+        self._looked_up[path] = found
+        return found
 
     def tree(self) -> pygit2.Oid:
         """The target's current tree, written to the object database."""
@@ -68,13 +86,71 @@ class PickTarget:
             assert isinstance(tree, pygit2.Tree)
             self._tree = tree
             self._pending = {}
+            self._looked_up = {}
         return self._tree.id
 
     def pick(self, change: CommitChanges) -> PickResult:
         """Cherry-pick ``change`` onto the target; advance it when clean."""
-        if all(self.entry(d.path) == d.old for d in change.deltas) and self._fits(change):
-            self._pending.update({d.path: d.new for d in change.deltas})
-            return PickResult(change.sha, fast=True)
+        if not self._fits(change):
+            return self._merge_trees(change)
+        updates: dict[str, Entry | None] = {}
+        conflicts: list[str] = []
+        merged_any = False
+        for delta in change.deltas:
+            ours = self.entry(delta.path)
+            if ours == delta.old:
+                updates[delta.path] = delta.new
+                continue
+            if ours == delta.new:
+                continue  # the target already has this change
+            merged_any = True
+            result = self._merge_path(delta, ours)
+            if result is _FALLBACK:
+                return self._merge_trees(change)
+            if result is _CONFLICT:
+                conflicts.append(delta.path)
+            else:
+                assert not isinstance(result, _Marker)
+                updates[delta.path] = result
+        if conflicts:
+            return PickResult(change.sha, conflicts=tuple(sorted(conflicts)))
+        self._pending.update(updates)
+        return PickResult(change.sha, fast=not merged_any)
+
+    def _merge_path(self, delta: FileDelta, ours: Entry | None) -> Entry | _Marker:
+        """Three-way merge of one path changed on both sides (rename detection off)."""
+        base, theirs = delta.old, delta.new
+        if base is None or ours is None or theirs is None:
+            return _CONFLICT  # added on both sides differently, or modified on one and deleted on the other
+        if pygit2.enums.FileMode.TREE in (ours[1], base[1], theirs[1]):
+            return _CONFLICT  # a directory on one side, a file on the other
+        if pygit2.enums.FileMode.COMMIT in (ours[1], base[1], theirs[1]):
+            return _CONFLICT  # a submodule moved on both sides
+        if ours[1] == base[1] or ours[1] == theirs[1]:
+            mode = theirs[1]
+        elif theirs[1] == base[1]:
+            mode = ours[1]
+        else:
+            return _CONFLICT
+        if ours[0] == base[0]:
+            return (theirs[0], mode)
+        if theirs[0] == base[0] or theirs[0] == ours[0]:
+            return (ours[0], mode)
+        blobs = [self.repo.get(oid) for oid in (base[0], ours[0], theirs[0])]
+        if not all(isinstance(b, pygit2.Blob) and not b.is_binary for b in blobs):
+            return _FALLBACK
+        entries = [pygit2.IndexEntry(delta.path, e[0], pygit2.enums.FileMode(e[1])) for e in (base, ours, theirs)]
+        try:
+            result = self.repo.merge_file_from_index(entries[0], entries[1], entries[2])
+        except (UnicodeDecodeError, pygit2.GitError):
+            return _FALLBACK
+        assert isinstance(result, MergeFileResult)
+        if not result.automergeable:
+            return _CONFLICT
+        return (self.repo.create_blob(result.contents.encode("utf-8")), mode)
+
+    def _merge_trees(self, change: CommitChanges) -> PickResult:
+        """The whole-tree merge, for what the per-file rules leave to libgit2."""
         try:
             merged = self.repo.merge_trees(
                 change.parent_tree, self.tree(), change.tree, flags=pygit2.enums.MergeFlag(0)
