@@ -155,7 +155,7 @@ def commit_changes_many(
         hunk = None
 
     for line in out.decode("utf-8", "surrogateescape").split("\n"):
-        header = _HEADER.match(line)
+        header = _HEADER.match(line) if len(line) == 40 else None
         if header:
             flush()
             sha = header.group(1)
