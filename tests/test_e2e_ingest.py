@@ -176,3 +176,24 @@ def test_redis_restart_mid_flow_loses_nothing_and_duplicates_nothing(
         assert worker.alive()
     finally:
         private.stop()
+
+
+def test_beat_poll_and_snapshot_reach_every_installed_repository(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+    """The beat tasks (sent as beat sends them, no arguments): the poll enqueues an ingest for each
+    installed repository (bundle PR appears), the snapshot records a metrics point per repository."""
+    from bot import tasknames
+    from workers.celery_app import POLL_UPSTREAM, create_celery
+    from workers.settings import WorkerSettings
+    from workers.state import RedisState
+
+    h = e2e(shared_redis_db)
+    h.start_worker()
+    app = create_celery(WorkerSettings.from_mapping(h.env))
+    app.send_task(POLL_UPSTREAM)
+    wait_for(h.bundle_pulls, 60, "the polled ingest's bundle PR")
+    wait_for(h.checks, 30, "the polled ingest's check")
+    app.send_task(tasknames.SNAPSHOT_METRICS)
+    state = RedisState(shared_redis_db)
+    points = wait_for(lambda: state.series(f"snapshots:{FORK}"), 30, "a metrics snapshot")
+    assert points[-1]["pending"] == 3 and points[-1]["backlog"] == 0
+    assert len(h.bundle_pulls()) == 1
