@@ -12,9 +12,14 @@ unchanged:
 * several processes (web, worker, beat) write the same SQLite file: connections wait for the
   file lock (``timeout``) instead of failing at once with "database is locked".
 
-Limitation (why Redis is the production broker): the SQL transport marks a message invisible
-when a worker takes it and never makes it visible again, so a message taken by a worker that
-is then killed with SIGKILL is lost; a warm shutdown (SIGTERM) returns unacked messages.
+* kombu keeps every delivered message as an invisible row forever, so the file would grow
+  without bound; we delete invisible rows every :data:`CLEANUP_EVERY` polls. That is safe: a
+  taken message lives on in the worker's memory until acked, and a requeue (reject, worker
+  lost, warm shutdown) writes it again as a new row.
+
+Limitation (why Redis is the production broker): a message is invisible once taken, so if the
+worker's *main* process dies by SIGKILL with messages in hand, they are lost; when only a pool
+process dies (``task_reject_on_worker_lost``) or on a warm shutdown (SIGTERM), they are requeued.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from kombu.transport import TRANSPORT_ALIASES
 from kombu.transport import sqlalchemy as kombu_sqla
 
 POLL_INTERVAL_S = 0.2
+CLEANUP_EVERY = 200
 SQLITE_BUSY_TIMEOUT_S = 30
 
 # Options kombu's virtual transport reads itself; never forwarded to create_engine.
@@ -33,6 +39,24 @@ _TRANSPORT_ONLY = ("polling_interval", "visibility_timeout")
 
 
 class Channel(kombu_sqla.Channel):
+    _polls = 0
+
+    def _get(self, queue: Any, timeout: Any = None) -> Any:
+        self._polls += 1
+        if self._polls % CLEANUP_EVERY == 0:
+            self.delete_delivered()
+        return super()._get(queue)  # type: ignore[no-untyped-call]
+
+    def delete_delivered(self) -> int:
+        """Delete the rows of messages already handed to a consumer; returns how many."""
+        from sqlalchemy import delete
+
+        try:
+            result = self.session.execute(delete(self.message_cls).where(self.message_cls.visible.is_(False)))
+            return int(getattr(result, "rowcount", 0) or 0)
+        finally:
+            self.session.commit()
+
     def _engine_from_config(self) -> Any:
         options = self.connection.client.transport_options
         saved = {key: options.pop(key) for key in _TRANSPORT_ONLY if key in options}
