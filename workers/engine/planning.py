@@ -143,7 +143,7 @@ def build_and_record(pair: Pair, config: RepoConfig, planned: Planned, push: str
     chains_commit = prepare_chains(repo, planned.store, records, "forksync bundle: record open chains")
     if chains_commit:
         updates.append((chains_commit, CHAINS_REF, False))
-    publish(pair, updates, push)
+    publish(pair, updates, push, chains_commit or planned.store.tip)
     return result
 
 
@@ -162,23 +162,37 @@ def _records(planned: Planned, records: Sequence[ChainRecord]) -> list[ChainReco
     return [kept[k] for k in sorted(kept)]
 
 
-def publish(pair: Pair, updates: Sequence[tuple[str, str, bool]], push: str | None = None) -> None:
+def publish(
+    pair: Pair, updates: Sequence[tuple[str, str, bool]], push: str | None = None, chains_tip: str | None = None
+) -> None:
     """Write refs to the fork in one atomic push (all or nothing), then optionally to ``push``.
 
     Branches are forced (a rerun replaces them); the chain record must fast-forward so that a
-    concurrent writer is detected instead of overwritten.
+    concurrent writer is detected instead of overwritten. ``push`` is checked for reachability
+    before anything is written, then receives the same branches and the chain record
+    (``chains_tip``, the record after this write) in one atomic push of its own.
     """
-    if not updates:
-        return
-    specs = [f"{'+' if force else ''}{src}:{dst}" for src, dst, force in updates]
-    _push(pair.repo, pair.fork.remote, specs, f"the fork {pair.fork.given}")
     if push:
+        where = Repository(pair.fork.path) if pair.fork.path is not None else pair.repo
+        try:
+            where.git("ls-remote", "--heads", push)
+        except GitError as exc:
+            raise ForksyncError(
+                f"cannot reach {push!r} to push to (nothing was written): {exc.problem}",
+                "pass a remote name of the fork or a repository URL to --push",
+            ) from None
+    specs = [f"{'+' if force else ''}{src}:{dst}" for src, dst, force in updates]
+    if specs:
+        _push(pair.repo, pair.fork.remote, specs, f"the fork {pair.fork.given}")
+    if push:
+        remote = [(src, dst, force) for src, dst, force in updates if dst != CHAINS_REF]
+        if chains_tip:
+            remote.append((chains_tip, CHAINS_REF, False))
         if pair.fork.path is not None:
-            local = Repository(pair.fork.path)
-            refs = [f"{'+' if force else ''}{dst}:{dst}" for _, dst, force in updates]
-            _push(local, push, refs, f"remote {push}")
+            refs = [f"{'+' if force else ''}{dst}:{dst}" for _, dst, force in remote]
+            _push(Repository(pair.fork.path), push, refs, f"remote {push}")
         else:
-            _push(pair.repo, push, specs, f"remote {push}")
+            _push(pair.repo, push, [f"{'+' if force else ''}{src}:{dst}" for src, dst, force in remote], f"remote {push}")
 
 
 def _push(repo: Repository, remote: str, specs: list[str], where: str) -> None:
