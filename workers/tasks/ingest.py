@@ -40,7 +40,7 @@ def env_for(task: Any, installation_id: int) -> IngestEnv:
     reject_on_worker_lost=True,
     time_limit=INGEST_TIME_LIMIT_S,
     soft_time_limit=INGEST_TIME_LIMIT_S - 60,
-)
+)  # type: ignore[untyped-decorator]
 def ingest(self: Any, installation_id: int, repo: str, reason: str = "poll", delivery: str | None = None) -> dict[str, Any]:
     """Run the ingestion loop once for ``repo`` (see ``workers/ingestion.py``)."""
     log.info("ingest %s (installation %s) because %s%s", repo, installation_id, reason, f", delivery {delivery}" if delivery else "")
@@ -49,7 +49,7 @@ def ingest(self: Any, installation_id: int, repo: str, reason: str = "poll", del
     return report.as_json()
 
 
-@shared_task(name=celery_app.POLL_UPSTREAM, bind=True, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=celery_app.POLL_UPSTREAM, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
 def poll_upstream(self: Any) -> int:
     """Beat: enqueue one ingest per installed repository; returns how many were enqueued."""
     from workers.github_live import installed_repositories
@@ -61,7 +61,7 @@ def poll_upstream(self: Any) -> int:
     return count
 
 
-@shared_task(name=tasknames.SNAPSHOT_METRICS, bind=True, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=tasknames.SNAPSHOT_METRICS, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
 def snapshot_metrics(self: Any) -> int:
     """Beat: record each repository's latest figures as a point of its time series.
 

@@ -11,7 +11,7 @@ from workers.handlers import dispatch
 
 
 def _make(name: str) -> Any:
-    @shared_task(name=name, acks_late=True, reject_on_worker_lost=True)
+    @shared_task(name=name, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
     def event(**kwargs: Any) -> int:
         return dispatch(name, kwargs)
 
