@@ -198,11 +198,16 @@ def bisect_benchmark(
         rule = MetricRule(metric.name, metric.threshold, metric.direction)
         reference = Reference(target.baseline.median, target.baseline.band,
                               f"median of {target.baseline.runs} good runs")
-    return bisect(
-        repo, good, bad, bench.run, rule=rule, reference=reference, budget=config.l2.bisect_budget,
-        env=bench.env, timeout=bench.timeout, cwd=bench.cwd, test_ids=test_ids or _paths(bench),
-        abort_on_signal=False, worktree_parent=worktree_parent,
-    )
+    with tempfile.TemporaryDirectory(prefix="forksync-bisect-") as tmp:
+        # Bisection judges by exit status and metrics; a JUnit file is written somewhere harmless.
+        results = str(Path(tmp) / "results.xml")
+        argv = [a.replace("{junit}", results) for a in bench.run]
+        env = {**{k: v.replace("{junit}", results) for k, v in bench.env.items()}, "FORKSYNC_JUNIT": results}
+        return bisect(
+            repo, good, bad, argv, rule=rule, reference=reference, budget=config.l2.bisect_budget,
+            env=env, timeout=bench.timeout, cwd=bench.cwd, test_ids=test_ids or _paths(bench),
+            abort_on_signal=False, worktree_parent=worktree_parent,
+        )
 
 
 def _paths(bench: Benchmark) -> list[str]:
