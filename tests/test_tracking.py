@@ -266,3 +266,15 @@ def test_closed_by_a_maintainer_stays_closed_until_it_recovers_and_comes_back() 
         gh.run(clean(str(i) * 40, f"c{i}"))
     assert gh.issues[1].state == "closed" and gh.run(clean("9" * 40, "c9")) == []  # recovered: counting stops
     assert [type(a) for a in gh.run(crash_seen("e" * 40, "5"))] == [ReopenIssue]
+
+
+def test_huge_failures_keep_the_issue_body_under_githubs_limit() -> None:
+    """A megabyte of output and a thousand failing tests still make a body under 65,536 characters."""
+    sig = signature(PYFAIL, "t::x")
+    tests = tuple(f"test/test_{i}.py::test_case_{i}" for i in range(1000))
+    report = TrunkReport("unit", "a" * 40, "n1", (Sighting(sig, tests=tests, excerpt="x" * 1_000_000 + "\n" + PYFAIL),))
+    [action] = plan([], report, 3)
+    assert isinstance(action, OpenIssue)
+    assert len(action.body) < 65_536
+    assert "AssertionError: Tensor-likes are not close!" in action.body  # the tail is what is kept
+    assert "… and 980 more" in action.body

@@ -46,6 +46,7 @@ class IssueFacts:
     occurrences: int = 1
     clean_runs: int = 0  # consecutive runs of ``source`` without it, since it was last seen
     tests: tuple[str, ...] = ()
+    tests_total: int = 0  # distinct failing tests seen, when more than ``tests`` keeps
     detail: str = ""  # the metric change, or the failure reason
     excerpt: str = ""
     culprit: str | None = None
@@ -132,9 +133,10 @@ def issue_body(facts: IssueFacts) -> str:
         out += ["", f"**What broke:** {facts.detail}"]
     if facts.tests:
         shown = facts.tests[:20]
-        out += ["", f"**Tests** ({len(facts.tests)}):"] + [f"- `{t}`" for t in shown]
-        if len(facts.tests) > len(shown):
-            out.append(f"- … and {len(facts.tests) - len(shown)} more")
+        total = max(len(facts.tests), facts.tests_total)
+        out += ["", f"**Tests** ({total}):"] + [f"- `{t}`" for t in shown]
+        if total > len(shown):
+            out.append(f"- … and {total - len(shown)} more")
     out += ["", "### Proposed fix", "", proposed_fix(facts)]
     if facts.suspects and not facts.culprit:
         out += ["", "| rank | commit | score | overlapping files |", "| --- | --- | --- | --- |"]

@@ -36,6 +36,12 @@ from workers.testing.l2 import BenchmarkOutcome
 from workers.testing.regression import FAILED, INFRA, REGRESSED, SKIPPED, TIMEOUT
 from workers.testing.signatures import Signature, group, signature
 
+# The failure output kept in an issue (shown, and again in the hidden facts): GitHub caps a body
+# at 65,536 characters, and the tail is where the failure is.
+EXCERPT_CHARS = 3000
+# Tests listed per issue in the facts (the body shows 20).
+MAX_TESTS = 200
+
 _KEY = re.compile(r"<!-- forksync:signature:(?P<key>[0-9a-f]+) -->")
 
 
@@ -213,9 +219,10 @@ def _sighted(
             first_seen_at=report.at,
             last_seen=report.sha,
             last_seen_at=report.at,
-            tests=s.tests,
+            tests=s.tests[:MAX_TESTS],
+            tests_total=len(s.tests),
             detail=s.detail,
-            excerpt=s.excerpt,
+            excerpt=s.excerpt[-EXCERPT_CHARS:],
             culprit=s.culprit,
             culprit_subject=s.culprit_subject,
             suspects=suspects,
@@ -235,9 +242,10 @@ def _sighted(
         last_seen_at=report.at,
         occurrences=old.occurrences + 1,
         clean_runs=0,
-        tests=tuple(dict.fromkeys(old.tests + s.tests)),
+        tests=tuple(dict.fromkeys(old.tests + s.tests))[:MAX_TESTS],
+        tests_total=max(old.tests_total, len(set(old.tests) | set(s.tests)), len(s.tests)),
         detail=s.detail or old.detail,
-        excerpt=s.excerpt or old.excerpt,
+        excerpt=s.excerpt[-EXCERPT_CHARS:] or old.excerpt,
         culprit=s.culprit or old.culprit,
         culprit_subject=s.culprit_subject if s.culprit else old.culprit_subject,
         suspects=suspects or old.suspects,
