@@ -55,6 +55,7 @@ def test_suite_that_crashes_before_results_is_omitted(make_repo: MakeRepo, tmp_p
     assert out.status == "omitted"
     assert "crashed before writing results" in out.reason and "exit code 3" in out.reason
     assert "starting" in Path(out.log_path).read_text()
+    assert out.log_tail == "starting", "the check run shows the log's end when no test explains the failure"
 
 
 def test_suite_with_zero_tests_is_omitted(make_repo: MakeRepo, tmp_path: Path) -> None:

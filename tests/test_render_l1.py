@@ -47,6 +47,13 @@ def test_omitted_and_timed_out_suites_are_named_in_the_title() -> None:
     assert "- **lit**: ran 0 tests" in out.summary
 
 
+def test_crashed_suite_shows_the_end_of_its_log() -> None:
+    """A suite that failed with no failing test shows its log's last lines in the check run text."""
+    crashed = SuiteOutcome("lit", "omitted", reason="crashed before writing results", log_tail="Segmentation fault")
+    text = l1_check_run(run_of(crashed)).text
+    assert "### lit: omitted, last lines of its log\n```\nSegmentation fault\n```" in text
+
+
 def test_infrastructure_only_is_cancelled_and_not_blamed() -> None:
     """Only infrastructure problems: cancelled, the title says it is not the change, owners not pinged."""
     suite = SuiteOutcome("gpu", "infrastructure", reason="infrastructure: GPU lost", owners=("kernels-team",))

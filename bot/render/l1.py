@@ -74,6 +74,8 @@ class SuiteLike(Protocol):
     def owners(self) -> tuple[str, ...]: ...
     @property
     def failures(self) -> Sequence[FailureLike]: ...
+    @property
+    def log_tail(self) -> str: ...
 
 
 class CanaryLike(Protocol):
@@ -269,6 +271,9 @@ def _failure_sections(run: L1RunLike) -> list[str]:
     """Failures grouped by signature, blocking classes first, with the first lines of each."""
     out: list[str] = []
     for suite in run.suites:
+        if suite.log_tail and not suite.failures:
+            out += [f"### {suite.name}: {suite.status.replace('_', ' ')}, last lines of its log",
+                    "```", _fence_safe(suite.log_tail), "```", ""]
         if not suite.failures:
             continue
         groups: dict[str, list[FailureLike]] = {}

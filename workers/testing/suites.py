@@ -69,6 +69,9 @@ class SuiteOutcome:
     gpu: bool = False
     # Seconds spent parsing results and classifying: the worker's own share of the run.
     parse_s: float = 0.0
+    # The log's last lines when the suite did not pass and no failing test explains why
+    # (crash, timeout, infrastructure): what the check run shows instead of a test failure.
+    log_tail: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -198,7 +201,21 @@ def run_suite(
 
     parse_started = time.monotonic()
     outcome = _judge(suite, base, workdir, results, log_path, exit_code, timed_out, baseline, fraction)
-    return replace(outcome, duration_s=duration, exit_code=exit_code, parse_s=time.monotonic() - parse_started)
+    tail = ""
+    if outcome.status != PASSED and not outcome.failures:
+        tail = last_lines(infra.log_tail(log_path, 64 * 1024), TAIL_LINES)
+    return replace(outcome, duration_s=duration, exit_code=exit_code, parse_s=time.monotonic() - parse_started,
+                   log_tail=tail)
+
+
+TAIL_LINES = 30
+
+
+def last_lines(text: str, count: int) -> str:
+    lines = [ln.rstrip() for ln in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines[-count:])
 
 
 def _run_in_group(
