@@ -282,3 +282,33 @@ def test_normalisers() -> None:
     assert normalise("fp16 tile 128x64 took 3.5s at 12:01:02") == "fp16 tile N took N at <time>"
     assert "fp16" in normalise("dtype fp16 size 4096")
     assert "4096" not in normalise("dtype fp16 size 4096")
+
+
+TRITON_COMPILE = """\
+E       triton.compiler.errors.CompilationError: at {l}:{c}:
+E           acc = tl.dot(a, b)
+E                 ^
+E       AssertionError('Both operands must be same dtype. Got {x} and fp32')
+"""
+
+
+def test_triton_compilation_error_keys_on_the_underlying_cause() -> None:
+    """``CompilationError: at L:C:`` says nothing; the cause under the caret decides, positions do not."""
+    a = signature(TRITON_COMPILE.format(l=12, c=8, x="fp16"), "t.py::test_dot[fp16]")
+    b = signature(TRITON_COMPILE.format(l=40, c=12, x="fp16"), "t.py::test_dot[bf16]")
+    other = signature(TRITON_COMPILE.format(l=12, c=8, x="fp16").replace("same dtype", "2D tensors"), "t.py::test_dot[x]")
+    assert a.key == b.key and a.key != other.key
+    assert "AssertionError: Both operands must be same dtype" in a.title
+
+
+def test_uncaught_cpp_exception_and_mlir_verifier_errors() -> None:
+    """``terminate called`` keys on the exception type and what(); an MLIR verifier error on its message."""
+    crash = "terminate called after throwing an instance of 'std::out_of_range'\n  what():  vector::_M_range_check: __n (which is {n})\nAborted (core dumped)\n"
+    assert signature(crash.format(n=7), "a").key == signature(crash.format(n=9), "a").key
+    assert signature(crash.format(n=7), "a").title.startswith("a: uncaught std::out_of_range")
+    verify = "{f}:42:10: error: 'tt.dot' op operand #0 must be {what}, but got 'f32'\n"
+    lit = "******************** TEST 'TRITON :: TritonGPU/verify.mlir' FAILED ********************\nExit Code: 1\n"
+    one = signature(lit + verify.format(f="/tmp/lit-1/verify.mlir", what="ranked tensor"), "TRITON :: TritonGPU/verify.mlir")
+    two = signature(lit + verify.format(f="/home/ci/verify.mlir", what="ranked tensor"), "TRITON :: TritonGPU/verify.mlir")
+    near = signature(lit + verify.format(f="/tmp/lit-1/verify.mlir", what="a pointer"), "TRITON :: TritonGPU/verify.mlir")
+    assert one.key == two.key != near.key and one.kind == "lit"

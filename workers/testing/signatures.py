@@ -306,7 +306,8 @@ def _python(text: str) -> _Essence | None:
     if matches:
         m = matches[-1]
         exc_type, msg = m.group("type"), (m.group("msg") or "")
-        # pytest repeats a multi-line message on consecutive "E" lines; the first one is the point.
+        if _weak(msg):
+            msg = f"{msg} {_cause_after(text[m.end():])}".strip()
     elif summary:
         exc_type, msg = summary.group("type"), (summary.group("msg") or "")
     else:
@@ -325,6 +326,25 @@ def _python(text: str) -> _Essence | None:
     essence = f"{exc_short}: {msg}" + (f" @ {where}" if where else "")
     title = f"{exc_short}: {msg}" if msg else exc_short
     return _Essence("python", essence, title)
+
+
+def _weak(msg: str) -> bool:
+    """A message that names no problem, such as Triton's ``CompilationError: at 12:8:``."""
+    return not re.search(r"[A-Za-z]{3,}", re.sub(r"\bat\b", "", msg))
+
+
+_REPR_EXC = re.compile(r"^(?P<type>[A-Z]\w*(?:Error|Exception))\((?P<q>['\"])(?P<msg>.*)(?P=q)\)$")
+
+
+def _cause_after(rest: str) -> str:
+    """The last meaningful line after a weak message: the underlying error (not the source or caret)."""
+    lines = [re.sub(r"^E\s+", "", line).strip() for line in rest.splitlines()]
+    lines = [line for line in lines if line and not set(line) <= set("^~ ")]
+    if not lines:
+        return ""
+    last = lines[-1]
+    m = _REPR_EXC.match(last)  # AssertionError('...') as Triton re-raises it
+    return f"{m.group('type')}: {m.group('msg')}" if m else last
 
 
 def _generic(text: str) -> _Essence:
