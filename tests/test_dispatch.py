@@ -50,7 +50,7 @@ def test_message_runs_on_a_real_celery_worker(queue: RedisTaskQueue) -> None:
     if tasknames.ON_PUSH in app.tasks:
         app.tasks.unregister(tasknames.ON_PUSH)
 
-    @app.task(name=tasknames.ON_PUSH)
+    @app.task(name=tasknames.ON_PUSH, shared=False)  # never leak into other tests' Celery apps
     def on_push(**kwargs: Any) -> None:
         received.append(kwargs)
 
