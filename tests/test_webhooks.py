@@ -357,3 +357,27 @@ def test_default_redis_path_over_a_socket_enqueues_one_celery_message(tmp_path: 
         server.shutdown()
         server.server_close()
         client.delete(tasknames.Q_GITHUB, "forksync:delivery:" + headers["X-GitHub-Delivery"])
+
+
+def test_concurrent_redeliveries_are_enqueued_exactly_once(tmp_path: Path) -> None:
+    """Twelve simultaneous posts of one delivery over a socket → one 202, eleven duplicates, one message."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    url = "redis://127.0.0.1:6379/15"
+    client = redis.Redis.from_url(url)
+    client.delete(tasknames.Q_GITHUB)
+    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": url})
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    body, headers = signed("pull_request", load("pull_request.synchronize.json"))
+    live = f"http://127.0.0.1:{server.server_port}"
+    try:
+        with ThreadPoolExecutor(12) as pool:
+            statuses = sorted(status for status, _ in pool.map(lambda _: post(live, body, headers), range(12)))
+        assert statuses == [200] * 11 + [202]
+        assert client.llen(tasknames.Q_GITHUB) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+        client.delete(tasknames.Q_GITHUB, "forksync:delivery:" + headers["X-GitHub-Delivery"])
