@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.config import BundleConfig, RepoConfig, RiskConfig
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, partition, path_matches
@@ -215,3 +217,39 @@ def test_duplicate_commit_in_walk_is_refused() -> None:
 def test_path_globs(path: str, pattern: str, hit: bool) -> None:
     """``**`` spans directories, ``*`` stays inside one component, a trailing / means the subtree."""
     assert path_matches(path, pattern) is hit
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(["a.cpp", "b.cpp", "c.py", "d.td", "e.h", "lib/WS/x.cpp"]), min_size=1, max_size=3),
+            st.lists(st.sampled_from(["Alpha", "Beta::run", "Gamma"]), max_size=2),
+            st.integers(min_value=0, max_value=700),
+            st.booleans(),
+        ),
+        max_size=30,
+    )
+)
+@settings(max_examples=150, deadline=None)
+def test_partition_properties(spec: list[tuple[list[str], list[str], int, bool]]) -> None:
+    """Any walk: each commit placed once, chains and bundles in upstream order, bounds kept, and
+    planning again with the recorded chains is a fixpoint."""
+    config = RepoConfig(
+        bundle=BundleConfig(max_commits=4, max_lines=900),
+        risk=RiskConfig(diverged_zones=("lib/WS/**",), max_lines=600),
+    )
+    commits = [change(i, *paths, symbols=syms, lines=lines) for i, (paths, syms, lines, _) in enumerate(spec)]
+    conflicts = {sha(i): ("x",) for i, (_, _, _, conflict) in enumerate(spec) if conflict}
+    plan = partition(commits, config, FakeTrial(conflicts))
+    order = [c.sha for c in commits]
+    assert sorted(placed(plan)) == sorted(order)
+    for group in [b.commits for b in plan.bundles] + [c.commits for c in plan.chains]:
+        assert list(group) == sorted(group, key=order.index)
+    for b in plan.bundles:
+        assert len(b.commits) <= 4
+        assert b.lines <= 900 or len(b.commits) == 1
+    for chain in plan.chains:
+        assert [r.commit for r in chain.reasons] == list(chain.commits)
+        assert chain.reasons[0].kind in ("conflict", "diverged_zone", "size", "risky_path")
+    again = partition(commits, config, FakeTrial(conflicts), [c.record() for c in plan.chains])
+    assert again.to_json() == plan.to_json()
