@@ -213,3 +213,25 @@ def test_cli_errors_are_one_line_with_a_remedy(make_trunk: MakeTrunk, capsys: py
     assert "cannot run '/no/such/tool'" in capsys.readouterr().err
     with pytest.raises(ForksyncError, match="not an ancestor"):
         bisect(Repository(path), shas[-1], shas[0], ["true"])
+
+
+def test_metric_mode_without_a_usable_good_run_says_so(make_trunk: MakeTrunk) -> None:
+    """If GOOD gives no metric, bisection stops after that one run, says why, and ranks suspects."""
+    commits = [TrunkCommit("base", {"bench.py": "print('no metrics here')\n"})]
+    commits += [TrunkCommit(f"c{i}", {f"src/m{i}.py": "x\n"}) for i in range(1, 6)]
+    path, shas = make_trunk("fork", commits)
+    report = bisect(Repository(path), shas[0], shas[-1], [sys.executable, "bench.py"],
+                    rule=MetricRule("tflops", 5.0), test_ids=["tests/test_m3.py::t"])
+    assert report.status == "no-good" and report.culprit is None and report.runs == 1
+    assert 'no metric "tflops"' in report.reason
+    assert report.suspects[0].sha == shas[3] and len(report.remaining) == 5
+
+
+def test_cli_reference_skips_the_run_at_good(make_trunk: MakeTrunk, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--reference VALUE`` judges against the given value: no run at GOOD, one run fewer."""
+    path, shas = make_trunk("fork", planted_trunk(17, culprit=9))
+    code = main(["bisect", "--repo", str(path), "--good", shas[0], "--bad", shas[-1], "--metric", "tflops",
+                 "--threshold", "10", "--reference", "100", "--json", "--", sys.executable, "bench.py"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["culprit"] == shas[9] and out["reference"] == 100.0
+    assert shas[0] not in [p["sha"] for p in out["probes"]] and out["runs"] == 4
