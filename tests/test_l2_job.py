@@ -131,3 +131,21 @@ def test_tasks_are_registered_on_the_l2_queue_and_a_push_resets_l3(tmp_path: Pat
     l2_tasks.l3_reset_on_push(installation_id=1, repo=REPO, ref="refs/heads/feature", before="a" * 40, after="0" * 40)
     l2_tasks.l3_reset_on_push(installation_id=1, repo=REPO, ref="refs/tags/v1", before="a" * 40, after="b" * 40)
     assert sent == [{"installation_id": 1, "repo": REPO, "before": "a" * 40, "after": "b" * 40}]
+
+
+def test_l3_job_never_runs_code_that_is_not_on_a_branch_here(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """A head that is on no branch of the repository (an outside fork's PR) is not run; the check says why."""
+    gh = loopback_github
+    port = gh.adapter(gh.installation)
+    gh.commit(REPO, {".github/forksync.yml": CONFIG, "bench.py": BENCH, "speed": "1\n"})
+    outside = "c" * 40
+    from bot.config import load_repo_config
+
+    request_l3(port, REPO, outside, "llama-train", load_repo_config(CONFIG))
+    reply = run_l3_job(port, GitCache(tmp_path / "git"), REPO, outside, "llama-train", **job_args(gh, tmp_path))
+    assert not reply.ok and "is not on a branch of acme/fork" in reply.text
+    [run] = [r for r in gh.state.check_runs[REPO].values() if r["head_sha"] == outside]
+    state = parse_state(run["output"]["text"])
+    assert state is not None and state.run == "failed" and state.metrics == {}
+    assert "a maintainer can push it here" in run["output"]["summary"]
+    assert run["status"] == "in_progress"  # still awaiting the owners, never passed by default

@@ -19,7 +19,7 @@ from bot.render.tracking import SuspectFacts, bisect_comment
 from workers.engine.git import Repository
 from workers.gitcache import GitCache
 from workers.testing.l2 import bisect_benchmark, run_trunk
-from workers.testing.l3 import Reply, run_l3_workload
+from workers.testing.l3 import Reply, record_run_failure, run_l3_workload
 from workers.testing.regression import judge
 from workers.testing.results import ResultStore
 from workers.testing.tracking import report_from_l2, track
@@ -177,11 +177,23 @@ def run_l3_job(
 ) -> Reply:
     """The l2-queue half of ``/l3``: fetch, read the config at the PR head, run the workload."""
     with caches.open(cache_key(repo)) as cache:
-        caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*", "+refs/pull/*/head:refs/pull/*/head"], token)
+        # Branches of this repository only: an outside fork's PR code never runs on our runners
+        # until a maintainer pushes it here (the same rule as L1).
+        caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
         if cache.rev_parse(head_sha) is None:
-            return Reply(False, f"{head_sha[:12]} is not on a branch of {repo}: push it here to run L3 on it.")
+            detail = (f"{head_sha[:12]} is not on a branch of {repo}; a maintainer can push it here "
+                      f"and comment /l3 {workload} again")
+            return record_run_failure(github, repo, head_sha, workload, _any_config(cache), detail)
         try:
             config = config_at(cache, head_sha)
         except ConfigError as exc:
-            return Reply(False, exc.one_line())
+            return record_run_failure(github, repo, head_sha, workload, _any_config(cache), exc.one_line())
         return run_l3_workload(github, repo, head_sha, workload, config, cache.path)
+
+
+def _any_config(cache: Repository) -> RepoConfig:
+    """The trunk's config, to name a workload when the commit's own cannot be read."""
+    try:
+        return _trunk(cache, None)[1]
+    except ConfigError:
+        return RepoConfig()

@@ -243,3 +243,15 @@ def run_l3_workload(
     gh.update_check_run(repo, info.id, output=_output(final))
     shown = ", ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())) or "no metrics"
     return Reply(run == "passed", f"L3 **{w.name}** command {run} ({detail}); {shown}.", info.id)
+
+
+def record_run_failure(gh: ChecksPort, repo: str, head_sha: str, workload: str, config: RepoConfig,
+                       detail: str) -> Reply:
+    """The workload could not run at all (head not fetchable, bad config): say so on its check."""
+    w = config.workload(workload)
+    found = current(gh, repo, head_sha, workload)
+    if w is None or found is None:
+        return Reply(False, detail)
+    state = replace(_state(found[0], found[1], w, head_sha), run="failed", run_detail=detail)
+    gh.update_check_run(repo, found[0].id, output=_output(state))
+    return Reply(False, f"L3 **{w.name}** command did not run: {detail}.", found[0].id)
