@@ -235,3 +235,18 @@ def test_cli_reference_skips_the_run_at_good(make_trunk: MakeTrunk, capsys: pyte
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["culprit"] == shas[9] and out["reference"] == 100.0
     assert shas[0] not in [p["sha"] for p in out["probes"]] and out["runs"] == 4
+
+
+def test_run_command_keeps_only_the_tail_and_kills_the_group_on_timeout(tmp_path: Path) -> None:
+    """Output goes through files (only the tail is kept); a timeout kills children too, and is reported."""
+    from workers.testing.checkout import OUTPUT_LIMIT, run_command
+
+    chatty = run_command([sys.executable, "-c", "print('x' * 3_000_000); print('END')"], tmp_path)
+    assert chatty.exit_code == 0 and chatty.stdout.rstrip().endswith("END") and len(chatty.stdout) <= OUTPUT_LIMIT
+    marker = tmp_path / "child-alive"
+    code = (f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+            f"\"import time, pathlib; time.sleep(2); pathlib.Path({str(marker)!r}).write_text('x')\"]); time.sleep(30)")
+    hung = run_command([sys.executable, "-c", code], tmp_path, timeout=0.5)
+    assert hung.timed_out and hung.exit_code is None and hung.duration_s < 10
+    time.sleep(2.5)
+    assert not marker.exists()  # the grandchild died with its group

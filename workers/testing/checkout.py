@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 from bot.errors import ForksyncError
 from workers.engine.git import Repository
@@ -59,36 +60,38 @@ def run_command(
     if env:
         full_env.update(env)
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=full_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
+    # Output goes to files, not pipes: a chatty benchmark cannot fill the worker's memory.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=full_env,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            raise ForksyncError(
+                f"cannot run {argv[0]!r} in {cwd}: {exc.strerror or exc}",
+                "check the command (it runs in a clean checkout of the commit, without a shell)",
+            ) from None
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid)
+            proc.wait()
+        return CommandResult(
+            argv=tuple(argv),
+            exit_code=None if timed_out else proc.returncode,
+            stdout=_tail(out),
+            stderr=_tail(err),
+            duration_s=time.monotonic() - start,
+            timed_out=timed_out,
         )
-    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
-        raise ForksyncError(
-            f"cannot run {argv[0]!r} in {cwd}: {exc.strerror or exc}",
-            "check the command (it runs in a clean checkout of the commit, without a shell)",
-        ) from None
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc.pid)
-        out, err = proc.communicate()
-    return CommandResult(
-        argv=tuple(argv),
-        exit_code=None if timed_out else proc.returncode,
-        stdout=_tail(out),
-        stderr=_tail(err),
-        duration_s=time.monotonic() - start,
-        timed_out=timed_out,
-    )
 
 
 def _kill_group(pid: int) -> None:
@@ -96,8 +99,10 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def _tail(data: bytes) -> str:
-    return data[-OUTPUT_LIMIT:].decode("utf-8", "replace")
+def _tail(f: IO[bytes]) -> str:
+    size = f.seek(0, os.SEEK_END)
+    f.seek(max(0, size - OUTPUT_LIMIT))
+    return f.read().decode("utf-8", "replace")
 
 
 class CleanCheckout:
