@@ -15,15 +15,19 @@ to by file or symbol) and the build goes on.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pygit2
 
-from workers.engine.changes import CommitChanges
-from workers.engine.partition import Chain, Plan, Reason, short
+from workers.engine.changes import CommitChanges, Entry
+from workers.engine.git import Repository
+from workers.engine.partition import Bundle, Chain, Plan, Reason, short
 from workers.engine.pick import PickTarget
 
 BUNDLE_BRANCH = "forksync/bundle/"
@@ -108,31 +112,103 @@ def pick_message(message: str, sha: str, style: PickStyle) -> str:
     return message.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
 
 
+class _Stream:
+    """A ``git fast-import`` stream of the built commits: one process writes them all as a pack.
+
+    Writing each commit's trees through libgit2 costs one loose object per directory level per
+    commit; fast-import computes the same trees from the parent's and the changed paths. Commit
+    objects are byte-for-byte what ``create_commit`` would write (same headers, same message),
+    so shas do not depend on which writer made them.
+    """
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.marks = 0
+
+    def commit(
+        self,
+        parent: str,
+        author: pygit2.Signature,
+        committer: pygit2.Signature,
+        message: str,
+        updates: Mapping[str, Entry | None],
+        ref: str,
+    ) -> str:
+        self.marks += 1
+        mark = f":{self.marks}"
+        data = message.encode("utf-8")
+        out = [
+            f"commit {ref}\nmark {mark}\n".encode(),
+            b"author " + _ident(author) + b"\n",
+            b"committer " + _ident(committer) + b"\n",
+            f"data {len(data)}\n".encode(),
+            data,
+            f"\nfrom {parent}\n".encode(),
+        ]
+        for path, entry in updates.items():
+            name = _fi_path(path)
+            if entry is None:
+                out.append(b"D " + name + b"\n")
+            else:
+                out.append(f"M {entry[1]:06o} {entry[0]} ".encode() + name + b"\n")
+        out.append(b"\n")
+        self.chunks.extend(out)
+        return mark
+
+    def run(self, repo: Repository, ref: str) -> dict[str, str]:
+        """Import the stream into ``repo``; mark → sha. The scratch ref is removed again."""
+        if not self.marks:
+            return {}
+        with tempfile.TemporaryDirectory(prefix="forksync-build-") as tmp:
+            marks_file = Path(tmp) / "marks"
+            try:
+                repo.git(
+                    "fast-import", "--quiet", "--done", "--force", f"--export-marks={marks_file}",
+                    input=b"".join(self.chunks) + b"done\n",
+                )
+            finally:
+                repo.git("update-ref", "-d", ref, check=False)
+            marks = {}
+            for line in marks_file.read_text().splitlines():
+                mark, _, sha = line.partition(" ")
+                marks[mark] = sha
+        return marks
+
+
+def _ident(sig: pygit2.Signature) -> bytes:
+    sign = "-" if sig.offset < 0 else "+"
+    hours, minutes = divmod(abs(sig.offset), 60)
+    return sig.raw_name + b" <" + sig.raw_email + b"> " + f"{sig.time} {sign}{hours:02d}{minutes:02d}".encode()
+
+
+def _fi_path(path: str) -> bytes:
+    """A path as fast-import reads it: C-quoted when it could be misread (LF, leading quote)."""
+    if "\n" in path or path.startswith('"'):
+        quoted = path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{quoted}"'.encode()
+    return path.encode()
+
+
 class _Builder:
+    """Picks commits in memory and streams each clean one as a commit to fast-import."""
+
     def __init__(
-        self, repo: pygit2.Repository, changes: Mapping[str, CommitChanges], style: PickStyle
+        self, repo: pygit2.Repository, changes: Mapping[str, CommitChanges], style: PickStyle, ref: str
     ) -> None:
         self.repo = repo
         self.changes = changes
         self.style = style
+        self.ref = ref
+        self.stream = _Stream()
 
-    def commit(self, sha: str, tree: pygit2.Oid, parent: pygit2.Oid) -> pygit2.Oid:
-        upstream = self.repo.get(sha)
-        assert isinstance(upstream, pygit2.Commit)
-        author = upstream.author
-        committer = pygit2.Signature(
-            self.style.committer[0], self.style.committer[1], upstream.commit_time, upstream.commit_time_offset
-        )
-        message = pick_message(upstream.message, sha, self.style)
-        return self.repo.create_commit(None, author, committer, message, tree, [parent])
-
-    def run(self, base: pygit2.Oid, commits: Sequence[str], stop_at_conflict: bool) -> tuple[
-        pygit2.Oid, list[str], list[str], list[tuple[str, tuple[str, ...], str]]
+    def run(self, target: PickTarget, base: str, commits: Sequence[str], stop_at_conflict: bool) -> tuple[
+        str, list[str], list[str], list[tuple[str, tuple[str, ...], str]]
     ]:
-        """Pick ``commits`` onto ``base``: (head, carried, picks, failures (sha, paths, error))."""
-        base_commit = self.repo.get(base)
-        assert isinstance(base_commit, pygit2.Commit)
-        target = PickTarget(self.repo, base_commit.tree.id)
+        """Pick ``commits`` onto ``target`` whose tree is ``base``'s (a sha, or a mark of this stream).
+
+        Returns (head, carried upstream shas, pick marks, failures as (sha, conflicting paths, error)).
+        """
+        target.take_updates()
         head = base
         carried: list[str] = []
         picks: list[str] = []
@@ -144,9 +220,15 @@ class _Builder:
                 if stop_at_conflict:
                     break
                 continue
-            head = self.commit(sha, target.tree(), head)
+            upstream = self.repo.get(sha)
+            assert isinstance(upstream, pygit2.Commit)
+            committer = pygit2.Signature(
+                self.style.committer[0], self.style.committer[1], upstream.commit_time, upstream.commit_time_offset
+            )
+            message = pick_message(upstream.message, sha, self.style)
+            head = self.stream.commit(head, upstream.author, committer, message, target.take_updates(), self.ref)
             carried.append(sha)
-            picks.append(str(head))
+            picks.append(head)
         return head, carried, picks, failures
 
 
@@ -159,50 +241,62 @@ def build(
     order: Sequence[str],
     style: PickStyle = PickStyle(),
 ) -> BuildResult:
-    """Build every bundle and chain of ``plan`` as commits in ``repo`` (no refs are written).
+    """Build every bundle and chain of ``plan`` as commits in ``repo`` (no branch is written).
 
     ``changes`` must hold every planned commit; ``order`` is the upstream order of the walk
     (it decides which bundle a chain is built on).
     """
     position = {sha: i for i, sha in enumerate(order)}
-    builder = _Builder(repo, changes, style)
-    head = pygit2.Oid(hex=fork_tip)
-    base_branch = fork_branch
-    stack: list[tuple[int, pygit2.Oid, str]] = []  # (first position, head, branch) per bundle
-    bundles: list[Built] = []
+    builder = _Builder(repo, changes, style, f"refs/forksync/build-{os.getpid()}")
+    tip = repo.get(fork_tip)
+    assert isinstance(tip, pygit2.Commit)
+    # Bundles are stacked, so one target carries through all of them, as in the plan's trials.
+    target = PickTarget(repo, tip.tree.id)
+    head, base_branch = fork_tip, fork_branch
+    stack: list[tuple[int, str, str, pygit2.Oid]] = []  # (first position, head, branch, tree) per bundle
+    bundles: list[tuple[Bundle, str, str, str, list[str], list[str], list[str]]] = []
     ejected_chains: list[_Ejected] = []
     taken = {c.id for c in plan.chains}
     for bundle in plan.bundles:
         branch = BUNDLE_BRANCH + short(bundle.commits[0])
-        new_head, carried, picks, failures = builder.run(head, bundle.commits, stop_at_conflict=False)
+        new_head, carried, picks, failures = builder.run(target, head, bundle.commits, stop_at_conflict=False)
         for sha, paths, error in failures:
             _eject(sha, paths, error, branch, changes, ejected_chains, taken)
-        bundles.append(
-            Built("bundle", bundle.id, branch, str(head), base_branch, str(new_head), tuple(carried), tuple(picks),
-                  ejected=tuple(sha for sha, _, _ in failures))
-        )
-        stack.append((position[bundle.commits[0]], new_head, branch))
+        bundles.append((bundle, branch, head, base_branch, carried, picks, [sha for sha, _, _ in failures]))
+        stack.append((position[bundle.commits[0]], new_head, branch, target.tree()))
         head, base_branch = new_head, branch
 
     open_chains = [*plan.chains, *(e.chain() for e in ejected_chains)]
     open_chains.sort(key=lambda c: position[c.commits[0]])
-    built_chains = []
+    chains = []
     for chain in open_chains:
         first = position[chain.commits[0]]
-        base, base_name = pygit2.Oid(hex=fork_tip), fork_branch
-        for start, bundle_head, bundle_branch in stack:
+        base, base_name, tree = fork_tip, fork_branch, tip.tree.id
+        for start, bundle_head, bundle_branch, bundle_tree in stack:
             if start < first:
-                base, base_name = bundle_head, bundle_branch
-        new_head, carried, picks, failures = builder.run(base, chain.commits, stop_at_conflict=True)
-        stopped = failures[0] if failures else None
-        built_chains.append(
-            Built(
-                "chain", chain.id, CHAIN_BRANCH + chain.id.removeprefix("chain-"), str(base), base_name,
-                str(new_head), tuple(carried), tuple(picks),
-                stopped_at=stopped[0] if stopped else None, conflicts=stopped[1] if stopped else (),
-            )
+                base, base_name, tree = bundle_head, bundle_branch, bundle_tree
+        chain_head, carried, picks, failures = builder.run(
+            PickTarget(repo, tree), base, chain.commits, stop_at_conflict=True
         )
-    return BuildResult(tuple(bundles), tuple(built_chains), tuple(open_chains))
+        chains.append((chain, base, base_name, chain_head, carried, picks, failures[0] if failures else None))
+
+    marks = builder.stream.run(Repository(Path(repo.path)), builder.ref)
+
+    def sha_of(name: str) -> str:
+        return marks[name] if name.startswith(":") else name
+
+    built_bundles = tuple(
+        Built("bundle", bundle.id, branch, sha_of(base), base_name, sha_of(picks[-1] if picks else base),
+              tuple(carried), tuple(sha_of(p) for p in picks), ejected=tuple(ejected))
+        for bundle, branch, base, base_name, carried, picks, ejected in bundles
+    )
+    built_chains = tuple(
+        Built("chain", chain.id, CHAIN_BRANCH + chain.id.removeprefix("chain-"), sha_of(base), base_name,
+              sha_of(chain_head), tuple(carried), tuple(sha_of(p) for p in picks),
+              stopped_at=stopped[0] if stopped else None, conflicts=stopped[1] if stopped else ())
+        for chain, base, base_name, chain_head, carried, picks, stopped in chains
+    )
+    return BuildResult(built_bundles, built_chains, tuple(open_chains))
 
 
 @dataclass

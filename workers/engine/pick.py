@@ -61,6 +61,7 @@ class PickTarget:
         # needed (a commit, a real merge), and then only the directories on those paths are
         # rewritten: a pick costs O(depth), not O(files in the repository).
         self._pending: dict[str, Entry | None] = {}
+        self._since: dict[str, Entry | None] = {}  # paths replaced since take_updates() was last called
         self._looked_up: dict[str, Entry | None] = {}  # entries of self._tree already read
 
     def entry(self, path: str) -> Entry | None:
@@ -115,6 +116,7 @@ class PickTarget:
         if conflicts:
             return PickResult(change.sha, conflicts=tuple(sorted(conflicts)))
         self._pending.update(updates)
+        self._since.update(updates)
         return PickResult(change.sha, fast=not merged_any)
 
     def _merge_path(self, delta: FileDelta, ours: Entry | None) -> Entry | _Marker:
@@ -164,14 +166,27 @@ class PickTarget:
                     if side is not None:
                         paths.add(side.path)
             return PickResult(change.sha, conflicts=tuple(sorted(paths)))
+        updates: dict[str, Entry | None] = {}
         for delta in change.deltas:
             try:
                 item = merged[delta.path]
             except KeyError:
-                self._pending[delta.path] = None
+                updates[delta.path] = None
             else:
-                self._pending[delta.path] = (item.id, int(item.mode))
+                updates[delta.path] = (item.id, int(item.mode))
+        self._pending.update(updates)
+        self._since.update(updates)
         return PickResult(change.sha)
+
+    def take_updates(self) -> dict[str, Entry | None]:
+        """The paths replaced since the last call (path → entry, None: removed), sorted by path.
+
+        What a commit on top of the previous one must change: the bundle build streams these to
+        ``git fast-import`` instead of writing every tree itself.
+        """
+        taken = dict(sorted(self._since.items()))
+        self._since = {}
+        return taken
 
     def _fits(self, change: CommitChanges) -> bool:
         """No file/directory clash: a path added where the target has a file as a parent dir."""

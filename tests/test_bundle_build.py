@@ -1,0 +1,89 @@
+"""The in-memory bundle build: trees equal a git cherry-pick loop's; commits equal libgit2's own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pygit2
+
+from bot.config import RepoConfig
+from tests.gitrepo import GitRepo
+from workers.engine.bundle import PickStyle, build, pick_message
+from workers.engine.changes import commit_changes
+from workers.engine.partition import Bundle, Plan
+
+AWKWARD = ["src/with space.py", "src/ünïcode.txt", '"quoted".txt', "tab\there.txt"]
+
+
+def _upstream_and_fork(make_repo: Callable[[str], GitRepo]) -> tuple[GitRepo, str, list[str], str]:
+    repo = make_repo("repo")
+    base = repo.commit("base", {
+        "lib/Pass.cpp": "".join(f"int f{k}() {{ return {k}; }}\n" for k in range(30)),
+        "run.sh": "echo run\n",
+        "old.txt": "old\n",
+    })
+    shas = [repo.commit("Add awkward paths (#11)", {p: f"{p}\n" for p in AWKWARD})]
+    text = "".join(f"int f{k}() {{ return {k}; }}\n" for k in range(30)).replace("return 3;", "return 33;")
+    shas.append(repo.commit("Change f3 (#12)", {"lib/Pass.cpp": text}))
+    (repo.path / "run.sh").chmod(0o755)
+    repo.git("add", "run.sh")
+    shas.append(repo.commit("Make run.sh executable (#13)", {"old.txt": None}))
+    # An author in a negative, non-whole-hour time zone, and a message without a PR number.
+    repo.write({"lib/New.cpp": "int added() { return 1; }\n"})
+    repo.git("commit", "-q", "-m", "Add New.cpp\n\nBody line.", env={
+        "GIT_AUTHOR_DATE": "@1600000000 -0730", "GIT_COMMITTER_DATE": "@1600000100 +0530",
+        "GIT_AUTHOR_NAME": "Zoë Author", "GIT_AUTHOR_EMAIL": "zoe@example.com",
+    })
+    shas.append(repo.head())
+    repo.git("checkout", "-q", "-b", "fork", base)
+    fork_text = "".join(f"int f{k}() {{ return {k}; }}\n" for k in range(30)).replace("return 25;", "return -25;")
+    fork_tip = repo.commit("fork change far from f3", {"lib/Pass.cpp": fork_text})
+    return repo, base, shas, fork_tip
+
+
+def test_built_commits_match_cherry_pick_trees_and_libgit2_commit_objects(make_repo: Callable[[str], GitRepo]) -> None:
+    """Each built commit's tree is what git cherry-pick gives, and its object is what create_commit writes."""
+    repo, _, shas, fork_tip = _upstream_and_fork(make_repo)
+    pg = pygit2.Repository(str(repo.path))
+    changes = {sha: commit_changes(pg, sha) for sha in shas}
+    plan = Plan((Bundle(f"bundle-{shas[0][:7]}", tuple(shas)),), ())
+    style = PickStyle(upstream_url="https://github.com/triton-lang/triton")
+    result = build(pg, plan, fork_tip, "fork", changes, shas, style)
+    built = result.bundles[0]
+    assert built.commits == tuple(shas) and built.ejected == ()
+    assert repo.git("for-each-ref", "refs/forksync/") == ""  # the scratch ref is gone
+
+    repo.git("checkout", "-q", "-b", "loop", fork_tip)
+    parent = fork_tip
+    for sha, pick in zip(shas, built.picks, strict=True):
+        looped = repo.cherry_pick(sha)
+        assert repo.git("rev-parse", f"{pick}^{{tree}}") == repo.git("rev-parse", f"{looped}^{{tree}}")
+        upstream = pg.get(sha)
+        made = pg.get(pick)
+        assert isinstance(upstream, pygit2.Commit) and isinstance(made, pygit2.Commit)
+        committer = pygit2.Signature("forksync", "forksync@users.noreply.github.com",
+                                     upstream.commit_time, upstream.commit_time_offset)
+        reference = pg.create_commit(None, upstream.author, committer, pick_message(upstream.message, sha, style),
+                                     made.tree.id, [pygit2.Oid(hex=parent)])
+        assert str(reference) == pick
+        parent = pick
+    last = pg.get(built.head)
+    assert isinstance(last, pygit2.Commit)
+    assert last.author.name == "Zoë Author" and last.author.offset == -450
+    assert last.message.endswith(f"Body line.\n\n(cherry picked from commit {shas[-1]})\n")
+    first = pg.get(built.picks[1])
+    assert isinstance(first, pygit2.Commit)
+    assert "https://github.com/triton-lang/triton/pull/12\n" in first.message
+
+
+def test_same_plan_builds_same_shas(make_repo: Callable[[str], GitRepo]) -> None:
+    """Building the same plan twice gives the same commits (a rerun updates nothing)."""
+    repo, _, shas, fork_tip = _upstream_and_fork(make_repo)
+    pg = pygit2.Repository(str(repo.path))
+    changes = {sha: commit_changes(pg, sha) for sha in shas}
+    plan = Plan((Bundle("b", tuple(shas[:2])), Bundle("c", tuple(shas[2:]))), ())
+    one = build(pg, plan, fork_tip, "fork", changes, shas)
+    two = build(pg, plan, fork_tip, "fork", changes, shas)
+    assert one == two
+    assert one.bundles[1].base == one.bundles[0].head  # stacked
+    assert RepoConfig().ledger.trailer == PickStyle().trailer
