@@ -297,3 +297,47 @@ def test_l3_then_signoff_by_owner_only(command_world: CommandWorld) -> None:
     cid = w.say("/signoff llama", issue=pr, author="ann")
     assert "@ann signed off L3 **llama**" in w.reply(cid) and w.reactions(cid) == ["eyes", "+1"]
     assert check()["conclusion"] == "success"
+
+
+def _append_upstream(w: CommandWorld, count: int) -> list[str]:
+    """``count`` small upstream commits on top of upstream main in one ``git fast-import`` (fast)."""
+    import subprocess
+
+    work = w.pair.upstream.path
+    head = w.pair.upstream.head()
+    chunks = []
+    for i in range(count):
+        when = 1_800_000_000 + 60 * i
+        msg = f"Tweak {i} (#{5000 + i})".encode()
+        chunks.append(f"commit refs/heads/main\nmark :{i + 1}\n".encode())
+        chunks.append(f"author Dev <dev@example.com> {when} +0000\ncommitter Dev <dev@example.com> {when} +0000\n".encode())
+        chunks.append(b"data %d\n%s\n" % (len(msg), msg))
+        if i == 0:
+            chunks.append(f"from {head}\n".encode())
+        data = f"{i}\n".encode()
+        chunks.append(f"M 100644 inline tweaks/{i % 50}.txt\n".encode() + b"data %d\n%s\n" % (len(data), data))
+    subprocess.run(["git", "-C", str(work), "fast-import", "--quiet"], input=b"".join(chunks), check=True)
+    w.pair.upstream.git("reset", "-q", "--hard", "main")
+    w.pair.push_upstream()
+    return w.pair.upstream.git("rev-list", "--reverse", f"{head}..main").split()
+
+
+def test_ambiguous_sha_prefix_lists_the_candidates(command_world: CommandWorld) -> None:
+    """A 4-hex prefix shared by two upstream commits is refused listing both candidates; nothing is written."""
+    w = command_world
+    shas = _append_upstream(w, 700)
+    by_prefix: dict[str, list[str]] = {}
+    for sha in shas:
+        by_prefix.setdefault(sha[:4], []).append(sha)
+    # 700 commits share some 4-hex prefix with near certainty; the dates are fixed, so always the same one.
+    pair = next(group for group in by_prefix.values() if len(group) == 2)
+    prefix = pair[0][:4]
+    cid = w.say(f"/skip {prefix} which one?")
+    body = w.reply(cid)
+    assert f"ambiguous ref: `{prefix}` matches 2 upstream commits" in body
+    # (upstream here is a local path: no web links, so the candidates are listed by sha and subject)
+    assert f"- `{pair[0][:10]}` Tweak" in body and f"- `{pair[1][:10]}` Tweak" in body
+    assert "give more hex digits" in body and w.reactions(cid) == ["eyes", "confused"]
+    assert w.status()["wont_port"] == 0
+    cid = w.say(f"/skip {pair[1][:8]} this one")
+    assert "as **wont_port**" in w.reply(cid) and w.status()["wont_port"] == 1
