@@ -20,7 +20,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -452,46 +454,60 @@ def rules_for(pair: Pair, config: LedgerConfig, upstream_url: str | None = None)
 
 
 def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = None) -> Ledger:
-    """Recompute the ledger from history (two ``git log`` passes and the decisions notes)."""
+    """Recompute the ledger from history: two ``git log`` passes and the decisions notes.
+
+    The git processes run side by side (threads only wait on them): both range logs, the
+    upstream tree listing, and, when the fork has commits without any marker that touch
+    upstream paths, the upstream file listing the patch-id stage will need, started early so
+    it overlaps the parsing and recognition done here.
+    """
     repo = pair.repo
-    upstream = read_range(repo, pair.upstream_tip, [pair.base], first_parent=True, messages=False, files=False)
-    fork = read_range(repo, pair.fork_tip, [pair.base], first_parent=False, messages=True)
-    decisions = read_decisions(repo, FORK_NOTES_REF if pair.fork_notes_tip else None)
-    base_time = int(repo.text("show", "-s", "--format=%ct", pair.base) or 0)
-    return compute_ledger(
-        upstream,
-        fork,
-        decisions,
-        rules_for(pair, config, upstream_url),
-        base=pair.base,
-        base_time=base_time,
-        upstream_tip=pair.upstream_tip,
-        fork_tip=pair.fork_tip,
-        patch_id=lambda shas: patch_ids(repo, shas),
-        files_touching=lambda paths: _upstream_file_sets(pair, paths),
-    )
+    rules = rules_for(pair, config, upstream_url)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        upstream_f = pool.submit(
+            read_range, repo, pair.upstream_tip, [pair.base], first_parent=True, messages=False, files=False
+        )
+        fork_f = pool.submit(read_range, repo, pair.fork_tip, [pair.base], first_parent=False, messages=True)
+        paths_f = pool.submit(tree_paths, repo, [pair.base, pair.upstream_tip])
+        base_time_f = pool.submit(repo.text, "show", "-s", "--format=%ct", pair.base)
+        decisions = read_decisions(repo, FORK_NOTES_REF if pair.fork_notes_tip else None)
+        fork = fork_f.result()
+        upstream_paths = paths_f.result()
+        listing: Future[dict[str, frozenset[str]]] | None = None
+        if any(_maybe_unmarked(c) and not upstream_paths.isdisjoint(c.files) for c in fork):
+            listing = pool.submit(changed_files, repo, pair.upstream_tip, [pair.base])
+
+        def file_sets(paths: Iterable[str]) -> dict[str, frozenset[str]]:
+            viable = {p for p in paths if p in upstream_paths}
+            if not viable:
+                return {}
+            if listing is None and len(viable) <= _PATHSPEC_LIMIT:
+                return files_touching(repo, pair.upstream_tip, [pair.base], viable)
+            return (listing or pool.submit(changed_files, repo, pair.upstream_tip, [pair.base])).result()
+
+        return compute_ledger(
+            upstream_f.result(),
+            fork,
+            decisions,
+            rules,
+            base=pair.base,
+            base_time=int(base_time_f.result() or 0),
+            upstream_tip=pair.upstream_tip,
+            fork_tip=pair.fork_tip,
+            patch_id=lambda shas: patch_ids(repo, shas),
+            files_touching=file_sets,
+        )
 
 
 # Up to this many paths a path-limited log is cheaper than listing every upstream commit's files
 # (git matches each tree entry against every pathspec, so many pathspecs get slow).
 _PATHSPEC_LIMIT = 16
+_PICK_HINT = re.compile(r"(?i)cherry[\s_-]?pick|backport|upstream-commit|/pull/\d")
 
 
-def _upstream_file_sets(pair: Pair, paths: Iterable[str]) -> dict[str, frozenset[str]]:
-    """Upstream commits' file sets, as far as the patch-id stage needs them.
-
-    Only paths that exist upstream (at the base or the tip) can match: fork-only files are
-    dropped first, which usually leaves nothing. Few paths: a path-limited log; many: one
-    ``--name-only`` log of the whole range.
-    """
-    repo = pair.repo
-    upstream_paths = tree_paths(repo, [pair.base, pair.upstream_tip])
-    viable = {p for p in paths if p in upstream_paths}
-    if not viable:
-        return {}
-    if len(viable) <= _PATHSPEC_LIMIT:
-        return files_touching(repo, pair.upstream_tip, [pair.base], viable)
-    return changed_files(repo, pair.upstream_tip, [pair.base])
+def _maybe_unmarked(commit: Commit) -> bool:
+    """Cheap guess: a fork commit no marker recogniser will claim (a patch-id candidate)."""
+    return not commit.is_merge and not _PICK_HINT.search(commit.message or commit.subject)
 
 
 def cache_key(pair: Pair, config: LedgerConfig, upstream_url: str | None = None) -> str:
