@@ -304,3 +304,22 @@ def test_chain_closes_when_all_its_commits_are_picked(triton_pair: TritonPair) -
     record_after = triton_pair.fork.git("show", f"{CHAINS_REF}:chains.json")
     assert llvm["id"] not in record_after
     assert f"chain-{s['conflict'][:7]}" in record_after  # the others stay open
+
+
+def test_recorded_chains_merged_by_a_new_commit_are_recorded_once(triton_pair: TritonPair) -> None:
+    """A new upstream commit linking two recorded chains merges them; the record keeps only the older."""
+    s = triton_pair.shas
+    assert triton_pair.cli("bundle", *triton_pair.args)[0] == 0
+    both = triton_pair.upstream.commit("[Coalesce] Vector width follows the new LLVM (#110)", {
+        COALESCE: triton_pair.upstream.git("show", f"HEAD:{COALESCE}") + "// llvm 19\n",
+        "cmake/llvm-hash.txt": "cccccccccccc\n",
+    })
+    assert triton_pair.cli("bundle", *triton_pair.args)[0] == 0
+    plan = plan_json(triton_pair)
+    merged = next(c for c in plan["chains"] if c["id"] == f"chain-{s['conflict'][:7]}")
+    assert merged["commits"] == [s["conflict"], s["dependent"], s["header"], s["llvm"], both]
+    record = json.loads(triton_pair.fork.git("show", f"{CHAINS_REF}:chains.json"))
+    ids = [c["id"] for c in record["chains"]]
+    assert f"chain-{s['llvm'][:7]}" not in ids and f"chain-{s['conflict'][:7]}" in ids
+    members = [sha for c in record["chains"] for sha in c["commits"]]
+    assert len(members) == len(set(members))  # no commit recorded in two chains

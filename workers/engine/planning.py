@@ -148,16 +148,17 @@ def build_and_record(pair: Pair, config: RepoConfig, planned: Planned, push: str
 
 
 def _records(planned: Planned, records: Sequence[ChainRecord]) -> list[ChainRecord]:
-    """The new record: the open chains, plus recorded chains whose members are not in this walk
-    but still undecided elsewhere (kept as they were, so nothing is forgotten by accident)."""
+    """The new record: the open chains, plus recorded chains none of whose live members was
+    placed this run (all deferred for now): kept as they were, so they come back with them.
+    A recorded chain merged into another this run is not kept: its members moved with it."""
     kept = {r.id: r for r in records}
+    placed = set(planned.order)
     for old in planned.store.records:
         if old.id in kept:
             continue
         alive = [s for s in old.commits if (e := planned.ledger.entry(s)) is not None and not e.carriers
                  and e.disposition is not Disposition.WONT_PORT]
-        if alive and old.id not in {c.id for c in planned.plan.chains}:
-            # Members deferred for now: keep the record so the chain comes back with them.
+        if alive and not placed.intersection(alive):
             kept[old.id] = old
     return [kept[k] for k in sorted(kept)]
 
