@@ -23,6 +23,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "bundle",
     "chain",
     "l1",
+    "l2",
     "kernels",
     "bisect",
     "serve",
