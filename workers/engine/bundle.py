@@ -11,6 +11,11 @@ shas, so a rerun updates branches instead of duplicating them.
 A bundle commit that fails at build time (the fork moved since planning, or libgit2 could not
 merge it) is ejected to a chain (a new one, or one ejected earlier in this build that it links
 to by file or symbol) and the build goes on.
+
+Picks happen in memory (``pick.PickTarget``); the commits are then written by one
+``git fast-import`` process (one pack, no tree written per commit), through the git funnel,
+into the repository given; only a scratch ref is used, and removed. Publishing the branches is
+the caller's job (``planning.build_and_record``).
 """
 
 from __future__ import annotations
