@@ -64,10 +64,10 @@ class Reference:
 
 def worse_percent(value: float, reference: float, direction: str) -> float:
     """How much worse ``value`` is than ``reference``, in percent (negative: better)."""
-    if reference == 0:
-        return 0.0 if value == reference else math.copysign(math.inf, (reference - value) if direction == "higher"
-                                                            else (value - reference))
     delta = (reference - value) if direction == "higher" else (value - reference)
+    if reference == 0:
+        # No scale to compare with: any change is infinitely large, in its own direction.
+        return 0.0 if delta == 0 else math.copysign(math.inf, delta)
     return 100.0 * delta / abs(reference)
 
 
