@@ -94,6 +94,32 @@ def bare_app() -> Any:
     return app
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its live children (gunicorn master + workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(c) for c in children]
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def redis_pid(client: Any) -> int | None:
+    try:
+        return int(client.info("server")["process_id"])
+    except Exception:
+        return None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -195,7 +221,12 @@ def main() -> int:
             try:
                 # Warm the workers (imports, Redis connections) before measuring.
                 run_wrk(port, body, signature, run + "w", 2, connections, args.wrk_threads)
+                rpid = redis_pid(client)
+                web0, redis0 = cpu_seconds(proc.pid), cpu_seconds(rpid) if rpid else 0.0
                 results[name] = run_wrk(port, body, signature, run, args.duration, connections, args.wrk_threads)
+                r = results[name]
+                r["web_cpu_ms"] = (cpu_seconds(proc.pid) - web0) * 1000 / max(1, r["requests"])
+                r["redis_cpu_ms"] = ((cpu_seconds(rpid) - redis0) * 1000 / max(1, r["requests"])) if rpid else 0.0
             finally:
                 proc.terminate()
                 proc.wait(10)
@@ -213,11 +244,17 @@ def main() -> int:
         for name, r in results.items():
             print(f"{name:26s} {r['rps']:8.0f} req/s   p50 {r['p50_us'] / 1000:6.2f} ms   "
                   f"p99 {r['p99_us'] / 1000:6.2f} ms   max {r['max_us'] / 1000:7.2f} ms   "
+                  f"CPU/request: web {r['web_cpu_ms']:.2f} ms, redis {r['redis_cpu_ms']:.2f} ms   "
                   f"202s {r['accepted']}  other {r['other']}  socket errors {r['errors']}")
         fs = results["forksync POST /webhook"]
         base = results["bare Flask (baseline)"]
         print(f"ratio forksync/baseline: throughput {fs['rps'] / base['rps']:.2f}x, "
-              f"p99 {fs['p99_us'] / max(1, base['p99_us']):.2f}x")
+              f"p99 {fs['p99_us'] / max(1, base['p99_us']):.2f}x, web CPU per request "
+              f"{fs['web_cpu_ms'] / max(1e-9, base['web_cpu_ms']):.2f}x")
+        capacity = (os.cpu_count() or 1) * 1000 / max(1e-9, fs["web_cpu_ms"] + fs["redis_cpu_ms"])
+        print(f"CPU-bound capacity of an idle {os.cpu_count()}-core box for forksync "
+              f"(CPUs / (web + redis CPU per request)): ~{capacity:.0f} req/s "
+              f"(redis CPU includes other clients of the shared server)")
         exactly_once = (fs["queued"] == fs["unique_queued"] == fs["dedup_keys"]
                         and fs["accepted"] <= fs["queued"] <= fs["accepted"] + connections and fs["other"] == 0)
         all_ok = all_ok and exactly_once
