@@ -199,3 +199,21 @@ def test_bundle_subject_variants() -> None:
     """`upstream commits (#a, #b)` and `upstream PRs (#a #b)` list the same way."""
     assert carried("[Cherry-pick][BUNDLE] Cherry-pick 2 upstream commits (#100, #102) (#9)") == (sha(0xA2), sha(0xA4))
     assert carried("[Cherry-pick] [BUNDLE] Cherry-pick 2 upstream PRs (#101 #102)") == (sha(0xA3), sha(0xA4))
+
+
+def test_commit_links_and_owner_repo_references() -> None:
+    """`<upstream url>/commit/<sha>` and `triton-lang/triton#N` in a body name upstream commits."""
+    assert carried("Port (#9)", f"From {UPSTREAM_URL}/commit/{sha(0xA4)}") == (sha(0xA4),)
+    assert carried("Port (#9)", "Cherry-picked from triton-lang/triton#101") == (sha(0xA3),)
+    assert carried("Port (#9)", "Fork follow-up to example-org/triton#101") == ()
+
+
+def test_extra_tags_before_the_quoted_subject() -> None:
+    """`[Cherry-pick][PARTIAL] '<subject> (#N)' (#M)` still reads N from inside the quotes."""
+    assert carried("[Cherry-pick][PARTIAL] '[Docs] Clarify dot precision (#102)' (#7)") == (sha(0xA4),)
+
+
+def test_quoted_subject_cut_short_matches_a_unique_upstream_prefix() -> None:
+    """A pick title cut with an ellipsis matches the one upstream subject starting with it."""
+    assert carried("[Cherry-pick] '[FRONTEND] Allow constexpr s…' (#7)") == (sha(0xA2),)
+    assert carried("[Cherry-pick] '[AMD] Fix…' (#7)") == ()  # too short to be sure

@@ -54,6 +54,8 @@ _TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
 _HASH_NUM = re.compile(r"#(\d+)\b")
 _SHA_TOKEN = re.compile(r"(?<![0-9a-zA-Z])([0-9a-f]{7,40})(?![0-9a-zA-Z])")
 _PULL_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/pull/(\d+)")
+_COMMIT_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/commit/([0-9a-f]{7,40})")
+_SLUG_REF = re.compile(r"(?<![\w/.-])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
 _REVERTS_SHA = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 _REVERT_SUBJECT = re.compile(r"^Revert\s+[\"'“‘](.*)[\"'”’]\s*(?:\(#\d+\))?\s*$")
 _QUOTES = {"'": "'", '"': '"', "“": "”", "‘": "’", "`": "`"}
@@ -108,6 +110,7 @@ class UpstreamIndex:
         self._sorted = sorted(self.position)
         self.by_pr: dict[int, list[str]] = {}
         self.by_subject: dict[str, list[str]] = {}
+        self._subjects_sorted: list[str] | None = None
         for c in commits:
             pr = c.pr_number
             if pr is not None:
@@ -132,6 +135,19 @@ class UpstreamIndex:
     def subject(self, text: str) -> str | None:
         shas = self.by_subject.get(normalise(text))
         return shas[-1] if shas else None
+
+    def subject_prefix(self, text: str, minimum: int = 24) -> str | None:
+        """The one upstream commit whose subject starts with ``text`` (long enough), if unique."""
+        key = normalise(text)
+        if len(key) < minimum:
+            return None
+        if self._subjects_sorted is None:
+            self._subjects_sorted = sorted(self.by_subject)
+        i = bisect.bisect_left(self._subjects_sorted, key)
+        hits = [s for s in self._subjects_sorted[i : i + 2] if s.startswith(key)]
+        if len(hits) != 1 or len(self.by_subject[hits[0]]) != 1:
+            return None
+        return self.by_subject[hits[0]][0]
 
 
 def normalise(subject: str) -> str:
@@ -236,17 +252,12 @@ def _bundle(rest: str, message: str, index: UpstreamIndex, rules: Rules) -> list
 
 def _pick_subject(rest: str, index: UpstreamIndex) -> list[str]:
     """``'<upstream subject> (#N)' (#M)`` or unquoted forms; never takes M for upstream."""
-    if rest[:1] in _QUOTES:
-        close = rest.rfind(_QUOTES[rest[0]])
-        inner = rest[1:close] if close > 0 else rest[1:]
-        exact = index.subject(inner)
-        if exact:
-            return [exact]
-        m = _TRAILING_PR.search(inner)
-        if m:
-            sha = index.pr(int(m.group(1)))
-            return [sha] if sha else []
-        return []
+    # Extra tags between the pick tag and the quote ("[Cherry-pick][PARTIAL] '...'") are skipped.
+    quoted = rest
+    while quoted[:1] not in _QUOTES and (m := _LEADING_TAG.match(quoted)) is not None:
+        quoted = quoted[m.end() :]
+    if quoted[:1] in _QUOTES:
+        return _quoted_pick(quoted, index)
     exact = index.subject(rest) or index.subject(_TRAILING_PR.sub("", rest))
     if exact:
         return [exact]
@@ -261,6 +272,26 @@ def _pick_subject(rest: str, index: UpstreamIndex) -> list[str]:
     if len(numbers) >= 2:
         sha = index.pr(numbers[1])
         return [sha] if sha else []
+    return []
+
+
+def _quoted_pick(quoted: str, index: UpstreamIndex) -> list[str]:
+    close = quoted.rfind(_QUOTES[quoted[0]])
+    inner = quoted[1:close] if close > 0 else quoted[1:]
+    exact = index.subject(inner)
+    if exact:
+        return [exact]
+    m = _TRAILING_PR.search(inner)
+    if m:
+        sha = index.pr(int(m.group(1)))
+        return [sha] if sha else []
+    # A title cut short by GitHub ("'[AMD] Fix the long ...…' (#M)"): a unique upstream subject
+    # that starts with what is left, when enough is left to be sure.
+    cut = inner.rstrip()
+    for ellipsis in ("…", "..."):
+        if cut.endswith(ellipsis):
+            sha = index.subject_prefix(cut[: -len(ellipsis)])
+            return [sha] if sha else []
     return []
 
 
@@ -292,17 +323,26 @@ def _body_links(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
 
 
 def _links_in(line: str, index: UpstreamIndex, rules: Rules) -> list[str]:
+    """Upstream PRs and commits a line names: ``.../pull/N``, ``.../commit/<sha>``, ``owner/repo#N``."""
     found = []
-    for slug, number in _PULL_LINK.findall(line):
-        slug = slug.lower()
-        if rules.upstream_slug is not None and slug != rules.upstream_slug:
-            continue
-        if rules.fork_slug is not None and slug == rules.fork_slug:
-            continue
-        sha = index.pr(int(number))
-        if sha:
-            found.append(sha)
+    for slug, number in (*_PULL_LINK.findall(line), *_SLUG_REF.findall(line)):
+        if _is_upstream(slug, rules):
+            sha = index.pr(int(number))
+            if sha:
+                found.append(sha)
+    for slug, commit in _COMMIT_LINK.findall(line):
+        if _is_upstream(slug, rules):
+            sha = index.sha(commit)
+            if sha:
+                found.append(sha)
     return found
+
+
+def _is_upstream(slug: str, rules: Rules) -> bool:
+    slug = slug.lower()
+    if rules.upstream_slug is not None:
+        return slug == rules.upstream_slug
+    return rules.fork_slug is None or slug != rules.fork_slug
 
 
 def _included_lines(body: str) -> list[str]:
