@@ -241,3 +241,15 @@ def test_sample_pair_ledger_matches_its_story(tmp_path: Path) -> None:
     assert ledger.metrics.frontier == sample.pr_sha[sample.frontier_pr]
     assert ledger.metrics.backlog_commits == (sample.pr_sha[7005], sample.pr_sha[7011])
     assert ledger.metrics.contiguous_pin == sample.pr_sha[7004]
+
+
+def test_mark_on_a_fork_given_by_url_pushes_the_notes(forked: Forked) -> None:
+    """With --fork as a URL the decision is pushed to that repository's notes ref."""
+    p = forked()
+    a = p.up(10)
+    r = run_cli("mark", "--upstream", f"file://{p.upstream.path}", "--fork", f"file://{p.fork.path}",
+                a[:10], "deferred", "--reason", "later")
+    assert r.code == 0, r.err
+    assert "deferred" in p.fork.git("notes", "--ref", "forksync", "show", a)
+    again = run_cli("status", "--upstream", f"file://{p.upstream.path}", "--fork", f"file://{p.fork.path}", "--json")
+    assert again.json()["deferred"] == 1
