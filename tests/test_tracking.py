@@ -278,3 +278,39 @@ def test_huge_failures_keep_the_issue_body_under_githubs_limit() -> None:
     assert len(action.body) < 65_536
     assert "AssertionError: Tensor-likes are not close!" in action.body  # the tail is what is kept
     assert "… and 980 more" in action.body
+
+
+PARAM_FAILS = """\
+import pytest
+
+@pytest.mark.parametrize("n", [16, 32, 64])
+def test_block(n):
+    assert n % 48 == 0, f"block {n} not a multiple of 48"
+
+def test_other():
+    raise ValueError("bad layout")
+"""
+
+
+def test_real_l1_trunk_suite_files_one_issue_per_signature(
+    make_repo: Callable[[str], Any], tmp_path: Path, loopback_github: LoopbackGitHub
+) -> None:
+    """A real pytest suite on a trunk commit: parametrised variants share an issue, the other failure gets its own."""
+    from tests.fixtures.l1 import pytest_suite
+    from workers.testing.suites import run_suite
+    from workers.testing.tracking import report_from_suite
+
+    repo = make_repo("fork")
+    sha = repo.commit("tests", {"tests/test_k.py": PARAM_FAILS})
+    suite = pytest_suite("unit", "tests", owners=("erin",))
+    outcome = run_suite(suite, Path(repo.path), tmp_path / "logs")
+    assert outcome.status == "failed" and outcome.failed == 4
+    report = report_from_suite(outcome, sha, "night 1")
+    port = loopback_github.adapter(loopback_github.installation)
+    track(port, REPO, report, 3)
+    issues = sorted(loopback_github.state.issues[REPO].values(), key=lambda i: i["number"])
+    assert len(issues) == 2
+    assert "test_block" in issues[0]["title"] and "**Tests** (3):" in issues[0]["body"]
+    assert "ValueError: bad layout" in issues[1]["title"] and "@erin" in issues[1]["body"]
+    track(port, REPO, report_from_suite(outcome, sha, "night 2"), 3)
+    assert len(loopback_github.state.issues[REPO]) == 2 and loopback_github.state.comments[REPO] == {}

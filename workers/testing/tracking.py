@@ -34,7 +34,8 @@ from bot.render.tracking import (
 from workers.testing.bisect import Suspect
 from workers.testing.l2 import BenchmarkOutcome
 from workers.testing.regression import FAILED, INFRA, REGRESSED, SKIPPED, TIMEOUT
-from workers.testing.signatures import Signature, group, signature
+from workers.testing.signatures import Failure, Signature, group, signature
+from workers.testing.suites import SuiteOutcome
 
 # The failure output kept in an issue (shown, and again in the hidden facts): GitHub caps a body
 # at 65,536 characters, and the tail is where the failure is.
@@ -357,3 +358,32 @@ def track(port: IssuesPort, repo: str, report: TrunkReport, recover_after: int) 
     actions = plan(known_issues(port, repo), report, recover_after)
     execute(port, repo, actions)
     return actions
+
+
+# --------------------------------------------------------------------------- from L1 trunk suites
+
+
+def report_from_suite(outcome: SuiteOutcome, sha: str, at: str) -> TrunkReport:
+    """Turn one L1 suite run on a trunk commit into sightings (for a nightly or trunk-push L1 run).
+
+    Failures are regrouped by signature here (the suite's own keys come from the same function);
+    an infrastructure run files the infra issue and says nothing about the code; an omitted or
+    timed-out suite is one failure of the suite itself, with its log tail.
+    """
+    if outcome.status == "passed":
+        return TrunkReport(outcome.name, sha, at, (), owners=outcome.owners)
+    if outcome.status == "infrastructure":
+        sig = signature(outcome.log_tail or outcome.reason, None)
+        if sig.kind != "infra":
+            sig = _infra_signature(outcome.infra_cause or outcome.reason)
+        return TrunkReport(outcome.name, sha, at, (Sighting(sig, detail=outcome.reason, excerpt=outcome.log_tail),),
+                           judged=False, owners=outcome.owners)
+    failures = [Failure(f.test_id, f"{f.message}\n{f.first_lines}".strip()) for f in outcome.failures]
+    if not failures:
+        failures = [Failure(outcome.name, outcome.log_tail or outcome.reason)]
+    sightings = tuple(
+        Sighting(g.signature, tests=tuple(t for t in g.tests if t != outcome.name), detail=outcome.reason,
+                 excerpt=g.failures[0].text)
+        for g in group(failures)
+    )
+    return TrunkReport(outcome.name, sha, at, sightings, owners=outcome.owners)
