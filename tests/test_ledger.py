@@ -261,3 +261,19 @@ def test_warm_ledger_comes_from_the_cache_and_a_decision_invalidates_it(
     p.mark(a[:10], "wont_port")
     fresh = load_ledger(open_pair(str(p.upstream.path), str(p.fork.path)), LedgerConfig())
     assert calls == [1] and fresh.entry(a).disposition is Disposition.WONT_PORT  # type: ignore[union-attr]
+
+
+def test_patch_id_after_upstream_moves_uses_cached_file_sets(forked: Forked) -> None:
+    """File sets cached by a first run are completed for new upstream commits, not trusted blindly."""
+    from bot.config import LedgerConfig
+
+    p = forked()
+    p.up(10, "Tune pipeliner", {"src/pipe.py": "depth = 3\n"})
+    p.fork.commit("Fork tuning (#5)", {"src/core.py": "x = 2\n"})
+    first = load_ledger(open_pair(str(p.upstream.path), str(p.fork.path)), LedgerConfig())
+    assert first.metrics.picked == 0
+    b = p.up(11, "Fix core", {"src/core.py": "x = 3\n"})
+    p.fork.commit("Adopt the core fix", {"src/core.py": "x = 3\n"}, author="Fork Dev <dev@fork>")
+    again = load_ledger(open_pair(str(p.upstream.path), str(p.fork.path)), LedgerConfig())
+    assert again.entry(b).disposition is Disposition.PICKED  # type: ignore[union-attr]
+    assert "patch-id" in again.entry(b).reason  # type: ignore[union-attr]

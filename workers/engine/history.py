@@ -103,35 +103,6 @@ def _parse(record: str, messages: bool) -> Commit:
     )
 
 
-def files_touching(
-    repo: Repository, include: str, exclude: Sequence[str], paths: Iterable[str], *, first_parent: bool = True
-) -> dict[str, frozenset[str]]:
-    """For commits in the range that touch any of ``paths``: the subset of ``paths`` they touch.
-
-    One path-limited ``git log``: git prunes the tree walk to those paths, so this stays cheap
-    on long ranges where a full ``--name-only`` would diff every commit.
-    """
-    wanted = sorted(set(paths))
-    if not wanted:
-        return {}
-    args = ["--literal-pathspecs", "-c", "core.quotePath=false", "log", "--no-color", "--no-renames",
-            "-z", "--name-only", "--format=%x1e%H%x1f"]
-    if first_parent:
-        args.append("--first-parent")
-    args.append(include)
-    args.extend(f"^{sha}" for sha in exclude)
-    args.append("--")
-    args.extend(wanted)
-    raw = repo.git(*args).decode("utf-8", "replace")
-    out: dict[str, frozenset[str]] = {}
-    for record in raw.split("\x1e"):
-        if not record.strip("\x00\n"):
-            continue
-        sha, _, tail = record.partition("\x1f")
-        out[sha] = frozenset(f for f in tail.lstrip("\x00").lstrip("\n").split("\x00") if f)
-    return out
-
-
 def changed_files(
     repo: Repository, include: str, exclude: Sequence[str], *, first_parent: bool = True
 ) -> dict[str, frozenset[str]]:
@@ -143,9 +114,25 @@ def changed_files(
     args.append(include)
     args.extend(f"^{sha}" for sha in exclude)
     args.append("--")
-    raw = repo.git(*args).decode("utf-8", "replace")
+    return _file_records(repo.git(*args))
+
+
+def commit_files(repo: Repository, shas: Iterable[str]) -> dict[str, frozenset[str]]:
+    """The paths each given commit changes against its first parent (one process)."""
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return {}
+    raw = repo.git(
+        "-c", "core.quotePath=false", "log", "--no-walk=unsorted", "--stdin", "--no-color", "--no-renames",
+        "-z", "--name-only", "--diff-merges=first-parent", "--format=%x1e%H%x1f",
+        input="".join(f"{s}\n" for s in wanted).encode(),
+    )
+    return _file_records(raw)
+
+
+def _file_records(data: bytes) -> dict[str, frozenset[str]]:
     out: dict[str, frozenset[str]] = {}
-    for record in raw.split("\x1e"):
+    for record in data.decode("utf-8", "replace").split("\x1e"):
         if not record.strip("\x00\n"):
             continue
         sha, _, tail = record.partition("\x1f")

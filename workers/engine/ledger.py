@@ -30,7 +30,7 @@ from typing import Any
 from bot.config import LedgerConfig
 from workers.engine import recognisers as rec
 from workers.engine.decisions import Decision, Decisions, Disposition, read_decisions
-from workers.engine.history import Commit, changed_files, files_touching, patch_ids, read_range, tree_paths
+from workers.engine.history import Commit, changed_files, commit_files, patch_ids, read_range, tree_paths
 from workers.engine.metrics import Fact, Metrics, compute_metrics
 from workers.engine.pair import FORK_NOTES_REF, Pair
 
@@ -185,7 +185,8 @@ class Ledger:
 
 
 PatchIds = Callable[[Iterable[str]], dict[str, str]]
-# For upstream commits touching any of the given paths: which of those paths they touch.
+# Given the fork candidates' paths: the changed-file sets of upstream commits (all of them, or
+# at least every one that could touch those paths).
 FilesTouching = Callable[[Iterable[str]], dict[str, frozenset[str]]]
 
 
@@ -380,8 +381,8 @@ def _same_change(
 
     Patch-ids are computed only for fork commits and upstream commits that share an exact
     changed-file set (or an author and author date) with each other, in one batch. Upstream
-    file sets come from ``files_touching`` (one path-limited log over the fork candidates'
-    paths) unless the upstream records already carry them.
+    file sets come from ``files_touching`` (cached per commit between runs) unless the
+    upstream records already carry them.
     """
     fork_side = [c for c in unmatched if c.files]
     if not fork_side:
@@ -473,20 +474,29 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
         decisions = read_decisions(repo, FORK_NOTES_REF if pair.fork_notes_tip else None)
         fork = fork_f.result()
         upstream_paths = paths_f.result()
+        upstream = upstream_f.result()
+        known: dict[str, frozenset[str]] = {}
         listing: Future[dict[str, frozenset[str]]] | None = None
         if any(_maybe_unmarked(c) and not upstream_paths.isdisjoint(c.files) for c in fork):
-            listing = pool.submit(changed_files, repo, pair.upstream_tip, [pair.base])
+            # Upstream file sets never change for a commit: keep them between runs, list the rest.
+            known = _load_file_sets(pair)
+            missing = [c.sha for c in upstream if c.sha not in known]
+            if len(missing) > len(upstream) // 2:
+                listing = pool.submit(changed_files, repo, pair.upstream_tip, [pair.base])
+            elif missing:
+                listing = pool.submit(commit_files, repo, missing)
 
         def file_sets(paths: Iterable[str]) -> dict[str, frozenset[str]]:
-            viable = {p for p in paths if p in upstream_paths}
-            if not viable:
+            if not any(p in upstream_paths for p in paths):
                 return {}
-            if listing is None and len(viable) <= _PATHSPEC_LIMIT:
-                return files_touching(repo, pair.upstream_tip, [pair.base], viable)
-            return (listing or pool.submit(changed_files, repo, pair.upstream_tip, [pair.base])).result()
+            fresh = listing.result() if listing is not None else {}
+            if fresh:
+                _store_file_sets(pair, known, fresh)
+            in_range = {c.sha for c in upstream}
+            return {sha: files for sha, files in (*known.items(), *fresh.items()) if sha in in_range}
 
         return compute_ledger(
-            upstream_f.result(),
+            upstream,
             fork,
             decisions,
             rules,
@@ -499,9 +509,28 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
         )
 
 
-# Up to this many paths a path-limited log is cheaper than listing every upstream commit's files
-# (git matches each tree entry against every pathspec, so many pathspecs get slow).
-_PATHSPEC_LIMIT = 16
+_FILE_SETS_KEPT = 400_000  # upstream commits whose file sets the cache keeps (a few tens of MB)
+
+
+def _load_file_sets(pair: Pair) -> dict[str, frozenset[str]]:
+    try:
+        data = json.loads((pair.cache_dir / "upstream-files.json").read_text())
+        return {sha: frozenset(files) for sha, files in data.items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def _store_file_sets(pair: Pair, known: dict[str, frozenset[str]], fresh: dict[str, frozenset[str]]) -> None:
+    merged = {**known, **fresh}
+    if len(merged) > _FILE_SETS_KEPT:
+        merged = dict(list(merged.items())[-_FILE_SETS_KEPT:])
+    path = pair.cache_dir / "upstream-files.json"
+    try:
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({sha: sorted(files) for sha, files in merged.items()}, separators=(",", ":")))
+        tmp.replace(path)
+    except OSError:
+        pass  # only costs speed next time
 _PICK_HINT = re.compile(r"(?i)cherry[\s_-]?pick|backport|upstream-commit|/pull/\d")
 
 
