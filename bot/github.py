@@ -32,6 +32,7 @@ log = logging.getLogger("forksync.github")
 
 ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per create/update call
 MAX_ACTIONS = 3
+MAX_OUTPUT_CHARS = 65_535  # GitHub's limit for a check run's output.summary and output.text
 WRITE_ROLES = frozenset({"admin", "maintain", "write"})
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 _DEFAULT_RETRY_S = 60.0  # GitHub: "wait at least one minute" when a secondary limit gives no header
@@ -180,12 +181,16 @@ class Annotation:
 class CheckAction:
     """A button on a check run; clicking it sends check_run.requested_action with ``identifier``."""
 
-    label: str  # at most 20 characters
-    description: str  # at most 40 characters
-    identifier: str  # at most 20 characters
+    label: str  # at most 20 characters (longer is cut: it is only shown)
+    description: str  # at most 40 characters (likewise)
+    identifier: str  # at most 20 characters: refused, not cut, since it is what comes back
+
+    def __post_init__(self) -> None:
+        if not self.identifier or len(self.identifier) > 20:
+            raise ValueError(f"check-run action identifier must be 1-20 characters, got {self.identifier!r}")
 
     def to_json(self) -> dict[str, str]:
-        return {"label": self.label[:20], "description": self.description[:40], "identifier": self.identifier[:20]}
+        return {"label": _cut(self.label, 20), "description": _cut(self.description, 40), "identifier": self.identifier}
 
 
 @dataclass(frozen=True)
@@ -380,7 +385,7 @@ class GitHubAdapter:
         if output is not None:
             kwargs["output"] = _output_json(output, batches[0])
         if actions:
-            kwargs["actions"] = [a.to_json() for a in actions[:MAX_ACTIONS]]
+            kwargs["actions"] = _actions_json(actions)
         if details_url:
             kwargs["details_url"] = details_url
         if external_id:
@@ -406,7 +411,7 @@ class GitHubAdapter:
         if output is not None:
             kwargs["output"] = _output_json(output, batches[0])
         if actions is not None:
-            kwargs["actions"] = [a.to_json() for a in actions[:MAX_ACTIONS]]
+            kwargs["actions"] = _actions_json(actions)
         self._call(f"update check run {check_run_id}", repo, lambda: run.edit(**kwargs))
         if output is not None:
             for batch in batches[1:]:
@@ -695,10 +700,31 @@ def _annotation_batches(output: CheckOutput | None) -> list[tuple[Annotation, ..
     return [annotations[i: i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fit(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
+    """Cut a check-run field to GitHub's limit, saying so in the text itself (never silently)."""
+    if len(text) <= limit:
+        return text
+    note = f"\n\n… (cut by forksync: {len(text) - limit + 200} more characters did not fit GitHub's limit)"
+    return text[: limit - 200] + note
+
+
+def _actions_json(actions: Sequence[CheckAction]) -> list[dict[str, str]]:
+    if len(actions) > MAX_ACTIONS:
+        raise GitHubValidationError(
+            f"a check run takes at most {MAX_ACTIONS} actions, got {len(actions)}",
+            "offer the others as commands in the summary instead",
+        )
+    return [a.to_json() for a in actions]
+
+
 def _output_json(output: CheckOutput, annotations: Sequence[Annotation]) -> dict[str, Any]:
-    out: dict[str, Any] = {"title": output.title, "summary": output.summary}
+    out: dict[str, Any] = {"title": _cut(output.title, 255), "summary": _fit(output.summary)}
     if output.text is not None:
-        out["text"] = output.text
+        out["text"] = _fit(output.text)
     if annotations:
         out["annotations"] = [a.to_json() for a in annotations]
     return out

@@ -461,3 +461,28 @@ def test_app_lists_installations_and_their_repositories(gh: LoopbackGitHub) -> N
     answer = requests.get(f"{gh.api_url}/installation/repositories", headers={"Authorization": f"token {token}"},
                           timeout=10).json()
     assert [r["full_name"] for r in answer["repositories"]] == ["acme/second"] and answer["total_count"] == 1
+
+
+def test_oversized_output_is_cut_visibly_and_too_many_actions_refused(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+    """A 100k-character text fits GitHub's 65,535 limit with a visible note; 4 actions → a clear error, no request."""
+    sha = gh.head(REPO, "main") or ""
+    run = port.create_check_run(REPO, name="L1", head_sha=sha, conclusion="failure",
+                                output=CheckOutput("t", "s", "x" * 100_000))
+    text = gh.state.check_runs[REPO][run.id]["output"]["text"]
+    assert len(text) <= 65_535 and "cut by forksync" in text
+    before = len(gh.requests)
+    actions = [CheckAction(f"b{i}", "d", f"id{i}") for i in range(4)]
+    with pytest.raises(GitHubValidationError, match="at most 3 actions"):
+        port.create_check_run(REPO, name="L1", head_sha=sha, actions=actions)
+    assert len(gh.requests) == before
+    with pytest.raises(ValueError, match="identifier"):
+        CheckAction("Retry", "Run again", "x" * 21)
+
+
+def test_5xx_while_minting_a_token_is_retryable(gh: LoopbackGitHub) -> None:
+    """A 502 from the access-token endpoint → RetryableGitHubError (the task retries), no token cached."""
+    app = gh.app()
+    gh.fail(502, path="/access_tokens")
+    with pytest.raises(RetryableGitHubError):
+        app.installation_token(gh.installation)
+    assert app.installation_token(gh.installation).startswith("ghs_")
