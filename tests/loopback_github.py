@@ -819,6 +819,9 @@ def _check_output(payload: Mapping[str, Any], run: dict[str, Any]) -> list[dict[
         return []
     if not isinstance(output, dict) or not output.get("title") or not output.get("summary"):
         raise _validation("output needs a title and a summary", "CheckRun", "output", "missing_field")
+    for key in ("summary", "text"):
+        if len(output.get(key) or "") > 65535:
+            raise _validation(f"output.{key} is too long (maximum is 65535 characters)", "CheckRun", key, "invalid")
     annotations = list(output.get("annotations") or [])
     if len(annotations) > 50:
         raise _validation("Only 50 annotations may be sent per request", "CheckRun", "annotations", "invalid")
