@@ -279,3 +279,14 @@ def test_patch_id_after_upstream_moves_uses_cached_file_sets(forked: Forked) -> 
     again = load_ledger(open_pair(str(p.upstream.path), str(p.fork.path)), LedgerConfig())
     assert again.entry(b).disposition is Disposition.PICKED  # type: ignore[union-attr]
     assert "patch-id" in again.entry(b).reason  # type: ignore[union-attr]
+
+
+def test_marking_the_same_decision_twice_writes_once(forked: Forked) -> None:
+    """Recording a decision that is already there adds no notes commit."""
+    p = forked()
+    p.up(10)
+    assert p.mark("#10", "wont_port", "--reason", "AMD only").code == 0
+    first = p.fork.git("rev-parse", "refs/notes/forksync")
+    again = p.mark("#10", "wont_port", "--reason", "AMD only")
+    assert again.code == 0 and "already recorded" in again.out
+    assert p.fork.git("rev-parse", "refs/notes/forksync") == first

@@ -41,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
     new = write_decision(pair.repo, pair.fork_notes_tip, entry.sha, disposition, reason)
     label = f"{entry.sha[:12]} {entry.subject[:70]}"
     if new is None:
-        print(f"nothing to clear: {label} has no recorded decision")
+        if disposition is None:
+            print(f"nothing to clear: {label} has no recorded decision")
+        else:
+            print(f"already recorded: {label} is marked {disposition.value}; nothing written")
         return 0
     pair.push_to_fork(new, pair.notes_ref)
     pair.repo.git("update-ref", FORK_NOTES_REF, new)

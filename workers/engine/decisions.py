@@ -126,7 +126,8 @@ def write_decision(
 ) -> str | None:
     """Write a new notes commit (in ``repo``) that sets or, with None, clears ``sha``'s decision.
 
-    Returns the new commit, or None when nothing changes (clearing an absent decision). The
+    Returns the new commit, or None when nothing changes (clearing an absent decision, or
+    recording the decision that is already there). The
     caller publishes it (``Pair.push_to_fork``); the tree is rewritten flat, which git reads.
     """
     if disposition is not None and disposition not in DECIDABLE:
@@ -148,6 +149,8 @@ def write_decision(
         message = f"forksync: clear the decision on {sha}"
     else:
         blob = _blob(repo, Decision(sha, disposition, reason))
+        if current.get(sha) == f"100644 blob {blob}":
+            return None  # the same decision is already recorded: write nothing
         current[sha] = f"100644 blob {blob}"
         message = f"forksync: {disposition.value} {sha}" + (f"\n\n{reason}" if reason else "")
     tree_input = "".join(f"{meta}\t{path}\x00" for path, meta in sorted(current.items()))
