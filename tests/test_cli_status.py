@@ -253,3 +253,15 @@ def test_mark_on_a_fork_given_by_url_pushes_the_notes(forked: Forked) -> None:
     assert "deferred" in p.fork.git("notes", "--ref", "forksync", "show", a)
     again = run_cli("status", "--upstream", f"file://{p.upstream.path}", "--fork", f"file://{p.fork.path}", "--json")
     assert again.json()["deferred"] == 1
+
+
+def test_upstream_as_a_remote_tracking_branch_of_the_fork_clone(forked: Forked) -> None:
+    """`--upstream FORK --upstream-branch upstream/main` reads upstream from the clone's remote branch."""
+    p = forked()
+    a = p.up(10)
+    p.up(11)
+    p.pick(a)
+    same_repo = run_cli("status", "--upstream", str(p.fork.path), "--upstream-branch", "upstream/main",
+                        "--fork", str(p.fork.path), "--json")
+    assert same_repo.code == 0, same_repo.err
+    assert same_repo.json() == p.status().json()

@@ -292,7 +292,10 @@ def _sync_branch(
     """The tip of ``loc``'s ``branch``; records the cache ref to point at it in ``wanted``."""
     _check_branch(branch, flag)
     if loc.path is not None:
-        tip = _local_refs(loc, [f"refs/heads/{branch}"]).get(f"refs/heads/{branch}")
+        # A maintainer's clone often holds upstream as a remote-tracking branch: accept
+        # "--upstream . --upstream-branch upstream/main" as well as a local branch.
+        refs = _local_refs(loc, [f"refs/heads/{branch}", f"refs/remotes/{branch}"])
+        tip = refs.get(f"refs/heads/{branch}") or refs.get(f"refs/remotes/{branch}")
         if tip is None:
             raise _unknown_branch(loc, branch, flag)
         wanted[ref] = tip
