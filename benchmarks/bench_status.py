@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.gen_pair import GeneratedPair, PairSpec, generate_pair
+from benchmarks.gen_pair import GeneratedPair, PairSpec, generate_pair, load_pair
 
 FORMAT_UP = "%x1e%H%x1f%P%x1f%an%x1f%ae%x1f%at%x1f%ct%x1f%s%x1f"
 FORMAT_FORK = "%x1e%H%x1f%P%x1f%an%x1f%ae%x1f%at%x1f%ct%x1f%s%x1f%B%x1f"
@@ -74,6 +75,8 @@ def git_log_floor(pair: GeneratedPair, baseline: Path) -> list[str]:
 def make_baseline(pair: GeneratedPair, where: Path) -> Path:
     """A maintainer's clone: the fork, with upstream fetched (what `git cherry` needs)."""
     repo = where / "baseline"
+    if repo.exists():
+        return repo
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     subprocess.run(["git", "-C", str(repo), "fetch", "-q", str(pair.fork), "main:refs/heads/main"], check=True)
     subprocess.run(["git", "-C", str(repo), "fetch", "-q", str(pair.upstream), "main:refs/remotes/upstream/main"],
@@ -95,6 +98,8 @@ def measure(pair: GeneratedPair, work: Path, runs: int) -> dict[str, Timing]:
     cold, warm = [], []
     for i in range(runs):
         cache = work / f"cache-{i}"
+        if cache.exists():
+            shutil.rmtree(cache)
         env = {**os.environ, "FORKSYNC_CACHE_DIR": str(cache)}
         cold.append(timed_rss(status_argv(pair), env))
         warm.append(timed_rss(status_argv(pair), env))
@@ -111,6 +116,19 @@ def check_counts(pair: GeneratedPair, env_cache: Path) -> tuple[int, int]:
     return int(data["picked"]) + len(data["urgent"]), sum(pair.expected_picked.values())
 
 
+def _pair(where: Path, spec: PairSpec) -> GeneratedPair:
+    """Reuse a pair generated earlier from the same spec under ``where`` (--dir), else generate."""
+    pair = load_pair(where, spec)
+    if pair is not None:
+        print(f"  reusing {where}")
+        return pair
+    if where.exists():
+        shutil.rmtree(where)
+    pair = generate_pair(where, spec)
+    print(f"  generated in {pair.seconds:.1f}s")
+    return pair
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_status", description=__doc__.split("\n\n")[0])
     parser.add_argument("--upstream-commits", type=int, default=20_000)
@@ -124,9 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     root = args.dir or Path(tempfile.mkdtemp(prefix="forksync-bench-"))
     root.mkdir(parents=True, exist_ok=True)
     spec = PairSpec(args.upstream_commits, args.fork_commits, args.files)
-    print(f"generating {spec.upstream_commits} upstream / {spec.fork_commits} fork commits, {spec.files} files ...")
-    pair = generate_pair(root / "n", spec)
-    print(f"  generated in {pair.seconds:.1f}s")
+    print(f"pair of {spec.upstream_commits} upstream / {spec.fork_commits} fork commits, {spec.files} files ...")
+    pair = _pair(root / "n", spec)
     found, made = check_counts(pair, root / "check-cache")
     print(f"  ledger carried commits: {found} (generator made {made}){'' if found == made else '  MISMATCH'}")
     figures = measure(pair, root / "n", args.runs)
@@ -134,8 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     doubled: dict[str, Timing] = {}
     if not args.no_doubling:
         spec2 = PairSpec(2 * spec.upstream_commits, 2 * spec.fork_commits, spec.files)
-        print(f"generating the doubled pair ({spec2.upstream_commits} / {spec2.fork_commits}) ...")
-        pair2 = generate_pair(root / "2n", spec2)
+        print(f"doubled pair ({spec2.upstream_commits} / {spec2.fork_commits}) ...")
+        pair2 = _pair(root / "2n", spec2)
         doubled = measure(pair2, root / "2n", args.runs)
 
     print()

@@ -26,6 +26,7 @@ its patch-id equals upstream's. Same spec and seed → same repositories, byte f
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import time
@@ -296,7 +297,7 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
     fork_repo.git("update-ref", "-d", "refs/gen-pair/base")
     fork_tip = fmarks.get(fprev, base) if fprev.startswith(":") else fprev
     expected.pop("revert", None)
-    return GeneratedPair(
+    pair = GeneratedPair(
         upstream=up_path,
         fork=fork_path,
         base=base,
@@ -305,6 +306,32 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
         expected_picked=expected,
         fork_commit_count=made,
         seconds=time.perf_counter() - started,
+    )
+    (root / "pair.json").write_text(json.dumps({"spec": _spec_json(spec), "pair": _pair_json(pair)}, indent=1))
+    return pair
+
+
+def _spec_json(spec: PairSpec) -> dict[str, object]:
+    return dict(sorted(vars(spec).items()))
+
+
+def _pair_json(pair: GeneratedPair) -> dict[str, object]:
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(pair).items()}
+
+
+def load_pair(root: Path, spec: PairSpec) -> GeneratedPair | None:
+    """The pair generated earlier under ``root`` from the same spec, or None."""
+    try:
+        data = json.loads((root / "pair.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if data.get("spec") != json.loads(json.dumps(_spec_json(spec))):
+        return None
+    d = data["pair"]
+    return GeneratedPair(
+        upstream=Path(d["upstream"]), fork=Path(d["fork"]), base=d["base"], upstream_tip=d["upstream_tip"],
+        fork_tip=d["fork_tip"], expected_picked=d["expected_picked"], fork_commit_count=d["fork_commit_count"],
+        seconds=d["seconds"],
     )
 
 
