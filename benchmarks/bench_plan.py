@@ -3,7 +3,9 @@
 The baseline is what a maintainer would otherwise run: a worktree of the fork at its tip and
 ``git cherry-pick -x`` of each pending upstream commit in order (``--abort`` on a conflict, then
 on to the next). forksync runs as the real CLI in a subprocess with a cold cache (ledger built
-from scratch), so its figures include interpreter start, the ledger and the writes.
+from scratch; for bundle, no forksync refs in the fork yet), so its figures include interpreter
+start, imports, the ledger and the writes; "engine" is the same work in process, as the bot's
+warm worker runs it. forksync figures are the median of ``--repeat`` cold runs; the loop runs once.
 
     python -m benchmarks.bench_plan                 # 1,000 plan, 200 bundle, scaling 250/1000/4000
     python -m benchmarks.bench_plan --quick         # smaller, for a smoke run
@@ -15,21 +17,23 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.gen_bundling import make_bundling_pair
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _env(home: Path) -> dict[str, str]:
+def _env(home: Path, cache: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update({
-        "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "FORKSYNC_CACHE_DIR": str(home / "cache"),
+        "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "FORKSYNC_CACHE_DIR": str(cache),
         "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
         "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
     })
@@ -60,6 +64,13 @@ def in_process(kind: str, pair_root: Path, cache: Path) -> float:
     return time.perf_counter() - start
 
 
+def drop_forksync_refs(fork: Path) -> None:
+    """Back to a fork that forksync never wrote to (for a cold bundle run)."""
+    refs = subprocess.run(["git", "-C", str(fork), "for-each-ref", "--format=delete %(refname)",
+                           "refs/heads/forksync/", "refs/forksync/"], check=True, capture_output=True).stdout
+    subprocess.run(["git", "-C", str(fork), "update-ref", "--stdin"], input=refs, check=True)
+
+
 def cherry_pick_loop(fork: Path, commits: tuple[str, ...], env: dict[str, str], work: Path) -> tuple[float, int]:
     """The baseline: cherry-pick -x each commit in a worktree; abort and go on at a conflict."""
     wt = work / "wt"
@@ -83,81 +94,72 @@ def pair_args(pair_root: Path) -> list[str]:
     return ["--upstream", str(pair_root / "upstream"), "--fork", str(pair_root / "fork")]
 
 
-def bench_plan(pending: int, files: int, loop: bool) -> dict[str, float]:
+def bench(kind: str, pending: int, files: int, repeat: int, loop: bool, seed: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="forksync-bench-") as tmp:
         root = Path(tmp)
-        t0 = time.perf_counter()
-        pair = make_bundling_pair(root / "pair", pending=pending, files=files)
-        gen = time.perf_counter() - t0
-        env = _env(root / "home")
+        pair = make_bundling_pair(root / "pair", pending=pending, files=files, seed=seed)
         (root / "home").mkdir()
-        cold, out = forksync(["plan", *pair_args(root / "pair"), "--json"], env)
-        warm, out2 = forksync(["plan", *pair_args(root / "pair"), "--json"], env)
-        assert out == out2, "plan JSON differs between two runs"
-        plan = json.loads(out)
-        placed = sum(len(b["commits"]) for b in plan["bundles"]) + sum(len(c["commits"]) for c in plan["chains"])
-        assert placed == pending, (placed, pending)
-        engine = in_process("plan", root / "pair", root / "cache-inproc")
-        result = {"pending": pending, "files": files, "generate_s": gen, "plan_cold_s": cold, "plan_warm_s": warm, "engine_s": engine,
-                  "bundles": len(plan["bundles"]), "chains": len(plan["chains"]),
-                  "chain_commits": sum(len(c["commits"]) for c in plan["chains"]),
-                  "conflict_seeds": sum(1 for c in plan["chains"] for r in c["reasons"] if r["kind"] == "conflict"),
-                  "zone_seeds": sum(1 for c in plan["chains"] for r in c["reasons"] if r["kind"] == "diverged_zone")}
+        fork = root / "pair" / "fork"
+        args = [kind, *pair_args(root / "pair"), "--json"]
+        cold, outputs = [], []
+        for i in range(repeat):
+            drop_forksync_refs(fork)
+            seconds, out = forksync(args, _env(root / "home", root / f"cache-{i}"))
+            cold.append(seconds)
+            outputs.append(out)
+        assert len(set(outputs)) == 1, f"{kind} output differs between cold runs"
+        warm, again = forksync(args, _env(root / "home", root / "cache-0"))
+        assert again == outputs[0], f"{kind} output differs on a warm rerun"
+        engine = []
+        for i in range(repeat):
+            drop_forksync_refs(fork)
+            engine.append(in_process(kind, root / "pair", root / f"inproc-{i}"))
+        doc = json.loads(outputs[0])
+        result: dict[str, Any] = {
+            "pending": pending, "cold_s": statistics.median(cold), "warm_s": warm,
+            "engine_s": statistics.median(engine), "bundles": len(doc["bundles"]), "chains": len(doc["chains"]),
+            "chain_commits": sum(len(c["commits"]) for c in doc["chains"]),
+        }
+        if kind == "plan":
+            placed = sum(len(b["commits"]) for b in doc["bundles"]) + result["chain_commits"]
+            assert placed == pending, (placed, pending)
+            kinds = [r["kind"] for c in doc["chains"] for r in c["reasons"]]
+            result.update(conflict_seeds=kinds.count("conflict"), zone_seeds=kinds.count("diverged_zone"))
+        else:
+            result["built"] = sum(len(b["commits"]) for b in doc["bundles"]) + result["chain_commits"]
         if loop:
-            seconds, failed = cherry_pick_loop(root / "pair" / "fork", pair.pending, env, root)
-            result.update({"loop_s": seconds, "loop_conflicts": failed, "ratio": seconds / cold,
-                           "engine_ratio": seconds / engine})
+            seconds, failed = cherry_pick_loop(fork, pair.pending, _env(root / "home", root / "cache-0"), root)
+            result.update(loop_s=seconds, loop_conflicts=failed, ratio=seconds / result["cold_s"],
+                          engine_ratio=seconds / result["engine_s"])
         return result
-
-
-def bench_bundle(pending: int, files: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory(prefix="forksync-bench-") as tmp:
-        root = Path(tmp)
-        pair = make_bundling_pair(root / "pair", pending=pending, files=files, seed=11)
-        env = _env(root / "home")
-        (root / "home").mkdir()
-        seconds, out = forksync(["bundle", *pair_args(root / "pair"), "--json"], env)
-        built = json.loads(out)
-        carried = sum(len(b["commits"]) for b in built["bundles"]) + sum(len(c["commits"]) for c in built["chains"])
-        rerun, out2 = forksync(["bundle", *pair_args(root / "pair"), "--json"], env)
-        assert out == out2, "bundle output differs between two runs"
-        loop, failed = cherry_pick_loop(root / "pair" / "fork", pair.pending, env, root)
-        # Start the in-process run from the same state: no forksync refs in the fork.
-        refs = subprocess.run(["git", "-C", str(root / "pair" / "fork"), "for-each-ref", "--format=delete %(refname)",
-                               "refs/heads/forksync/", "refs/forksync/"], check=True, capture_output=True).stdout
-        subprocess.run(["git", "-C", str(root / "pair" / "fork"), "update-ref", "--stdin"], input=refs, check=True)
-        engine = in_process("bundle", root / "pair", root / "cache-inproc")
-        return {"pending": pending, "bundle_cold_s": seconds, "engine_s": engine, "engine_ratio": loop / engine, "bundle_rerun_s": rerun, "branches":
-                len(built["bundles"]) + len(built["chains"]), "commits_built": carried, "loop_s": loop,
-                "loop_conflicts": failed, "ratio": loop / seconds}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--files", type=int, default=3000)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     plan_n, bundle_n, scale = (200, 100, (100, 200, 400)) if args.quick else (1000, 200, (250, 1000, 4000))
 
-    r = bench_plan(plan_n, args.files, loop=True)
-    print(f"plan {r['pending']} pending over {r['files']} files: forksync {r['plan_cold_s']:.2f}s cold "
-          f"({r['plan_warm_s']:.2f}s warm ledger) vs cherry-pick loop {r['loop_s']:.2f}s "
-          f"({r['loop_conflicts']} conflicts) -> {r['ratio']:.1f}x; engine alone {r['engine_s']:.2f}s -> "
-          f"{r['engine_ratio']:.1f}x  [{r['bundles']} bundles, {r['chains']} chains "
-          f"holding {r['chain_commits']} commits; {r['conflict_seeds']} conflict seeds, {r['zone_seeds']} zone seeds]")
-    b = bench_bundle(bundle_n, args.files)
-    print(f"bundle {b['pending']} pending: forksync {b['bundle_cold_s']:.2f}s ({b['branches']} branches, "
-          f"{b['commits_built']} commits built; rerun {b['bundle_rerun_s']:.2f}s) vs cherry-pick loop "
-          f"{b['loop_s']:.2f}s -> {b['ratio']:.1f}x; engine alone {b['engine_s']:.2f}s -> {b['engine_ratio']:.1f}x")
-    times = []
-    for n in scale:
-        s = bench_plan(n, args.files, loop=False)
-        times.append((n, s["plan_cold_s"], s["plan_warm_s"]))
-    n0, t0, _ = times[0]
-    for n, cold, warm in times:
+    r = bench("plan", plan_n, args.files, args.repeat, loop=True, seed=7)
+    print(f"plan {r['pending']} pending, {args.files} files: forksync {r['cold_s']:.2f}s cold CLI "
+          f"({r['warm_s']:.2f}s warm), engine {r['engine_s']:.2f}s vs cherry-pick loop {r['loop_s']:.2f}s "
+          f"({r['loop_conflicts']} conflicts) -> {r['ratio']:.1f}x CLI, {r['engine_ratio']:.1f}x engine "
+          f"[{r['bundles']} bundles, {r['chains']} chains holding {r['chain_commits']} commits; "
+          f"{r['conflict_seeds']} conflict seeds, {r['zone_seeds']} zone seeds]", flush=True)
+    b = bench("bundle", bundle_n, args.files, args.repeat, loop=True, seed=11)
+    print(f"bundle {b['pending']} pending ({b['built']} commits built on {b['bundles'] + b['chains']} branches): "
+          f"forksync {b['cold_s']:.2f}s cold CLI ({b['warm_s']:.2f}s rerun), engine {b['engine_s']:.2f}s vs "
+          f"cherry-pick loop {b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine", flush=True)
+    times = [bench("plan", n, args.files, args.repeat, loop=False, seed=7) for n in scale]
+    n0, c0, e0 = times[0]["pending"], times[0]["cold_s"], times[0]["engine_s"]
+    for t in times:
+        n = t["pending"]
         nlogn = (n * math.log2(n)) / (n0 * math.log2(n0))
-        print(f"scaling: {n:>5} pending -> plan {cold:.2f}s cold, {warm:.2f}s warm; x{cold / t0:.2f} of the "
-              f"{n0} run (linear x{n / n0:.1f}, n log n x{nlogn:.1f})")
+        print(f"scaling: {n:>5} pending -> plan {t['cold_s']:.2f}s CLI (x{t['cold_s'] / c0:.2f}), engine "
+              f"{t['engine_s']:.2f}s (x{t['engine_s'] / e0:.2f}); linear x{n / n0:.1f}, n log n x{nlogn:.1f}",
+              flush=True)
 
 
 if __name__ == "__main__":
