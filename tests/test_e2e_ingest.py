@@ -82,6 +82,7 @@ def test_merged_bundle_moves_the_ledger(e2e: Callable[..., E2E], shared_redis_db
     assert "pending 0" in checks[-1]["output"]["title"] and "backlog 1" in checks[-1]["output"]["title"]
     assert checks[-1]["output"]["title"].startswith("0.0 days behind")
     assert len(h.bundle_pulls()) == 1  # the merged one; no new bundle
+    assert h.gh.head(FORK, pull["head"]) is None  # the merged bundle's branch was deleted
 
 
 def test_worker_killed_mid_task_is_redelivered_and_completes_once(e2e: Callable[..., E2E], shared_redis_db: str) -> None:

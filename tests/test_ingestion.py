@@ -119,3 +119,31 @@ def test_bad_config_fails_the_check_quoting_the_line(
     assert quoted in str(check["summary"])
     assert gh.pulls == {} and gh.issues == {}
     assert Repository(ingest_pair.fork_bare).text("for-each-ref", "refs/heads/forksync/") == ""
+
+
+def test_superseded_bundle_and_finished_chain_are_closed(ingest_pair: IngestPair, tmp_path: Path) -> None:
+    """When the fork carries everything (the bundle merged, the chain's commit picked by hand), the next
+    run closes the bundle PR and the chain issue with a comment and deletes their branches; it opens nothing."""
+    env, gh = make_env(ingest_pair, tmp_path)
+    first = ingest_repository(env, REPO)
+    assert first.closed == []
+    fork = Repository(ingest_pair.fork_bare)
+    branches = fork.text("for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/forksync/").split()
+    assert any(b.startswith("forksync/bundle/") for b in branches) and any(b.startswith("forksync/chain/") for b in branches)
+    # a maintainer picks all three pending commits by hand on the fork trunk
+    work = ingest_pair.fork
+    work.git("pull", "-q", "--ff-only", str(ingest_pair.fork_bare), "main")
+    for pr in ("#102", "#103", "#104"):
+        work.cherry_pick(ingest_pair.shas[pr], x=True)
+    ingest_pair.push_fork()
+    second = ingest_repository(env, REPO)
+    assert second.figures["pending"] == 0 and second.figures["backlog"] == 0
+    assert second.pulls == [] and second.issues == []
+    assert sorted(c["kind"] for c in second.closed) == ["issue", "pull"]
+    (pull,) = gh.pulls.values()
+    (issue,) = gh.issues.values()
+    assert pull["state"] == "closed" and "Superseded" in str(pull["closing_comment"])
+    assert issue["state"] == "closed" and "picked" in str(issue["closing_comment"])
+    assert fork.text("for-each-ref", "refs/heads/forksync/") == ""
+    third = ingest_repository(env, REPO)
+    assert third.closed == [] and third.pulls == [] and third.issues == []

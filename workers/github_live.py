@@ -68,6 +68,21 @@ class LiveGitHub:
         return Posted(info.id, info.html_url, True)
 
 
+    def close_pull(self, repo: str, *, head: str, comment: str) -> int | None:
+        info = self.adapter.find_pull_request(repo, head)
+        if info is None:
+            return None
+        self.adapter.close_issue(repo, info.number, comment=comment)  # a PR is an issue to GitHub's API
+        return info.number
+
+    def close_issue(self, repo: str, *, marker: str, comment: str) -> int | None:
+        info = self.adapter.find_issue(repo, marker)
+        if info is None or info.state != "open":
+            return None
+        self.adapter.close_issue(repo, info.number, comment=comment)
+        return info.number
+
+
 def live_github(settings: WorkerSettings, installation_id: int) -> IngestGitHub:
     return LiveGitHub(app_for(settings), installation_id)
 

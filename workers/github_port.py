@@ -55,6 +55,14 @@ class IngestGitHub(Protocol):
         """Create a completed check run on ``head_sha``."""
         ...
 
+    def close_pull(self, repo: str, *, head: str, comment: str) -> int | None:
+        """Close the open PR whose head is ``head`` with ``comment``; its number, or None if none is open."""
+        ...
+
+    def close_issue(self, repo: str, *, marker: str, comment: str) -> int | None:
+        """Close the open issue carrying ``marker`` with ``comment``; its number, or None if none is open."""
+        ...
+
 
 @dataclass
 class DryGitHub:
@@ -75,11 +83,11 @@ class DryGitHub:
     def _post(self, table: dict[tuple[str, str], dict[str, object]], repo: str, key: str, **fields: object) -> Posted:
         existing = table.get((repo, key))
         if existing is not None:
-            existing.update(fields)
+            existing.update(fields, state="open")
             number = int(str(existing["number"]))
             return Posted(number, f"dry://{repo}/{number}", created=False)
         number = next(self._numbers)
-        table[(repo, key)] = {"number": number, **fields}
+        table[(repo, key)] = {"number": number, "state": "open", **fields}
         return Posted(number, f"dry://{repo}/{number}", created=True)
 
     def upsert_pull(self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False) -> Posted:
@@ -103,6 +111,19 @@ class DryGitHub:
             {"repo": repo, "name": name, "head_sha": head_sha, "conclusion": conclusion, "title": title, "summary": summary, "text": text}
         )
         return Posted(len(self.checks), f"dry://{repo}/checks/{len(self.checks)}", created=True)
+
+    def close_pull(self, repo: str, *, head: str, comment: str) -> int | None:
+        return self._close(self.pulls, repo, head, comment)
+
+    def close_issue(self, repo: str, *, marker: str, comment: str) -> int | None:
+        return self._close(self.issues, repo, marker, comment)
+
+    def _close(self, table: dict[tuple[str, str], dict[str, object]], repo: str, key: str, comment: str) -> int | None:
+        entry = table.get((repo, key))
+        if entry is None or entry.get("state") == "closed":
+            return None
+        entry.update(state="closed", closing_comment=comment)
+        return int(str(entry["number"]))
 
     def titles(self, kind: str = "pulls") -> Sequence[str]:
         table = self.pulls if kind == "pulls" else self.issues

@@ -86,6 +86,7 @@ class IngestReport:
     pulls: list[dict[str, Any]] = field(default_factory=list)
     issues: list[dict[str, Any]] = field(default_factory=list)
     check: dict[str, Any] = field(default_factory=dict)
+    closed: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
@@ -96,6 +97,7 @@ class IngestReport:
             "pulls": self.pulls,
             "issues": self.issues,
             "check": self.check,
+            "closed": self.closed,
             "seconds": round(self.seconds, 3),
         }
 
@@ -174,15 +176,78 @@ def ingest_repository(env: IngestEnv, repo: str) -> IngestReport:
             report.check = {"id": posted.number, "conclusion": "action_required", "title": title}
             return report
         upstream_url = settings.map_url(config.upstream.url)
+        branches_before = bot_branches(fork)
+        chains_before = recorded_chain_ids(fork)
         with env.caches.open(f"upstream:{config.upstream.url}") as upstream:
             branch = config.upstream.branch
             env.caches.fetch(upstream, upstream_url, [f"+refs/heads/{branch}:refs/heads/{branch}"])
             output = env.engine(upstream, fork, branch, config.fork.branch, config)
         push_bot_refs(fork, fork_url, token, output)
         report = apply_output(env, repo, config, trunk_head, output)
+        report.closed = close_stale(env, repo, fork, fork_url, token, output, branches_before,
+                                    chains_before - recorded_chain_ids(fork))
     report.seconds = time.monotonic() - started
     env.state.append(f"metrics:{repo}", {"t": round(time.time(), 3), **report.figures})
     return report
+
+
+def bot_branches(fork: Repository) -> set[str]:
+    """The bundle and chain branches the fork has now (names without ``refs/heads/``)."""
+    out = fork.text("for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/forksync/bundle/", "refs/heads/forksync/chain/")
+    return set(out.split())
+
+
+def recorded_chain_ids(fork: Repository) -> set[str]:
+    """Ids of the open chains recorded in the fork (``refs/forksync/chains``)."""
+    from workers.engine.chains import CHAINS_FILE, CHAINS_REF, decode
+
+    blob = f"{CHAINS_REF}:{CHAINS_FILE}"
+    if not fork.ok("cat-file", "-e", blob):
+        return set()
+    return {record.id for record in decode(fork.git("cat-file", "-p", blob), f"{CHAINS_REF} in the fork")}
+
+
+def close_stale(
+    env: IngestEnv,
+    repo: str,
+    fork: Repository,
+    fork_url: str,
+    token: str | None,
+    output: EngineOutput,
+    branches_before: set[str],
+    closed_chains: set[str],
+) -> list[dict[str, Any]]:
+    """Close what the new plan no longer has: bundle PRs (and their branches) and finished chains.
+
+    A bundle branch is stale when its commits were merged or re-planned into another bundle; a
+    chain is finished when the engine dropped it from the record (every commit picked or won't
+    port). Nothing is closed silently: each gets a comment saying why.
+    """
+    gh = env.github
+    current = {b.branch for b in output.bundles} | {c.branch for c in output.chains if c.branch}
+    stale = sorted(branches_before - current)
+    closed: list[dict[str, Any]] = []
+    for branch in stale:
+        if branch.startswith("forksync/bundle/"):
+            number = gh.close_pull(
+                repo,
+                head=branch,
+                comment=f"Superseded: ingestion plan `{output.plan_id}` no longer has this bundle (its commits were "
+                f"merged, or re-planned into another bundle). forksync closed it and deleted `{branch}`.",
+            )
+            if number is not None:
+                closed.append({"kind": "pull", "number": number, "branch": branch})
+    if stale:
+        remote_git(fork, token, "push", "--quiet", "--no-verify", fork_url, "--delete", *stale)
+    for chain_id in sorted(closed_chains):
+        number = gh.close_issue(
+            repo,
+            marker=marker("chain", chain_id),
+            comment=f"Done: every commit of this risky chain is now picked or marked won't-port (plan `{output.plan_id}`).",
+        )
+        if number is not None:
+            closed.append({"kind": "issue", "number": number, "chain": chain_id})
+    return closed
 
 
 def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: EngineOutput) -> None:
