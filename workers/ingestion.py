@@ -186,6 +186,7 @@ def ingest_repository(env: IngestEnv, repo: str) -> IngestReport:
         report = apply_output(env, repo, config, trunk_head, output)
         report.closed = close_stale(env, repo, fork, fork_url, token, output, branches_before,
                                     chains_before - recorded_chain_ids(fork))
+        post_check(env, repo, trunk_head, output, report)  # last: it reports a finished run
     report.seconds = time.monotonic() - started
     env.state.append(f"metrics:{repo}", {"t": round(time.time(), 3), **report.figures})
     return report
@@ -276,7 +277,7 @@ def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: En
 
 
 def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str, output: EngineOutput) -> IngestReport:
-    """Upsert PRs and issues, then the check run. Safe to repeat: upserts find before creating."""
+    """Upsert one PR per bundle and one issue per chain. Safe to repeat: upserts find before creating."""
     gh = env.github
     report = IngestReport(repo, "ingested")
     for bundle in output.bundles:
@@ -293,9 +294,6 @@ def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str,
             repo, marker=marker("chain", chain.key), title=chain_title(chain), body=chain_body(chain, output.upstream_web_url)
         )
         report.issues.append(_posted(posted, chain.key, chain_title(chain), len(chain.commits)))
-    title, summary = ingestion_summary(output.figures)
-    posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="success", title=title, summary=summary)
-    report.check = {"id": posted.number, "conclusion": "success", "title": title, "head_sha": trunk_head}
     f = output.figures
     report.figures = {
         "days_behind": f.days_behind,
@@ -307,6 +305,13 @@ def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str,
         "plan_id": output.plan_id,
     }
     return report
+
+
+def post_check(env: IngestEnv, repo: str, trunk_head: str, output: EngineOutput, report: IngestReport) -> None:
+    """The ``forksync / ingestion`` check run on the fork trunk head, with the figures."""
+    title, summary = ingestion_summary(output.figures)
+    posted = env.github.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="success", title=title, summary=summary)
+    report.check = {"id": posted.number, "conclusion": "success", "title": title, "head_sha": trunk_head}
 
 
 def _posted(posted: Posted, key: str, title: str, commits: int) -> dict[str, Any]:
