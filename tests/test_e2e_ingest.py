@@ -198,3 +198,24 @@ def test_beat_poll_and_snapshot_reach_every_installed_repository(e2e: Callable[.
     points = wait_for(lambda: state.series(f"snapshots:{FORK}"), 30, "a metrics snapshot")
     assert points[-1]["pending"] == 3 and points[-1]["backlog"] == 0
     assert len(h.bundle_pulls()) == 1
+
+
+def test_whole_worker_killed_mid_task_is_redelivered_to_another(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+    """SIGKILL of the whole worker (main and pool process) mid-ingest: Redis re-delivers the unacked
+    message after the visibility timeout to another worker, which completes it; one PR in the end."""
+    h = e2e(shared_redis_db)
+    h.start_web()
+    slow_env = {"FORKSYNC_VISIBILITY_TIMEOUT_S": "3"}
+    first = h.start_worker(env=slow_env)
+    h.gh.slow(4.0, method="POST", path=f"/repos/{FORK}/pulls")
+    h.push_to_fork()
+    wait_for(lambda: _bundle_branches(h), 60, "the ingest to be in flight")
+    time.sleep(0.5)
+    first.kill()  # SIGKILL to the main process, then to its orphaned pool process
+    assert not first.alive()
+    second = h.start_worker(env=slow_env)
+    wait_for(h.checks, 60, "the re-delivered ingest on the second worker")
+    time.sleep(1.0)
+    assert "forksync.ingest" in second.text()
+    assert [p["title"] for p in h.bundle_pulls()] == [BUNDLE_TITLE]
+    assert len(h.issues()) == 1 and len(h.checks()) == 1
