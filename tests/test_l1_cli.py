@@ -82,7 +82,8 @@ def test_l1_gpu_suite_after_failed_canary_is_infrastructure(make_repo: MakeRepo,
     data = json.loads(proc.stdout)
     assert data["conclusion"] == "cancelled"
     assert [(s["name"], s["status"]) for s in data["suites"]] == [("cpu", "passed"), ("gpu", "infrastructure")]
-    assert "no CUDA device visible" in data["suites"][1]["reason"] and not data["canary"]["ok"]
+    assert "runner canary failed: " in data["suites"][1]["reason"] and not data["canary"]["ok"]
+    assert "CPU-only build" in data["canary"]["reason"] or "CUDA_VISIBLE_DEVICES is empty" in data["canary"]["reason"]
 
 
 def test_l1_interpreter_canary_lets_gpu_suites_run(make_repo: MakeRepo, tmp_path: Path) -> None:
@@ -103,7 +104,7 @@ def test_kernel_pack_runs_in_interpreter_and_writes_junit(tmp_path: Path) -> Non
     xml = tmp_path / "out.xml"
     proc = forksync("kernels", "--junitxml", str(xml), env={"CUDA_VISIBLE_DEVICES": ""}, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "no CUDA device visible: Triton CPU interpreter (set TRITON_INTERPRET=1)" in proc.stdout
+    assert "Triton CPU interpreter (set TRITON_INTERPRET=1: " in proc.stdout
     summary = [ln for ln in proc.stdout.splitlines() if ln.startswith("forksync kernels: passed:")]
     assert len(summary) == 1 and " 0 failed" in summary[0]
     cases = ET.parse(xml).getroot().iter("testcase")

@@ -47,7 +47,7 @@ def backend_env(force_interpret: bool) -> tuple[dict[str, str], str]:
         return env, "Triton CPU interpreter (TRITON_INTERPRET=1, --interpret)"
     if env.get("TRITON_INTERPRET", "") not in ("", "0"):
         return env, "Triton CPU interpreter (TRITON_INTERPRET is set in the environment)"
-    from workers.kernels.device import cuda_visible
+    from workers.kernels.device import cuda_visible, why_no_cuda
 
     if cuda_visible():
         import torch
@@ -55,7 +55,7 @@ def backend_env(force_interpret: bool) -> tuple[dict[str, str], str]:
         env.pop("TRITON_INTERPRET", None)
         return env, f"CUDA device {torch.cuda.get_device_name(0)} (native compilation)"
     env["TRITON_INTERPRET"] = "1"
-    return env, "no CUDA device visible: Triton CPU interpreter (set TRITON_INTERPRET=1)"
+    return env, f"Triton CPU interpreter (set TRITON_INTERPRET=1: {why_no_cuda()})"
 
 
 def run(args: argparse.Namespace) -> int:

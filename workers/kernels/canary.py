@@ -28,7 +28,7 @@ def check(interpret: bool) -> tuple[bool, str, str]:
     from workers.kernels import device
 
     if not interpret and not device.cuda_visible():
-        return False, "none", "no CUDA device visible (torch.cuda.is_available() is False)"
+        return False, "none", device.why_no_cuda()
     backend = "interpreter" if interpret else f"cuda:{torch.cuda.get_device_name(0)}"
     try:
         from workers.kernels.kernels import vector_add

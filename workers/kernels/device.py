@@ -22,6 +22,17 @@ def cuda_visible() -> bool:
         return False
 
 
+def why_no_cuda() -> str:
+    """Why torch sees no CUDA device, in words a user can act on."""
+    if getattr(torch.version, "cuda", None) is None:
+        hint = " although an NVIDIA device is present (/dev/nvidia0)" if os.path.exists("/dev/nvidia0") else ""
+        return (f"torch {torch.__version__} is a CPU-only build{hint}; install a CUDA build of torch "
+                "to run the pack natively")
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
+        return "CUDA_VISIBLE_DEVICES is empty"
+    return "no CUDA device visible (torch.cuda.is_available() is False)"
+
+
 def interpreting() -> bool:
     return os.environ.get(INTERPRET_VAR, "") not in ("", "0")
 
@@ -33,7 +44,7 @@ def ensure_backend() -> str:
     if cuda_visible():
         return f"CUDA device: {torch.cuda.get_device_name(0)} (native Triton compilation)"
     os.environ[INTERPRET_VAR] = "1"
-    return f"no CUDA device visible: set {INTERPRET_VAR}=1, kernels run in Triton's CPU interpreter"
+    return f"{why_no_cuda()}: set {INTERPRET_VAR}=1, kernels run in Triton's CPU interpreter"
 
 
 def device() -> str:
