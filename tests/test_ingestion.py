@@ -147,3 +147,20 @@ def test_superseded_bundle_and_finished_chain_are_closed(ingest_pair: IngestPair
     assert fork.text("for-each-ref", "refs/heads/forksync/") == ""
     third = ingest_repository(env, REPO)
     assert third.closed == [] and third.pulls == [] and third.issues == []
+
+
+def test_unreachable_upstream_fails_the_check_with_the_reason(ingest_pair: IngestPair, tmp_path: Path) -> None:
+    """An upstream.url that cannot be fetched gives a failing check naming the problem, not a silent
+    task failure; nothing is pushed or opened."""
+    good = ingest_pair.fork.git("show", "HEAD:.github/forksync.yml")
+    bad = good.replace(str(ingest_pair.upstream_bare), str(tmp_path / "no-such-upstream.git"))
+    ingest_pair.fork.commit("point upstream nowhere", {".github/forksync.yml": bad})
+    ingest_pair.push_fork()
+    env, gh = make_env(ingest_pair, tmp_path)
+    report = ingest_repository(env, REPO)
+    assert report.status == "error"
+    (check,) = gh.checks
+    assert check["conclusion"] == "failure" and "ingestion failed" in str(check["title"])
+    assert "no-such-upstream" in str(check["summary"])
+    assert gh.pulls == {} and gh.issues == {}
+    assert Repository(ingest_pair.fork_bare).text("for-each-ref", "refs/heads/forksync/") == ""

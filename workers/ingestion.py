@@ -81,7 +81,7 @@ class IngestReport:
     """What one run did (also the task's JSON result)."""
 
     repo: str
-    status: str  # "ingested", "config_error", "no_upstream"
+    status: str  # "ingested", "config_error", "no_upstream", "error" (reported on a failing check)
     figures: dict[str, Any] = field(default_factory=dict)
     pulls: list[dict[str, Any]] = field(default_factory=list)
     issues: list[dict[str, Any]] = field(default_factory=list)
@@ -175,20 +175,47 @@ def ingest_repository(env: IngestEnv, repo: str) -> IngestReport:
             posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="action_required", title=title, summary=summary)
             report.check = {"id": posted.number, "conclusion": "action_required", "title": title}
             return report
-        upstream_url = settings.map_url(config.upstream.url)
-        branches_before = bot_branches(fork)
-        chains_before = recorded_chain_ids(fork)
-        with env.caches.open(f"upstream:{config.upstream.url}") as upstream:
-            branch = config.upstream.branch
-            env.caches.fetch(upstream, upstream_url, [f"+refs/heads/{branch}:refs/heads/{branch}"])
-            output = env.engine(upstream, fork, branch, config.fork.branch, config)
-        push_bot_refs(fork, fork_url, token, output)
-        report = apply_output(env, repo, config, trunk_head, output)
-        report.closed = close_stale(env, repo, fork, fork_url, token, output, branches_before,
-                                    chains_before - recorded_chain_ids(fork))
-        post_check(env, repo, trunk_head, output, report)  # last: it reports a finished run
+        try:
+            report = _plan_and_apply(env, repo, config, fork, fork_url, token, trunk_head)
+        except ForksyncError as exc:
+            if retry_after_of(exc) is not None:
+                raise  # transient: the task retries from fresh state
+            # A failure the maintainer must act on (upstream unreachable, unrelated histories, a
+            # trailer the ledger cannot read...): say so on the fork, where they look.
+            report = IngestReport(repo, "error")
+            title = f"ingestion failed: {exc.problem}"[:240]
+            summary = f"**{exc.one_line()}**\n\nNothing was pushed or opened by this run. Fix the cause and push: the next push or poll retries.\n"
+            posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="failure", title=title, summary=summary)
+            report.check = {"id": posted.number, "conclusion": "failure", "title": title}
+            log.warning("ingest %s failed: %s", repo, exc.one_line())
     report.seconds = time.monotonic() - started
     env.state.append(f"metrics:{repo}", {"t": round(time.time(), 3), **report.figures})
+    return report
+
+
+def retry_after_of(exc: BaseException) -> float | None:
+    from workers.celery_app import retry_after
+
+    return retry_after(exc)
+
+
+def _plan_and_apply(
+    env: IngestEnv, repo: str, config: RepoConfig, fork: Repository, fork_url: str, token: str | None, trunk_head: str
+) -> IngestReport:
+    """Steps 2-4 of the loop (module docstring), under the caller's repository lock."""
+    assert config.upstream.url is not None
+    upstream_url = env.settings.map_url(config.upstream.url)
+    branches_before = bot_branches(fork)
+    chains_before = recorded_chain_ids(fork)
+    with env.caches.open(f"upstream:{config.upstream.url}") as upstream:
+        branch = config.upstream.branch
+        env.caches.fetch(upstream, upstream_url, [f"+refs/heads/{branch}:refs/heads/{branch}"])
+        output = env.engine(upstream, fork, branch, config.fork.branch, config)
+    push_bot_refs(fork, fork_url, token, output)
+    report = apply_output(env, repo, config, trunk_head, output)
+    report.closed = close_stale(env, repo, fork, fork_url, token, output, branches_before,
+                                chains_before - recorded_chain_ids(fork))
+    post_check(env, repo, trunk_head, output, report)  # last: it reports a finished run
     return report
 
 
