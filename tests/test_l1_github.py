@@ -124,11 +124,11 @@ def test_handlers_start_l1_only_for_the_right_events(monkeypatch: Any) -> None:
 
     sent: list[dict[str, Any]] = []
     monkeypatch.setattr(tasks.run_l1, "delay", lambda **kw: sent.append(kw))
-    tasks.l1_on_pull_request(installation_id=1, repo=REPO, action="synchronize", head_sha="a" * 40)
-    tasks.l1_on_pull_request(installation_id=1, repo=REPO, action="closed", head_sha="b" * 40)
+    tasks.l1_on_pull_request(installation_id=1, repo=REPO, number=3, action="synchronize", head_sha="a" * 40)
+    tasks.l1_on_pull_request(installation_id=1, repo=REPO, number=3, action="closed", head_sha="b" * 40)
     tasks.l1_on_rerequest(installation_id=1, repo=REPO, name="forksync / L1", head_sha="c" * 40, action="rerequested")
     tasks.l1_on_rerequest(installation_id=1, repo=REPO, name="Build", head_sha="d" * 40, action="rerequested")
-    assert [s["head_sha"][0] for s in sent] == ["a", "c"]
+    assert [s["head_sha"][0] for s in sent] == ["a", "c"] and sent[0]["number"] == 3
     assert tasks.l1_on_pull_request in handlers_for(tasknames.ON_PULL_REQUEST)
 
 
@@ -142,3 +142,38 @@ def test_gpu_suites_on_a_cpu_worker_are_handed_to_a_gpu_runner(loopback_github: 
     assert result.status == "needs_gpu" and result.run is None
     (check,) = l1_runs(gh)
     assert check["status"] == "in_progress"
+
+
+def test_outside_pr_runs_only_after_approval_of_its_head(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """A PR from an outside fork is not run on our runners until a maintainer's /approve names its
+    head: first a 'waiting for a maintainer' check; after approval the head is fetched and tested."""
+    from workers.commands.approval import approval_body, approval_marker
+
+    gh = loopback_github
+    gh.commit(REPO, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests")),
+                     "tests/test_b.py": passing_tests(1)})
+    gh.add_repo("stranger/fork")
+    base = gh.head(REPO, "main")
+    assert base is not None
+    import subprocess
+
+    subprocess.run(["git", "--git-dir", str(gh.bare("stranger/fork")), "fetch", "-q", str(gh.bare(REPO)),
+                    "+refs/heads/main:refs/heads/main"], check=True)
+    sha = gh.commit("stranger/fork", {"tests/test_c.py": passing_tests(2, "new")}, branch="main")
+    number = gh.add_pull(REPO, "main", head_repo="stranger/fork", author="stranger")
+    adapter = gh.adapter(gh.installation)
+
+    def job(**kw: Any):  # type: ignore[no-untyped-def]
+        return run_l1_job(adapter, GitCache(tmp_path / "git"), tmp_path / "data",
+                          L1Job(REPO, sha, pr_number=number, **kw), clone_url=gh.git_url(REPO),
+                          token=gh.token_for(gh.installation), clone_url_for=gh.git_url)
+
+    waiting = job()
+    assert waiting.status == "needs_approval" and waiting.run is None
+    (check,) = l1_runs(gh)
+    assert check["conclusion"] == "action_required" and "/approve" in check["output"]["summary"]
+    adapter.upsert_comment(REPO, number, marker=approval_marker(number), body=approval_body(number, sha, "maintainer"))
+    done = job()
+    assert done.status == "done" and done.run is not None and done.run.suites[0].passed == 3
+    (check,) = l1_runs(gh)
+    assert check["conclusion"] == "success"

@@ -19,8 +19,8 @@ from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
 from bot.github import Annotation, CheckOutput, CheckRunInfo, GitHubPort
 from bot.render import l1 as render
 from bot.render import marker
-from workers.engine.git import Repository
-from workers.gitcache import GitCache
+from workers.engine.git import GitError, Repository
+from workers.gitcache import TMP_REF_PREFIX, GitCache
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, L1Run, run_l1_for_ref
 from workers.testing.watchdog import CheckRunState, coverage
@@ -41,11 +41,15 @@ class L1Job:
     attempt: int = 0  # infrastructure retries so far (the task's retry count)
     # False on a worker of the CPU queue: a config with GPU suites sends the job to a GPU runner.
     gpu_runner: bool = True
+    # The PR being tested, when known: a head that lives only in an outside fork runs once a
+    # maintainer's /approve names it (workers/commands/approval.py).
+    pr_number: int | None = None
 
 
 @dataclass(frozen=True)
 class L1JobResult:
-    status: str  # "done", "skipped", "config_error", "not_fetchable", "needs_gpu"
+    # "done", "skipped", "config_error", "not_fetchable", "needs_gpu", "needs_approval", "stale"
+    status: str
     check_run_id: int | None = None
     run: L1Run | None = None
     message: str = ""
@@ -75,6 +79,7 @@ def run_l1_job(
     *,
     clone_url: str,
     token: str | None,
+    clone_url_for: Callable[[str], str] | None = None,
     canary: Callable[[], CanaryResult] | None = None,
     max_infra_retries: int | None = None,
     log_url: Callable[[str], str | None] | None = None,
@@ -84,16 +89,9 @@ def run_l1_job(
     with caches.open(cache_key(job.repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
         if cache.rev_parse(job.head_sha) is None:
-            # Only branches of this repository are tested on our runners: a head that lives
-            # only in someone else's fork needs a maintainer to bring it here first.
-            check = _upsert_check(github, job.repo, job.head_sha, render.CheckRunOutput(
-                name=render.L1_CHECK, head_sha=job.head_sha, status="completed", conclusion="cancelled",
-                title="L1 not run: this commit is not on a branch of the repository",
-                summary=(f"`{job.head_sha[:12]}` was not found on any branch of `{job.repo}`. L1 runs "
-                         "self-hosted runners only for branches of this repository: a maintainer can push "
-                         "the branch here (or rerun once it is pushed)."),
-            ))
-            return L1JobResult("not_fetchable", check.id, message="head not on a branch of the repository")
+            refused = _outside_head(github, caches, cache, job, clone_url, token, clone_url_for)
+            if refused is not None:
+                return refused
         try:
             config = _config_at(cache, job.head_sha)
         except ConfigError as exc:
@@ -136,6 +134,61 @@ def run_l1_job(
         if config.l1.required_checks:
             publish_coverage(github, job.repo, job.head_sha, config.l1.required_checks)
     return L1JobResult("done", check_id, run, max_infra_retries=retries)
+
+
+def _outside_head(
+    github: GitHubPort,
+    caches: GitCache,
+    cache: Repository,
+    job: L1Job,
+    clone_url: str,
+    token: str | None,
+    clone_url_for: Callable[[str], str] | None,
+) -> L1JobResult | None:
+    """A head that is on no branch of the repository (a PR from an outside fork): run it only with a
+    maintainer's /approve of that very head; fetch it; None when it may run."""
+    from workers.commands.approval import is_approved
+
+    def refuse(status: str, title: str, summary: str, conclusion: str = "action_required",
+               details_url: str | None = None) -> L1JobResult:
+        check = _upsert_check(github, job.repo, job.head_sha, render.CheckRunOutput(
+            name=render.L1_CHECK, head_sha=job.head_sha, status="completed", conclusion=conclusion,
+            title=title, summary=f"{marker('l1', job.head_sha)}\n{summary}", details_url=details_url,
+        ))
+        return L1JobResult(status, check.id, message=title)
+
+    if job.pr_number is None:
+        return refuse(
+            "not_fetchable", "L1 not run: this commit is not on a branch of the repository",
+            f"`{job.head_sha[:12]}` is on no branch of `{job.repo}` and no pull request was named. "
+            "Self-hosted runners test branches of this repository, or an outside PR's head once a "
+            "maintainer approves it: comment `/approve`, then `/retest`, on the PR.",
+            conclusion="cancelled",
+        )
+    pull = github.get_pull_request(job.repo, job.pr_number)
+    if pull.head_sha != job.head_sha:
+        return refuse("stale", f"L1 not run: PR #{pull.number} has moved to {pull.head_sha[:12]}",
+                      "A newer push replaced this commit; its own L1 run reports there.", conclusion="cancelled")
+    if not is_approved(github, job.repo, job.pr_number, job.head_sha):
+        return refuse(
+            "needs_approval", "Waiting for a maintainer: outside PRs need /approve before L1 runs",
+            f"This PR comes from `{pull.head_repo or 'a deleted fork'}`. L1 runs on self-hosted runners, so a "
+            f"maintainer must review head `{job.head_sha[:12]}` and comment `/approve`, then `/retest`. "
+            "A later push needs a new `/approve`.",
+            details_url=pull.html_url,
+        )
+    local = f"{TMP_REF_PREFIX}l1-pull/{job.pr_number}"
+    try:
+        # GitHub keeps every PR head in the base repository as refs/pull/N/head.
+        caches.fetch(cache, clone_url, [f"+refs/pull/{job.pr_number}/head:{local}"], token)
+    except GitError:
+        if not (pull.head_repo and clone_url_for):
+            raise
+        caches.fetch(cache, clone_url_for(pull.head_repo), [f"+refs/heads/{pull.head_ref}:{local}"], token)
+    if cache.rev_parse(job.head_sha) is None:
+        return refuse("not_fetchable", "L1 not run: the approved head could not be fetched",
+                      f"`{job.head_sha[:12]}` was not found in PR #{job.pr_number}'s head.", conclusion="cancelled")
+    return None
 
 
 def _config_at(cache: Repository, sha: str) -> RepoConfig:

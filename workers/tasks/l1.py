@@ -38,7 +38,8 @@ def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
 @shared_task(name=tasknames.RUN_L1, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
              time_limit=L1_TIME_LIMIT_S)
 def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: bool = False,
-           push_ref: str | None = None, delivery: str | None = None, **_: Any) -> dict[str, Any]:
+           push_ref: str | None = None, number: int | None = None, delivery: str | None = None,
+           **_: Any) -> dict[str, Any]:
     """Run L1 on ``head_sha`` of ``repo`` and publish its check runs (see ``workers/l1_job.py``).
 
     Idempotent: the check run is updated in place. An infrastructure failure is retried (bounded
@@ -48,17 +49,18 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     github = app.adapter(installation_id)
     queue = (self.request.delivery_info or {}).get("routing_key")
     job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries,
-                gpu_runner=queue == tasknames.Q_L1_GPU)
+                gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number)
     result = run_l1_job(
         github, GitCache(settings.data_dir / "git"), settings.data_dir, job,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id),
+        clone_url_for=lambda other: settings.map_url(app.push_url_template.format(repo=other)),
     )
     log.info("L1 %s@%s: %s %s", repo, head_sha[:12], result.status, result.run.conclusion if result.run else "")
     if result.status == "needs_gpu":
         run_l1.apply_async(
             kwargs={"installation_id": installation_id, "repo": repo, "head_sha": head_sha, "trunk": trunk,
-                    "push_ref": push_ref, "delivery": delivery},
+                    "push_ref": push_ref, "number": number, "delivery": delivery},
             queue=tasknames.Q_L1_GPU,
         )
     if result.infrastructure and self.request.retries < result.max_infra_retries:
@@ -75,11 +77,11 @@ def l1_coverage(self: Any, installation_id: int, repo: str, head_sha: str, **_: 
 
 
 @handles(tasknames.ON_PULL_REQUEST)
-def l1_on_pull_request(installation_id: int, repo: str, action: str, head_sha: str,
+def l1_on_pull_request(installation_id: int, repo: str, number: int, action: str, head_sha: str,
                        delivery: str | None = None, **_: Any) -> None:
-    """A PR opened, pushed to or reopened: test its head."""
+    """A PR opened, pushed to or reopened: test its head (an outside PR's once approved)."""
     if action in ("opened", "synchronize", "reopened", "ready_for_review"):
-        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=head_sha, delivery=delivery)
+        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=head_sha, number=number, delivery=delivery)
 
 
 @handles(tasknames.ON_PUSH)
