@@ -28,6 +28,8 @@ class CanaryResult:
     seconds: float
 
     def describe(self) -> str:
+        if self.ok and self.backend == "skipped":
+            return f"runner canary skipped ({self.reason})"
         if self.ok:
             return f"runner canary passed on {self.backend} in {self.seconds:.1f} s"
         return f"runner canary failed: {self.reason}"
