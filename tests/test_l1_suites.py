@@ -99,18 +99,18 @@ def test_timed_out_suite_is_killed_with_its_grandchild(make_repo: MakeRepo, tmp_
     )
     repo = make_repo("r")
     repo.commit("sleepy", {"sleepy.py": script})
-    suite = Suite(name="sleepy", run=(sys.executable, "sleepy.py"), timeout=2)
+    suite = Suite(name="sleepy", run=(sys.executable, "sleepy.py"), timeout=3)
     started = time.monotonic()
     out = run_at_head(repo, suite, tmp_path)
     assert time.monotonic() - started < 15
-    assert out.status == "timed_out" and "2 s timeout" in out.reason
+    assert out.status == "timed_out" and "3 s timeout" in out.reason
     grandchild = int(pidfile.read_text())
     for _ in range(50):  # reaped by init shortly after SIGKILL
         if not _alive(grandchild):
             break
         time.sleep(0.1)
     assert not _alive(grandchild), "the grandchild survived the suite's timeout"
-    assert "killed after 2 s" in Path(out.log_path).read_text()
+    assert "killed after 3 s" in Path(out.log_path).read_text()
 
 
 def _alive(pid: int) -> bool:
