@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from workers.testing.split import find_culprits
 
@@ -115,3 +118,16 @@ def test_split_a_real_bundle_with_l1_as_the_oracle(make_repo, tmp_path) -> None:
     result = find_culprits(bundle, failing_tests_oracle(run_subset, target))
     assert result.culprits == (bundle[2],)
     assert len(result.runs) <= 3  # log2(4) + 1
+
+
+@given(st.integers(1, 64).flatmap(lambda n: st.tuples(st.just(n), st.sets(st.integers(0, n - 1), min_size=1, max_size=3))))
+def test_independent_culprits_are_all_found_within_the_log_bound(case: tuple[int, set[int]]) -> None:
+    """Property: any 1-3 independent culprits among n commits are found exactly, in at most
+    k·(ceil(log2 n) + 1) oracle runs, and the remaining bundle passes without them."""
+    n, planted = case
+    commits = tuple(f"c{i:02d}" for i in range(n))
+    culprits = {commits[i] for i in planted}
+    calls: list[tuple[str, ...]] = []
+    result = find_culprits(commits, oracle(culprits, calls))
+    assert set(result.culprits) == culprits and result.complete
+    assert len(calls) <= len(culprits) * (math.ceil(math.log2(n)) + 1)
