@@ -1,8 +1,8 @@
 """The Celery app: factory wired to Flask (Flask's Celery pattern), queues, routes, retries, beat.
 
 ``celery -A workers.celery_app worker -Q ingest,github`` and ``celery -A workers.celery_app beat``
-use the module-level :data:`app`, built from the environment when this module is imported (the
-process entry point; library code calls :func:`create_celery` instead). Routes and queue names
+use the module-level ``app``, built from the environment on first access (lazily, so importing
+this module reads nothing; library code calls :func:`create_celery` instead). Routes and queue names
 come from ``bot/tasknames.py`` only. Without ``REDIS_URL`` the same code runs on the embedded
 broker (SQLite under the data dir, see ``workers/embedded.py``).
 """
@@ -44,7 +44,8 @@ POLL_UPSTREAM = "forksync.poll_upstream"
 RETRY_BASE_S = 2.0
 RETRY_MAX_S = 600.0
 MAX_RETRIES = 8
-# A task that finds its repository locked by another ingest waits this long and tries again.
+# A task that finds its repository locked by another ingest waits this long and tries again
+# (for up to 10 minutes; past that the next push or poll ingests the newer state anyway).
 LOCK_RETRY_S = 5.0
 LOCK_MAX_RETRIES = 120
 
