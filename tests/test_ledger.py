@@ -290,3 +290,24 @@ def test_marking_the_same_decision_twice_writes_once(forked: Forked) -> None:
     again = p.mark("#10", "wont_port", "--reason", "AMD only")
     assert again.code == 0 and "already recorded" in again.out
     assert p.fork.git("rev-parse", "refs/notes/forksync") == first
+
+
+def test_upstream_that_merges_pull_requests(forked: Forked) -> None:
+    """Upstream merge commits are the ledger's entries; a -x pick of a commit they merged counts for them."""
+    p = forked()
+    up = p.upstream
+    up.git("checkout", "-q", "-b", "feature")
+    side = up.commit("Add the pass", {"src/pass.py": "pass\n"})
+    up.commit("Test the pass", {"tests/test_pass.py": "ok\n"})
+    up.git("checkout", "-q", "main")
+    up.git("merge", "-q", "--no-ff", "-m", "Merge pull request #30 from dev/feature", "feature",
+           env={"GIT_COMMITTER_DATE": "@1700009000 +0000", "GIT_AUTHOR_DATE": "@1700009000 +0000"})
+    merge = up.head()
+    later = p.up(31)
+    p.fork.fetch(up, into="refs/remotes/upstream/main")
+    p.pick(side)
+    ledger = p.ledger()
+    assert [e.sha for e in ledger.entries] == [merge, later]
+    assert ledger.entry(merge).pr_number == 30  # type: ignore[union-attr]
+    assert ledger.entry(merge).disposition is Disposition.PICKED  # type: ignore[union-attr]
+    assert ledger.entry(later).disposition is Disposition.PENDING  # type: ignore[union-attr]

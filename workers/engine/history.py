@@ -103,6 +103,33 @@ def _parse(record: str, messages: bool) -> Commit:
     )
 
 
+def merged_side_commits(repo: Repository, include: str, exclude: Sequence[str], first_parent: Sequence[Commit]) -> dict[str, str]:
+    """Commits off the first-parent line → the first-parent merge that brought them in.
+
+    For upstreams that merge pull requests instead of squashing them; one more ``git log``
+    (metadata only), run only when the first-parent range has merges.
+    """
+    merges = [c for c in first_parent if c.is_merge]
+    if not merges:
+        return {}
+    args = ["log", "--format=%H %P", include, *(f"^{sha}" for sha in exclude), "--"]
+    parents: dict[str, list[str]] = {}
+    for line in repo.git(*args).decode().splitlines():
+        sha, *rest = line.split()
+        parents[sha] = rest
+    on_line = {c.sha for c in first_parent}
+    side: dict[str, str] = {}
+    for merge in merges:  # oldest first: a commit belongs to the first merge that landed it
+        stack = list(merge.parents[1:])
+        while stack:
+            sha = stack.pop()
+            if sha in on_line or sha in side or sha not in parents:
+                continue
+            side[sha] = merge.sha
+            stack.extend(parents[sha])
+    return side
+
+
 def changed_files(
     repo: Repository, include: str, exclude: Sequence[str], *, first_parent: bool = True
 ) -> dict[str, frozenset[str]]:

@@ -30,7 +30,15 @@ from typing import Any
 from bot.config import LedgerConfig
 from workers.engine import recognisers as rec
 from workers.engine.decisions import Decision, Decisions, Disposition, read_decisions
-from workers.engine.history import Commit, changed_files, commit_files, patch_ids, read_range, tree_paths
+from workers.engine.history import (
+    Commit,
+    changed_files,
+    commit_files,
+    merged_side_commits,
+    patch_ids,
+    read_range,
+    tree_paths,
+)
 from workers.engine.metrics import Fact, Metrics, compute_metrics
 from workers.engine.pair import FORK_NOTES_REF, Pair
 
@@ -202,9 +210,13 @@ def compute_ledger(
     fork_tip: str,
     patch_id: PatchIds,
     files_touching: FilesTouching | None = None,
+    side: dict[str, str] | None = None,
 ) -> Ledger:
-    """The pure core: upstream range and fork range (oldest first) → ledger."""
-    index = rec.UpstreamIndex(upstream)
+    """The pure core: upstream range and fork range (oldest first) → ledger.
+
+    ``side`` maps upstream commits merged in off the first-parent line to their merge.
+    """
+    index = rec.UpstreamIndex(upstream, side)
     fork_index = rec.ForkIndex(fork)
     picks: dict[str, rec.Recognition] = {}  # fork sha → what it carries
     active: dict[str, bool] = {}  # fork pick → not reverted
@@ -218,6 +230,8 @@ def compute_ledger(
         if commit.sha in index.position:
             merged[commit.sha] = commit.sha
             continue
+        if commit.sha in index.side:
+            continue  # an upstream side commit the fork merged with its merge: carried below
         if commit.is_merge:
             continue
         target = rec.revert_target(commit, fork_index, index, rules)
@@ -506,6 +520,7 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
             fork_tip=pair.fork_tip,
             patch_id=lambda shas: patch_ids(repo, shas),
             files_touching=file_sets,
+            side=merged_side_commits(repo, pair.upstream_tip, [pair.base], upstream),
         )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.config import DEFAULT_TRAILER_PATTERNS
@@ -103,11 +103,17 @@ def _slug(url: str | None) -> str | None:
 
 
 class UpstreamIndex:
-    """Lookups over the upstream range: by sha (or unique prefix), PR number, and subject."""
+    """Lookups over the upstream range: by sha (or unique prefix), PR number, and subject.
 
-    def __init__(self, commits: Sequence[Commit]) -> None:
+    ``side`` maps commits that upstream brought in through merge commits (not on its
+    first-parent history) to the first-parent merge that landed them, so a pick of one of
+    them counts for that merge.
+    """
+
+    def __init__(self, commits: Sequence[Commit], side: Mapping[str, str] | None = None) -> None:
         self.position = {c.sha: i for i, c in enumerate(commits)}
-        self._sorted = sorted(self.position)
+        self.side = dict(side or {})
+        self._sorted = sorted({*self.position, *self.side})
         self.by_pr: dict[int, list[str]] = {}
         self.by_subject: dict[str, list[str]] = {}
         self._subjects_sorted: list[str] | None = None
@@ -121,11 +127,14 @@ class UpstreamIndex:
         """The upstream commit a full or abbreviated sha names, if exactly one."""
         text = text.lower()
         if len(text) == 40:
-            return text if text in self.position else None
-        i = bisect.bisect_left(self._sorted, text)
-        hits = self._sorted[i : i + 2]
-        hits = [h for h in hits if h.startswith(text)]
-        return hits[0] if len(hits) == 1 else None
+            found: str | None = text if text in self.position or text in self.side else None
+        else:
+            i = bisect.bisect_left(self._sorted, text)
+            hits = [h for h in self._sorted[i : i + 2] if h.startswith(text)]
+            found = hits[0] if len(hits) == 1 else None
+        if found is not None and found in self.side:
+            return self.side[found]
+        return found
 
     def pr(self, number: int) -> str | None:
         """The upstream commit of PR ``number``; with several (a re-land), the newest."""
