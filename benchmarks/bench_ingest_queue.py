@@ -13,8 +13,9 @@ bare git remotes, the engine. Three figures per broker:
 * **webhook → bundle PR**: a signed push webhook to the web app (real socket) until the loopback
   holds the bundle PR (fresh fork each time).
 
-Run: ``python -m benchmarks.bench_ingest_queue [--n 200] [--ingests 20] [--latency-runs 5]``.
-Needs the Redis server on 127.0.0.1:6379 for the Redis rows (it uses and flushes db 3 only).
+Run: ``python -m benchmarks.bench_ingest_queue [--n 500] [--ingests 20] [--latency-runs 5]``.
+The Redis rows use a redis-server of their own on a free port (``redis-server`` on PATH), so
+test suites running at the same time cannot take its tasks.
 """
 
 from __future__ import annotations
@@ -148,7 +149,13 @@ def main() -> int:
         _hermetic(Path(home))
         rows = []
         if args.broker in ("redis", "both"):
-            rows.append(("Redis (db 3)", bench("redis://127.0.0.1:6379/3", args.n, args.ingests, args.latency_runs)))
+            from tests.fixtures.workers import PrivateRedis
+
+            server = PrivateRedis(Path(home) / "redis", persistent=False).start()
+            try:
+                rows.append(("Redis", bench(server.url, args.n, args.ingests, args.latency_runs)))
+            finally:
+                server.stop()
         if args.broker in ("embedded", "both"):
             rows.append(("embedded SQLite", bench(None, args.n, args.ingests, args.latency_runs)))
     print("| broker | no-op tasks/s | ingest tasks/s (queue) | ingests/s (direct call) | queue overhead | webhook → bundle PR (median / max) |")

@@ -135,6 +135,12 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
     routes: dict[str, dict[str, str]] = dict(tasknames.TASK_ROUTES)
     routes.setdefault(POLL_UPSTREAM, {"queue": tasknames.Q_INGEST})
     transport_options: dict[str, Any] = {"visibility_timeout": settings.visibility_timeout_s}
+    if settings.bot.redis_url:
+        # kombu sweeps for expired unacked messages (a worker that died holding them) every
+        # interval × throttle seconds, 100 s by default; sweep every interval instead (one cheap
+        # ZRANGE), and more often when the visibility timeout is short.
+        transport_options["unacked_restore_interval"] = max(1, min(10, settings.visibility_timeout_s // 3))
+        transport_options["unacked_restore_throttle"] = 1
     return {
         "broker_url": broker,
         "result_backend": backend,
