@@ -40,7 +40,7 @@ def test_fork_pick_subject_with_fork_pr_number_trap(forked: Forked) -> None:
     p.fork.commit("[Cherry-pick] 'Fix layouts (#20)' (#10)", {"src/layouts.py": "fixed\n"})
     ledger = p.ledger()
     assert ledger.entry(twenty).disposition is Disposition.PICKED  # type: ignore[union-attr]
-    assert ledger.entry(ten).disposition is Disposition.DEFERRED  # type: ignore[union-attr]
+    assert ledger.entry(ten).disposition is Disposition.PENDING  # type: ignore[union-attr]
     assert ledger.metrics.backlog_commits == (ten,)
 
 
@@ -86,10 +86,11 @@ def test_revert_of_a_pick_makes_it_a_hole_and_a_reapply_restores_it(forked: Fork
     p.pick(b)
     p.fork.git("revert", "--no-edit", pick_a)
     ledger = p.ledger()
-    assert ledger.entry(a).disposition is Disposition.DEFERRED  # type: ignore[union-attr]
+    assert ledger.entry(a).disposition is Disposition.PENDING  # type: ignore[union-attr]
     assert ledger.entry(a).carriers == ()  # type: ignore[union-attr]
     assert "reverted by" in ledger.entry(a).reason  # type: ignore[union-attr]
     assert ledger.metrics.backlog_commits == (a,) and ledger.metrics.frontier == b
+    assert ledger.metrics.deferred == 0  # an unmarked hole is backlog, not a known (deferred) one
     revert = p.fork.head()
     p.fork.git("revert", "--no-edit", revert)
     assert disp(p, a) is Disposition.PICKED
@@ -196,7 +197,7 @@ def test_clear_removes_the_decision(forked: Forked) -> None:
     p.pick(b)
     p.mark("#10", "wont_port")
     assert p.mark("#10", "clear").code == 0
-    assert disp(p, a) is Disposition.DEFERRED
+    assert disp(p, a) is Disposition.PENDING
     assert p.fork.git("notes", "--ref", "forksync", "list") == ""
 
 

@@ -21,7 +21,13 @@ from workers.engine.git import Repository
 
 
 class Disposition(StrEnum):
-    """What the fork does with an upstream commit."""
+    """What the fork does with an upstream commit.
+
+    ``picked``: carried by a fork commit (or a merge) and not urgent; ``urgent``: carried (or
+    marked to be taken) out of order, never moves the frontier; ``wont_port`` and ``deferred``:
+    recorded decisions (a known hole); ``pending``: not carried and not decided -- an unmarked
+    hole when it is behind the frontier (backlog), otherwise not reached yet.
+    """
 
     PICKED = "picked"
     DEFERRED = "deferred"

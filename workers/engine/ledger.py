@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 # Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
-LEDGER_VERSION = 2
+LEDGER_VERSION = 3
 _KEEP_CACHED = 8
 
 
@@ -379,8 +379,8 @@ def _reason(
         parts.append(text)
     elif d is Disposition.URGENT:
         parts.append("the pick is tagged urgent")
-    if d is Disposition.DEFERRED and decision is None and behind_frontier:
-        parts.append("hole behind the frontier (not marked)")
+    if d is Disposition.PENDING and behind_frontier:
+        parts.append("hole behind the frontier (backlog, not marked)")
     return "; ".join(parts)
 
 

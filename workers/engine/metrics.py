@@ -4,7 +4,10 @@ Definitions (design.md): the frontier is the newest upstream commit that is pick
 urgent (the base when there is none); the contiguous pin is the newest commit such that every
 commit up to it is picked or wont_port (the base when the first one is neither); days behind is
 upstream tip committer time minus frontier committer time, in days, never negative; backlog
-commits are the commits older than the frontier that are neither picked nor wont_port.
+commits are the commits older than the frontier that are neither picked nor wont_port;
+pending counts the commits after the frontier still to take (not carried, not deferred or
+wont_port); deferred counts the commits a maintainer marked deferred and the fork lacks.
+An unmarked hole behind the frontier has the disposition ``pending`` and is backlog.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def contiguous_position(facts: Sequence[Fact]) -> int:
     return pos
 
 
-def disposition(fact: Fact, position: int, frontier: int) -> Disposition:
+def disposition(fact: Fact) -> Disposition:
     """The final disposition: history (what is carried) wins over a recorded decision."""
     if fact.carried:
         return Disposition.URGENT if fact.urgent else Disposition.PICKED
@@ -113,8 +116,10 @@ def disposition(fact: Fact, position: int, frontier: int) -> Disposition:
         return Disposition.WONT_PORT
     if fact.decision is Disposition.URGENT:
         return Disposition.URGENT  # marked urgent, not picked yet
-    if fact.decision is Disposition.DEFERRED or position < frontier:
-        return Disposition.DEFERRED  # a hole behind the frontier is backlog, marked or not
+    if fact.decision is Disposition.DEFERRED:
+        return Disposition.DEFERRED  # a known hole: a maintainer marked it
+    # Not taken and not decided: an unmarked hole when behind the frontier (backlog), else not
+    # reached yet. Both are PENDING; ``Metrics.pending`` counts only the ones after the frontier.
     return Disposition.PENDING
 
 
@@ -130,7 +135,7 @@ def compute_metrics(
     """Metrics and the per-commit dispositions, from facts in upstream order (oldest first)."""
     f = frontier_position(facts)
     pin = contiguous_position(facts)
-    final = [disposition(fact, i, f) for i, fact in enumerate(facts)]
+    final = [disposition(fact) for fact in facts]
     frontier_sha = facts[f].sha if f >= 0 else base
     frontier_time = facts[f].committer_time if f >= 0 else base_time
     days = 0.0 if frontier_sha == upstream_tip else max(0, upstream_tip_time - frontier_time) / SECONDS_PER_DAY

@@ -315,7 +315,7 @@ def make_sample(root: Path) -> Sample:
     sample.expect[7020] = Disposition.URGENT.value
     sample.expect[7005] = Disposition.DEFERRED.value  # marked deferred
     sample.expect[7009] = Disposition.WONT_PORT.value
-    sample.expect[7011] = Disposition.DEFERRED.value  # pick reverted: a hole behind the frontier
+    sample.expect[7011] = Disposition.PENDING.value  # pick reverted: an unmarked hole (backlog)
     sample.frontier_pr = 7012
     return sample
 
