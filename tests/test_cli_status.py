@@ -265,3 +265,15 @@ def test_upstream_as_a_remote_tracking_branch_of_the_fork_clone(forked: Forked) 
                         "--fork", str(p.fork.path), "--json")
     assert same_repo.code == 0, same_repo.err
     assert same_repo.json() == p.status().json()
+
+
+def test_unwritable_cache_dir_is_one_line(forked: Forked, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache dir that cannot be created names FORKSYNC_CACHE_DIR as the remedy, exit 2."""
+    p = forked()
+    p.up(10)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    monkeypatch.setenv("FORKSYNC_CACHE_DIR", str(blocker / "cache"))
+    r = p.status()
+    _bad(r.code, r.err, "cannot create the cache directory")
+    assert "FORKSYNC_CACHE_DIR" in r.err

@@ -55,6 +55,7 @@ class Location:
     url: str | None  # set for remote locations
     path: Path | None  # set for local repositories
     objects: Path | None  # the local repository's object directory
+    shallow: bool = False
 
     @property
     def remote(self) -> str:
@@ -201,7 +202,11 @@ def _locate(given: str, role: str) -> Location:
         raise ForksyncError(f"{role} repository path {given} is not a directory", f"pass a git repository to {flag}")
     try:
         out = run_git(
-            path, ["rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository", "--show-prefix"]
+            path,
+            [
+                "rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository",
+                "--is-shallow-repository", "--show-prefix",
+            ],
         ).decode()
     except GitError:
         raise ForksyncError(
@@ -209,7 +214,7 @@ def _locate(given: str, role: str) -> Location:
             f"pass the root of a git clone to {flag} (git init or git clone it first)",
         ) from None
     lines = out.split("\n")
-    common, bare, prefix = [*lines, "", "", ""][:3]
+    common, bare, shallow, prefix = [*lines, "", "", "", ""][:4]
     if bare.strip() == "false" and prefix.strip():
         raise ForksyncError(
             f"{role} path {given} is a subdirectory ({prefix.strip().rstrip('/')}) of a git repository",
@@ -217,7 +222,9 @@ def _locate(given: str, role: str) -> Location:
         )
     git_dir = Path(common.strip())
     objects = git_dir / "objects"
-    return Location(given=given, role=role, url=None, path=path.resolve(), objects=objects)
+    return Location(
+        given=given, role=role, url=None, path=path.resolve(), objects=objects, shallow=shallow.strip() == "true"
+    )
 
 
 def _cache_repo(up: Location, fk: Location) -> Repository:
@@ -227,7 +234,13 @@ def _cache_repo(up: Location, fk: Location) -> Repository:
     path = root / "repo.git"
     repo = Repository(path)
     if not (path / "HEAD").exists():
-        root.mkdir(parents=True, exist_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ForksyncError(
+                f"cannot create the cache directory {root}: {exc.strerror}",
+                "set FORKSYNC_CACHE_DIR to a writable directory",
+            ) from None
         run_git(root, ["init", "--quiet", "--bare", str(path)])
         # Never auto-gc in the cache: objects live in the borrowed repositories.
         repo.git("config", "gc.auto", "0")
@@ -364,7 +377,9 @@ def _merge_base(
     if not out:
         raise ForksyncError(
             f"the fork {fk.given} ({fb}) and upstream {up.given} ({ub}) share no history (no merge base)",
-            "check that --fork is a fork of --upstream and that the branches are right",
+            "fetch the full history (git fetch --unshallow) of the shallow clone"
+            if up.shallow or fk.shallow
+            else "check that --fork is a fork of --upstream and that the branches are right",
         )
     try:
         lines = memo.read_text().splitlines()[-63:] if memo.exists() else []
