@@ -164,3 +164,27 @@ def test_unreachable_upstream_fails_the_check_with_the_reason(ingest_pair: Inges
     assert "no-such-upstream" in str(check["summary"])
     assert gh.pulls == {} and gh.issues == {}
     assert Repository(ingest_pair.fork_bare).text("for-each-ref", "refs/heads/forksync/") == ""
+
+
+def test_stale_locks_from_a_crashed_run_do_not_wedge_the_next(ingest_pair: IngestPair, tmp_path: Path) -> None:
+    """Lock files left in the worker's fork cache and in the engine's pair cache by a killed run are
+    cleared before the next run, which then succeeds (and opens nothing twice)."""
+    from workers.engine.pair import cache_root
+    from workers.gitcache import cache_name
+
+    env, gh = make_env(ingest_pair, tmp_path)
+    ingest_repository(env, REPO)
+    fork_cache = env.caches.root / cache_name(f"fork:{REPO}")
+    (fork_cache / "refs" / "heads" / "main.lock").write_text("")
+    (fork_cache / "packed-refs.lock").write_text("")
+    pair_repos = [p.parent / "repo.git" for p in (cache_root() / "pairs").glob("*/locations.txt")
+                  if f"fork {fork_cache}\n" in p.read_text()]
+    assert pair_repos
+    for repo in pair_repos:
+        (repo / "refs" / "forksync").mkdir(parents=True, exist_ok=True)
+        (repo / "refs" / "forksync" / "upstream").mkdir(exist_ok=True)
+        (repo / "refs" / "forksync" / "upstream" / "main.lock").write_text("")
+    ingest_pair.advance_upstream("Add d (#105)", {"src/d.py": "d = 1\n"})
+    report = ingest_repository(env, REPO)
+    assert report.status == "ingested" and report.figures["pending"] == 4
+    assert len(gh.pulls) == 1 and len(gh.issues) == 1

@@ -15,9 +15,10 @@ from bot.config import RepoConfig
 from bot.render.ingest import BundleView, ChainView, CommitRow, IngestionFigures
 from workers.engine.git import Repository
 from workers.engine.ledger import Ledger
-from workers.engine.pair import Pair, normalise_web_url, open_pair
+from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
 from workers.engine.partition import Plan
 from workers.engine.planning import build_and_record, make_plan
+from workers.gitcache import reset
 from workers.ingestion import EngineOutput
 
 
@@ -34,7 +35,29 @@ def _row(ledger: Ledger, sha: str, note: str = "") -> CommitRow:
     return CommitRow(sha=sha, subject=entry.subject, author=entry.author, pr=entry.pr_number, note=note)
 
 
+def reset_pair_caches(fork: Repository) -> int:
+    """Clear what a crashed task left in the engine's pair caches of this fork (stale ``*.lock``
+    files, worktrees, temporary refs); returns how many caches were reset.
+
+    Safe because the caller holds this fork's cache lock: no other task uses a pair cache whose
+    fork side is this cache (``locations.txt``, written by ``open_pair``, names it).
+    """
+    root = cache_root() / "pairs"
+    count = 0
+    for locations in root.glob("*/locations.txt"):
+        try:
+            text = locations.read_text()
+        except OSError:
+            continue
+        repo = locations.parent / "repo.git"
+        if f"fork {fork.path}\n" in text and (repo / "HEAD").exists():
+            reset(Repository(repo))
+            count += 1
+    return count
+
+
 def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, fork_branch: str, config: RepoConfig) -> EngineOutput:
+    reset_pair_caches(fork)
     pair = open_pair(str(upstream.path), str(fork.path), upstream_branch, fork_branch, notes_ref=config.ledger.notes_ref)
     web_url = normalise_web_url(config.upstream.url) if config.upstream.url else None
     # The fork here is the worker's cache: build_and_record writes the branches and the chain
