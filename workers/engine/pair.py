@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,7 +159,7 @@ def open_pair(
         if cached.get(ref) != sha
     ]
     if updates:
-        repo.git("update-ref", "--stdin", input="".join(updates).encode())
+        _update_refs(repo, "".join(updates))
     base = _merge_base(repo, up, fk, upstream_tip, fork_tip, upstream_branch, fork_branch)
     return Pair(
         repo=repo,
@@ -275,6 +276,18 @@ def _unknown_branch(loc: Location, branch: str, flag: str) -> ForksyncError:
         f"{loc.role} repository {loc.given} has no branch {branch!r}",
         f"pass {flag} with one of its branches ({listed})",
     )
+
+
+def _update_refs(repo: Repository, commands: str) -> None:
+    """Apply ref updates to the cache; another process updating the same cache only delays us."""
+    for attempt in range(5):
+        try:
+            repo.git("update-ref", "--stdin", input=commands.encode())
+            return
+        except GitError as exc:
+            if "lock" not in exc.stderr or attempt == 4:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 def _cache_refs(repo: Repository) -> dict[str, str]:
