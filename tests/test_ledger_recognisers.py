@@ -217,3 +217,9 @@ def test_quoted_subject_cut_short_matches_a_unique_upstream_prefix() -> None:
     """A pick title cut with an ellipsis matches the one upstream subject starting with it."""
     assert carried("[Cherry-pick] '[FRONTEND] Allow constexpr s…' (#7)") == (sha(0xA2),)
     assert carried("[Cherry-pick] '[AMD] Fix…' (#7)") == ()  # too short to be sure
+
+
+def test_bundle_status_lines_are_not_picks() -> None:
+    """`Upstream tip: <sha>` or `Next: #N` in a bundle body names commits it does not carry."""
+    body = f"Picked:\n- #100\nUpstream tip: {sha(0xA4)} (#102)\nNext: #101\nFrontier: {sha(0xA2)}\n"
+    assert carried("[Cherry-pick][BUNDLE] Cherry-pick 1 upstream(#100)", body) == (sha(0xA2),)

@@ -63,7 +63,9 @@ _QUOTES = {"'": "'", '"': '"', "“": "”", "‘": "’", "`": "`"}
 # Section headings in pick bodies whose references are NOT picks.
 _EXCLUDED_SECTION = re.compile(
     r"(?i)defer|backlog|won'?t|wont|not[\s_-]*(?:picked|ported|included)|skip|exclud|eject|hole|"
-    r"pending|remaining|conflict|depend|prerequisite|follow[\s-]?up|related|see also|supersed|revert"
+    r"pending|remaining|conflict|depend|prerequisite|follow[\s-]?up|related|see also|supersed|revert|"
+    # status lines that name commits without picking them ("Upstream tip: <sha>")
+    r"\btip\b|\bhead\b|\bbase\b|\bpin\b|frontier|behind|metrics?\b|status|next"
 )
 _INCLUDED_SECTION = re.compile(r"(?i)picked|included|commits|changes|upstream|summary|carried|ported")
 # Lines that name the fork's own review, never upstream (ghstack / Phabricator exports).
