@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from workers.engine.git import Repository
 
@@ -39,7 +40,7 @@ class Commit:
     def author(self) -> str:
         return f"{self.author_name} <{self.author_email}>"
 
-    @property
+    @cached_property
     def pr_number(self) -> int | None:
         """The upstream PR number a squash-merge or merge subject names, if any."""
         m = _SQUASH_PR.search(self.subject) or _MERGE_PR.match(self.subject)

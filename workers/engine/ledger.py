@@ -546,11 +546,12 @@ def _store_file_sets(pair: Pair, known: dict[str, frozenset[str]], fresh: dict[s
         tmp.replace(path)
     except OSError:
         pass  # only costs speed next time
-_PICK_HINT = re.compile(r"(?i)cherry[\s_-]?pick|backport|upstream-commit|/pull/\d")
+_PICK_HINT = re.compile(r"(?i)cherry[\s_-]?pick|backport|upstream-commit|/pull/\d|/commit/[0-9a-f]|^revert\b|this reverts commit")
 
 
 def _maybe_unmarked(commit: Commit) -> bool:
-    """Cheap guess: a fork commit no marker recogniser will claim (a patch-id candidate)."""
+    """Cheap guess: a fork commit no marker recogniser will claim and that is no revert (a
+    patch-id candidate). A wrong guess only costs time: the listing starts late or for nothing."""
     return not commit.is_merge and not _PICK_HINT.search(commit.message or commit.subject)
 
 
