@@ -147,3 +147,24 @@ def test_transient_error_retries_then_succeeds(tmp_path: Path) -> None:
 
     result = flaky.app.tasks["probe.broken"].apply()
     assert isinstance(result.result, ValueError)
+
+
+def test_serve_rejects_an_unknown_queue(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`forksync serve --queues` names the unknown queue and the known ones, exit 2, nothing started."""
+    from workers.cli import main
+
+    monkeypatch.setenv("FORKSYNC_DATA_DIR", str(tmp_path / "data"))
+    assert main(["serve", "--queues", "ingest,gpu-fast"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown queue(s) gpu-fast" in err and "l1-gpu" in err
+    assert not (tmp_path / "data").exists()
+
+
+def test_serve_worker_command_runs_beat_unless_told_not_to() -> None:
+    """The worker serve starts consumes the given queues with embedded beat, or without it."""
+    from workers.cli.serve import DEFAULT_QUEUES, worker_command
+
+    assert "l1-gpu" not in DEFAULT_QUEUES.split(",")
+    cmd = worker_command(DEFAULT_QUEUES, 1, beat=True)
+    assert cmd[cmd.index("-Q") + 1] == DEFAULT_QUEUES and "--beat" in cmd
+    assert "--beat" not in worker_command("ingest", 2, beat=False)
