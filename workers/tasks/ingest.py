@@ -4,6 +4,7 @@ webhook handlers that trigger an ingest (a push to the fork, a merged bundle PR,
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from celery import shared_task
@@ -77,8 +78,6 @@ def snapshot_metrics(self: Any) -> int:
     for _installation, repo in installed_repositories(settings):
         last = state.series(f"metrics:{repo}", limit=1)
         if last:
-            import time
-
             state.append(f"snapshots:{repo}", {**last[-1], "t": round(time.time(), 3)})
             count += 1
     return count
