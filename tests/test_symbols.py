@@ -181,3 +181,17 @@ def test_other_languages_give_no_symbols() -> None:
     hunks = parse_hunks("@@ -1 +1 @@ tt.func @kernel\n+  tt.func public @matmul_kernel(%arg0: !tt.ptr<f16>) {\n")
     assert file_symbols("test/TritonGPU/coalesce.mlir", hunks) == frozenset()
     assert file_symbols("CMakeLists.txt", parse_hunks("@@ -1 +1 @@\n+add_library(foo)\n")) == frozenset()
+
+
+def test_tablegen_defm_and_anonymous_records() -> None:
+    """``defm`` instances are symbols; anonymous ``defm :`` and ``let`` bodies are not."""
+    hunks = parse_hunks(
+        "@@ -3 +3,4 @@ multiclass TT_Reduce<string name> {\n"
+        "+defm TT_ReduceSum : TT_Reduce<\"sum\">;\n"
+        "+defm : TT_Reduce<\"max\">;\n"
+        "+  let hasVerifier = 1;\n"
+        "-def TT_OldReduce : TT_Op<\"reduce\">;\n"
+    )
+    assert file_symbols("include/triton/Dialect/Triton/IR/TritonOps.td", hunks) == {
+        "TT_Reduce", "TT_ReduceSum", "TT_OldReduce"
+    }
