@@ -8,6 +8,7 @@ so that a check run or a reply can quote it. Nothing here reads settings at impo
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,8 @@ from bot.errors import ForksyncError
 CONFIG_PATH = ".github/forksync.yml"
 
 DEFAULT_TRAILER = "(cherry picked from commit {sha})"
+DEFAULT_COMMITTER = "forksync <forksync@users.noreply.github.com>"
+_IDENTITY = re.compile(r"^[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>$")
 
 # Regexes that find an upstream sha in a fork commit's message; group "sha" is the sha.
 DEFAULT_TRAILER_PATTERNS: tuple[str, ...] = (
@@ -61,6 +64,8 @@ class ForkConfig:
 class BundleConfig:
     max_commits: int = 30
     max_lines: int = 5000
+    # Committer of the commits forksync builds ("Name <email>"); the author stays upstream's.
+    committer: str = DEFAULT_COMMITTER
 
 
 @dataclass(frozen=True)
@@ -348,7 +353,11 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
 
     up = _Section(doc, ("upstream",), top.raw("upstream"), ("url", "branch"))
     fork = _Section(doc, ("fork",), top.raw("fork"), ("branch",))
-    bundle = _Section(doc, ("bundle",), top.raw("bundle"), ("max_commits", "max_lines"))
+    bundle = _Section(doc, ("bundle",), top.raw("bundle"), ("max_commits", "max_lines", "committer"))
+    committer = bundle.text("committer", DEFAULT_COMMITTER)
+    if not _IDENTITY.match(committer):
+        raise doc.error(("bundle", "committer"), f"expected 'Name <email>', got {committer!r}",
+                        'e.g. committer: "forksync <forksync@users.noreply.github.com>"')
     risk = _Section(
         doc, ("risk",), top.raw("risk"), ("diverged_zones", "risky_paths", "max_lines", "symbol_stoplist")
     )
@@ -368,7 +377,9 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
         upstream=UpstreamConfig(url=up.text("url", None), branch=up.text("branch", "main")),
         fork=ForkConfig(branch=fork.text("branch", "main")),
         bundle=BundleConfig(
-            max_commits=bundle.integer("max_commits", 30, minimum=1), max_lines=bundle.integer("max_lines", 5000, minimum=1)
+            max_commits=bundle.integer("max_commits", 30, minimum=1),
+            max_lines=bundle.integer("max_lines", 5000, minimum=1),
+            committer=committer,
         ),
         risk=RiskConfig(
             diverged_zones=risk.strings("diverged_zones"),

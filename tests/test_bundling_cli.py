@@ -258,6 +258,15 @@ def test_errors_are_one_line_exit_2_and_write_nothing(triton_pair: TritonPair, t
     assert triton_pair.fork_refs() == refs
 
 
+def test_configured_committer_is_used(triton_pair: TritonPair, tmp_path: Any) -> None:
+    """bundle.committer from the config names the committer of built commits; the author stays upstream's."""
+    config = tmp_path / "forksync.yml"
+    config.write_text('bundle: {committer: "Fork Bot <bot@fork.example>"}\n')
+    built = json.loads(triton_pair.cli("bundle", *triton_pair.args, "--config", str(config), "--json")[1])
+    who = triton_pair.fork.git("log", "-1", "--format=%cn <%ce>|%an", built["bundles"][0]["head"])
+    assert who == "Fork Bot <bot@fork.example>|Ada Author"
+
+
 def test_pygit2_sees_built_commits_with_upstream_author_date(triton_pair: TritonPair) -> None:
     """Author date is the upstream author date (not build time); committer time is upstream's too."""
     s = triton_pair.shas

@@ -80,3 +80,15 @@ def test_l1_triage_keys_have_defaults_and_reject_unknown_classes() -> None:
     with pytest.raises(ConfigError) as info:
         load_repo_config("l1:\n  fail_on:\n    - flakey\n", "forksync.yml")
     assert str(info.value).startswith("forksync.yml:3: l1.fail_on[0]: unknown triage class 'flakey'")
+
+
+def test_bundle_committer_is_name_and_email() -> None:
+    """bundle.committer defaults to the bot and must read 'Name <email>' (line-accurate error)."""
+    from bot.config import DEFAULT_COMMITTER
+
+    assert load_repo_config("").bundle.committer == DEFAULT_COMMITTER
+    assert load_repo_config('bundle: {committer: "Fork Bot <bot@fork.example>"}').bundle.committer == (
+        "Fork Bot <bot@fork.example>"
+    )
+    with pytest.raises(ConfigError, match=r"forksync.yml:3: bundle.committer: expected 'Name <email>'"):
+        load_repo_config("bundle:\n  max_commits: 5\n  committer: fork-bot\n")

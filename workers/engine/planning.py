@@ -128,7 +128,12 @@ def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:
             "so the ledger would not recognise the commits forksync builds",
             "add a pattern for it to ledger.trailer_patterns, or use the default trailer",
         )
-    return PickStyle(trailer=config.ledger.trailer, upstream_url=config.upstream.url or pair.upstream_url)
+    name, _, email = config.bundle.committer.rpartition(" <")
+    return PickStyle(
+        trailer=config.ledger.trailer,
+        upstream_url=config.upstream.url or pair.upstream_url,
+        committer=(name.strip(), email.rstrip(">")),
+    )
 
 
 def build_and_record(pair: Pair, config: RepoConfig, planned: Planned, push: str | None = None) -> BuildResult:
