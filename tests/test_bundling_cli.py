@@ -332,3 +332,20 @@ def test_recorded_chains_merged_by_a_new_commit_are_recorded_once(triton_pair: T
     assert f"chain-{s['llvm'][:7]}" not in ids and f"chain-{s['conflict'][:7]}" in ids
     members = [sha for c in record["chains"] for sha in c["commits"]]
     assert len(members) == len(set(members))  # no commit recorded in two chains
+
+
+def test_fork_given_as_url_reads_and_writes_through_fetch_and_push(triton_pair: TritonPair) -> None:
+    """With --fork as a file:// URL, bundle pushes branches and the record; plan reads the record back."""
+    s = triton_pair.shas
+    args = ["--upstream", str(triton_pair.upstream.path), "--fork", f"file://{triton_pair.fork.path}"]
+    rc, out, err = triton_pair.cli("bundle", *args, "--json")
+    assert rc == 0, err
+    built = json.loads(out)
+    refs = triton_pair.fork_refs()
+    assert refs[f"refs/heads/{built['bundles'][0]['branch']}"] == built["bundles"][0]["head"]
+    assert CHAINS_REF in refs
+    assert triton_pair.cli("chain", *args, s["dependent"], "remove")[0] == 0
+    rc, out, err = triton_pair.cli("plan", *args, "--json")
+    assert rc == 0, err
+    chain = next(c for c in json.loads(out)["chains"] if c["id"] == f"chain-{s['conflict'][:7]}")
+    assert s["dependent"] not in chain["commits"]
