@@ -258,7 +258,15 @@ def compute_ledger(
     for up in merged:
         carried.setdefault(up, []).append(up)
 
-    for fork_sha, up_sha, how in _same_change(unmatched, upstream, carried, patch_id, files_touching):
+    # Where each fork commit sat in upstream order: just past the newest commit picked before it.
+    expected: dict[str, int] = {}
+    running = -1
+    for commit in fork:
+        known = picks.get(commit.sha)
+        if known is not None and known.upstream:
+            running = max(running, *(index.position.get(u, -1) for u in known.upstream))
+        expected[commit.sha] = running + 1
+    for fork_sha, up_sha, how in _same_change(unmatched, upstream, carried, patch_id, files_touching, expected):
         urgent = picks[fork_sha].urgent if fork_sha in picks else False
         picks[fork_sha] = rec.Recognition((up_sha,), how, urgent)
         active[fork_sha] = fork_sha not in reverted_by
@@ -390,11 +398,13 @@ def _same_change(
     carried: dict[str, list[str]],
     patch_id: PatchIds,
     files_touching: FilesTouching | None,
+    expected: dict[str, int],
 ) -> list[tuple[str, str, str]]:
     """Picks without markers: same author+date+subject, or equal patch-ids among same-file candidates.
 
     Patch-ids are computed only for fork commits and upstream commits that share an exact
-    changed-file set (or an author and author date) with each other, in one batch. Upstream
+    changed-file set (or an author and author date) with each other, nearest first in at most
+    three batches (most picks are found in the first, a handful of patch-ids). Upstream
     file sets come from ``files_touching`` (cached per commit between runs) unless the
     upstream records already carry them.
     """
@@ -429,31 +439,48 @@ def _same_change(
     for sha, paths in touched.items():
         if sha in free:
             by_files.setdefault(paths, []).append(free[sha])
-    order = {sha: i for i, sha in enumerate(free)}
-    for group in by_files.values():
-        group.sort(key=lambda c: order[c.sha])  # oldest first: pair picks in upstream order
-
-    need_ids: set[str] = set()
+    order = {c.sha: i for i, c in enumerate(upstream)}
     candidates: list[tuple[Commit, list[Commit]]] = []
     for f in remaining:
         same_author = by_author.get((f.author_email.lower(), f.author_time), [])
-        pool = [u for u in (*same_author, *by_files.get(frozenset(f.files), ())) if u.sha not in taken]
+        pool = [u for u in dict.fromkeys((*same_author, *by_files.get(frozenset(f.files), ()))) if u.sha not in taken]
         if pool:
+            # Forks ingest roughly in upstream order: try first the commits next to what the
+            # fork had picked when it made this commit, then widen (rounds of patch-ids).
+            near = expected.get(f.sha, 0)
+            pool.sort(key=lambda u: (abs(order[u.sha] - near), order[u.sha]))
             candidates.append((f, pool))
-            need_ids.add(f.sha)
-            need_ids.update(u.sha for u in pool)
     if not candidates:
         return matches
-    ids = patch_id(need_ids)
-    for f, pool in candidates:
-        pid = ids.get(f.sha)
-        if pid is None:
+    ids: dict[str, str] = {}
+    done: set[str] = set()  # fork candidates matched
+    tried: set[str] = set()  # shas whose patch-id was asked for
+    for start, stop in _ROUNDS:
+        want = set()
+        for f, pool in candidates:
+            if f.sha in done:
+                continue
+            want.add(f.sha)
+            want.update(u.sha for u in pool[start:stop] if u.sha not in taken)
+        want -= tried
+        if not want:
             continue
-        hit = next((u for u in pool if u.sha not in taken and ids.get(u.sha) == pid), None)
-        if hit is not None:
-            matches.append((f.sha, hit.sha, rec.PATCH_ID))
-            taken.add(hit.sha)
+        tried |= want
+        ids.update(patch_id(want))
+        for f, pool in candidates:
+            pid = ids.get(f.sha)
+            if f.sha in done or pid is None:
+                continue
+            hit = next((u for u in pool[:stop] if u.sha not in taken and ids.get(u.sha) == pid), None)
+            if hit is not None:
+                matches.append((f.sha, hit.sha, rec.PATCH_ID))
+                taken.add(hit.sha)
+                done.add(f.sha)
     return matches
+
+
+# Slices of each candidate's pool (nearest first) whose patch-ids are computed per round.
+_ROUNDS = ((0, 2), (2, 10), (10, None))
 
 
 # --------------------------------------------------------------------------- git-backed entry points
@@ -488,12 +515,16 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
         decisions = read_decisions(repo, FORK_NOTES_REF if pair.fork_notes_tip else None)
         fork = fork_f.result()
         upstream_paths = paths_f.result()
-        upstream = upstream_f.result()
         known: dict[str, frozenset[str]] = {}
         listing: Future[dict[str, frozenset[str]]] | None = None
         if any(_maybe_unmarked(c) and not upstream_paths.isdisjoint(c.files) for c in fork):
             # Upstream file sets never change for a commit: keep them between runs, list the rest.
+            # With nothing kept yet, start the whole listing now, before the upstream log is in.
             known = _load_file_sets(pair)
+            if not known:
+                listing = pool.submit(changed_files, repo, pair.upstream_tip, [pair.base])
+        upstream = upstream_f.result()
+        if known:
             missing = [c.sha for c in upstream if c.sha not in known]
             if len(missing) > len(upstream) // 2:
                 listing = pool.submit(changed_files, repo, pair.upstream_tip, [pair.base])
