@@ -223,3 +223,28 @@ def test_bundle_status_lines_are_not_picks() -> None:
     """`Upstream tip: <sha>` or `Next: #N` in a bundle body names commits it does not carry."""
     body = f"Picked:\n- #100\nUpstream tip: {sha(0xA4)} (#102)\nNext: #101\nFrontier: {sha(0xA2)}\n"
     assert carried("[Cherry-pick][BUNDLE] Cherry-pick 1 upstream(#100)", body) == (sha(0xA2),)
+
+
+def test_patch_id_rounds_find_a_far_match_and_ask_few_ids() -> None:
+    """A marker-less pick of a commit far from the frontier is still found; ids are asked in <= 3 batches."""
+    from workers.engine.decisions import Decisions
+    from workers.engine.ledger import compute_ledger
+
+    ups = [commit(sha(1000 + i), f"Change {i} (#{500 + i})", files=("lib/x.cpp",), time=1000 + i) for i in range(15)]
+    fork = [commit(sha(2000), "Fork adoption of an old fix", files=("lib/x.cpp",), time=5000)]
+    calls: list[set[str]] = []
+
+    def patch_id(shas: object) -> dict[str, str]:
+        asked = set(shas)  # type: ignore[call-overload]
+        calls.append(asked)
+        same = {sha(2000), sha(1014)}  # the fork commit carries the newest upstream commit
+        return {s: ("same" if s in same else s) for s in asked}
+
+    ledger = compute_ledger(
+        ups, fork, Decisions({}), RULES, base="0" * 40, base_time=900, upstream_tip=ups[-1].sha,
+        fork_tip=fork[0].sha, patch_id=patch_id, files_touching=lambda paths: {u.sha: frozenset(u.files) for u in ups},
+    )
+    assert ledger.entry(sha(1014)).carriers == (sha(2000),)  # type: ignore[union-attr]
+    assert ledger.metrics.picked == 1
+    assert len(calls) <= 3 and sha(1014) in set().union(*calls)
+    assert len(calls[0]) == 3  # the fork commit and the two nearest upstream candidates first
