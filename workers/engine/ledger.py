@@ -6,7 +6,10 @@ Entry points:
   config digest); a warm call reads one JSON file.
 * ``build_ledger(pair, config) -> Ledger`` -- always recomputes: two ``git log`` passes (the
   upstream first-parent range and the fork range, both from the base), one read of the
-  decisions notes, and one batched ``patch-id`` only for commits that can still match.
+  decisions notes, and -- only when the fork has marker-less commits touching upstream
+  files -- upstream file sets (kept per commit between runs) and ``patch-id`` for the
+  candidates that share a file set, nearest first, in at most three batches.
+* ``load_status(pair, config) -> (Metrics, warnings)`` -- what ``forksync status`` prints.
 * ``compute_ledger(...)`` -- the pure core, for tests and for callers that already hold history.
 
 For the bundling engine: ``Ledger.backlog_commits`` (holes behind the frontier, oldest first)
@@ -51,6 +54,7 @@ __all__ = [
     "build_ledger",
     "compute_ledger",
     "load_ledger",
+    "load_status",
 ]
 
 # Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
