@@ -195,3 +195,14 @@ def test_tablegen_defm_and_anonymous_records() -> None:
     assert file_symbols("include/triton/Dialect/Triton/IR/TritonOps.td", hunks) == {
         "TT_Reduce", "TT_ReduceSum", "TT_OldReduce"
     }
+
+
+def test_template_heavy_long_lines_do_not_backtrack() -> None:
+    """Long template-heavy lines (which made a one-regex matcher backtrack for minutes) stay instant."""
+    import time
+
+    start = time.perf_counter()
+    line = "std::vector<std::pair<int, Value>> " * 11 + "x"
+    hunks = parse_hunks("@@ -1 +1 @@\n+" + line + "\n+" + "a<b " * 2000 + ">\n")
+    assert file_symbols("include/triton/Big.h", hunks) == frozenset()
+    assert time.perf_counter() - start < 1.0

@@ -63,16 +63,16 @@ _CPP_KEYWORD_TEXT = (
 )
 _CPP_KEYWORDS = frozenset(_CPP_KEYWORD_TEXT.split())
 
-# `[template<...>] [specifiers] Type [*&] Name(` at the start of a line, Name possibly qualified
-# (`Foo::bar`, `Foo::~Foo`). The prefix may only hold identifiers, `::`, `<...>`, `*`, `&`, `,` and
-# spaces: that excludes calls (`x.foo(`, `p->foo(`, `y = foo(`, `return foo(`).
-_CPP_FUNC = re.compile(
-    r"^\s*(?:template\s*<[^;{}]*>\s*)?"
-    r"(?P<prefix>(?:[A-Za-z_][\w]*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*<[^;(){}=]*>)?[\s*&]+)+)"
-    r"(?P<name>(?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*\("
-)
-# A constructor or out-of-line member at column 0 without a return type: `Foo::Foo(`, `Foo::~Foo(`.
-_CPP_QUALIFIED = re.compile(r"^(?P<name>(?:[A-Za-z_]\w*::)+~?[A-Za-z_]\w*)\s*\(")
+# A function's declarator, read from the text before the first `(`: `[template<...>] [specifiers]
+# Type [*&] Name` (Name possibly qualified, `Foo::bar`, `Foo::~Foo`). The type part may only hold
+# identifiers, `::`, `<...>`, `,`, `*`, `&` and spaces: that excludes calls (`x.foo(`, `p->foo(`,
+# `y = foo(`). Checked with plain string tests, not one big regex, so that no line can make the
+# matcher backtrack (long template-heavy lines did).
+_CPP_NAME_AT_END = re.compile(r"(?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*$")
+_CPP_TYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:<>,*& \t")
+_CPP_NOT_TYPES = frozenset(("return", "else", "case", "new", "delete", "throw", "goto", "co_return", "sizeof"))
+# Lines longer than this (generated tables, minified code) are not read for symbols.
+MAX_LINE = 400
 _CPP_RECORD = re.compile(
     r"^\s*(?:template\s*<[^;{}]*>\s*)?(?:typedef\s+)?(?:class|struct|union|enum(?:\s+class|\s+struct)?)\s+"
     r"(?:\[\[[^\]]*\]\]\s*|alignas\([^)]*\)\s*|[A-Z_]+_EXPORT\s+)*(?P<name>[A-Za-z_]\w*)\b(?P<rest>[^;]*)$"
@@ -135,16 +135,19 @@ def file_symbols(path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BUILTI
         if lang == "cpp":
             found.update(_cpp_context(hunk.context))
             for line in (*hunk.added, *hunk.removed):
-                found.update(_cpp_line(line, header))
+                if len(line) <= MAX_LINE:
+                    found.update(_cpp_line(line, header))
         elif lang == "python":
             found.update(_py_context(hunk.context))
             cls = _py_class_of(hunk.context)
             for line in (*hunk.added, *hunk.removed):
-                found.update(_py_line(line, cls))
+                if len(line) <= MAX_LINE:
+                    found.update(_py_line(line, cls))
         else:
             found.update(_td_line(hunk.context))
             for line in (*hunk.added, *hunk.removed):
-                found.update(_td_line(line))
+                if len(line) <= MAX_LINE:
+                    found.update(_td_line(line))
     return frozenset(s for s in found if _keep(s, stop))
 
 
@@ -190,17 +193,25 @@ def _cpp_definitions(line: str, declarations: bool) -> list[str]:
         return [using.group("name")]
     if not declarations:
         return []
-    match = _CPP_FUNC.match(line) or _CPP_QUALIFIED.match(line)
-    if not match:
+    paren = line.find("(")
+    if paren <= 0:
         return []
-    name = match.group("name")
-    prefix = match.groupdict().get("prefix") or ""
-    words = re.findall(r"[A-Za-z_]\w*", prefix)
-    if any(w in ("return", "else", "case", "new", "delete", "throw", "goto", "co_return", "sizeof") for w in words):
+    head = line[:paren].rstrip()
+    found = _CPP_NAME_AT_END.search(head)
+    if not found:
         return []
+    name, prefix = found.group(0), head[: found.start()]
+    if prefix.strip():
+        # A return type (and specifiers) before the name, separated from it by space, * or &.
+        if not set(prefix) <= _CPP_TYPE_CHARS or prefix[-1] not in " \t*&":
+            return []
+        words = re.findall(r"[A-Za-z_]\w*", prefix)
+        if not words or _CPP_NOT_TYPES.intersection(words):
+            return []
+    elif "::" not in name or line[:1].isspace():
+        return []  # no return type: only an out-of-line constructor or destructor, `Foo::Foo(`
     if name.split("::")[-1].lstrip("~") in _CPP_KEYWORDS:
         return []
-    # `auto x = f(` never reaches here (the prefix forbids `=`); `Foo bar(` inside a class is a method.
     return [_cpp_normalise(name)]
 
 
