@@ -36,27 +36,29 @@ def test_send_once_enqueues_once_per_delivery(queue: RedisTaskQueue) -> None:
     assert 0 < client.ttl(queue.prefix + "d-1") <= 60
 
 
-def test_message_runs_on_a_real_celery_worker(queue: RedisTaskQueue) -> None:
+def test_message_runs_on_a_real_celery_worker(queue: RedisTaskQueue, monkeypatch: pytest.MonkeyPatch) -> None:
     """A message pushed by the fast path is consumed by a Celery worker and calls the task with the kwargs."""
     from celery import Celery
     from celery.contrib.testing.worker import start_worker
 
+    # A name of its own, routed like a webhook task: a recording task under a real name
+    # (forksync.on_push) stays in Celery's set of live apps, and the workers' @shared_task of that
+    # name, imported later by create_celery, would collide with it (DuplicateTaskNameWarning).
+    name = f"forksync.test_dispatch_{uuid.uuid4().hex[:8]}"
+    monkeypatch.setitem(tasknames.TASK_ROUTES, name, {"queue": tasknames.Q_GITHUB})
     app = Celery("forksync-test", broker=URL, set_as_current=False)
-    app.conf.update(task_routes=tasknames.TASK_ROUTES, worker_hijack_root_logger=False,
+    app.conf.update(task_routes=dict(tasknames.TASK_ROUTES), worker_hijack_root_logger=False,
                     broker_connection_retry_on_startup=True)
     received: list[dict[str, Any]] = []
-    # The workers' @shared_task version of this task attaches itself to every Celery app once
-    # imported (the full suite does); this test wants its own recording task under the name.
-    if tasknames.ON_PUSH in app.tasks:
-        app.tasks.unregister(tasknames.ON_PUSH)
 
-    @app.task(name=tasknames.ON_PUSH, shared=False)  # never leak into other tests' Celery apps
-    def on_push(**kwargs: Any) -> None:
+    @app.task(name=name, shared=False)  # never leak into other tests' Celery apps
+    def record(**kwargs: Any) -> None:
         received.append(kwargs)
 
     kwargs = {"installation_id": 7, "repo": "acme/fork", "ref": "refs/heads/main", "before": "a" * 40,
               "after": "b" * 40, "delivery": "d-42"}
-    assert queue.send_once("d-42", tasknames.ON_PUSH, kwargs)
+    assert queue.send_once("d-42", name, kwargs)
+    assert queue.send_once("d-42", name, kwargs) is False
     with start_worker(app, pool="solo", perform_ping_check=False, queues=[tasknames.Q_GITHUB]):
         deadline = time.time() + 15
         while not received and time.time() < deadline:
