@@ -36,6 +36,12 @@ RUN_L2: Final = "forksync.run_l2"
 BISECT: Final = "forksync.bisect"
 RUN_L3: Final = "forksync.run_l3"
 """repo, head_sha, workload, check_run_id, installation_id: run an L3 workload's command"""
+POLL_UPSTREAM: Final = "forksync.poll_upstream"
+"""(no kwargs) beat: ingest every installed repository whose upstream moved"""
+L1_COVERAGE: Final = "forksync.l1_coverage"
+"""installation_id, repo, head_sha: recompute ``forksync / coverage`` (another CI's suite finished)"""
+L3_RESET: Final = "forksync.l3_reset"
+"""installation_id, repo, before, after: reset L3 sign-offs of a branch that moved"""
 
 # --- queues: git-heavy and GPU work get their own (style.md, "Tasks").
 Q_INGEST: Final = "ingest"
@@ -59,6 +65,9 @@ TASK_ROUTES: Final[dict[str, dict[str, str]]] = {
     RUN_L2: {"queue": Q_L2},
     BISECT: {"queue": Q_L2},
     RUN_L3: {"queue": Q_L2},
+    POLL_UPSTREAM: {"queue": Q_INGEST},
+    L1_COVERAGE: {"queue": Q_GITHUB},  # API calls only
+    L3_RESET: {"queue": Q_GITHUB},  # API calls only
 }
 
 WEBHOOK_TASKS: Final[tuple[str, ...]] = (

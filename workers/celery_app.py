@@ -36,8 +36,8 @@ log = logging.getLogger(__name__)
 # polling interval between tasks. One machine has no other worker to be fair to, so fetch ahead.
 EMBEDDED_PREFETCH = 4
 
-# Tasks that also run on a beat tick; reserved here because only workers send them.
-POLL_UPSTREAM = "forksync.poll_upstream"
+# Beat's upstream poll; the name and its route live in bot/tasknames.py like every other task's.
+POLL_UPSTREAM = tasknames.POLL_UPSTREAM
 
 # Backoff for transient GitHub failures: base * 2**retries, capped, plus jitter; never sooner
 # than GitHub's own Retry-After / x-ratelimit-reset.
@@ -133,7 +133,6 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
     """Plain Celery settings for ``settings`` (pure apart from creating the data dir)."""
     broker, backend = broker_and_backend(settings)
     routes: dict[str, dict[str, str]] = dict(tasknames.TASK_ROUTES)
-    routes.setdefault(POLL_UPSTREAM, {"queue": tasknames.Q_INGEST})
     transport_options: dict[str, Any] = {"visibility_timeout": settings.visibility_timeout_s}
     if settings.bot.redis_url:
         # kombu sweeps for expired unacked messages (a worker that died holding them) every

@@ -50,7 +50,7 @@ def ingest(self: Any, installation_id: int, repo: str, reason: str = "poll", del
     return report.as_json()
 
 
-@shared_task(name=celery_app.POLL_UPSTREAM, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+@shared_task(name=tasknames.POLL_UPSTREAM, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
 def poll_upstream(self: Any) -> int:
     """Beat: enqueue one ingest per installed repository; returns how many were enqueued."""
     from workers.github_live import installed_repositories

@@ -19,7 +19,7 @@ from workers.l1_job import L1Job, coverage_from_github, run_l1_job
 
 log = logging.getLogger(__name__)
 
-L1_COVERAGE = "forksync.l1_coverage"
+L1_COVERAGE = tasknames.L1_COVERAGE
 ZERO_SHA = "0" * 40
 # An infrastructure failure is retried after this long, giving the queue a chance to hand the
 # job to another runner.

@@ -19,7 +19,7 @@ from workers.testing.l3 import reset_l3_on_push
 log = logging.getLogger(__name__)
 
 ZERO_SHA = "0" * 40
-L3_RESET = "forksync.l3_reset"
+L3_RESET = tasknames.L3_RESET
 # Benchmarks default to 2 h each and bisection runs a dozen of them: a whole night at most.
 L2_TIME_LIMIT_S = 12 * 3600
 
