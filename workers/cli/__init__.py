@@ -7,12 +7,12 @@ This module only composes them and turns :class:`ForksyncError` into one line an
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 
-from bot.errors import ForksyncError
+TYPE_CHECKING = False  # typing, argparse and bot are imported only past the warm status path
+if TYPE_CHECKING:
+    import argparse
 
 # Subcommand modules, in the order ``forksync --help`` lists them. A module missing here is
 # a feature not built yet; one that fails to import is a bug and must not be hidden.
@@ -36,6 +36,9 @@ EXIT_USAGE = 2
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with ``only`` (a known subcommand) just that one, so a command
     does not pay for importing every other command's dependencies (status stays fast)."""
+    import argparse
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="forksync",
         description="Keep a fork close to a fast-moving upstream: ledger, metrics, bundles, tests.",
@@ -55,6 +58,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["status"]:
+        # A repeated status answers from its last run when nothing it depends on moved,
+        # before argparse, bot or the engine are even imported.
+        from workers.cli import warm
+
+        code = warm.answer(argv[1:])
+        if code is not None:
+            return code
+    from bot.errors import ForksyncError
+
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from workers.cli import warm
 from workers.cli.pairargs import add_pair_arguments, one_line_errors, open_from_args
 from workers.engine.ledger import load_status
 from workers.engine.metrics import Metrics
@@ -32,10 +33,9 @@ def run(args: argparse.Namespace) -> int:
     metrics, warnings = load_status(pair, config.ledger, upstream_url=config.upstream.url)
     for warning in warnings:
         print(f"forksync: warning: {warning}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(metrics.as_json(), indent=2, sort_keys=True))
-    else:
-        print(render_table(pair, metrics))
+    text = json.dumps(metrics.as_json(), indent=2, sort_keys=True) if args.json else render_table(pair, metrics)
+    print(text)
+    warm.remember(pair, text, warnings)
     return 0
 
 
