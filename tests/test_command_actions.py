@@ -174,6 +174,21 @@ def test_approve_records_head_and_is_approved(gh: FakeCommentGitHub, pair: ForkP
     assert is_approved(gh, "o/fork", 10)
 
 
+def test_outside_pr_by_a_member_needs_no_approval(gh: FakeCommentGitHub, pair: ForkPair) -> None:
+    """A PR from a fork whose author is a member or collaborator runs without /approve (and /approve
+    says it is not needed, recording nothing); a contributor's or an unknown association does not."""
+    from workers.commands.approval import approval_marker, is_approved, needs_approval
+
+    gh.pulls[11] = PullInfo(11, "d" * 40, "feature", "alice/fork", "alice", "MEMBER")
+    assert is_approved(gh, "o/fork", 11)
+    answer = comment(gh, pair, "/approve", issue=11, is_pr=True)
+    assert "not needed: @alice is a member" in answer.body
+    assert gh.find_comment("o/fork", 11, approval_marker(11)) is None
+    assert needs_approval("o/fork", "stranger/fork", "CONTRIBUTOR") and needs_approval("o/fork", None, "NONE")
+    assert needs_approval("o/fork", "stranger/fork", "FIRST_TIME_CONTRIBUTOR")
+    assert not needs_approval("o/fork", "bob/fork", "collaborator") and not needs_approval("O/Fork", "o/fork", "NONE")
+
+
 def test_bundle_dry_run_replies_with_plan_and_pushes_nothing(gh: FakeCommentGitHub, pair: ForkPair) -> None:
     """/bundle dry-run answers with the plan table; no branch or ref is written to the fork."""
     refs_before = pair.fork.git("for-each-ref")

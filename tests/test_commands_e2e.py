@@ -238,7 +238,7 @@ def test_outside_pr_needs_approve_at_its_head(command_world: CommandWorld) -> No
     pr = w.open_pull("patch", head_repo="stranger/fork", author="stranger")
     adapter = w.gh.adapter(w.gh.installation)
     cid = w.say("/retest", issue=pr)
-    assert "is not approved for the self-hosted GPU runners" in w.reply(cid) and w.sent == []
+    assert "is not approved for the self-hosted runners" in w.reply(cid) and w.sent == []
     cid = w.say("/approve", issue=pr, author="reader")
     assert "denied" in w.reply(cid) and not is_approved(adapter, FORK, pr)
     cid = w.say("/approve", issue=pr)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +41,9 @@ class L1Job:
     attempt: int = 0  # infrastructure retries so far (the task's retry count)
     # False on a worker of the CPU queue: a config with GPU suites sends the job to a GPU runner.
     gpu_runner: bool = True
-    # The PR being tested, when known: a head that lives only in an outside fork runs once a
-    # maintainer's /approve names it (workers/commands/approval.py).
+    # The PR being tested, when known: a PR from outside (another repository, an author who is not
+    # an owner, member or collaborator) runs once a maintainer's /approve names its head
+    # (workers/commands/approval.py). Unknown for a re-run button: read from our check run.
     pr_number: int | None = None
 
 
@@ -88,10 +89,20 @@ def run_l1_job(
     ours completes it with the reason before the exception goes on to the task's retry logic."""
     with caches.open(cache_key(job.repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
-        if cache.rev_parse(job.head_sha) is None:
-            refused = _outside_head(github, caches, cache, job, clone_url, token, clone_url_for)
+        if not job.trunk and job.pr_number is None:
+            job = replace(job, pr_number=_pr_of_check(github, job))
+        if job.pr_number is not None and not job.trunk:
+            refused = _pull_gate(github, caches, cache, job, clone_url, token, clone_url_for)
             if refused is not None:
                 return refused
+        elif not _on_branch(cache, job.head_sha):
+            return _refuse(
+                github, job, "not_fetchable", "L1 not run: this commit is not on a branch of the repository",
+                f"`{job.head_sha[:12]}` is on no branch of `{job.repo}` and no pull request was named. "
+                "Self-hosted runners test branches of this repository, or an outside PR's head once a "
+                "maintainer approves it: comment `/approve`, then `/retest`, on the PR.",
+                conclusion="cancelled",
+            )
         try:
             config = _config_at(cache, job.head_sha)
         except ConfigError as exc:
@@ -108,7 +119,8 @@ def run_l1_job(
         names = [s.name for s in config.l1.suites]
         check_id: int | None = None
         if not job.trunk:
-            check_id = _upsert_check(github, job.repo, job.head_sha, render.l1_in_progress(job.head_sha, names)).id
+            check_id = _upsert_check(github, job.repo, job.head_sha, render.l1_in_progress(job.head_sha, names),
+                                     external_id=_external_id(job)).id
         if not job.gpu_runner and any(s.gpu for s in config.l1.suites):
             return L1JobResult("needs_gpu", check_id, message="GPU suites: the job goes to the l1-gpu queue")
         try:
@@ -136,7 +148,17 @@ def run_l1_job(
     return L1JobResult("done", check_id, run, max_infra_retries=retries)
 
 
-def _outside_head(
+def _refuse(github: GitHubPort, job: L1Job, status: str, title: str, summary: str,
+            conclusion: str = "action_required", details_url: str | None = None) -> L1JobResult:
+    """Complete ``forksync / L1`` without running anything, saying why and what to do."""
+    check = _upsert_check(github, job.repo, job.head_sha, render.CheckRunOutput(
+        name=render.L1_CHECK, head_sha=job.head_sha, status="completed", conclusion=conclusion,
+        title=title, summary=f"{marker('l1', job.head_sha)}\n{summary}", details_url=details_url,
+    ), external_id=_external_id(job))
+    return L1JobResult(status, check.id, message=title)
+
+
+def _pull_gate(
     github: GitHubPort,
     caches: GitCache,
     cache: Repository,
@@ -145,38 +167,29 @@ def _outside_head(
     token: str | None,
     clone_url_for: Callable[[str], str] | None,
 ) -> L1JobResult | None:
-    """A head that is on no branch of the repository (a PR from an outside fork): run it only with a
-    maintainer's /approve of that very head; fetch it; None when it may run."""
-    from workers.commands.approval import is_approved
+    """A PR's head: an outside PR runs only with a maintainer's /approve of that very head (whether
+    or not its commit is already in our cache); fetch the head when it is on no branch of ours.
+    None when it may run."""
+    from workers.commands.approval import is_approved, needs_approval
 
-    def refuse(status: str, title: str, summary: str, conclusion: str = "action_required",
-               details_url: str | None = None) -> L1JobResult:
-        check = _upsert_check(github, job.repo, job.head_sha, render.CheckRunOutput(
-            name=render.L1_CHECK, head_sha=job.head_sha, status="completed", conclusion=conclusion,
-            title=title, summary=f"{marker('l1', job.head_sha)}\n{summary}", details_url=details_url,
-        ))
-        return L1JobResult(status, check.id, message=title)
-
-    if job.pr_number is None:
-        return refuse(
-            "not_fetchable", "L1 not run: this commit is not on a branch of the repository",
-            f"`{job.head_sha[:12]}` is on no branch of `{job.repo}` and no pull request was named. "
-            "Self-hosted runners test branches of this repository, or an outside PR's head once a "
-            "maintainer approves it: comment `/approve`, then `/retest`, on the PR.",
-            conclusion="cancelled",
-        )
+    assert job.pr_number is not None
     pull = github.get_pull_request(job.repo, job.pr_number)
-    if pull.head_sha != job.head_sha:
-        return refuse("stale", f"L1 not run: PR #{pull.number} has moved to {pull.head_sha[:12]}",
-                      "A newer push replaced this commit; its own L1 run reports there.", conclusion="cancelled")
-    if not is_approved(github, job.repo, job.pr_number, job.head_sha):
-        return refuse(
-            "needs_approval", "Waiting for a maintainer: outside PRs need /approve before L1 runs",
-            f"This PR comes from `{pull.head_repo or 'a deleted fork'}`. L1 runs on self-hosted runners, so a "
-            f"maintainer must review head `{job.head_sha[:12]}` and comment `/approve`, then `/retest`. "
-            "A later push needs a new `/approve`.",
-            details_url=pull.html_url,
-        )
+    if needs_approval(job.repo, pull.head_repo, pull.author_association):
+        if pull.head_sha != job.head_sha:
+            return _refuse(github, job, "stale", f"L1 not run: PR #{pull.number} has moved to {pull.head_sha[:12]}",
+                           "A newer push replaced this commit; its own L1 run reports there.", conclusion="cancelled")
+        if not is_approved(github, job.repo, job.pr_number, job.head_sha):
+            return _refuse(
+                github, job, "needs_approval",
+                "Waiting for a maintainer: outside PRs need /approve before L1 runs",
+                f"This PR comes from `{pull.head_repo or 'a deleted fork'}` (author @{pull.author}, "
+                f"{pull.author_association.lower()}). L1 runs on self-hosted runners, so nothing ran: a maintainer "
+                f"must review head `{job.head_sha[:12]}` and comment `/approve`, then `/retest` (or re-run this "
+                "check). A later push needs a new `/approve`.",
+                details_url=pull.html_url,
+            )
+    if cache.rev_parse(job.head_sha) is not None:
+        return None
     local = f"{TMP_REF_PREFIX}l1-pull/{job.pr_number}"
     try:
         # GitHub keeps every PR head in the base repository as refs/pull/N/head.
@@ -186,8 +199,35 @@ def _outside_head(
             raise
         caches.fetch(cache, clone_url_for(pull.head_repo), [f"+refs/heads/{pull.head_ref}:{local}"], token)
     if cache.rev_parse(job.head_sha) is None:
-        return refuse("not_fetchable", "L1 not run: the approved head could not be fetched",
-                      f"`{job.head_sha[:12]}` was not found in PR #{job.pr_number}'s head.", conclusion="cancelled")
+        return _refuse(github, job, "not_fetchable", f"L1 not run: {job.head_sha[:12]} could not be fetched",
+                       f"`{job.head_sha[:12]}` was not found in PR #{job.pr_number}'s head.", conclusion="cancelled")
+    return None
+
+
+def _on_branch(cache: Repository, sha: str) -> bool:
+    """True when ``sha`` is reachable from a branch of the repository (pushed by someone who may):
+    a commit merely present in the cache (an earlier PR's fetch) does not count."""
+    if cache.rev_parse(sha) is None:
+        return False
+    return bool(cache.text("for-each-ref", "--count=1", "--contains", sha, "--format=%(refname)", "refs/heads/"))
+
+
+PR_EXTERNAL_ID = "pr:"
+
+
+def _external_id(job: L1Job) -> str | None:
+    # Our L1 check run names its PR, so its "Re-run" button (which carries no PR for a fork's
+    # head) can find the PR and its approval again.
+    return None if job.pr_number is None else f"{PR_EXTERNAL_ID}{job.pr_number}"
+
+
+def _pr_of_check(github: GitHubPort, job: L1Job) -> int | None:
+    """The PR our ``forksync / L1`` check run on ``job.head_sha`` was made for, if it says."""
+    runs = [r for r in github.list_check_runs(job.repo, job.head_sha, name=render.L1_CHECK) if r.head_sha == job.head_sha]
+    for run in sorted(runs, key=lambda r: r.id, reverse=True):
+        ext = run.external_id or ""
+        if ext.startswith(PR_EXTERNAL_ID) and ext[len(PR_EXTERNAL_ID):].isdigit():
+            return int(ext[len(PR_EXTERNAL_ID):])
     return None
 
 
@@ -198,7 +238,8 @@ def _config_at(cache: Repository, sha: str) -> RepoConfig:
     return load_repo_config(cache.git("show", spec).decode("utf-8", "replace"), f"{CONFIG_PATH} at {sha[:12]}")
 
 
-def _upsert_check(github: GitHubPort, repo: str, sha: str, out: render.CheckRunOutput) -> CheckRunInfo:
+def _upsert_check(github: GitHubPort, repo: str, sha: str, out: render.CheckRunOutput,
+                  external_id: str | None = None) -> CheckRunInfo:
     """Update our check run of this name on this commit in place (reruns), or create it."""
     existing = [r for r in github.list_check_runs(repo, sha, name=out.name) if r.head_sha == sha]
     conclusion = out.conclusion if out.status == "completed" else None
@@ -206,7 +247,7 @@ def _upsert_check(github: GitHubPort, repo: str, sha: str, out: render.CheckRunO
         newest = max(existing, key=lambda r: r.id)
         return github.update_check_run(repo, newest.id, status=out.status, conclusion=conclusion, output=_output(out))
     return github.create_check_run(repo, name=out.name, head_sha=sha, status=out.status, conclusion=conclusion,
-                                   output=_output(out), details_url=out.details_url)
+                                   output=_output(out), details_url=out.details_url, external_id=external_id)
 
 
 def _output(out: render.CheckRunOutput) -> CheckOutput:
@@ -218,8 +259,6 @@ def _output(out: render.CheckRunOutput) -> CheckOutput:
 
 
 def _retrying(out: render.CheckRunOutput, attempt: int, retries: int) -> render.CheckRunOutput:
-    from dataclasses import replace
-
     return replace(
         out, status="in_progress", conclusion=None,
         title=f"{out.title} (retrying on another runner, {attempt} of {retries})",

@@ -26,7 +26,13 @@ from bot import tasknames
 from bot.commands import Command
 from bot.errors import ForksyncError
 from bot.render import commands as render
-from workers.commands.approval import APPROVED_LABEL, approval_body, approval_marker
+from workers.commands.approval import (
+    APPROVED_LABEL,
+    approval_body,
+    approval_marker,
+    needs_approval,
+    read_approval,
+)
 from workers.commands.handler import Action, Context
 from workers.engine.decisions import Disposition, write_decision
 from workers.engine.ledger import Ledger, LedgerEntry, load_ledger
@@ -383,15 +389,15 @@ def retest(ctx: Context, command: Command) -> render.Outcome:
     if unknown:
         return render.unknown_suites(command, unknown, known)
     pull = ctx.pull()
-    if pull.from_outside(ctx.repo) and any(s.gpu for s in ctx.config.l1.suites):
-        from workers.commands.approval import read_approval
-
+    # The same rule as the L1 job's (workers/l1_job.py): refusing here answers at once, instead of
+    # a 🚀 followed by a check run that waits for /approve.
+    if needs_approval(ctx.repo, pull.head_repo, pull.author_association):
         approval = read_approval(ctx.gh, ctx.repo, pull.number)
         if approval is None or approval.head_sha != pull.head_sha:
             return render.failed(
                 command,
                 f"this PR comes from outside ({pull.head_repo or 'a deleted fork'}) and its head `{pull.head_sha[:10]}` "
-                "is not approved for the self-hosted GPU runners",
+                "is not approved for the self-hosted runners",
                 "a maintainer reviews the change and comments `/approve`, then `/retest`",
             )
     if not _send(ctx, tasknames.RUN_L1, {"head_sha": pull.head_sha}):
@@ -469,6 +475,12 @@ def approve(ctx: Context, command: Command) -> render.Outcome:
     pull = ctx.pull()
     if not pull.from_outside(ctx.repo):
         return render.done(command, "not needed: this PR's branch is in the repository, so its L1 runs on the self-hosted runners already")
+    if not needs_approval(ctx.repo, pull.head_repo, pull.author_association):
+        return render.done(
+            command,
+            f"not needed: @{pull.author} is a {pull.author_association.lower()} of this repository, so this PR's L1 "
+            "runs on the self-hosted runners already",
+        )
     body = approval_body(pull.number, pull.head_sha, ctx.author)
     existing = ctx.gh.find_comment(ctx.repo, pull.number, approval_marker(pull.number))
     ctx.gh.post_comment(ctx.repo, pull.number, body, existing)

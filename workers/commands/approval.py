@@ -16,6 +16,8 @@ from bot.render import marker
 from workers.commands.handler import CommentInfo, PullInfo
 
 APPROVED_LABEL = "forksync:approved"
+# Authors GitHub vouches for: their PRs run without /approve even from a fork of their own.
+TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 
 _SHA_LINE = re.compile(r"^Approved head: `?(?P<sha>[0-9a-f]{40})`?", re.MULTILINE)
 _BY_LINE = re.compile(r"^Approved by: @(?P<user>[A-Za-z0-9-]+)", re.MULTILINE)
@@ -65,19 +67,27 @@ def read_approval(gh: ApprovalGitHub, repo: str, pr: int) -> Approval | None:
     return Approval(sha.group("sha"), by.group("user"))
 
 
+def needs_approval(repo: str, head_repo: str | None, author_association: str) -> bool:
+    """True for a PR from outside: its head lives in another repository (or a deleted one) and
+    GitHub does not know its author as an owner, member or collaborator of ``repo``."""
+    from_outside = (head_repo or "").lower() != repo.lower()
+    return from_outside and author_association.upper() not in TRUSTED_ASSOCIATIONS
+
+
 def is_approved(gh: Any, repo: str, pr: int, head_sha: str | None = None) -> bool:
-    """True when a maintainer approved ``pr`` at its current head (or at ``head_sha`` if given).
+    """True when ``pr`` may run on the self-hosted runners at its current head (or at ``head_sha``).
 
     For the L1 runner: ``gh`` is the bot's ``GitHubAdapter`` (or the commands' view of it). A PR
-    whose branch lives in ``repo`` itself needs no approval; a PR from a fork needs one at the
-    very head that is about to run.
+    whose branch lives in ``repo`` itself, or whose author is an owner, member or collaborator,
+    needs no approval; any other PR from a fork needs a maintainer's ``/approve`` at the very head
+    that is about to run.
     """
     if not hasattr(gh, "pull"):  # the bot's GitHubAdapter itself (as the L1 runner holds it)
         from workers.commands.github import AdapterCommentGitHub
 
         gh = AdapterCommentGitHub(gh)
     pull = gh.pull(repo, pr)
-    if not pull.from_outside(repo):
+    if not needs_approval(repo, pull.head_repo, pull.author_association):
         return True
     approval = read_approval(gh, repo, pr)
     if approval is None:

@@ -60,7 +60,7 @@ class AdapterCommentGitHub:
 
     def pull(self, repo: str, number: int) -> PullInfo:
         info = self.adapter.get_pull_request(repo, number)
-        return PullInfo(info.number, info.head_sha, info.head_ref, info.head_repo, info.author)
+        return PullInfo(info.number, info.head_sha, info.head_ref, info.head_repo, info.author, info.author_association)
 
     def add_label(self, repo: str, number: int, label: str) -> None:
         self.adapter.add_labels(repo, number, [label])

@@ -51,6 +51,9 @@ class PullInfo:
     head_ref: str
     head_repo: str | None  # None when the head repository was deleted
     author: str
+    # GitHub's author_association (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE...); unknown
+    # counts as an outsider, so a missing value never lets code onto the self-hosted runners.
+    author_association: str = "NONE"
 
     def from_outside(self, repo: str) -> bool:
         return (self.head_repo or "").lower() != repo.lower()

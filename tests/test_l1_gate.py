@@ -1,0 +1,108 @@
+"""L1 through the loopback GitHub: outside PRs wait for a maintainer's /approve (opened, pushed, re-run)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.fixtures.l1 import config_yaml, flow_suite
+from tests.loopback_github import LoopbackGitHub
+from workers.commands.approval import approval_body, approval_marker
+from workers.gitcache import GitCache
+from workers.l1_job import L1Job, L1JobResult, run_l1_job
+
+REPO = "acme/fork"
+OUTSIDER = "stranger/fork"
+
+
+def run_job(gh: LoopbackGitHub, tmp_path: Path, sha: str, **kw: Any) -> L1JobResult:
+    return run_l1_job(
+        gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha, **kw),
+        clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), clone_url_for=gh.git_url,
+    )
+
+
+def l1_checks(gh: LoopbackGitHub, sha: str) -> list[dict[str, Any]]:
+    return [r for r in gh.state.check_runs[REPO].values() if r["name"] == "forksync / L1" and r["head_sha"] == sha]
+
+
+def recording_test(record: Path, name: str = "ran") -> str:
+    """A passing test that appends a line to ``record`` each time it runs (proof that code ran)."""
+    return f"def test_{name}():\n    with open({str(record)!r}, 'a') as f:\n        f.write('{name}\\n')\n"
+
+
+def fork_of(gh: LoopbackGitHub, owner_repo: str) -> None:
+    gh.add_repo(owner_repo)
+    subprocess.run(["git", "--git-dir", str(gh.bare(owner_repo)), "fetch", "-q", str(gh.bare(REPO)),
+                    "+refs/heads/main:refs/heads/main"], check=True)
+
+
+def approve(gh: LoopbackGitHub, number: int, sha: str) -> None:
+    gh.adapter(gh.installation).upsert_comment(REPO, number, marker=approval_marker(number),
+                                               body=approval_body(number, sha, "maintainer"))
+
+
+def test_outside_pr_waits_for_approve_then_a_rerun_runs_it_and_a_push_needs_a_new_one(
+    loopback_github: LoopbackGitHub, tmp_path: Path
+) -> None:
+    """An outside contributor's PR gets an action_required check naming /approve and none of its
+    code runs; after /approve of that head the check's Re-run (no PR number in the event) runs it;
+    a new push is blocked again until approved again."""
+    gh = loopback_github
+    record = tmp_path / "ran.txt"
+    gh.commit(REPO, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests"))})
+    fork_of(gh, OUTSIDER)
+    sha = gh.commit(OUTSIDER, {"tests/test_c.py": recording_test(record)}, branch="main")
+    number = gh.add_pull(REPO, "main", head_repo=OUTSIDER, author="stranger", author_association="CONTRIBUTOR")
+
+    opened = run_job(gh, tmp_path, sha, pr_number=number)
+    assert opened.status == "needs_approval" and opened.run is None and not record.exists()
+    (check,) = l1_checks(gh, sha)
+    assert check["status"] == "completed" and check["conclusion"] == "action_required"
+    assert "Waiting for a maintainer" in check["output"]["title"] and "`/approve`" in check["output"]["summary"]
+    # Re-run without approval: still nothing runs (the job reads the PR from its check run).
+    again = run_job(gh, tmp_path, sha)
+    assert again.status == "needs_approval" and not record.exists()
+
+    approve(gh, number, sha)
+    rerun = run_job(gh, tmp_path, sha)  # the Re-run button: no PR number in the event
+    assert rerun.status == "done" and rerun.run is not None and record.read_text() == "ran\n"
+    (check,) = l1_checks(gh, sha)
+    assert check["conclusion"] == "success"
+
+    pushed = gh.commit(OUTSIDER, {"tests/test_d.py": recording_test(record, "pushed")}, branch="main")
+    blocked = run_job(gh, tmp_path, pushed, pr_number=number)  # PR synchronize
+    assert blocked.status == "needs_approval" and record.read_text() == "ran\n"
+    (new_check,) = l1_checks(gh, pushed)
+    assert new_check["conclusion"] == "action_required"
+    assert run_job(gh, tmp_path, pushed).status == "needs_approval" and record.read_text() == "ran\n"
+
+
+def test_outside_pr_is_gated_even_when_its_commit_is_already_on_a_branch(
+    loopback_github: LoopbackGitHub, tmp_path: Path
+) -> None:
+    """The gate is the PR's origin and author, not whether the commit happens to be in our cache: an
+    outside PR whose head is also on one of our branches still waits for /approve."""
+    gh = loopback_github
+    record = tmp_path / "ran.txt"
+    sha = gh.commit(REPO, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests")),
+                           "tests/test_c.py": recording_test(record)})
+    fork_of(gh, OUTSIDER)
+    number = gh.add_pull(REPO, "main", head_repo=OUTSIDER, author="stranger", author_association="NONE")
+    result = run_job(gh, tmp_path, sha, pr_number=number)
+    assert result.status == "needs_approval" and not record.exists()
+
+
+def test_members_fork_pr_runs_without_approval(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """A PR from a fork whose author is a MEMBER runs at once: its head is fetched and tested."""
+    gh = loopback_github
+    record = tmp_path / "ran.txt"
+    gh.commit(REPO, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests"))})
+    fork_of(gh, "alice/fork")
+    sha = gh.commit("alice/fork", {"tests/test_c.py": recording_test(record)}, branch="main")
+    number = gh.add_pull(REPO, "main", head_repo="alice/fork", author="alice", author_association="MEMBER")
+    result = run_job(gh, tmp_path, sha, pr_number=number)
+    assert result.status == "done" and record.read_text() == "ran\n"
+    (check,) = l1_checks(gh, sha)
+    assert check["conclusion"] == "success" and check["external_id"] == f"pr:{number}"
