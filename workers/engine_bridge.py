@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from bot.config import RepoConfig
-from bot.render.ingest import BundleView, ChainView, CommitRow, IngestionFigures
+from bot.render.ingest import BundleView, ChainView, CommitRow, IngestionFigures, UrgentView
 from workers.engine.git import Repository
 from workers.engine.ledger import Ledger
 from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
@@ -90,6 +90,20 @@ def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, for
         )
         for c in built.chains
     )
+    urgent = tuple(
+        UrgentView(
+            key=u.id,
+            branch=u.branch if u.picks else None,
+            base_branch=u.base_branch,
+            commit=_row(ledger, sha, "marked urgent: picked alone, out of order; the frontier stays"),
+            conflicts=u.conflicts,
+            reproduce=reproduce_command(config, fork_branch, (sha,)),
+            plan_id=pid,
+        )
+        for u in built.urgent
+        for sha in (u.stopped_at or (u.commits[0] if u.commits else ""),)
+        if sha
+    )
     m = ledger.metrics
     figures = IngestionFigures(
         days_behind=m.days_behind,
@@ -100,8 +114,11 @@ def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, for
         upstream_tip=m.upstream_tip,
         bundles=len(bundles),
         chains=len(chains),
+        urgent=len(urgent),
     )
-    return EngineOutput(figures=figures, plan_id=pid, bundles=bundles, chains=chains, upstream_web_url=web_url)
+    return EngineOutput(
+        figures=figures, plan_id=pid, bundles=bundles, chains=chains, upstream_web_url=web_url, urgent=urgent
+    )
 
 
 def _chain_members(chains: tuple[object, ...], chain_id: str) -> tuple[str, ...]:

@@ -30,12 +30,15 @@ from bot.render.ingest import (
     BundleView,
     ChainView,
     IngestionFigures,
+    UrgentView,
     bundle_body,
     bundle_title,
     chain_body,
     chain_title,
     config_error_summary,
     ingestion_summary,
+    urgent_body,
+    urgent_title,
 )
 from workers.engine.git import GitError, Repository
 from workers.gitcache import GitCache, remote_git
@@ -58,6 +61,7 @@ class EngineOutput:
     bundles: tuple[BundleView, ...]
     chains: tuple[ChainView, ...]
     upstream_web_url: str | None
+    urgent: tuple[UrgentView, ...] = ()  # each its own PR on the fork trunk (an issue when it conflicts)
 
 
 # (upstream cache path, fork cache path, upstream branch, fork branch, config) -> EngineOutput.
@@ -220,8 +224,11 @@ def _plan_and_apply(
 
 
 def bot_branches(fork: Repository) -> set[str]:
-    """The bundle and chain branches the fork has now (names without ``refs/heads/``)."""
-    out = fork.text("for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/forksync/bundle/", "refs/heads/forksync/chain/")
+    """The bundle, chain and urgent branches the fork has now (names without ``refs/heads/``)."""
+    out = fork.text(
+        "for-each-ref", "--format=%(refname:lstrip=2)",
+        "refs/heads/forksync/bundle/", "refs/heads/forksync/chain/", "refs/heads/forksync/urgent/",
+    )
     return set(out.split())
 
 
@@ -253,6 +260,7 @@ def close_stale(
     """
     gh = env.github
     current = {b.branch for b in output.bundles} | {c.branch for c in output.chains if c.branch}
+    current |= {u.branch for u in output.urgent if u.branch}
     stale = sorted(branches_before - current)
     closed: list[dict[str, Any]] = []
     for branch in stale:
@@ -262,6 +270,15 @@ def close_stale(
                 head=branch,
                 comment=f"Superseded: ingestion plan `{output.plan_id}` no longer has this bundle (its commits were "
                 f"merged, or re-planned into another bundle). forksync closed it and deleted `{branch}`.",
+            )
+            if number is not None:
+                closed.append({"kind": "pull", "number": number, "branch": branch})
+        elif branch.startswith("forksync/urgent/"):
+            number = gh.close_pull(
+                repo,
+                head=branch,
+                comment=f"No longer needed: ingestion plan `{output.plan_id}` has no urgent pick for this commit "
+                f"(it is picked, or its urgent mark was changed). forksync closed it and deleted `{branch}`.",
             )
             if number is not None:
                 closed.append({"kind": "pull", "number": number, "branch": branch})
@@ -282,6 +299,7 @@ def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: En
     """Push the bundle and chain branches (force: they are rebuilt), then the decision notes and
     the chain record (fast-forward only: a concurrent writer makes us retry, never lose work)."""
     branches = [b.branch for b in output.bundles] + [c.branch for c in output.chains if c.branch]
+    branches += [u.branch for u in output.urgent if u.branch]
     specs = []
     for branch in branches:
         if not branch.startswith(BOT_BRANCH_PREFIX):
@@ -307,6 +325,16 @@ def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str,
     """Upsert one PR per bundle and one issue per chain. Safe to repeat: upserts find before creating."""
     gh = env.github
     report = IngestReport(repo, "ingested")
+    # Urgent picks first: they are out of order on purpose and should not wait behind the bundles.
+    for urgent in output.urgent:
+        title, body = urgent_title(urgent), urgent_body(urgent, output.upstream_web_url)
+        if urgent.branch is not None:
+            posted = gh.upsert_pull(repo, head=urgent.branch, base=urgent.base_branch, title=title, body=body)
+            report.pulls.append(_posted(posted, urgent.key, title, 1))
+        else:
+            # Its pick conflicts: no branch to open a PR on. An issue names the files and the way by hand.
+            posted = gh.upsert_issue(repo, marker=marker("urgent", urgent.key), title=title, body=body)
+            report.issues.append(_posted(posted, urgent.key, title, 1))
     for bundle in output.bundles:
         posted = gh.upsert_pull(
             repo,
@@ -329,6 +357,7 @@ def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str,
         "picked": f.picked,
         "bundles": f.bundles,
         "chains": f.chains,
+        "urgent": f.urgent,
         "plan_id": output.plan_id,
     }
     return report

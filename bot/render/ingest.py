@@ -47,6 +47,19 @@ class ChainView:
 
 
 @dataclass(frozen=True)
+class UrgentView:
+    """One commit a maintainer marked urgent, picked alone onto the fork trunk (not stacked)."""
+
+    key: str  # "urgent-<sha7>"; also the marker key
+    branch: str | None  # forksync/urgent/<sha7>; None when its pick conflicts (nothing to open a PR on)
+    base_branch: str  # the fork trunk
+    commit: CommitRow
+    conflicts: tuple[str, ...]  # files its pick onto the fork tip conflicts in
+    reproduce: str  # shell lines to pick it by hand
+    plan_id: str
+
+
+@dataclass(frozen=True)
 class IngestionFigures:
     days_behind: float
     backlog: int
@@ -56,6 +69,7 @@ class IngestionFigures:
     upstream_tip: str | None
     bundles: int
     chains: int
+    urgent: int = 0  # urgent picks in flight (their own PR, or an issue when they conflict)
 
 
 def _pr_ref(row: CommitRow) -> str:
@@ -129,6 +143,58 @@ def bundle_body(bundle: BundleView, upstream_url: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def urgent_title(view: UrgentView) -> str:
+    """``[Cherry-pick][URGENT] '<upstream subject (#N)>'``: the fork's pick title, tagged urgent
+    (the ledger reads the tag, like the decision note, as an urgent pick: the frontier stays)."""
+    title = f"[Cherry-pick][URGENT] '{view.commit.subject}'"
+    if view.branch is None:
+        title = f"[forksync][URGENT] conflicts: '{view.commit.subject}'"
+    return title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 2] + "…'"
+
+
+def urgent_body(view: UrgentView, upstream_url: str | None) -> str:
+    """Body of the urgent pick's PR, or of its issue when the pick conflicts on the fork tip."""
+    lines = [
+        marker("urgent", view.key),
+        marker("plan", view.plan_id),
+    ]
+    if view.branch is not None:
+        lines += [
+            f"Picks one upstream commit now, out of upstream order, because a maintainer marked it **urgent**: "
+            f"built alone on `{view.base_branch}` (not stacked behind the bundles) on branch `{view.branch}`. "
+            "It keeps its author and names the upstream commit in a trailer.",
+            "",
+            "Merging it does **not** move the frontier: the ledger counts it as an urgent pick, and the "
+            "bundles still take the commits before it in upstream order.",
+        ]
+    else:
+        lines += [
+            f"A maintainer marked this upstream commit **urgent**, but it does not pick cleanly onto "
+            f"`{view.base_branch}`, so forksync opened no PR and built no branch for it (it never commits conflict markers).",
+            "",
+            "**Conflicting files** on the fork tip:",
+            "",
+            *(f"- `{path}`" for path in view.conflicts),
+            "",
+            "**Resolve by hand** in a clone of the fork and open a PR titled "
+            f"`[Cherry-pick][URGENT] '{view.commit.subject}'` (keep the `cherry picked from` trailer); "
+            "once it merges, the ledger counts it as an urgent pick and this issue is no longer needed:",
+            "",
+            "```sh",
+            view.reproduce,
+            "```",
+        ]
+    lines += [
+        "",
+        *_commit_table((view.commit,), upstream_url, "note"),
+        "",
+        "Comment `/defer <sha>` or `/skip <sha> <reason>` to stop hurrying it.",
+        "",
+        f"<sub>forksync plan `{view.plan_id}`</sub>",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def chain_title(chain: ChainView) -> str:
     first = chain.commits[0].subject if chain.commits else "(empty)"
     title = f"[forksync][CHAIN] {len(chain.commits)} risky upstream commit{'s' if len(chain.commits) != 1 else ''}: {first}"
@@ -177,6 +243,7 @@ def ingestion_summary(figures: IngestionFigures) -> tuple[str, str]:
         f"| upstream tip | {f'`{figures.upstream_tip[:10]}`' if figures.upstream_tip else '—'} |",
         f"| open bundles | {figures.bundles} |",
         f"| open risky chains | {figures.chains} |",
+        f"| urgent picks in flight | {figures.urgent} |",
     ]
     return title, "\n".join(rows) + "\n"
 

@@ -27,7 +27,8 @@ def register(subparsers: Any) -> None:
         "--json",
         action="store_true",
         help='one object: {"bundles": [{id, branch, base, base_branch, head, commits, ejected}], '
-        '"chains": [{id, branch, base, base_branch, head, commits, stopped_at, conflicts}], "ejected": [sha]}',
+        '"chains": [{id, branch, base, base_branch, head, commits, stopped_at, conflicts}], "ejected": [sha], '
+        '"urgent": [{id, branch, base, base_branch, head, commits, stopped_at, conflicts}]}',
     )
     parser.set_defaults(func=run)
 
@@ -47,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
 
 def render_build(result: BuildResult) -> str:
     lines = []
+    for u in result.urgent:
+        if u.picks:
+            lines.append(f"{u.branch}  {u.head[:12]}  urgent, 1 commit on {u.base_branch}")
+        else:
+            lines.append(f"{u.id}  urgent {(u.stopped_at or '')[:12]} not built: conflicts in {', '.join(u.conflicts) or '?'}")
     for b in result.bundles:
         lines.append(f"{b.branch}  {b.head[:12]}  {len(b.commits)} commit(s) on {b.base_branch}")
         lines.extend(f"  ejected to a chain: {sha[:12]}" for sha in b.ejected)

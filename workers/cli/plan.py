@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
         "--json",
         action="store_true",
         help='one object: {"bundles": [{id, commits, lines}], "chains": [{id, commits, reasons}], '
-        '"deferred": [sha]}; byte-identical for the same inputs',
+        '"deferred": [sha], "urgent": [{id, commits, conflicts}]}; byte-identical for the same inputs',
     )
     parser.set_defaults(func=run)
 
@@ -49,6 +49,10 @@ def render_plan(planned: Planned) -> str:
         return entry.subject[:80] if entry else ""
 
     lines: list[str] = []
+    for hurried in plan.urgent:
+        state = f"conflicts in {', '.join(hurried.conflicts)}" if hurried.conflicts else "picks cleanly"
+        lines.append(f"{hurried.id}  urgent, alone on the fork tip ({state})")
+        lines.append(f"  {hurried.commit[:12]}  {subject(hurried.commit)}")
     for bundle in plan.bundles:
         lines.append(f"{bundle.id}  {len(bundle.commits)} commit(s), {bundle.lines} changed lines")
         lines.extend(f"  {sha[:12]}  {subject(sha)}" for sha in bundle.commits)
@@ -62,6 +66,7 @@ def render_plan(planned: Planned) -> str:
         lines.extend(f"  {sha[:12]}  {subject(sha)}" for sha in plan.deferred)
     if not lines:
         lines.append("nothing to place: every upstream commit is picked, deferred or won't port")
-    placed = sum(len(b.commits) for b in plan.bundles) + sum(len(c.commits) for c in plan.chains)
-    lines.append(f"{placed} commit(s): {len(plan.bundles)} bundle(s), {len(plan.chains)} chain(s)")
+    placed = sum(len(b.commits) for b in plan.bundles) + sum(len(c.commits) for c in plan.chains) + len(plan.urgent)
+    urgent = f", {len(plan.urgent)} urgent" if plan.urgent else ""
+    lines.append(f"{placed} commit(s): {len(plan.bundles)} bundle(s), {len(plan.chains)} chain(s){urgent}")
     return "\n".join(lines)

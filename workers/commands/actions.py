@@ -168,13 +168,6 @@ def label(ctx: Context, entry: LedgerEntry) -> str:
 # --------------------------------------------------------------------------- decisions
 
 
-# Honest about what the planner does today: an urgent decision is recorded (and does not move the
-# frontier once picked), but the partition does not yet give urgent commits a bundle of their own.
-_URGENT_NOTE = (
-    "Note: this deployment's planner puts urgent commits in the next bundle in upstream order; "
-    "it does not yet give them a PR of their own"
-)
-
 _VERB = {"skip": "wont_port", "defer": "deferred", "urgent": "urgent"}
 
 
@@ -216,13 +209,39 @@ def decide(ctx: Context, command: Command) -> render.Outcome:
     log.info("%s: %s marked %s %s by %s", ctx.repo, entry.sha, disposition.value, reason, ctx.author)
     said = f"marked {shown} as **{disposition.value}**" + (f": {render.inline(reason)}" if reason else "")
     if disposition is Disposition.URGENT:
+        what = _urgent_outlook(ctx, pair, entry.sha)
         started = _send(ctx, tasknames.INGEST, {"reason": f"/urgent by @{ctx.author}"})
         if started:
-            return render.started(command, said + "; ingestion started now. " + _URGENT_NOTE)
-        return render.done(command, said + "; the next ingestion plans it. " + _URGENT_NOTE)
+            return render.started(command, said + "; ingestion started now: " + what)
+        return render.done(command, said + "; the next ingestion (push or poll) acts on it: " + what)
     if disposition is Disposition.DEFERRED:
         return render.done(command, said + "; it stays in the backlog and out of bundles")
     return render.done(command, said + "; it will not be picked")
+
+
+def _urgent_outlook(ctx: Context, pair: Pair, sha: str) -> str:
+    """What ingestion will do with an urgent commit, from its trial pick alone onto the fork tip
+    (the same trial the planner makes): its own PR when clean, else an issue naming the files."""
+    import pygit2
+
+    from workers.engine.bundle import URGENT_BRANCH
+    from workers.engine.changes import commit_changes
+    from workers.engine.planning import urgent_trial
+    from workers.engine.symbols import stoplist
+
+    repo = pygit2.Repository(str(pair.repo.path))
+    conflicts = urgent_trial(repo, pair.fork_tip, commit_changes(repo, sha, stoplist(ctx.config.risk.symbol_stoplist)))
+    trunk = render.code(ctx.config.fork.branch)
+    if not conflicts:
+        return (
+            f"it picks cleanly onto {trunk}, so it gets a PR of its own on {render.code(URGENT_BRANCH + sha[:7])}, "
+            "built on the fork tip ahead of the bundles; merging it does not move the frontier"
+        )
+    files = ", ".join(render.code(path) for path in conflicts)
+    return (
+        f"its pick onto {trunk} conflicts in {files}, so no PR can be built; an issue will name the files "
+        "and the commands to pick it by hand (the frontier stays either way)"
+    )
 
 
 def _send(ctx: Context, name: str, extra: dict[str, Any]) -> bool:
@@ -333,7 +352,7 @@ def bundle(ctx: Context, command: Command) -> render.Outcome:
     pair, ledger = load(ctx)
     planned = make_plan(pair, config, ledger=ledger)
     plan = planned.plan
-    if not plan.bundles and not plan.chains:
+    if not plan.bundles and not plan.chains and not plan.urgent:
         m = ledger.metrics
         why = "every upstream commit after the base is picked, deferred or won't port"
         if m.deferred:
@@ -344,7 +363,16 @@ def bundle(ctx: Context, command: Command) -> render.Outcome:
         # Every planned commit is a ledger entry; a sha alone is shown should that ever not hold.
         return tuple(line_of(e) if (e := ledger.entry(s)) is not None else render.CommitLine(s) for s in shas)
 
-    groups = [render.PlannedGroup("bundle", b.id, lines(b.commits)) for b in plan.bundles] + [
+    groups = [
+        render.PlannedGroup(
+            "urgent",
+            u.id,
+            lines(u.commits),
+            (f"conflicts on the fork tip in {', '.join(u.conflicts)}" if u.conflicts else "marked urgent: alone on the fork tip",),
+        )
+        for u in plan.urgent
+    ]
+    groups += [render.PlannedGroup("bundle", b.id, lines(b.commits)) for b in plan.bundles] + [
         render.PlannedGroup(
             "chain",
             c.id,

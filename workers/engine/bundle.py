@@ -1,7 +1,8 @@
 """Build bundles and risky chains as branches, by in-memory cherry-picks (never a work tree).
 
 Bundles are stacked in plan order: the first is built on the fork tip, each next one on the
-head of the previous, exactly the target the partition's trial picks used. A chain is built on
+head of the previous, exactly the target the partition's trial picks used. Each urgent commit
+(``Plan.urgent``) is built alone on the fork tip, on ``forksync/urgent/<sha7>``. A chain is built on
 the head of the last bundle that started before the chain's first commit (the fork tip when
 none), up to its first conflict. Every built commit keeps the upstream author and author date,
 carries the upstream message, the upstream PR link and the configured trailer, and is
@@ -37,6 +38,7 @@ from workers.engine.pick import PickTarget
 
 BUNDLE_BRANCH = "forksync/bundle/"
 CHAIN_BRANCH = "forksync/chain/"
+URGENT_BRANCH = "forksync/urgent/"
 BOT_COMMITTER = ("forksync", "forksync@users.noreply.github.com")
 
 _SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
@@ -47,7 +49,7 @@ _MERGE_PR = re.compile(r"^Merge pull request #(\d+)\b")
 class Built:
     """One built branch: what it carries, where it starts, and what did not make it."""
 
-    kind: str  # "bundle" or "chain"
+    kind: str  # "bundle", "chain" or "urgent"
     id: str
     branch: str
     base: str  # the commit it is built on
@@ -56,8 +58,8 @@ class Built:
     commits: tuple[str, ...]  # upstream shas carried, in order
     picks: tuple[str, ...]  # the fork commits made, one per carried upstream commit
     ejected: tuple[str, ...] = ()  # bundle commits that failed and went to a chain
-    stopped_at: str | None = None  # chain: the first commit that did not pick cleanly
-    conflicts: tuple[str, ...] = ()  # chain: the paths it conflicts in
+    stopped_at: str | None = None  # chain, urgent: the first commit that did not pick cleanly
+    conflicts: tuple[str, ...] = ()  # chain, urgent: the paths it conflicts in
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -82,12 +84,15 @@ class BuildResult:
     chains: tuple[Built, ...]
     # The plan's chains plus those made by ejection: what to record as open chains.
     open_chains: tuple[Chain, ...] = field(default=())
+    # One per urgent commit, each built alone on the fork tip; a conflicting one carries nothing.
+    urgent: tuple[Built, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
             "bundles": [b.as_json() for b in self.bundles],
             "chains": [c.as_json() for c in self.chains],
             "ejected": sorted(sha for b in self.bundles for sha in b.ejected),
+            "urgent": [u.as_json() for u in self.urgent],
         }
 
 
@@ -285,6 +290,14 @@ def build(
         )
         chains.append((chain, base, base_name, chain_head, carried, picks, failures[0] if failures else None))
 
+    # Urgent commits: each alone on the fork tip, not stacked behind anything (picked now, out of order).
+    urgent = []
+    for hurried in plan.urgent:
+        head_u, carried, picks, failures = builder.run(
+            PickTarget(repo, tip.tree.id), fork_tip, hurried.commits, stop_at_conflict=True
+        )
+        urgent.append((hurried, head_u, carried, picks, failures[0] if failures else None))
+
     marks = builder.stream.run(Repository(Path(repo.path)), builder.ref)
 
     def sha_of(name: str) -> str:
@@ -301,7 +314,14 @@ def build(
               stopped_at=stopped[0] if stopped else None, conflicts=stopped[1] if stopped else ())
         for chain, base, base_name, chain_head, carried, picks, stopped in chains
     )
-    return BuildResult(built_bundles, built_chains, tuple(open_chains))
+    built_urgent = tuple(
+        Built("urgent", hurried.id, URGENT_BRANCH + short(hurried.commit), fork_tip, fork_branch, sha_of(head_u),
+              tuple(carried), tuple(sha_of(p) for p in picks),
+              stopped_at=stopped[0] if stopped else None,
+              conflicts=(stopped[1] or (f"(no merge possible: {stopped[2]})",)) if stopped else ())
+        for hurried, head_u, carried, picks, stopped in urgent
+    )
+    return BuildResult(built_bundles, built_chains, tuple(open_chains), built_urgent)
 
 
 @dataclass

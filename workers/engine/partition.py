@@ -96,12 +96,33 @@ class Chain:
 
 
 @dataclass(frozen=True)
+class Urgent:
+    """A commit a maintainer marked urgent: picked alone onto the fork tip, ahead of everything else.
+
+    ``conflicts`` are the paths its trial pick onto the fork tip conflicts in (empty: clean).
+    """
+
+    id: str  # "urgent-<sha7>"
+    commit: str
+    conflicts: tuple[str, ...] = ()
+
+    @property
+    def commits(self) -> tuple[str, ...]:
+        return (self.commit,)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "commits": [self.commit], "conflicts": list(self.conflicts)}
+
+
+@dataclass(frozen=True)
 class Plan:
-    """The partition's result. ``deferred`` commits are known holes: in no bundle or chain."""
+    """The partition's result. ``deferred`` commits are known holes: in no bundle or chain.
+    ``urgent`` commits are each in their own single-commit urgent bundle, and in nothing else."""
 
     bundles: tuple[Bundle, ...]
     chains: tuple[Chain, ...]
     deferred: tuple[str, ...] = ()
+    urgent: tuple[Urgent, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +132,7 @@ class Plan:
                 for c in self.chains
             ],
             "deferred": list(self.deferred),
+            "urgent": [u.as_json() for u in self.urgent],
         }
 
     def to_json(self) -> str:
@@ -122,6 +144,9 @@ class Plan:
 
     def bundle_of(self, sha: str) -> Bundle | None:
         return next((b for b in self.bundles if sha in b.commits), None)
+
+    def urgent_of(self, sha: str) -> Urgent | None:
+        return next((u for u in self.urgent if u.commit == sha), None)
 
 
 class Trial(Protocol):

@@ -2,7 +2,8 @@
 
 ``make_plan(pair, config)`` reads the ledger and the recorded chains, analyses each commit to
 place (paths, size, symbols) in memory, and runs the pure partition with trial picks onto the
-fork tip. ``build_and_record`` builds the branches and writes them, with the chain record, to
+fork tip. Commits marked ``urgent`` and not carried yet stay out of the partition: each becomes
+an urgent bundle of its own (``Plan.urgent``), trial-picked alone onto the fork tip. ``build_and_record`` builds the branches and writes them, with the chain record, to
 the fork in one atomic push. ``move_commit`` applies ``forksync chain add/remove``.
 
 Who writes what: ``plan`` only reads. ``bundle`` writes the branches and records the open
@@ -13,6 +14,7 @@ conflicts.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.ledger import Ledger, load_ledger
 from workers.engine.pair import FORK_NOTES_REF, Pair
-from workers.engine.partition import ChainRecord, Change, Plan, Reason, partition
+from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition, short
 from workers.engine.pick import PickTarget
 from workers.engine.symbols import stoplist
 
@@ -52,10 +54,31 @@ class _TipTrial:
         self.changes = changes
 
     def try_pick(self, sha: str) -> tuple[str, ...]:
-        result = self.target.pick(self.changes[sha])
-        if result.error:
-            return (f"(no merge possible: {result.error})",)
-        return result.conflicts
+        return _conflicts(self.target, self.changes[sha])
+
+
+def _conflicts(target: PickTarget, change: CommitChanges) -> tuple[str, ...]:
+    result = target.pick(change)
+    if result.error:
+        return (f"(no merge possible: {result.error})",)
+    return result.conflicts
+
+
+def urgent_commits(ledger: Ledger) -> tuple[str, ...]:
+    """Commits marked urgent that the fork does not carry yet, upstream order.
+
+    They are taken out of the walk: each gets an urgent bundle of its own, built on the fork tip.
+    Once its pick lands, the ledger counts it ``urgent`` (the decision note says so), which never
+    moves the frontier.
+    """
+    return tuple(e.sha for e in ledger.entries if e.disposition is Disposition.URGENT and not e.carriers)
+
+
+def urgent_trial(repo: pygit2.Repository, fork_tip: str, change: CommitChanges) -> tuple[str, ...]:
+    """Conflicting paths of ``change`` picked alone onto the fork tip (empty: it picks cleanly)."""
+    tip = repo.get(fork_tip)
+    assert isinstance(tip, pygit2.Commit)
+    return _conflicts(PickTarget(repo, tip.tree.id), change)
 
 
 def _as_change(c: CommitChanges) -> Change:
@@ -93,8 +116,11 @@ def make_plan(
     store = store if store is not None else read_chains(pair)
     repo = pygit2.Repository(str(pair.repo.path))
     walk, deferred = walk_of(ledger, marked_deferred(pair))
+    urgent = urgent_commits(ledger)
+    hurried_set = set(urgent)
+    walk = tuple(s for s in walk if s not in hurried_set)
     stop = stoplist(config.risk.symbol_stoplist)
-    changes = commit_changes_many(repo, pair.repo, walk, stop)
+    changes = commit_changes_many(repo, pair.repo, (*urgent, *walk), stop)
     in_walk = set(walk)
     history: dict[str, Change] = {}
     for record in store.records:
@@ -108,6 +134,8 @@ def make_plan(
     assert isinstance(fork_tip, pygit2.Commit)
     trial = _TipTrial(PickTarget(repo, fork_tip.tree.id), changes)
     plan = partition([_as_change(changes[s]) for s in walk], config, trial, store.records, history, deferred)
+    hurried = tuple(Urgent(f"urgent-{short(s)}", s, urgent_trial(repo, pair.fork_tip, changes[s])) for s in urgent)
+    plan = dataclasses.replace(plan, urgent=hurried)
     return Planned(plan, walk, changes, store, ledger)
 
 
@@ -145,6 +173,9 @@ def build_and_record(pair: Pair, config: RepoConfig, planned: Planned, push: str
     updates: list[tuple[str, str, bool]] = [
         (b.head, f"refs/heads/{b.branch}", True) for b in (*result.bundles, *result.chains)
     ]
+    # An urgent pick that conflicts has nothing to show: no branch (the plan and the PR or issue
+    # text name its conflicting files instead).
+    updates += [(u.head, f"refs/heads/{u.branch}", True) for u in result.urgent if u.picks]
     chains_commit = prepare_chains(repo, planned.store, records, "forksync bundle: record open chains")
     if chains_commit:
         updates.append((chains_commit, CHAINS_REF, False))
