@@ -16,6 +16,7 @@ redelivered webhook, an overlapping poll or a rerun after a crash converges on t
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -141,8 +142,12 @@ def fork_refspecs(branch: str) -> list[str]:
     ]
 
 
-def ingest_repository(env: IngestEnv, repo: str) -> IngestReport:
-    """Run the loop once for the fork ``repo`` (``owner/name``); see the module docstring."""
+def ingest_repository(env: IngestEnv, repo: str, *, max_commits: int | None = None) -> IngestReport:
+    """Run the loop once for the fork ``repo`` (``owner/name``); see the module docstring.
+
+    ``max_commits`` (``/bundle max=N``) replaces ``bundle.max_commits`` of the fork's config for
+    this run only; the config file is not changed, so the next run plans by the file again.
+    """
     started = time.monotonic()
     gh, settings = env.github, env.settings
     token = gh.git_token()
@@ -179,6 +184,10 @@ def ingest_repository(env: IngestEnv, repo: str) -> IngestReport:
             posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="action_required", title=title, summary=summary)
             report.check = {"id": posted.number, "conclusion": "action_required", "title": title}
             return report
+        if max_commits is not None:
+            if max_commits < 1:
+                raise ForksyncError(f"max_commits must be at least 1, not {max_commits}", "pass /bundle max=N with N >= 1")
+            config = dataclasses.replace(config, bundle=dataclasses.replace(config.bundle, max_commits=max_commits))
         try:
             report = _plan_and_apply(env, repo, config, fork, fork_url, token, trunk_head)
         except ForksyncError as exc:

@@ -383,13 +383,21 @@ def bundle(ctx: Context, command: Command) -> render.Outcome:
     ]
     count = sum(len(g.commits) for g in groups)
     summary = f"{len(plan.bundles)} bundle(s) and {len(plan.chains)} chain(s), {count} commits"
+    if plan.urgent:
+        summary += f" ({len(plan.urgent)} urgent, each in a PR of its own)"
     if command.flag("dry-run"):
         return render.done(command, f"the plan (dry run, nothing pushed): {summary}", render.plan_table(groups, web_url(ctx)))
-    if not _send(ctx, tasknames.INGEST, {"reason": f"/bundle by @{ctx.author}"}):
+    extra: dict[str, Any] = {"reason": f"/bundle by @{ctx.author}"}
+    if limit is not None:
+        extra["max_commits"] = limit  # this ingestion only; the config is not changed
+    if not _send(ctx, tasknames.INGEST, extra):
         return render.not_available(command, "the ingestion worker")
     note = ""
     if limit is not None:
-        note = f" (`max={limit}` shaped the plan above; the ingestion itself bundles by `bundle.max_commits` = {ctx.config.bundle.max_commits})"
+        note = (
+            f" with at most {limit} commit(s) per bundle (`max={limit}`, for this run only; later runs bundle by "
+            f"`bundle.max_commits` = {ctx.config.bundle.max_commits} again)"
+        )
     return render.started(
         command,
         f"planned {summary}; ingestion started: bundle PRs will be opened or updated{note}",

@@ -42,10 +42,20 @@ def env_for(task: Any, installation_id: int) -> IngestEnv:
     time_limit=INGEST_TIME_LIMIT_S,
     soft_time_limit=INGEST_TIME_LIMIT_S - 60,
 )  # type: ignore[untyped-decorator]
-def ingest(self: Any, installation_id: int, repo: str, reason: str = "poll", delivery: str | None = None) -> dict[str, Any]:
-    """Run the ingestion loop once for ``repo`` (see ``workers/ingestion.py``)."""
+def ingest(
+    self: Any,
+    installation_id: int,
+    repo: str,
+    reason: str = "poll",
+    delivery: str | None = None,
+    max_commits: int | None = None,
+) -> dict[str, Any]:
+    """Run the ingestion loop once for ``repo`` (see ``workers/ingestion.py``).
+
+    ``max_commits`` (``/bundle max=N``) overrides ``bundle.max_commits`` for this run only.
+    """
     log.info("ingest %s (installation %s) because %s%s", repo, installation_id, reason, f", delivery {delivery}" if delivery else "")
-    report = ingest_repository(env_for(self, installation_id), repo)
+    report = ingest_repository(env_for(self, installation_id), repo, max_commits=max_commits)
     log.info("ingest %s: %s in %.2f s", repo, report.status, report.seconds)
     return report.as_json()
 
