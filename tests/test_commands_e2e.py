@@ -211,15 +211,21 @@ def test_bad_config_is_quoted(command_world: CommandWorld) -> None:
 
 
 def test_retest_on_a_pr_reruns_l1(command_world: CommandWorld) -> None:
-    """/retest on an internal PR enqueues forksync.run_l1 with the PR head (🚀); unknown suites are refused."""
+    """/retest on an internal PR enqueues forksync.run_l1 with the PR head and number (🚀); named
+    suites are sent and the reply names them (not "all"); unknown suites are refused, nothing sent."""
     w = command_world
     pr = w.open_pull("feature")
     cid = w.say("/retest unit", issue=pr)
-    assert w.reactions(cid) == ["eyes", "rocket"] and "rerunning all L1 suites" in w.reply(cid)
+    reply = w.reply(cid)
+    assert w.reactions(cid) == ["eyes", "rocket"] and "rerunning `unit` on" in reply and "all L1 suites" not in reply
     ((name, kwargs),) = w.sent
     assert name == "forksync.run_l1" and kwargs["head_sha"] == w.gh.head(FORK, "feature") and kwargs["repo"] == FORK
+    assert kwargs["number"] == pr and kwargs["suites"] == ["unit"]
+    cid = w.say("/retest", issue=pr)
+    assert "rerunning all L1 suites (`unit`)" in w.reply(cid)
+    assert w.sent[-1][1]["number"] == pr and "suites" not in w.sent[-1][1]
     cid = w.say("/retest nope", issue=pr)
-    assert "unknown L1 suite `nope` (known: `unit`)" in w.reply(cid) and len(w.sent) == 1
+    assert "unknown L1 suite `nope` (known: `unit`)" in w.reply(cid) and len(w.sent) == 2
 
 
 def test_pr_commands_on_an_issue_are_refused(command_world: CommandWorld) -> None:
@@ -249,6 +255,7 @@ def test_outside_pr_needs_approve_at_its_head(command_world: CommandWorld) -> No
         assert APPROVED_LABEL in w.gh.state.issues[FORK][pr]["labels"]
     cid = w.say("/retest", issue=pr)
     assert w.reactions(cid) == ["eyes", "rocket"] and [n for n, _ in w.sent] == ["forksync.run_l1"]
+    assert w.sent[0][1]["number"] == pr and w.sent[0][1]["head_sha"] == head
     w.gh.commit("stranger/fork", {"evil.sh": "curl | sh\n"}, branch="patch")
     assert not is_approved(adapter, FORK, pr)
     internal = w.open_pull("inside")

@@ -1,4 +1,5 @@
-"""L1 through the loopback GitHub: outside PRs wait for a maintainer's /approve (opened, pushed, re-run)."""
+"""L1 through the loopback GitHub: outside PRs wait for a maintainer's /approve (opened, pushed,
+re-run), and /retest SUITE reruns only those suites."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.fixtures.l1 import config_yaml, flow_suite
+from tests.fixtures.l1 import FAILING_TEST, config_yaml, flow_suite, passing_tests
 from tests.loopback_github import LoopbackGitHub
 from workers.commands.approval import approval_body, approval_marker
 from workers.gitcache import GitCache
@@ -106,3 +107,89 @@ def test_members_fork_pr_runs_without_approval(loopback_github: LoopbackGitHub, 
     assert result.status == "done" and record.read_text() == "ran\n"
     (check,) = l1_checks(gh, sha)
     assert check["conclusion"] == "success" and check["external_id"] == f"pr:{number}"
+
+
+FLAKY_ONCE = '''\
+import os
+
+
+def test_flaky():
+    # Fails on its first run only: the file records that it has run.
+    seen = os.path.exists({state!r})
+    open({state!r}, "a").close()
+    assert seen, "first run fails"
+'''
+
+
+def test_retest_named_suite_reruns_only_it_and_keeps_the_others(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """/retest SUITE runs only that suite; the others keep their earlier result on the commit, and the
+    check concludes over all: a still-failing kept suite keeps it red, a fixed one turns it green."""
+    gh = loopback_github
+    record = tmp_path / "ran.txt"
+    cfg = config_yaml(flow_suite("flaky", "flaky"), flow_suite("steady", "steady"), flow_suite("broken", "broken"),
+                      extra="  flaky_reruns: 0\n")
+    sha = gh.commit(REPO, {".github/forksync.yml": cfg,
+                           "flaky/test_f.py": FLAKY_ONCE.format(state=str(tmp_path / "flaky-state")),
+                           "steady/test_s.py": recording_test(record, "steady"),
+                           "broken/test_b.py": FAILING_TEST})
+    first = run_job(gh, tmp_path, sha)
+    assert first.run is not None and {s.name: s.status for s in first.run.suites} == {
+        "flaky": "failed", "steady": "passed", "broken": "failed"}
+    assert record.read_text() == "steady\n"
+
+    rerun = run_job(gh, tmp_path, sha, suite_names=("flaky",))
+    assert rerun.run is not None and [s.name for s in rerun.run.suites] == ["flaky"]
+    assert record.read_text() == "steady\n", "a suite that was not named must not run again"
+    (check,) = l1_checks(gh, sha)
+    assert check["conclusion"] == "failure"
+    assert check["output"]["title"].startswith("Rerun of flaky: ")
+    assert "still failing from the earlier run: broken" in check["output"]["title"]
+    assert "**Kept from the earlier run on this commit** (not rerun): `broken` ❌ failure, `steady` ✅ success" \
+        in check["output"]["summary"]
+
+
+def test_retest_named_suite_passing_turns_the_check_green(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """When the only failing suite is rerun and passes, the check succeeds (the kept suites passed)."""
+    gh = loopback_github
+    cfg = config_yaml(flow_suite("flaky", "flaky"), flow_suite("steady", "steady"), extra="  flaky_reruns: 0\n")
+    sha = gh.commit(REPO, {".github/forksync.yml": cfg,
+                           "flaky/test_f.py": FLAKY_ONCE.format(state=str(tmp_path / "flaky-state")),
+                           "steady/test_s.py": passing_tests(1)})
+    run_job(gh, tmp_path, sha)
+    assert l1_checks(gh, sha)[0]["conclusion"] == "failure"
+    run_job(gh, tmp_path, sha, suite_names=("flaky",))
+    (check,) = l1_checks(gh, sha)
+    assert check["conclusion"] == "success" and check["output"]["title"].startswith("Rerun of flaky: ")
+
+
+def test_retest_named_suite_on_an_untested_commit_runs_the_rest_too(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """With no earlier result on the commit, the other suites run as well: the check never
+    concludes over suites that did not run."""
+    gh = loopback_github
+    record = tmp_path / "ran.txt"
+    cfg = config_yaml(flow_suite("a", "a"), flow_suite("b", "b"))
+    sha = gh.commit(REPO, {".github/forksync.yml": cfg, "a/test_a.py": recording_test(record, "a"),
+                           "b/test_b.py": recording_test(record, "b")})
+    result = run_job(gh, tmp_path, sha, suite_names=("a",))
+    assert result.run is not None and sorted(record.read_text().split()) == ["a", "b"]
+    assert l1_checks(gh, sha)[0]["conclusion"] == "success"
+
+
+def test_run_l1_task_passes_pr_number_and_suites_to_the_job(monkeypatch: Any, tmp_path: Path) -> None:
+    """The forksync.run_l1 task hands /retest's PR number and suite names to the job unchanged
+    (without them an outside PR could not be approved and a named rerun would run everything)."""
+    from types import SimpleNamespace
+
+    from workers.l1_job import L1JobResult
+    from workers.tasks import l1 as tasks
+
+    seen: list[L1Job] = []
+    app = SimpleNamespace(adapter=lambda iid: None, push_url_template="file:///{repo}", installation_token=lambda iid: None)
+    settings = SimpleNamespace(data_dir=tmp_path, map_url=lambda url: url)
+    monkeypatch.setattr(tasks, "_adapter", lambda task, iid: (app, settings))
+    monkeypatch.setattr(tasks, "run_l1_job", lambda gh, caches, data, job, **kw: seen.append(job) or L1JobResult("done"))
+    tasks.run_l1(installation_id=1, repo=REPO, head_sha="a" * 40, number=7, suites=["lit", "unit"])
+    tasks.run_l1(installation_id=1, repo=REPO, head_sha="b" * 40)
+    assert (seen[0].pr_number, seen[0].suite_names) == (7, ("lit", "unit"))
+    assert (seen[1].pr_number, seen[1].suite_names) == (None, ())
+

@@ -8,9 +8,12 @@ this directly against the loopback GitHub.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import re
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +25,7 @@ from bot.render import marker
 from workers.engine.git import GitError, Repository
 from workers.gitcache import TMP_REF_PREFIX, GitCache
 from workers.testing.canary import CanaryResult
-from workers.testing.l1 import CANCELLED, L1Run, run_l1_for_ref
+from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conclude, run_l1_for_ref
 from workers.testing.watchdog import CheckRunState, coverage
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,8 @@ class L1Job:
     # an owner, member or collaborator) runs once a maintainer's /approve names its head
     # (workers/commands/approval.py). Unknown for a re-run button: read from our check run.
     pr_number: int | None = None
+    # /retest SUITE …: only these run; the others keep their results on this commit.
+    suite_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,16 +122,22 @@ def run_l1_job(
         if job.trunk and job.push_ref != f"refs/heads/{config.fork.branch}":
             return L1JobResult("skipped", message=f"{job.push_ref} is not the trunk branch {config.fork.branch}")
         names = [s.name for s in config.l1.suites]
+        kept: dict[str, str] = {}
+        chosen = names
+        if job.suite_names and not job.trunk:
+            kept, chosen = _partial(github, job, names)
         check_id: int | None = None
         if not job.trunk:
-            check_id = _upsert_check(github, job.repo, job.head_sha, render.l1_in_progress(job.head_sha, names),
+            progress = render.l1_in_progress(job.head_sha, chosen)
+            check_id = _upsert_check(github, job.repo, job.head_sha, _with_kept(progress, kept, {}),
                                      external_id=_external_id(job)).id
-        if not job.gpu_runner and any(s.gpu for s in config.l1.suites):
+        suites = [s for s in config.l1.suites if s.name in chosen]
+        if not job.gpu_runner and any(s.gpu for s in suites):
             return L1JobResult("needs_gpu", check_id, message="GPU suites: the job goes to the l1-gpu queue")
         try:
             run = run_l1_for_ref(
                 cache.path, job.head_sha, config, data_dir=data_dir, base_ref=config.fork.branch,
-                trunk=job.trunk, canary=canary, infra_retries=0,
+                trunk=job.trunk, canary=canary, infra_retries=0, suite_names=chosen if kept else None,
             )
         except Exception as exc:
             if check_id is not None:
@@ -136,7 +147,7 @@ def run_l1_job(
     retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
     _file_infra_issues(github, job, run)
     if check_id is not None:
-        out = render.l1_check_run(run, log_url=log_url)
+        out = _with_kept(render.l1_check_run(run, log_url=log_url), kept, suite_conclusions(run))
         if run.conclusion == CANCELLED and job.attempt < retries:
             out = _retrying(out, job.attempt + 1, retries)
         github.update_check_run(
@@ -229,6 +240,61 @@ def _pr_of_check(github: GitHubPort, job: L1Job) -> int | None:
         if ext.startswith(PR_EXTERNAL_ID) and ext[len(PR_EXTERNAL_ID):].isdigit():
             return int(ext[len(PR_EXTERNAL_ID):])
     return None
+
+
+# --------------------------------------------------------------------------- /retest SUITE …
+
+_SUITES_MARK = re.compile(r"<!-- forksync:l1-suites (?P<json>\{.*?\}) -->")
+
+
+def suite_conclusions(run: L1Run) -> dict[str, str]:
+    """Each suite's own conclusion in ``run`` (the rule of :func:`conclude` on that suite alone)."""
+    return {s.name: conclude([s], run.fail_on) for s in run.suites}
+
+
+def _combined(conclusions: Iterable[str]) -> str:
+    values = list(conclusions)
+    for worst in (FAILURE, CANCELLED):
+        if worst in values:
+            return worst
+    return SUCCESS if values and all(v == SUCCESS for v in values) else NEUTRAL
+
+
+def _partial(github: GitHubPort, job: L1Job, names: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """(results kept from the last run on this commit, suites to run) for ``/retest SUITE …``.
+
+    A suite with no result on this commit runs too (nothing to keep), so the check never
+    concludes over suites that did not run; names not configured at this commit are dropped.
+    """
+    previous: dict[str, str] = {}
+    runs = [r for r in github.list_check_runs(job.repo, job.head_sha, name=render.L1_CHECK) if r.head_sha == job.head_sha]
+    if runs:
+        found = _SUITES_MARK.search(max(runs, key=lambda r: r.id).summary or "")
+        if found:
+            with contextlib.suppress(ValueError):
+                loaded = json.loads(found.group("json"))
+                previous = {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+    dropped = [n for n in job.suite_names if n not in names]
+    if dropped:
+        log.info("L1 %s@%s: /retest names suites not configured here: %s", job.repo, job.head_sha[:12], dropped)
+    chosen = [n for n in names if n in job.suite_names or n not in previous]
+    kept = {n: previous[n] for n in names if n not in chosen}
+    return kept, chosen
+
+
+def _with_kept(out: render.CheckRunOutput, kept: Mapping[str, str], ran: Mapping[str, str]) -> render.CheckRunOutput:
+    """The check run with every suite's own conclusion recorded (hidden, for a later partial
+    rerun) and, after a partial rerun, the suites kept from the earlier run and a conclusion over all."""
+    every = {**kept, **ran}
+    mark = f"<!-- forksync:l1-suites {json.dumps(every, sort_keys=True)} -->\n" if every else ""
+    if not kept:
+        return replace(out, summary=mark + out.summary)
+    summary = mark + out.summary + render.kept_suites_note(kept)
+    if out.status != "completed":
+        return replace(out, summary=summary)
+    conclusion = _combined(every.values())
+    title = render.partial_rerun_title(out.title, list(ran), kept)
+    return replace(out, conclusion=conclusion, title=title, summary=summary)
 
 
 def _config_at(cache: Repository, sha: str) -> RepoConfig:

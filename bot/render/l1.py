@@ -372,3 +372,29 @@ def _truncate(text: str) -> str:
     if len(text) <= MAX_TEXT:
         return text
     return text[: MAX_TEXT - 80] + "\n\n… (truncated: see the full log)"
+
+
+_CONCLUSION_ICONS = {"success": "✅ success", "failure": "❌ failure", "cancelled": "⚠️ cancelled (infrastructure)",
+                     "neutral": "➖ neutral"}
+
+
+def kept_suites_note(kept: Mapping[str, str]) -> str:
+    """After ``/retest SUITE …``: the suites that were not rerun, with the result they keep."""
+    if not kept:
+        return ""
+    rows = ", ".join(f"`{name}` {_CONCLUSION_ICONS.get(c, c)}" for name, c in sorted(kept.items()))
+    return (f"\n\n**Kept from the earlier run on this commit** (not rerun): {rows}. "
+            "The check concludes over every suite; `/retest` alone reruns them all.")
+
+
+def partial_rerun_title(title: str, rerun: Sequence[str], kept: Mapping[str, str]) -> str:
+    """The title after a partial rerun: what ran, and what still blocks from the earlier run."""
+    head = f"Rerun of {', '.join(rerun)}: {title}"
+    failing = sorted(n for n, c in kept.items() if c == "failure")
+    broken = sorted(n for n, c in kept.items() if c == "cancelled")
+    if failing:
+        head += f"; still failing from the earlier run: {', '.join(failing)}"
+    if broken:
+        head += f"; infrastructure failure earlier: {', '.join(broken)}"
+    return head
+

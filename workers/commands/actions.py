@@ -417,7 +417,8 @@ def _pr_only(ctx: Context, command: Command) -> render.Outcome | None:
 
 
 def retest(ctx: Context, command: Command) -> render.Outcome:
-    """/retest [SUITE …]: rerun L1 on the PR head (``forksync.run_l1``, updated in place)."""
+    """/retest [SUITE …]: rerun L1 on the PR head (``forksync.run_l1``, updated in place); named
+    suites rerun alone, the others keep their results on that commit."""
     if (refused := _pr_only(ctx, command)) is not None:
         return refused
     known = [s.name for s in ctx.config.l1.suites]
@@ -436,12 +437,20 @@ def retest(ctx: Context, command: Command) -> render.Outcome:
                 "is not approved for the self-hosted runners",
                 "a maintainer reviews the change and comments `/approve`, then `/retest`",
             )
-    if not _send(ctx, tasknames.RUN_L1, {"head_sha": pull.head_sha}):
-        return render.not_available(command, "the L1 worker queue")
-    scope = "all L1 suites"
+    extra: dict[str, Any] = {"head_sha": pull.head_sha, "number": pull.number}
     if command.args:
-        scope += f" (the runner runs every suite; you named {', '.join(render.code(a) for a in command.args)})"
-    return render.started(command, f"rerunning {scope} on `{pull.head_sha[:10]}`; the `forksync / L1` check updates in place")
+        extra["suites"] = list(command.args)
+    if not _send(ctx, tasknames.RUN_L1, extra):
+        return render.not_available(command, "the L1 worker queue")
+    if command.args:
+        scope = (
+            f"rerunning {', '.join(render.code(a) for a in command.args)} on `{pull.head_sha[:10]}`; the other suites "
+            "keep their results on this commit (one with no result on it yet runs too)"
+        )
+    else:
+        listed = ", ".join(render.code(n) for n in known) or "none are configured"
+        scope = f"rerunning all L1 suites ({listed}) on `{pull.head_sha[:10]}`"
+    return render.started(command, f"{scope}; the `forksync / L1` check updates in place")
 
 
 def bisect(ctx: Context, command: Command) -> render.Outcome:

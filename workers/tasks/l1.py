@@ -1,6 +1,7 @@
 """L1 tasks: ``forksync.run_l1`` per commit, ``forksync.l1_coverage``, and the webhook handlers
 that start them (a PR opened or pushed, a push to trunk, ``forksync / L1`` re-requested, another
-CI system's check suite completing). ``/retest`` sends ``forksync.run_l1`` with the PR head.
+CI system's check suite completing). ``/retest`` sends ``forksync.run_l1`` with the PR head, its
+number and the suites it names.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
              time_limit=L1_TIME_LIMIT_S)
 def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: bool = False,
            push_ref: str | None = None, number: int | None = None, delivery: str | None = None,
-           **_: Any) -> dict[str, Any]:
+           suites: list[str] | None = None, **_: Any) -> dict[str, Any]:
     """Run L1 on ``head_sha`` of ``repo`` and publish its check runs (see ``workers/l1_job.py``).
 
+    ``number``: the PR (an outside PR runs only with a maintainer's ``/approve`` of its head);
+    ``suites``: ``/retest SUITE …``, only those run and the others keep their results.
     Idempotent: the check run is updated in place. An infrastructure failure is retried (bounded
     by ``l1.max_infra_retries``) so another runner can take it; the PR is never blamed for it.
     """
@@ -49,7 +52,7 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     github = app.adapter(installation_id)
     queue = (self.request.delivery_info or {}).get("routing_key")
     job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries,
-                gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number)
+                gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number, suite_names=tuple(suites or ()))
     result = run_l1_job(
         github, GitCache(settings.data_dir / "git"), settings.data_dir, job,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
@@ -60,7 +63,7 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     if result.status == "needs_gpu":
         run_l1.apply_async(
             kwargs={"installation_id": installation_id, "repo": repo, "head_sha": head_sha, "trunk": trunk,
-                    "push_ref": push_ref, "number": number, "delivery": delivery},
+                    "push_ref": push_ref, "number": number, "delivery": delivery, "suites": suites},
             queue=tasknames.Q_L1_GPU,
         )
     if result.infrastructure and self.request.retries < result.max_infra_retries:
@@ -96,7 +99,8 @@ def l1_on_trunk_push(installation_id: int, repo: str, ref: str, after: str,
 @handles(tasknames.ON_CHECK_RUN)
 def l1_on_rerequest(installation_id: int, repo: str, name: str, head_sha: str, action: str,
                     delivery: str | None = None, **_: Any) -> None:
-    """``Re-run`` on the ``forksync / L1`` check: run it again, updating the same check run."""
+    """``Re-run`` on the ``forksync / L1`` check: run it again, updating the same check run (the job
+    reads the PR from the check run, so an outside PR still needs its ``/approve``)."""
     if action == "rerequested" and name == L1_CHECK:
         run_l1.delay(installation_id=installation_id, repo=repo, head_sha=head_sha, delivery=delivery)
 
