@@ -1,17 +1,20 @@
 """L1 through the loopback GitHub: outside PRs wait for a maintainer's /approve (opened, pushed,
-re-run), and /retest SUITE reruns only those suites."""
+re-run), /retest SUITE reruns only those suites, trunk failures file tracking issues, and a
+runner's infrastructure issue closes after clean runs."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from bot.render import marker
 from tests.fixtures.l1 import FAILING_TEST, config_yaml, flow_suite, passing_tests
 from tests.loopback_github import LoopbackGitHub
 from workers.commands.approval import approval_body, approval_marker
 from workers.gitcache import GitCache
-from workers.l1_job import L1Job, L1JobResult, run_l1_job
+from workers.l1_job import INFRA_LABEL, L1Job, L1JobResult, run_l1_job
 
 REPO = "acme/fork"
 OUTSIDER = "stranger/fork"
@@ -175,6 +178,7 @@ def test_retest_named_suite_on_an_untested_commit_runs_the_rest_too(loopback_git
     assert l1_checks(gh, sha)[0]["conclusion"] == "success"
 
 
+
 def test_run_l1_task_passes_pr_number_and_suites_to_the_job(monkeypatch: Any, tmp_path: Path) -> None:
     """The forksync.run_l1 task hands /retest's PR number and suite names to the job unchanged
     (without them an outside PR could not be approved and a named rerun would run everything)."""
@@ -193,3 +197,73 @@ def test_run_l1_task_passes_pr_number_and_suites_to_the_job(monkeypatch: Any, tm
     assert (seen[0].pr_number, seen[0].suite_names) == (7, ("lit", "unit"))
     assert (seen[1].pr_number, seen[1].suite_names) == (None, ())
 
+def _tracking_issues(gh: LoopbackGitHub) -> list[dict[str, Any]]:
+    return [i for i in gh.state.issues[REPO].values() if "forksync:tracking" in i["labels"]]
+
+
+def test_trunk_failure_files_a_tracking_issue_closed_after_clean_runs(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """An L1 failure on a trunk push opens one tracking issue (as L2 does); the same failure on the
+    next push updates it, not a second one; l2.recover_after clean trunk runs close it."""
+    gh = loopback_github
+    cfg = config_yaml(flow_suite("unit", "tests")) + "l2:\n  recover_after: 2\n"
+    bad = gh.commit(REPO, {".github/forksync.yml": cfg, "tests/test_a.py": FAILING_TEST})
+    run_job(gh, tmp_path, bad, trunk=True, push_ref="refs/heads/main")
+    (issue,) = _tracking_issues(gh)
+    assert issue["state"] == "open" and "test_adds_one" in issue["body"] and l1_checks(gh, bad) == []
+    again = gh.commit(REPO, {"README": "x\n"})
+    run_job(gh, tmp_path, again, trunk=True, push_ref="refs/heads/main")
+    assert [i["number"] for i in _tracking_issues(gh)] == [issue["number"]]
+    fixed = gh.commit(REPO, {"tests/test_a.py": passing_tests(1)})
+    run_job(gh, tmp_path, fixed, trunk=True, push_ref="refs/heads/main")
+    assert _tracking_issues(gh)[0]["state"] == "open", "one clean run is not recover_after=2"
+    run_job(gh, tmp_path, gh.commit(REPO, {"README": "y\n"}), trunk=True, push_ref="refs/heads/main")
+    (closed,) = _tracking_issues(gh)
+    assert closed["state"] == "closed"
+
+
+def _infra_issues(gh: LoopbackGitHub) -> list[dict[str, Any]]:
+    return [i for i in gh.state.issues[REPO].values() if INFRA_LABEL in i["labels"] and "forksync:infra:" in i["body"]]
+
+
+def test_infra_issue_closes_after_clean_runs_on_that_runner(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """The runner's infrastructure issue stays open after fewer than l2.recover_after clean runs and
+    is closed with a comment at that count; a recurrence reopens it and the count starts again."""
+    import sys
+
+    gh = loopback_github
+    disk = f'"{sys.executable}", "-c", "import sys; print(\'No space left on device\'); sys.exit(1)"'
+    broken_cfg = f"l1:\n  max_infra_retries: 0\n  suites:\n    - {{name: unit, run: [{disk}], timeout: 30}}\nl2:\n  recover_after: 2\n"
+    healthy_cfg = config_yaml(flow_suite("unit", "tests")) + "l2:\n  recover_after: 2\n"
+    sha = gh.commit(REPO, {".github/forksync.yml": broken_cfg})
+    run_job(gh, tmp_path, sha)
+    (issue,) = _infra_issues(gh)
+    assert issue["state"] == "open" and socket.gethostname() in issue["title"]
+
+    ok = gh.commit(REPO, {".github/forksync.yml": healthy_cfg, "tests/test_b.py": passing_tests(1)})
+    run_job(gh, tmp_path, ok)
+    assert _infra_issues(gh)[0]["state"] == "open"
+    run_job(gh, tmp_path, ok)
+    (closed,) = _infra_issues(gh)
+    assert closed["state"] == "closed"
+    comments = [c["body"] for c in gh.state.comments[REPO].values() if c["issue_number"] == issue["number"]]
+    assert any("ran L1 cleanly 2 times in a row" in c for c in comments)
+
+    again = gh.commit(REPO, {".github/forksync.yml": broken_cfg})
+    run_job(gh, tmp_path, again)
+    (reopened,) = _infra_issues(gh)
+    assert reopened["state"] == "open" and "infra-healthy" not in reopened["body"]
+
+
+def test_gpu_infra_issue_is_not_closed_by_cpu_only_runs(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """A GPU cause (device busy) is only shown gone by runs with GPU suites: clean CPU-only runs on
+    the same runner leave its issue open and uncounted."""
+    gh = loopback_github
+    runner = socket.gethostname()
+    gh.adapter(gh.installation).ensure_issue(
+        REPO, marker=marker("infra", f"CUDA device busy or unavailable:{runner}"),
+        title=f"[infra] CUDA device busy or unavailable on {runner}", body="device busy", labels=[INFRA_LABEL])
+    sha = gh.commit(REPO, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests")) + "l2:\n  recover_after: 1\n",
+                           "tests/test_b.py": passing_tests(1)})
+    run_job(gh, tmp_path, sha)
+    (issue,) = _infra_issues(gh)
+    assert issue["state"] == "open" and "infra-healthy" not in issue["body"]

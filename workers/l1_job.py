@@ -146,6 +146,9 @@ def run_l1_job(
             raise
     retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
     _file_infra_issues(github, job, run)
+    _close_recovered_infra_issues(github, job, run, config.l2.recover_after)
+    if job.trunk:
+        _track_trunk_failures(github, job, run, config.l2.recover_after)
     if check_id is not None:
         out = _with_kept(render.l1_check_run(run, log_url=log_url), kept, suite_conclusions(run))
         if run.conclusion == CANCELLED and job.attempt < retries:
@@ -339,6 +342,61 @@ def _file_infra_issues(github: GitHubPort, job: L1Job, run: L1Run) -> None:
         title, body = render.infra_issue(suite.infra_cause, runner, suite.name, run.sha, suite.reason)
         github.ensure_issue(job.repo, marker=marker("infra", f"{suite.infra_cause}:{runner}"),
                             title=title, body=body, labels=[INFRA_LABEL])
+
+
+_INFRA_KEY = re.compile(r"<!-- forksync:infra:(?P<key>.+?) -->")
+_HEALTHY = re.compile(r"<!-- forksync:infra-healthy:(?P<n>\d+) -->\n?")
+# Causes that only a run with GPU suites can show to be gone (a CPU-only run never touches the device).
+_GPU_CAUSE = re.compile(r"GPU|CUDA|canary|device", re.IGNORECASE)
+
+
+def _close_recovered_infra_issues(github: GitHubPort, job: L1Job, run: L1Run, recover_after: int) -> list[int]:
+    """Count a clean run against this runner's open infrastructure issues; close those that
+    reach ``recover_after`` clean runs in a row (``l2.recover_after``, as trunk issues), with a
+    comment. The count lives in the issue body, so it survives worker restarts; a recurrence
+    rewrites the body (``_file_infra_issues``), which starts the count again. Returns the closed
+    issue numbers."""
+    if not run.suites or any(s.status == "infrastructure" for s in run.suites):
+        return []
+    runner = socket.gethostname()
+    ran_gpu = any(s.gpu for s in run.suites)
+    closed = []
+    for issue in github.list_issues(job.repo, labels=[INFRA_LABEL]):
+        found = _INFRA_KEY.search(issue.body)
+        if found is None:
+            continue
+        cause, _, on = found.group("key").rpartition(":")
+        if on != runner or (_GPU_CAUSE.search(cause) and not ran_gpu):
+            continue
+        counted = _HEALTHY.search(issue.body)
+        healthy = (int(counted.group("n")) if counted else 0) + 1
+        body = _HEALTHY.sub("", issue.body).rstrip("\n") + f"\n<!-- forksync:infra-healthy:{healthy} -->"
+        github.update_issue(job.repo, issue.number, body=body)
+        if healthy >= recover_after:
+            github.close_issue(job.repo, issue.number, comment=render.infra_recovered_comment(cause, runner, healthy))
+            closed.append(issue.number)
+    return closed
+
+
+def _track_trunk_failures(github: GitHubPort, job: L1Job, run: L1Run, recover_after: int) -> list[int]:
+    """Trunk runs file or update one tracking issue per failure signature, and close them after
+    ``recover_after`` clean runs of the suite, as L2 does (``workers/testing/tracking.py``).
+    Infrastructure outcomes are left to the runner's infra issue (``_file_infra_issues``): one
+    issue per cause and runner, never a second one per signature."""
+    from datetime import UTC, datetime
+
+    from workers.testing.tracking import report_from_suite, track
+
+    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    touched: list[int] = []
+    for suite in run.suites:
+        if suite.status == "infrastructure":
+            continue
+        for action in track(github, job.repo, report_from_suite(suite, run.sha, at), recover_after):
+            number = getattr(action, "number", None)
+            if isinstance(number, int):
+                touched.append(number)
+    return touched
 
 
 OWN_CHECKS = (render.L1_CHECK, render.COVERAGE_CHECK)

@@ -398,3 +398,9 @@ def partial_rerun_title(title: str, rerun: Sequence[str], kept: Mapping[str, str
         head += f"; infrastructure failure earlier: {', '.join(broken)}"
     return head
 
+
+def infra_recovered_comment(cause: str, runner: str, healthy_runs: int) -> str:
+    """Closing comment of an infrastructure issue once its runner ran L1 cleanly again."""
+    return (f"Runner `{runner}` ran L1 cleanly {healthy_runs} times in a row since **{cause}** was last seen "
+            "(`l2.recover_after` in `.github/forksync.yml`), so forksync closes this issue. It reopens if the "
+            "cause comes back on this runner.")
