@@ -274,7 +274,7 @@ def test_patch_id_after_upstream_moves_uses_cached_file_sets(forked: Forked) -> 
     pair = open_pair(str(p.upstream.path), str(p.fork.path))
     first = load_ledger(open_pair(str(p.upstream.path), str(p.fork.path)), LedgerConfig())
     assert first.metrics.picked == 0
-    assert (pair.cache_dir / "upstream-files.json").exists()
+    assert (pair.cache_dir / "upstream-changes.v2").exists()
     b = p.up(11, "Fix core", {"src/core.py": "x = 3\n"})
     p.fork.commit("Adopt the core fix", {"src/core.py": "x = 3\n"}, author="Fork Dev <dev@fork>")
     again = load_ledger(open_pair(str(p.upstream.path), str(p.fork.path)), LedgerConfig())

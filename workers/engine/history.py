@@ -13,6 +13,10 @@ from workers.engine.git import Repository
 _SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
 _MERGE_PR = re.compile(r"^Merge pull request #(\d+)\b")
 
+# One changed file as ``git log --raw`` names it: path, old "mode:blob", new "mode:blob". Two
+# commits whose changes are equal have the same diff, hence the same patch-id.
+Change = tuple[str, str, str]
+
 _FIELDS = ("%H", "%P", "%an", "%ae", "%at", "%ct", "%s")
 _FORMAT_UPSTREAM = "%x1e" + "%x1f".join(_FIELDS) + "%x1f"
 _FORMAT_FORK = "%x1e" + "%x1f".join((*_FIELDS, "%B")) + "%x1f"
@@ -31,6 +35,7 @@ class Commit:
     subject: str
     files: tuple[str, ...]
     message: str = ""
+    changes: frozenset[Change] = frozenset()  # from read_range(..., files=True); empty otherwise
 
     @property
     def is_merge(self) -> bool:
@@ -58,9 +63,9 @@ def read_range(
 ) -> list[Commit]:
     """Commits reachable from ``include`` and not from ``exclude``, oldest first.
 
-    One ``git log`` process. With ``files``, ``--name-only`` lists changed paths (against the
-    first parent for merges when ``first_parent``); without it no commit is diffed at all,
-    which on a long upstream range is most of the cost (see :func:`files_touching`).
+    One ``git log`` process. With ``files``, ``--raw`` lists changed paths and their blobs
+    (against the first parent for merges when ``first_parent``); without it no commit is
+    diffed at all, which on a long upstream range is most of the cost (see :func:`changed_files`).
     """
     args = [
         "-c",
@@ -70,7 +75,7 @@ def read_range(
         "--no-renames",
         "--topo-order",
         "-z",
-        *(["--name-only"] if files else []),
+        *(["--raw", "--no-abbrev"] if files else []),
         f"--format={_FORMAT_FORK if messages else _FORMAT_UPSTREAM}",
     ]
     if first_parent:
@@ -89,8 +94,8 @@ def _parse(record: str, messages: bool) -> Commit:
     n = len(_FIELDS) + (1 if messages else 0)
     sha, parents, an, ae, at, ct, subject = parts[:7]
     message = parts[7] if messages else ""
-    tail = "\x1f".join(parts[n:])
-    files = tuple(f for f in tail.lstrip("\x00").lstrip("\n").split("\x00") if f)
+    changes = _raw_changes("\x1f".join(parts[n:]))
+    files = tuple(dict.fromkeys(c[0] for c in changes))
     return Commit(
         sha=sha,
         parents=tuple(parents.split()),
@@ -101,7 +106,29 @@ def _parse(record: str, messages: bool) -> Commit:
         subject=subject,
         files=files,
         message=message.rstrip("\n"),
+        changes=frozenset(changes),
     )
+
+
+def _raw_changes(tail: str) -> list[Change]:
+    """``:old_mode new_mode old_blob new_blob status NUL path NUL`` records (``-z --raw``), in order.
+
+    Combined-diff records of merges (``::...``) name one path too and are read the same way.
+    """
+    items = tail.lstrip("\x00").lstrip("\n").split("\x00")
+    out: list[Change] = []
+    i = 0
+    while i + 1 < len(items):
+        meta = items[i]
+        if not meta.startswith(":"):
+            i += 1
+            continue
+        fields = meta.lstrip(":").split(" ")
+        half = (len(fields) - 1) // 2  # modes then blobs, one per side (more for combined diffs)
+        modes, blobs = fields[:half], fields[half : 2 * half]
+        out.append((items[i + 1], f"{modes[0]}:{blobs[0]}", f"{modes[-1]}:{blobs[-1]}"))
+        i += 2
+    return out
 
 
 def merged_side_commits(repo: Repository, include: str, exclude: Sequence[str], first_parent: Sequence[Commit]) -> dict[str, str]:
@@ -133,39 +160,53 @@ def merged_side_commits(repo: Repository, include: str, exclude: Sequence[str], 
 
 def changed_files(
     repo: Repository, include: str, exclude: Sequence[str], *, first_parent: bool = True
-) -> dict[str, frozenset[str]]:
-    """Every commit of the range → the paths it changes (one ``git log --name-only``)."""
-    args = ["-c", "core.quotePath=false", "log", "--no-color", "--no-renames", "-z", "--name-only",
+) -> dict[str, frozenset[Change]]:
+    """Every commit of the range → the files it changes, with blobs (one ``git log --raw``)."""
+    return file_records(changed_files_raw(repo, include, exclude, first_parent=first_parent))
+
+
+def changed_files_raw(repo: Repository, include: str, exclude: Sequence[str], *, first_parent: bool = True) -> bytes:
+    """:func:`changed_files` as git printed it (what :func:`file_records` reads; cheap to keep)."""
+    args = ["-c", "core.quotePath=false", "log", "--no-color", "--no-renames", "-z", "--raw", "--no-abbrev",
             "--format=%x1e%H%x1f"]
     if first_parent:
         args.append("--first-parent")
     args.append(include)
     args.extend(f"^{sha}" for sha in exclude)
     args.append("--")
-    return _file_records(repo.git(*args))
+    return repo.git(*args)
 
 
-def commit_files(repo: Repository, shas: Iterable[str]) -> dict[str, frozenset[str]]:
-    """The paths each given commit changes against its first parent (one process)."""
+def commit_files(repo: Repository, shas: Iterable[str]) -> dict[str, frozenset[Change]]:
+    """The files (with blobs) each given commit changes against its first parent (one process)."""
+    return file_records(commit_files_raw(repo, shas))
+
+
+def commit_files_raw(repo: Repository, shas: Iterable[str]) -> bytes:
+    """:func:`commit_files` as git printed it."""
     wanted = list(dict.fromkeys(shas))
     if not wanted:
-        return {}
-    raw = repo.git(
+        return b""
+    return repo.git(
         "-c", "core.quotePath=false", "log", "--no-walk=unsorted", "--stdin", "--no-color", "--no-renames",
-        "-z", "--name-only", "--diff-merges=first-parent", "--format=%x1e%H%x1f",
+        "-z", "--raw", "--no-abbrev", "--diff-merges=first-parent", "--format=%x1e%H%x1f",
         input="".join(f"{s}\n" for s in wanted).encode(),
     )
-    return _file_records(raw)
 
 
-def _file_records(data: bytes) -> dict[str, frozenset[str]]:
-    out: dict[str, frozenset[str]] = {}
+def file_records(data: bytes) -> dict[str, frozenset[Change]]:
+    """Parse ``--format=%x1e%H%x1f -z --raw`` output (several outputs concatenated read the same)."""
+    out: dict[str, frozenset[Change]] = {}
     for record in data.decode("utf-8", "replace").split("\x1e"):
         if not record.strip("\x00\n"):
             continue
         sha, _, tail = record.partition("\x1f")
-        out[sha] = frozenset(f for f in tail.lstrip("\x00").lstrip("\n").split("\x00") if f)
+        out[sha] = frozenset(_raw_changes(tail))
     return out
+
+
+def paths_of(changes: Iterable[Change]) -> frozenset[str]:
+    return frozenset(c[0] for c in changes)
 
 
 def tree_paths(repo: Repository, commits: Iterable[str]) -> set[str]:

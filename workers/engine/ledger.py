@@ -34,11 +34,14 @@ from bot.config import LedgerConfig
 from workers.engine import recognisers as rec
 from workers.engine.decisions import Decision, Decisions, Disposition, read_decisions
 from workers.engine.history import (
+    Change,
     Commit,
-    changed_files,
-    commit_files,
+    changed_files_raw,
+    commit_files_raw,
+    file_records,
     merged_side_commits,
     patch_ids,
+    paths_of,
     read_range,
     tree_paths,
 )
@@ -200,6 +203,8 @@ PatchIds = Callable[[Iterable[str]], dict[str, str]]
 # Given the fork candidates' paths: the changed-file sets of upstream commits (all of them, or
 # at least every one that could touch those paths).
 FilesTouching = Callable[[Iterable[str]], dict[str, frozenset[str]]]
+# An upstream commit's changed files with their blobs, when known (see history.Change).
+ChangesOf = Callable[[str], frozenset[Change] | None]
 
 
 def compute_ledger(
@@ -215,6 +220,7 @@ def compute_ledger(
     patch_id: PatchIds,
     files_touching: FilesTouching | None = None,
     side: dict[str, str] | None = None,
+    changes_of: ChangesOf | None = None,
 ) -> Ledger:
     """The pure core: upstream range and fork range (oldest first) → ledger.
 
@@ -270,7 +276,8 @@ def compute_ledger(
         if known is not None and known.upstream:
             running = max(running, *(index.position.get(u, -1) for u in known.upstream))
         expected[commit.sha] = running + 1
-    for fork_sha, up_sha, how in _same_change(unmatched, upstream, carried, patch_id, files_touching, expected):
+    same = _same_change(unmatched, upstream, carried, patch_id, files_touching, expected, changes_of)
+    for fork_sha, up_sha, how in same:
         urgent = picks[fork_sha].urgent if fork_sha in picks else False
         picks[fork_sha] = rec.Recognition((up_sha,), how, urgent)
         active[fork_sha] = fork_sha not in reverted_by
@@ -403,6 +410,7 @@ def _same_change(
     patch_id: PatchIds,
     files_touching: FilesTouching | None,
     expected: dict[str, int],
+    changes_of: ChangesOf | None = None,
 ) -> list[tuple[str, str, str]]:
     """Picks without markers: same author+date+subject, or equal patch-ids among same-file candidates.
 
@@ -410,7 +418,9 @@ def _same_change(
     changed-file set (or an author and author date) with each other, nearest first in at most
     three batches (most picks are found in the first, a handful of patch-ids). Upstream
     file sets come from ``files_touching`` (cached per commit between runs) unless the
-    upstream records already carry them.
+    upstream records already carry them. A candidate whose nearest pool member changes the
+    same files from and to the same blobs (``changes_of``) has the same diff, hence the same
+    patch-id: it is matched without asking git (most marker-less picks of unmodified files).
     """
     fork_side = [c for c in unmatched if c.files]
     if not fork_side:
@@ -454,6 +464,16 @@ def _same_change(
             near = expected.get(f.sha, 0)
             pool.sort(key=lambda u: (abs(order[u.sha] - near), order[u.sha]))
             candidates.append((f, pool))
+    if changes_of is not None:
+        rest = []
+        for f, pool in candidates:
+            nearest = next((u for u in pool if u.sha not in taken), None)
+            if f.changes and nearest is not None and changes_of(nearest.sha) == f.changes:
+                matches.append((f.sha, nearest.sha, rec.PATCH_ID))
+                taken.add(nearest.sha)
+            else:
+                rest.append((f, pool))
+        candidates = rest
     if not candidates:
         return matches
     ids: dict[str, str] = {}
@@ -519,30 +539,36 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
         decisions = read_decisions(repo, FORK_NOTES_REF if pair.fork_notes_tip else None)
         fork = fork_f.result()
         upstream_paths = paths_f.result()
-        known: dict[str, frozenset[str]] = {}
-        listing: Future[dict[str, frozenset[str]]] | None = None
+        known: dict[str, frozenset[Change]] = {}
+        known_raw = b""
+        listing: Future[bytes] | None = None
         if any(_maybe_unmarked(c) and not upstream_paths.isdisjoint(c.files) for c in fork):
             # Upstream file sets never change for a commit: keep them between runs, list the rest.
             # With nothing kept yet, start the whole listing now, before the upstream log is in.
-            known = _load_file_sets(pair)
+            known_raw = _load_file_sets(pair)
+            known = file_records(known_raw)
             if not known:
-                listing = pool.submit(changed_files, repo, pair.upstream_tip, [pair.base])
+                listing = pool.submit(changed_files_raw, repo, pair.upstream_tip, [pair.base])
         upstream = upstream_f.result()
         if known:
             missing = [c.sha for c in upstream if c.sha not in known]
             if len(missing) > len(upstream) // 2:
-                listing = pool.submit(changed_files, repo, pair.upstream_tip, [pair.base])
+                listing = pool.submit(changed_files_raw, repo, pair.upstream_tip, [pair.base])
             elif missing:
-                listing = pool.submit(commit_files, repo, missing)
+                listing = pool.submit(commit_files_raw, repo, missing)
+
+        changes: dict[str, frozenset[Change]] = {}
 
         def file_sets(paths: Iterable[str]) -> dict[str, frozenset[str]]:
             if not any(p in upstream_paths for p in paths):
                 return {}
-            fresh = listing.result() if listing is not None else {}
+            fresh_raw = listing.result() if listing is not None else b""
+            fresh = file_records(fresh_raw)
             if fresh:
-                _store_file_sets(pair, known, fresh)
+                _store_file_sets(pair, known_raw if len(known) + len(fresh) <= _FILE_SETS_KEPT else b"", fresh_raw)
             in_range = {c.sha for c in upstream}
-            return {sha: files for sha, files in (*known.items(), *fresh.items()) if sha in in_range}
+            changes.update((sha, ch) for sha, ch in (*known.items(), *fresh.items()) if sha in in_range)
+            return {sha: paths_of(ch) for sha, ch in changes.items()}
 
         return compute_ledger(
             upstream,
@@ -556,28 +582,30 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
             patch_id=lambda shas: patch_ids(repo, shas),
             files_touching=file_sets,
             side=merged_side_commits(repo, pair.upstream_tip, [pair.base], upstream),
+            changes_of=changes.get,
         )
 
 
 _FILE_SETS_KEPT = 400_000  # upstream commits whose file sets the cache keeps (a few tens of MB)
 
 
-def _load_file_sets(pair: Pair) -> dict[str, frozenset[str]]:
+# Upstream commits' changes kept between runs: the listings exactly as git printed them
+# (history.file_records reads them back), so keeping them costs a write, not an encoding.
+_FILE_SETS = "upstream-changes.v2"
+
+
+def _load_file_sets(pair: Pair) -> bytes:
     try:
-        data = json.loads((pair.cache_dir / "upstream-files.json").read_text())
-        return {sha: frozenset(files) for sha, files in data.items()}
-    except (OSError, ValueError, AttributeError, TypeError):
-        return {}
+        return (pair.cache_dir / _FILE_SETS).read_bytes()
+    except OSError:
+        return b""
 
 
-def _store_file_sets(pair: Pair, known: dict[str, frozenset[str]], fresh: dict[str, frozenset[str]]) -> None:
-    merged = {**known, **fresh}
-    if len(merged) > _FILE_SETS_KEPT:
-        merged = dict(list(merged.items())[-_FILE_SETS_KEPT:])
-    path = pair.cache_dir / "upstream-files.json"
+def _store_file_sets(pair: Pair, known_raw: bytes, fresh_raw: bytes) -> None:
+    path = pair.cache_dir / _FILE_SETS
     try:
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({sha: sorted(files) for sha, files in merged.items()}, separators=(",", ":")))
+        tmp.write_bytes(known_raw + fresh_raw)
         tmp.replace(path)
     except OSError:
         pass  # only costs speed next time
