@@ -315,7 +315,7 @@ def compute_ledger(
                 committer_time=c.committer_time,
                 pr_number=c.pr_number,
                 disposition=d,
-                carriers=tuple(sorted(carried.get(c.sha, ()), key=fork_index.position.__getitem__)),
+                carriers=_in_fork_order(carried.get(c.sha, ()), fork_index.position),
                 reason=_reason(
                     c.sha, d, carried, all_carriers, picks, reverted_by, merged,
                     decisions.by_sha.get(c.sha), i < frontier_pos,
@@ -337,6 +337,10 @@ def compute_ledger(
         picks=pick_records,
         warnings=tuple(warnings),
     )
+
+
+def _in_fork_order(shas: Sequence[str], position: dict[str, int]) -> tuple[str, ...]:
+    return tuple(shas) if len(shas) < 2 else tuple(sorted(shas, key=position.__getitem__))
 
 
 def _apply_revert(
@@ -449,9 +453,10 @@ def _same_change(
         touched = files_touching({p for f in remaining for p in f.files})
     else:
         touched = {c.sha: frozenset(c.files) for c in free.values() if c.files}
+    wanted = {frozenset(f.files) for f in remaining}
     by_files: dict[frozenset[str], list[Commit]] = {}
     for sha, paths in touched.items():
-        if sha in free:
+        if paths in wanted and sha in free:
             by_files.setdefault(paths, []).append(free[sha])
     order = {c.sha: i for i, c in enumerate(upstream)}
     candidates: list[tuple[Commit, list[Commit]]] = []
