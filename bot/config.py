@@ -12,11 +12,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from bot.errors import ForksyncError
+
+if TYPE_CHECKING:
+    import yaml
 
 CONFIG_PATH = ".github/forksync.yml"
 
@@ -203,29 +204,42 @@ class _Doc:
     """Plain data from YAML plus the line of every key, so errors can point at it."""
 
     def __init__(self, text: str, source: str) -> None:
+        # Imported here: commands that run without a config file do not pay for importing PyYAML.
+        import yaml
+
         self.source = source
         self.lines: dict[Path_, int] = {}
+        self._loader = yaml.SafeLoader(text)
         try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            node = self._loader.get_single_node()
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise ConfigError(source, line, "", f"not valid YAML: {problem}") from None
+        finally:
+            self._loader.dispose()
         self.data: Any = {} if node is None else self._convert(node, ())
 
     def _convert(self, node: yaml.Node, path: Path_) -> Any:
+        import yaml
+
         self.lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                key = str(yaml.safe_load(yaml.serialize(key_node)))
+                key = str(self._scalar(key_node))
                 self.lines[(*path, key)] = key_node.start_mark.line + 1
                 out[key] = self._convert(value_node, (*path, key))
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self._convert(item, (*path, i)) for i, item in enumerate(node.value)]
-        return yaml.safe_load(yaml.serialize(node))
+        return self._scalar(node)
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        """The value of a composed node, as ``yaml.safe_load`` would give it (same safe constructors,
+        tags resolved at compose time), without serialising and re-parsing each node."""
+        return self._loader.construct_object(node, deep=True)
 
     def error(self, path: Path_, problem: str, remedy: str = "") -> ConfigError:
         probe = path

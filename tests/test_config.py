@@ -92,3 +92,19 @@ def test_bundle_committer_is_name_and_email() -> None:
     )
     with pytest.raises(ConfigError, match=r"forksync.yml:3: bundle.committer: expected 'Name <email>'"):
         load_repo_config("bundle:\n  max_commits: 5\n  committer: fork-bot\n")
+
+
+def test_values_read_exactly_as_yaml_safe_load_reads_them() -> None:
+    """The line-tracking reader gives the same values as yaml.safe_load (ints, floats, bools, null,
+    quoted and unquoted strings, lists, nested maps, anchors) and keeps each key's line."""
+    import yaml
+
+    from bot.config import _Doc
+
+    text = (
+        "a: 1\nb: 2.5\nc: true\nd: null\ne: '007'\nf: \"x: y\"\ng: [1, two, 3.0, false]\n"
+        "h:\n  i: &anchor {j: k}\n  l: *anchor\n  m: 0x1f\n  n: ~\n  o: yes\n"
+    )
+    doc = _Doc(text, "forksync.yml")
+    assert doc.data == yaml.safe_load(text)
+    assert doc.lines[("h", "l")] == 10 and doc.lines[("g",)] == 7

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,6 +168,8 @@ class _Stream:
         """Import the stream into ``repo``; mark → sha. The scratch ref is removed again."""
         if not self.marks:
             return {}
+        import tempfile  # here: tempfile pulls shutil, random, bz2, lzma into every CLI start otherwise
+
         with tempfile.TemporaryDirectory(prefix="forksync-build-") as tmp:
             marks_file = Path(tmp) / "marks"
             try:

@@ -63,6 +63,25 @@ class PickTarget:
         self._pending: dict[str, Entry | None] = {}
         self._since: dict[str, Entry | None] = {}  # paths replaced since take_updates() was last called
         self._looked_up: dict[str, Entry | None] = {}  # entries of self._tree already read
+        # Directories of self._tree already opened: a lookup by full path re-reads every tree on
+        # the way down, and neighbouring paths (one commit's files) share most of that way.
+        self._dirs: dict[str, pygit2.Tree | None] = {"": base}
+
+    def _dir(self, path: str) -> pygit2.Tree | None:
+        if path in self._dirs:
+            return self._dirs[path]
+        parent_path, _, name = path.rpartition("/")
+        parent = self._dir(parent_path)
+        found: pygit2.Tree | None = None
+        if parent is not None:
+            try:
+                obj = parent[name]
+            except KeyError:
+                pass
+            else:
+                found = obj if isinstance(obj, pygit2.Tree) else None
+        self._dirs[path] = found
+        return found
 
     def entry(self, path: str) -> Entry | None:
         """What the target holds at ``path`` now: (id, mode), or None when absent."""
@@ -70,12 +89,16 @@ class PickTarget:
             return self._pending[path]
         if path in self._looked_up:
             return self._looked_up[path]
-        try:
-            obj = self._tree[path]
-        except KeyError:
-            found: Entry | None = None
-        else:
-            found = (obj.id, int(obj.filemode))
+        dir_path, _, name = path.rpartition("/")
+        parent = self._dir(dir_path)
+        found: Entry | None = None
+        if parent is not None:
+            try:
+                obj = parent[name]
+            except KeyError:
+                pass
+            else:
+                found = (obj.id, int(obj.filemode))
         self._looked_up[path] = found
         return found
 
@@ -88,6 +111,7 @@ class PickTarget:
             self._tree = tree
             self._pending = {}
             self._looked_up = {}
+            self._dirs = {"": tree}
         return self._tree.id
 
     def pick(self, change: CommitChanges) -> PickResult:
