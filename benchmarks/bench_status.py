@@ -110,6 +110,8 @@ def measure(pair: GeneratedPair, work: Path, runs: int) -> dict[str, Timing]:
 
 def check_counts(pair: GeneratedPair, env_cache: Path) -> tuple[int, int]:
     """(picked+urgent that status reports, picks the generator made): they must agree."""
+    if env_cache.exists():
+        shutil.rmtree(env_cache)  # computed now, not remembered from an earlier version's run
     env = {**os.environ, "FORKSYNC_CACHE_DIR": str(env_cache)}
     proc = subprocess.run(status_argv(pair), env=env, capture_output=True, text=True, check=True)
     data = json.loads(proc.stdout)
