@@ -86,7 +86,7 @@ def test_flask_pattern_runs_tasks_in_app_context(tmp_path: Path) -> None:
     app = celery_app.create_celery(flask_app)
     assert flask_app.extensions["celery"] is app
 
-    @app.task(name="probe.app_name")
+    @app.task(name="probe.app_name", shared=False)  # never leak into later Celery apps
     def app_name() -> str:
         return str(current_app.name)
 
@@ -131,7 +131,7 @@ def test_transient_error_retries_then_succeeds(tmp_path: Path) -> None:
     app.conf.task_always_eager = True
     calls: list[int] = []
 
-    @app.task(name="probe.flaky", bind=True, retry_base_s=0.0)
+    @app.task(name="probe.flaky", bind=True, retry_base_s=0.0, shared=False)
     def flaky(self: object) -> str:
         calls.append(1)
         if len(calls) < 3:
@@ -141,7 +141,7 @@ def test_transient_error_retries_then_succeeds(tmp_path: Path) -> None:
     assert flaky.apply().get() == "ok"
     assert len(calls) == 3
 
-    @app.task(name="probe.broken")
+    @app.task(name="probe.broken", shared=False)
     def broken() -> None:
         raise ValueError("not transient")
 
