@@ -10,8 +10,10 @@ redelivered webhook, an overlapping poll or a rerun after a crash converges on t
 2. fetch upstream into its cache, run the engine (ledger, plan, bundle and chain builds) on the
    two caches;
 3. push the bot-owned refs (``forksync/*`` branches force, decision notes fast-forward only);
-4. upsert one PR per bundle (found by head branch) and one tracking issue per chain (found by
-   its hidden marker), then post the check run with the figures, and record a metrics point.
+4. upsert one PR per urgent commit first (``forksync/urgent/<sha7>`` on the trunk; an issue naming
+   the conflicting files when its pick conflicts), one PR per bundle (found by head branch) and
+   one tracking issue per chain (found by its hidden marker), then post the check run with the
+   figures, and record a metrics point.
 """
 
 from __future__ import annotations
