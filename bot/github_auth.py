@@ -96,6 +96,7 @@ class GitHubApp:
             seconds_between_writes=None,
         )
         self._tokens: dict[int, _Token] = {}
+        self._bot_login: str | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # never show the key
@@ -129,6 +130,23 @@ class GitHubApp:
             self._tokens[installation_id] = token
         log.info("minted an installation token for installation %s (expires %s)", installation_id, auth.expires_at)
         return token.token
+
+    def bot_login(self) -> str:
+        """The login the App writes as (``<slug>[bot]``), read once from ``GET /app``: records that
+        only forksync may write (the ``/approve`` comment) are trusted from this login alone."""
+        with self._lock:
+            cached = self._bot_login
+        if cached is not None:
+            return cached
+        from bot.github import classify
+
+        try:
+            login = f"{self._integration.get_app().slug}[bot]"
+        except Exception as exc:
+            raise classify(exc, "read the App's own login (GET /app)") from None
+        with self._lock:
+            self._bot_login = login
+        return login
 
     def forget_token(self, installation_id: int) -> None:
         """Drop a cached token (GitHub refused it): the next call mints a new one."""

@@ -112,6 +112,33 @@ def test_members_fork_pr_runs_without_approval(loopback_github: LoopbackGitHub, 
     assert check["conclusion"] == "success" and check["external_id"] == f"pr:{number}"
 
 
+def test_approval_counts_only_from_our_own_bot(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """Another App's bot comment carrying the approval record (a bot that echoes contributor text)
+    approves nothing when the runner knows its own login (GET /app); forksync's own record does."""
+    from tests.fixtures.commands import add_user_comment
+
+    gh = loopback_github
+    record = tmp_path / "ran.txt"
+    gh.commit(REPO, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests"))})
+    fork_of(gh, OUTSIDER)
+    sha = gh.commit(OUTSIDER, {"tests/test_c.py": recording_test(record)}, branch="main")
+    number = gh.add_pull(REPO, "main", head_repo=OUTSIDER, author="stranger")
+    own = gh.app().bot_login()
+    assert own == "forksync[bot]"
+    add_user_comment(gh, number, approval_body(number, sha, "maintainer"), "echo-helper[bot]", repo=REPO)
+
+    def job() -> L1JobResult:
+        return run_l1_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data",
+                          L1Job(REPO, sha, pr_number=number), clone_url=gh.git_url(REPO),
+                          token=gh.token_for(gh.installation), clone_url_for=gh.git_url, own_login=own)
+
+    assert job().status == "needs_approval" and not record.exists()
+    # forksync's own record, written through the adapter (as forksync[bot]), older than a second forgery.
+    gh.adapter(gh.installation).create_comment(REPO, number, approval_body(number, sha, "maintainer"))
+    add_user_comment(gh, number, approval_body(number, sha, "maintainer"), "echo-helper[bot]", repo=REPO)
+    assert job().status == "done" and record.read_text() == "ran\n"
+
+
 FLAKY_ONCE = '''\
 import os
 
@@ -188,7 +215,8 @@ def test_run_l1_task_passes_pr_number_and_suites_to_the_job(monkeypatch: Any, tm
     from workers.tasks import l1 as tasks
 
     seen: list[L1Job] = []
-    app = SimpleNamespace(adapter=lambda iid: None, push_url_template="file:///{repo}", installation_token=lambda iid: None)
+    app = SimpleNamespace(adapter=lambda iid: None, push_url_template="file:///{repo}", installation_token=lambda iid: None,
+                          bot_login=lambda: "forksync[bot]")
     settings = SimpleNamespace(data_dir=tmp_path, map_url=lambda url: url)
     monkeypatch.setattr(tasks, "_adapter", lambda task, iid: (app, settings))
     monkeypatch.setattr(tasks, "run_l1_job", lambda gh, caches, data, job, **kw: seen.append(job) or L1JobResult("done"))

@@ -89,15 +89,17 @@ def run_l1_job(
     canary: Callable[[], CanaryResult] | None = None,
     max_infra_retries: int | None = None,
     log_url: Callable[[str], str | None] | None = None,
+    own_login: str | None = None,
 ) -> L1JobResult:
     """Run L1 for ``job`` and publish it. Never leaves a check run in progress: any failure of
-    ours completes it with the reason before the exception goes on to the task's retry logic."""
+    ours completes it with the reason before the exception goes on to the task's retry logic.
+    ``own_login``: the App's bot login; an outside PR's ``/approve`` record counts only from it."""
     with caches.open(cache_key(job.repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
         if not job.trunk and job.pr_number is None:
             job = replace(job, pr_number=_pr_of_check(github, job))
         if job.pr_number is not None and not job.trunk:
-            refused = _pull_gate(github, caches, cache, job, clone_url, token, clone_url_for)
+            refused = _pull_gate(github, caches, cache, job, clone_url, token, clone_url_for, own_login)
             if refused is not None:
                 return refused
         elif not _on_branch(cache, job.head_sha):
@@ -180,6 +182,7 @@ def _pull_gate(
     clone_url: str,
     token: str | None,
     clone_url_for: Callable[[str], str] | None,
+    own_login: str | None = None,
 ) -> L1JobResult | None:
     """A PR's head: an outside PR runs only with a maintainer's /approve of that very head (whether
     or not its commit is already in our cache); fetch the head when it is on no branch of ours.
@@ -192,7 +195,7 @@ def _pull_gate(
         if pull.head_sha != job.head_sha:
             return _refuse(github, job, "stale", f"L1 not run: PR #{pull.number} has moved to {pull.head_sha[:12]}",
                            "A newer push replaced this commit; its own L1 run reports there.", conclusion="cancelled")
-        if not is_approved(github, job.repo, job.pr_number, job.head_sha):
+        if not is_approved(github, job.repo, job.pr_number, job.head_sha, own_login=own_login):
             return _refuse(
                 github, job, "needs_approval",
                 "Waiting for a maintainer: outside PRs need /approve before L1 runs",

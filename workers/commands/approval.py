@@ -60,6 +60,11 @@ def read_approval(gh: ApprovalGitHub, repo: str, pr: int) -> Approval | None:
     comment = gh.comment(repo, comment_id)
     if comment is None or comment.author_type != "Bot":
         return None
+    # Any App's bot may comment on a PR, and some echo text a contributor controls: when our own
+    # login is known, only a record written by it counts.
+    own = getattr(gh, "own_login", None)
+    if own and comment.author.lower() != str(own).lower():
+        return None
     sha = _SHA_LINE.search(comment.body)
     by = _BY_LINE.search(comment.body)
     if not sha or not by:
@@ -74,18 +79,19 @@ def needs_approval(repo: str, head_repo: str | None, author_association: str) ->
     return from_outside and author_association.upper() not in TRUSTED_ASSOCIATIONS
 
 
-def is_approved(gh: Any, repo: str, pr: int, head_sha: str | None = None) -> bool:
+def is_approved(gh: Any, repo: str, pr: int, head_sha: str | None = None, own_login: str | None = None) -> bool:
     """True when ``pr`` may run on the self-hosted runners at its current head (or at ``head_sha``).
 
     For the L1 runner: ``gh`` is the bot's ``GitHubAdapter`` (or the commands' view of it). A PR
     whose branch lives in ``repo`` itself, or whose author is an owner, member or collaborator,
     needs no approval; any other PR from a fork needs a maintainer's ``/approve`` at the very head
-    that is about to run.
+    that is about to run. ``own_login``: the App's login (``GitHubApp.bot_login()``); given, only
+    an approval record written by it counts (the L1 runner always gives it).
     """
     if not hasattr(gh, "pull"):  # the bot's GitHubAdapter itself (as the L1 runner holds it)
         from workers.commands.github import AdapterCommentGitHub
 
-        gh = AdapterCommentGitHub(gh)
+        gh = AdapterCommentGitHub(gh, own_login)
     pull = gh.pull(repo, pr)
     if not needs_approval(repo, pull.head_repo, pull.author_association):
         return True

@@ -42,10 +42,15 @@ class AdapterCommentGitHub:
         return str(self.adapter.permission(repo, user))
 
     def find_comment(self, repo: str, issue_number: int, marker: str) -> int | None:
-        """The newest comment by a bot on #issue_number that carries ``marker``."""
+        """The newest comment by a bot on #issue_number that carries ``marker`` (by our own bot only,
+        when ``own_login`` is known: another App's bot may echo text a user wrote)."""
         found = None
         for info in self.adapter.list_comments(repo, issue_number):
-            if marker in info.body and is_bot(info.author, _author_type(info.author), self.own_login):
+            if marker not in info.body:
+                continue
+            if self.own_login and info.author.lower() != self.own_login.lower():
+                continue
+            if is_bot(info.author, _author_type(info.author), self.own_login):
                 found = info.id
         return found
 
