@@ -7,8 +7,9 @@ Entry points:
 * ``build_ledger(pair, config) -> Ledger`` -- always recomputes: two ``git log`` passes (the
   upstream first-parent range and the fork range, both from the base), one read of the
   decisions notes, and -- only when the fork has marker-less commits touching upstream
-  files -- upstream file sets (kept per commit between runs) and ``patch-id`` for the
-  candidates that share a file set, nearest first, in at most three batches.
+  files -- upstream changes with blobs (kept per commit between runs); a candidate whose
+  nearest same-file upstream commit has the same blobs is matched at once, the rest by
+  ``patch-id`` among commits that share a file set, nearest first, in at most three batches.
 * ``load_status(pair, config) -> (Metrics, warnings)`` -- what ``forksync status`` prints.
 * ``compute_ledger(...)`` -- the pure core, for tests and for callers that already hold history.
 
