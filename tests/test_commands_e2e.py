@@ -272,6 +272,19 @@ def test_forged_approval_comment_does_not_count(command_world: CommandWorld) -> 
     assert not is_approved(w.gh.adapter(w.gh.installation), FORK, pr)
 
 
+def test_another_bots_approval_comment_does_not_let_retest_run(command_world: CommandWorld) -> None:
+    """/retest on an outside PR trusts the approval record only from forksync's own login: another
+    App's bot echoing the marker approves nothing, and no L1 run is sent."""
+    from workers.commands.approval import approval_body
+
+    w = command_world
+    pr = w.open_pull("patch3", head_repo="stranger/fork", author="stranger")
+    w.add_comment(approval_body(pr, w.gh.head("stranger/fork", "patch3"), "maint"), "other-app[bot]", issue=pr)
+    cid = w.say("/retest", issue=pr)
+    assert "confused" in w.reactions(cid) and "/approve" in w.reply(cid)
+    assert [n for n, _ in w.sent] == []
+
+
 def test_bisect_enqueues_l2(command_world: CommandWorld) -> None:
     """/bisect METRIC good=SHA enqueues forksync.bisect for its benchmark; an unknown name is refused."""
     w = command_world

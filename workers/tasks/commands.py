@@ -76,7 +76,13 @@ def answer(settings: WorkerSettings, kwargs: dict[str, Any]) -> Answer | None:
         git_token=github.git_token,
         send_task=send_task,
     )
-    return handle(task, AdapterCommentGitHub(adapter), gate_for(settings), default_actions(), services)
+    # Records only forksync may write (the /approve comment) are trusted from the App's own login.
+    app = getattr(github, "app", None)
+    own_login = app.bot_login() if app is not None else None
+    return handle(
+        task, AdapterCommentGitHub(adapter, own_login), gate_for(settings), default_actions(), services,
+        own_login=own_login,
+    )
 
 
 @handles(tasknames.ON_COMMENT)
