@@ -114,8 +114,9 @@ def task_for(event: Event, delivery: str) -> TaskCall | str:
              "requested_action": event.requested_action},
         )
     elif isinstance(event, CheckSuiteEvent):
-        if event.action not in ("requested", "rerequested"):
-            return f"check_suite {event.action}: only requested and rerequested are acted on"
+        # completed: another CI system finished, so the coverage watchdog (required checks) re-reads.
+        if event.action not in ("requested", "rerequested", "completed"):
+            return f"check_suite {event.action}: only requested, rerequested and completed are acted on"
         call = TaskCall(
             tasknames.ON_CHECK_SUITE,
             {"installation_id": event.installation_id, "repo": event.repo, "check_suite_id": event.check_suite_id,

@@ -234,6 +234,20 @@ def test_each_handled_event_enqueues_its_task_with_primitive_kwargs(
     json.dumps(kwargs)  # primitives only: must serialise
 
 
+def test_check_suite_completed_reaches_the_coverage_watchdog(client_and_sender: Any) -> None:
+    """Another CI system's suite completing is enqueued (the coverage check re-reads the required
+    checks); a check_suite action we do not act on is ignored and enqueues nothing."""
+    client, sender, _ = client_and_sender
+    data = load("check_suite.requested.json")
+    data["action"] = "completed"
+    resp = deliver(client, "check_suite", data)
+    assert resp.status_code == 202 and not resp.text.startswith("ignored")
+    assert [(name, kwargs["action"]) for name, kwargs in sender.sent] == [(tasknames.ON_CHECK_SUITE, "completed")]
+    data["action"] = "in_progress"
+    resp = deliver(client, "check_suite", data)
+    assert resp.status_code == 202 and resp.text.startswith("ignored") and len(sender.sent) == 1
+
+
 @pytest.mark.parametrize("change", ["edited", "deleted", "bot-type", "bot-login"])
 def test_comment_edits_and_bot_comments_are_ignored(client_and_sender: Any, change: str) -> None:
     """Only new comments by humans are enqueued; edits, deletions and bots → 202 ignored."""
