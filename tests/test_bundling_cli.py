@@ -66,14 +66,22 @@ def test_plan_is_byte_identical_and_writes_nothing(triton_pair: TritonPair) -> N
 
 
 def test_wont_port_in_nothing_and_deferred_listed_apart(triton_pair: TritonPair) -> None:
-    """A wont_port commit is in no bundle or chain; a deferred one only in ``deferred``."""
+    """A wont_port commit is in no bundle or chain; a deferred one is in no bundle, in one unbuilt
+    ``manual`` chain of its own, and listed in ``deferred``."""
     s = triton_pair.shas
     assert triton_pair.cli("mark", *triton_pair.args, s["python"], "wont_port", "--reason", "AMD only")[0] == 0
     assert triton_pair.cli("mark", *triton_pair.args, s["docs"], "deferred")[0] == 0
     plan = plan_json(triton_pair)
-    everywhere = json.dumps(plan["bundles"]) + json.dumps(plan["chains"])
     assert s["python"] not in json.dumps(plan)
-    assert s["docs"] not in everywhere and plan["deferred"] == [s["docs"]]
+    assert plan["deferred"] == [s["docs"]]
+    # The deferred hole is out of every bundle, and in exactly one chain: its own, never built.
+    assert s["docs"] not in json.dumps(plan["bundles"])
+    (held,) = [c for c in plan["chains"] if s["docs"] in c["commits"]]
+    assert held["id"] == f"deferred-{s['docs'][:7]}" and held["commits"] == [s["docs"]] and held["deferred"] is True
+    assert held["reasons"] == [{"commit": s["docs"], "kind": "manual", "detail": held["reasons"][0]["detail"]}]
+    assert "deferred by a maintainer" in held["reasons"][0]["detail"]
+    built = json.loads(triton_pair.cli("bundle", *triton_pair.args, "--json")[1])
+    assert s["docs"] not in json.dumps(built["bundles"]) + json.dumps(built["chains"])
 
 
 def test_bundle_builds_branches_keeping_author_and_trailer(triton_pair: TritonPair) -> None:

@@ -27,8 +27,9 @@ def _placed(plan: dict[str, Any]) -> list[str]:
 
 
 def test_plan_puts_an_urgent_commit_in_its_own_urgent_bundle_only(triton_pair: TritonPair) -> None:
-    """An urgent commit is in plan["urgent"] alone (id urgent-<sha7>, clean), in no bundle or chain;
-    every other pending commit is still placed exactly once, and the keys of the contract stay."""
+    """An urgent commit is in its own single-commit bundle (id urgent-<sha7>, clean, ``urgent``),
+    listed in plan["urgent"] too, in no other bundle or chain; every pending commit is placed exactly
+    once, and the keys of the contract stay."""
     s = triton_pair.shas
     td = _mark_urgent(triton_pair, "td")
     plan = _json(triton_pair, "plan")
@@ -36,9 +37,10 @@ def test_plan_puts_an_urgent_commit_in_its_own_urgent_bundle_only(triton_pair: T
     assert plan["urgent"] == [{"id": f"urgent-{td[:7]}", "commits": [td], "conflicts": []}]
     placed = _placed(plan)
     others = [s[k] for k in ("docs", "conflict", "python", "dependent", "header", "ws", "llvm", "big")]
-    assert td not in placed
-    assert sorted(placed) == sorted(others) and len(placed) == len(others)
-    assert plan["bundles"][0]["commits"] == [s["docs"], s["python"]]
+    assert placed.count(td) == 1
+    assert plan["bundles"][0] == {"id": f"urgent-{td[:7]}", "commits": [td], "lines": 0, "urgent": True, "conflicts": []}
+    assert sorted(placed) == sorted([*others, td]) and len(placed) == len(others) + 1
+    assert plan["bundles"][1]["commits"] == [s["docs"], s["python"]]
     rc, text, _ = triton_pair.cli("plan", *triton_pair.args)
     assert rc == 0 and text.startswith(f"urgent-{td[:7]}  urgent, alone on the fork tip (picks cleanly)")
     assert text.rstrip().endswith("9 commit(s): 1 bundle(s), 4 chain(s), 1 urgent")
@@ -96,7 +98,7 @@ def test_conflicting_urgent_pick_names_its_files_and_builds_no_branch(triton_pai
     conflict = _mark_urgent(triton_pair, "conflict")
     plan = _json(triton_pair, "plan")
     assert plan["urgent"] == [{"id": f"urgent-{conflict[:7]}", "commits": [conflict], "conflicts": [COALESCE]}]
-    assert conflict not in _placed(plan)
+    assert _placed(plan).count(conflict) == 1 and plan["bundles"][0]["conflicts"] == [COALESCE]
     built = _json(triton_pair, "bundle")
     (urgent,) = built["urgent"]
     assert urgent["commits"] == [] and urgent["stopped_at"] == conflict and urgent["conflicts"] == [COALESCE]

@@ -125,12 +125,35 @@ class Plan:
     urgent: tuple[Urgent, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
+        """The ``plan --json`` contract: every pending or backlog commit in exactly one bundle or
+        chain. Urgent commits appear as their own single-commit bundle (``"urgent": true``, built
+        alone on the fork tip); each deferred hole as a ``manual`` chain of its own (``"deferred":
+        true``, never built: it stays in the backlog, out of bundles). ``deferred`` and ``urgent``
+        also list them apart, for readers that want only those."""
+        urgent_bundles = [
+            {"id": u.id, "commits": [u.commit], "lines": 0, "urgent": True, "conflicts": list(u.conflicts)}
+            for u in self.urgent
+        ]
+        deferred_chains = [
+            {
+                "id": f"deferred-{sha[:7]}",
+                "commits": [sha],
+                "reasons": [
+                    Reason(sha, "manual", "deferred by a maintainer: stays in the backlog, out of bundles "
+                           "(`forksync mark REF clear` takes it back)").as_json()
+                ],
+                "deferred": True,
+            }
+            for sha in self.deferred
+        ]
         return {
-            "bundles": [{"id": b.id, "commits": list(b.commits), "lines": b.lines} for b in self.bundles],
+            "bundles": urgent_bundles
+            + [{"id": b.id, "commits": list(b.commits), "lines": b.lines} for b in self.bundles],
             "chains": [
                 {"id": c.id, "commits": list(c.commits), "reasons": [r.as_json() for r in c.reasons]}
                 for c in self.chains
-            ],
+            ]
+            + deferred_chains,
             "deferred": list(self.deferred),
             "urgent": [u.as_json() for u in self.urgent],
         }
