@@ -288,7 +288,11 @@ def _pick_subject(rest: str, index: UpstreamIndex) -> list[str]:
 
 def _quoted_pick(quoted: str, index: UpstreamIndex) -> list[str]:
     close = quoted.rfind(_QUOTES[quoted[0]])
-    inner = quoted[1:close] if close > 0 else quoted[1:]
+    # The closing quote is the one only the fork's "(#M)" follows: a quote inside a cut title
+    # ("'[Docs] Explain 'quotes' in the lo… (#M)") closes nothing.
+    if close <= 0 or _TRAILING_PR.sub("", quoted[close + 1 :]).strip():
+        return _unclosed_pick(quoted[1:], index)
+    inner = quoted[1:close]
     exact = index.subject(inner)
     if exact:
         return [exact]
@@ -296,6 +300,28 @@ def _quoted_pick(quoted: str, index: UpstreamIndex) -> list[str]:
     if m:
         sha = index.pr(int(m.group(1)))
         return [sha] if sha else []
+    return _cut_subject(inner, index)
+
+
+def _unclosed_pick(text: str, index: UpstreamIndex) -> list[str]:
+    """A quote that never closes: GitHub cut the title (``'[AMD] Fix the lo…' (#M)`` arrives as
+    ``'[AMD] Fix the lo… (#M)``) or the quote was forgotten. A trailing number here is the
+    fork's own PR unless two are left, as in an unquoted pick subject."""
+    exact = index.subject(text) or index.subject(_TRAILING_PR.sub("", text))
+    if exact:
+        return [exact]
+    m = _TRAILING_PR.search(text)
+    if m is not None:
+        before = text[: m.start()]
+        n = _TRAILING_PR.search(before)
+        if n is not None:
+            sha = index.pr(int(n.group(1)))
+            return [sha] if sha else []
+        text = before
+    return _cut_subject(text, index)
+
+
+def _cut_subject(inner: str, index: UpstreamIndex) -> list[str]:
     # A title cut short by GitHub ("'[AMD] Fix the long ...…' (#M)"): a unique upstream subject
     # that starts with what is left, when enough is left to be sure.
     cut = inner.rstrip()

@@ -1,0 +1,52 @@
+"""The ledger on fbtriton-shaped histories: GitHub squash-merged fork PRs picking from upstream.
+
+Fork commits here are made as GitHub makes them: author = the fork engineer, committer =
+GitHub, author date = merge time (not upstream's), subject = the fork PR title + `` (#M)``,
+where M, the fork's own PR number, often equals some upstream PR number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.fixtures.ledger import ForkedPair
+from workers.engine.ledger import Disposition, Ledger
+
+Forked = Callable[[], ForkedPair]
+
+ENGINEER = "Fork Engineer <engineer@fb.example>"
+GITHUB = {"GIT_COMMITTER_NAME": "GitHub", "GIT_COMMITTER_EMAIL": "noreply@github.com"}
+
+
+def merge_fork_pr(p: ForkedPair, title: str, number: int, files: dict[str, str | None], body: str = "") -> str:
+    """Squash-merge fork PR ``number`` the way GitHub does: ``<title> (#number)``, committed by GitHub."""
+    p.fork.write(files)
+    env = {**p.fork._dated_env(None, ENGINEER), **GITHUB}
+    message = f"{title} (#{number})" + (f"\n\n{body}" if body else "")
+    p.fork.git("commit", "-q", "--allow-empty", "-m", message, env=env)
+    return p.fork.head()
+
+
+def carriers(ledger: Ledger, sha: str) -> tuple[str, ...]:
+    entry = ledger.entry(sha)
+    assert entry is not None
+    return entry.carriers
+
+
+LONG = "[BACKEND] Pipeline the epilogue of persistent matmul kernels when the accumulator spills"
+
+
+def test_title_cut_by_github_with_a_fork_number_that_is_an_upstream_pr(forked: Forked) -> None:
+    """`'<subject cut>… (#M)` (GitHub cut the title, so the quote never closes) picks the upstream
+    commit whose subject starts with what is left; M, the fork's PR, is not read as upstream PR M."""
+    p = forked()
+    amd = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
+    long_one = p.up(7104, LONG, {"python/pipeline.py": "epilogue = True\n"})
+    cut = f"[Cherry-pick] '{LONG[:60]}…"
+    fork_sha = merge_fork_pr(p, cut, 7001, {"python/pipeline.py": "epilogue = True\n"})
+    ledger = p.ledger()
+    assert carriers(ledger, long_one) == (fork_sha,)
+    assert carriers(ledger, amd) == ()
+    entry = ledger.entry(amd)
+    assert entry is not None and entry.disposition is not Disposition.PICKED
+    assert "pr-subject" in (ledger.entry(long_one) or entry).reason
