@@ -50,3 +50,44 @@ def test_title_cut_by_github_with_a_fork_number_that_is_an_upstream_pr(forked: F
     entry = ledger.entry(amd)
     assert entry is not None and entry.disposition is not Disposition.PICKED
     assert "pr-subject" in (ledger.entry(long_one) or entry).reason
+
+
+BUNDLE_BODY = """Cherry-pick 3 upstream PRs onto the fork.
+
+Picked (3):
+- [AMD] Fix buffer load lowering for i8 pointers (#7001)
+- [BACKEND] Hoist loads out of loops (#7002)
+- [Docs] Old note (#6000)
+
+Deferred (backlog) (1):
+- [FRONTEND] Allow constexpr step in tl.range (#7003)
+
+Won't-port
+- [CI] Bump the runner image (#7004)
+
+Pins
+- frontier: [NVIDIA] Use TMA stores (#7005)
+- contiguous: [AMD] Fix buffer load lowering for i8 pointers (#7001), halts at #7003
+"""
+
+
+def test_bundle_sections_with_counts_or_without_colons_are_not_picks(forked: Forked) -> None:
+    """A bundle counts only its Picked list: a "Deferred (backlog) (1):" or bare "Won't-port"
+    section and the pin lines name upstream PRs that are not picked; a listed PR older than the
+    base (#6000) is ignored, not an error."""
+    p = forked()
+    a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
+    b = p.up(7002, "[BACKEND] Hoist loads out of loops")
+    deferred = p.up(7003, "[FRONTEND] Allow constexpr step in tl.range")
+    wont = p.up(7004, "[CI] Bump the runner image")
+    pinned = p.up(7005, "[NVIDIA] Use TMA stores")
+    bundle = merge_fork_pr(
+        p, "[Cherry-pick][BUNDLE] Cherry-pick 3 upstream(#7001 #7002 #6000)", 812,
+        {"src/pr7001.py": "# change 7001\n", "src/pr7002.py": "# change 7002\n"}, BUNDLE_BODY,
+    )
+    ledger = p.ledger()
+    assert carriers(ledger, a) == carriers(ledger, b) == (bundle,)
+    for sha in (deferred, wont, pinned):
+        assert carriers(ledger, sha) == (), (ledger.entry(sha) or ledger.entries[0]).reason
+    assert ledger.metrics.frontier == b
+    assert [pk.upstream for pk in ledger.picks] == [(a, b)]

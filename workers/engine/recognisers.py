@@ -65,7 +65,7 @@ _EXCLUDED_SECTION = re.compile(
     r"(?i)defer|backlog|won'?t|wont|not[\s_-]*(?:picked|ported|included)|skip|exclud|eject|hole|"
     r"pending|remaining|conflict|depend|prerequisite|follow[\s-]?up|related|see also|supersed|revert|"
     # status lines that name commits without picking them ("Upstream tip: <sha>")
-    r"\btip\b|\bhead\b|\bbase\b|\bpin\b|frontier|behind|metrics?\b|status|next"
+    r"\btip\b|\bhead\b|\bbase\b|\bpins?\b|frontier|contiguous|behind|metrics?\b|status|next"
 )
 _INCLUDED_SECTION = re.compile(r"(?i)picked|included|commits|changes|upstream|summary|carried|ported")
 # Lines that name the fork's own review, never upstream (ghstack / Phabricator exports).
@@ -418,7 +418,13 @@ def _included(body: str) -> list[tuple[str, bool]]:
     return kept
 
 
-_HEADING = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+)?(?:\*\*|__)?\s*([A-Za-z][A-Za-z'’ /&_-]{1,40}?)\s*(\([^)]*\))?\s*(?:\*\*|__)?\s*:(?!//)\s*(?:\*\*|__)?\s*(.*)$")
+_HEADING = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+)?(?:\*\*|__)?\s*([A-Za-z][A-Za-z'’ /&_-]{1,40}?)\s*((?:\([^)]*\)\s*)*)(?:\*\*|__)?\s*:(?!//)\s*(?:\*\*|__)?\s*(.*)$")
+# A section name alone on its line, without a colon or markdown ("Deferred (backlog)", "Won't-port
+# (2)"): only the names bundle bodies use, so a short line of prose never opens a section.
+_BARE_SECTION = re.compile(
+    r"(?i)\s*(picked|included|carried|deferred(?:\s+\(backlog\))?|backlog|won'?t[\s-]*port(?:ed)?|"
+    r"not[\s-]*(?:picked|ported|included)|skipped|excluded|pins?)\s*(?:\(\d+\)\s*)?:?\s*"
+)
 _MD_HEADING = re.compile(r"^\s*(?:#{1,6}\s+(.+?)|(?:\*\*|__)(.+?)(?:\*\*|__))\s*:?\s*$")
 
 
@@ -427,6 +433,9 @@ def _heading(line: str) -> tuple[str | None, str, bool]:
     m = _MD_HEADING.match(line)
     if m:
         return (m.group(1) or m.group(2) or "").strip(), "", True
+    m = _BARE_SECTION.fullmatch(line)
+    if m:
+        return m.group(1), "", True
     m = _HEADING.match(line)
     if m and len(m.group(2).split()) <= 5:
         after = m.group(4).strip()
