@@ -115,7 +115,10 @@ def ingest_on_merge(
 
 @handles(tasknames.ON_INSTALLATION)
 def ingest_on_install(installation_id: int, action: str, repos: list[str] | None = None, delivery: str | None = None, **_: Any) -> None:
-    """A newly installed repository gets its first ingest right away, not at the next poll."""
-    if action in ("created", "added"):
+    """A newly installed (or resumed) repository gets its first ingest right away, not at the next poll.
+
+    The bot sends installation_repositories as ``repositories_<action>`` (bot/webhooks.py).
+    """
+    if action in ("created", "unsuspend", "repositories_added"):
         for repo in repos or ():
             ingest.delay(installation_id=installation_id, repo=repo, reason=f"installation {action}", delivery=delivery)
