@@ -91,3 +91,27 @@ def test_bundle_sections_with_counts_or_without_colons_are_not_picks(forked: For
         assert carriers(ledger, sha) == (), (ledger.entry(sha) or ledger.entries[0]).reason
     assert ledger.metrics.frontier == b
     assert [pk.upstream for pk in ledger.picks] == [(a, b)]
+
+
+def test_github_revert_button_on_a_pick_pr_undoes_the_pick(forked: Forked) -> None:
+    """GitHub's Revert button squash-merged: 'Revert "<fork PR title>" (#R)' with body "Reverts
+    <fork>#M" and no "This reverts commit" line still undoes the pick of fork PR M; a pick whose
+    title merely resembles it stays carried."""
+    p = forked()
+    a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
+    b = p.up(7002, "[BACKEND] Hoist loads out of loops")
+    c = p.up(7003, "[FRONTEND] Allow constexpr step")
+    pick_a = merge_fork_pr(p, "[Cherry-pick] '[AMD] Fix buffer load lowering for i8 pointers (#7001)'", 7008,
+                           {"src/pr7001.py": "# change 7001\n"})
+    pick_b = merge_fork_pr(p, "[BACKEND] Hoist loads out of loops (#7002)", 7010, {"src/pr7002.py": "# change 7002\n"})
+    pick_c = merge_fork_pr(p, "[Cherry-pick] '[FRONTEND] Allow constexpr step (#7003)'", 7012, {"src/pr7003.py": "# change 7003\n"})
+    revert_a = merge_fork_pr(p, "Revert \"[Cherry-pick] '[AMD] Fix buffer load lowering for i8 pointers (#7001)'\"", 7009,
+                             {"src/pr7001.py": None}, "Reverts facebookexperimental/triton#7008")
+    revert_b = merge_fork_pr(p, 'Revert "Hoist loads"', 7011, {"src/pr7002.py": None},
+                             "Reverts facebookexperimental/triton#7010")
+    ledger = p.ledger("upstream:\n  url: https://github.com/triton-lang/triton\n")
+    for upstream_sha, pick, revert in ((a, pick_a, revert_a), (b, pick_b, revert_b)):
+        entry = ledger.entry(upstream_sha)
+        assert entry is not None and entry.carriers == () and entry.disposition is Disposition.PENDING
+        assert f"pick {pick[:12]}" in entry.reason and f"reverted by {revert[:12]}" in entry.reason
+    assert carriers(ledger, c) == (pick_c,)

@@ -57,6 +57,7 @@ _PULL_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-
 _COMMIT_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/commit/([0-9a-f]{7,40})")
 _SLUG_REF = re.compile(r"(?<![\w/.-])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
 _REVERTS_SHA = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
+_REVERTS_PR = re.compile(r"(?m)^\s*Reverts ([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
 _REVERT_SUBJECT = re.compile(r"^Revert\s+[\"'“‘](.*)[\"'”’]\s*(?:\(#\d+\))?\s*$")
 _QUOTES = {"'": "'", '"': '"', "“": "”", "‘": "’", "`": "`"}
 
@@ -453,8 +454,16 @@ class ForkIndex:
         self.position = {c.sha: i for i, c in enumerate(commits)}
         self._sorted = sorted(self.position)
         self.by_subject: dict[str, list[str]] = {}
+        # A squash-merged fork PR is "<PR title> (#M)", and GitHub's Revert button titles its
+        # revert after the PR title: 'Revert "<PR title>"', with a body "Reverts owner/repo#M".
+        self.by_title: dict[str, list[str]] = {}
+        self.by_number: dict[int, list[str]] = {}
         for c in commits:
             self.by_subject.setdefault(normalise(c.subject), []).append(c.sha)
+            m = _TRAILING_PR.search(c.subject)
+            if m is not None:
+                self.by_title.setdefault(normalise(c.subject[: m.start()]), []).append(c.sha)
+                self.by_number.setdefault(int(m.group(1)), []).append(c.sha)
 
     def sha(self, text: str) -> str | None:
         i = bisect.bisect_left(self._sorted, text.lower())
@@ -481,10 +490,25 @@ def revert_target(commit: Commit, fork: ForkIndex, index: UpstreamIndex, rules: 
     if _trailers(message, index, rules) or _same_subject(commit.subject, index):
         return None
     inner = subj.group(1)
-    for text in (inner, _TRAILING_PR.sub("", inner)):
-        shas = fork.by_subject.get(normalise(text))
-        here = fork.position.get(commit.sha, len(fork.position))
+    here = fork.position.get(commit.sha, len(fork.position))
+
+    def newest_before(shas: Sequence[str] | None) -> str | None:
         earlier = [s for s in shas or () if fork.position[s] < here]
-        if earlier:
-            return earlier[-1]
+        return earlier[-1] if earlier else None
+
+    for text in (inner, _TRAILING_PR.sub("", inner)):
+        target = newest_before(fork.by_subject.get(normalise(text)))
+        if target:
+            return target
+    # GitHub's Revert button: the inner text is the fork PR's title, and "Reverts <fork>#M" its
+    # number (an upstream commit the fork merged may end in the same number: never a target).
+    target = newest_before(fork.by_title.get(normalise(inner)))
+    if target:
+        return target
+    for slug, number in _REVERTS_PR.findall(message):
+        if not (rules.upstream_slug and slug.lower() == rules.upstream_slug):
+            own = [s for s in fork.by_number.get(int(number), ()) if s not in index.position and s not in index.side]
+            target = newest_before(own)
+            if target:
+                return target
     return True
