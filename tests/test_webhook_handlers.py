@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bot import tasknames
 from tests.fixtures.payloads import deliver
 from tests.fixtures.payloads import load_payload as load
 from tests.fixtures.webhooks import RecordingSender
@@ -46,3 +47,36 @@ def test_forced_push_kwargs_run_through_every_push_handler(bot: Any, queued: lis
     dispatch(name, kwargs)
     assert sorted(n for n, _ in queued) == ["ingest", "l3_reset", "run_l1"]
     assert all(kw["installation_id"] == 2311213 for _, kw in queued)
+
+
+def test_push_without_installation_is_resolved_from_the_repository(
+    bot: Any, queued: list[tuple[str, dict[str, Any]]], loopback_github: Any
+) -> None:
+    """A repository webhook (no "installation") is enqueued with installation_id None; the worker
+    looks the App's installation up (GET /repos/{repo}/installation) and the handlers act with it."""
+    from workers.handlers import dispatch
+    from workers.tasks.webhooks import with_installation
+
+    client, sender = bot
+    data = load("push.forced.json")
+    del data["installation"]
+    data["repository"]["full_name"] = "acme/fork"
+    assert deliver(client, "push", data).status_code == 202
+    [(name, kwargs)] = sender.sent
+    assert kwargs["installation_id"] is None
+    resolved = with_installation(name, kwargs, loopback_github.app().installation_for_repo)
+    assert resolved is not None and resolved["installation_id"] == loopback_github.installation
+    dispatch(name, resolved)
+    assert queued and all(kw["installation_id"] == loopback_github.installation for _, kw in queued)
+
+
+def test_no_installation_and_none_found_is_dropped_with_a_warning(
+    loopback_github: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without an installation and with the App not installed on the repo, nothing runs and the log says why."""
+    from workers.tasks.webhooks import with_installation
+
+    kwargs = {"installation_id": None, "repo": "nobody/none", "delivery": "d-1"}
+    with caplog.at_level("WARNING", logger="workers.tasks.webhooks"):
+        assert with_installation(tasknames.ON_PUSH, kwargs, loopback_github.app().installation_for_repo) is None
+    assert "nobody/none" in caplog.text and "d-1" in caplog.text

@@ -2,18 +2,49 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
 
 from bot import tasknames
+from bot.errors import ForksyncError
 from workers.handlers import dispatch
+
+log = logging.getLogger(__name__)
+
+
+def with_installation(name: str, kwargs: dict[str, Any], find: Callable[[str], int]) -> dict[str, Any] | None:
+    """``kwargs`` with ``installation_id`` filled in, or None (logged with why) when it cannot be.
+
+    A plain repository webhook carries no ``installation`` (bot/tasknames.py): the handlers all
+    need one to act as the App, so it is looked up once here (``find(repo)``) rather than by each.
+    """
+    if kwargs.get("installation_id") is not None or not kwargs.get("repo"):
+        return kwargs
+    repo = str(kwargs["repo"])
+    try:
+        installation_id = find(repo)
+    except ForksyncError as exc:
+        log.warning("%s for %s (delivery %s) dropped: no installation in the payload and none found: %s; %s",
+                    name, repo, kwargs.get("delivery"), exc.problem, exc.remedy)
+        return None
+    return {**kwargs, "installation_id": installation_id}
+
+
+def _find_installation(task: Any) -> Callable[[str], int]:
+    from workers import celery_app
+    from workers.github_live import app_for
+
+    return lambda repo: app_for(celery_app.settings_of(task.app)).installation_for_repo(repo)
 
 
 def _make(name: str) -> Any:
-    @shared_task(name=name, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
-    def event(**kwargs: Any) -> int:
-        return dispatch(name, kwargs)
+    @shared_task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+    def event(self: Any, **kwargs: Any) -> int:
+        resolved = with_installation(name, kwargs, _find_installation(self))
+        return 0 if resolved is None else dispatch(name, resolved)
 
     event.__doc__ = f"Run every handler registered for {name} (workers/handlers.py)."
     return event
