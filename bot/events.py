@@ -167,6 +167,9 @@ class _Reader:
         walked: list[str] = []
         for part in path.split("."):
             walked.append(part)
+            if node is None:
+                # GitHub nulls whole objects (head.repo of a deleted fork): the field is absent.
+                return _MISSING
             if not isinstance(node, Mapping):
                 raise PayloadError(self.event, ".".join(walked[:-1]), "expected an object")
             node = node.get(part, _MISSING)
@@ -240,7 +243,9 @@ def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
         raise PayloadError(name or "unknown", "(body)", "expected a JSON object")
     r = _Reader(name, payload)
     if name not in HANDLED_EVENTS:
-        return UnhandledEvent(name=name, action=r.opt_text("action"))
+        # New or unknown events are ignored whatever their shape: never a 400 for an odd "action".
+        action = payload.get("action")
+        return UnhandledEvent(name=name, action=action if isinstance(action, str) else None)
     if name == "ping":
         return PingEvent(zen=r.opt_text("zen") or "", hook_id=r.opt_integer("hook_id"), app_id=r.opt_integer("hook.app_id"))
     if name == "installation":
@@ -316,3 +321,54 @@ def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
         head_sha=r.text("check_suite.head_sha"),
         head_branch=r.opt_text("check_suite.head_branch"),
     )
+
+
+_ZERO_SHA = "0" * 40
+_BOT_REF_PREFIX = "refs/heads/forksync/"  # workers/ingestion.py BOT_BRANCH_PREFIX
+
+# The pull_request actions some handler acts on (L1: opened/synchronize/reopened/ready_for_review;
+# ingestion: closed+merged). The rest (labeled, edited, review_requested, assigned,
+# auto_merge_enabled, converted_to_draft...) are frequent and would only wake a worker for nothing.
+PULL_REQUEST_ACTIONS: frozenset[str] = frozenset({"opened", "synchronize", "reopened", "ready_for_review", "closed"})
+
+# installation: a new or resumed installation gets its first ingest; repositories added likewise.
+INSTALLATION_ACTIONS: frozenset[str] = frozenset({"created", "unsuspend"})
+INSTALLATION_REPOSITORIES_ACTIONS: frozenset[str] = frozenset({"added"})
+
+
+def ignore_reason(event: Event, our_app_id: int | None = None) -> str | None:
+    """Why a parsed event triggers no task (one line), or None when it should be enqueued.
+
+    Decided here, before anything is enqueued, so that the frequent no-op deliveries (branch
+    deletions, tag pushes, our own ``forksync/*`` pushes, PR labels, another App's check runs)
+    cost no worker time and cannot loop. ``our_app_id`` is the App's id (GITHUB_APP_ID), when known.
+    """
+    if isinstance(event, (PingEvent, UnhandledEvent)):
+        return None  # the view answers these itself
+    if isinstance(event, InstallationEvent):
+        if event.action not in INSTALLATION_ACTIONS:
+            return f"installation {event.action}: nothing to do (only created and unsuspend start an ingest)"
+        return None
+    if isinstance(event, InstallationRepositoriesEvent):
+        if event.action not in INSTALLATION_REPOSITORIES_ACTIONS or not event.added:
+            return f"installation_repositories {event.action}: nothing to do (only added repositories are ingested)"
+        return None
+    # installation_id None (a repository webhook, not the App's) is enqueued all the same: the
+    # worker looks the installation up from the repository (workers/tasks/webhooks.py).
+    if isinstance(event, PushEvent):
+        if event.deleted or event.after == _ZERO_SHA:
+            return f"push deleted {event.ref}: nothing to test or ingest"
+        if not event.ref.startswith("refs/heads/"):
+            return f"push to {event.ref}: only branch pushes are acted on"
+        if event.ref.startswith(_BOT_REF_PREFIX):
+            return f"push to {event.ref}: forksync's own branch (acting on it would loop)"
+        return None
+    if isinstance(event, PullRequestEvent):
+        if event.action not in PULL_REQUEST_ACTIONS:
+            return f"pull_request {event.action}: not acted on"
+        return None
+    if isinstance(event, CheckRunEvent):
+        if our_app_id is not None and event.app_id is not None and event.app_id != our_app_id:
+            return f"check_run {event.name!r} belongs to App {event.app_id}: only forksync's own check runs are re-run"
+        return None
+    return None

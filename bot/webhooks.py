@@ -35,6 +35,7 @@ from bot.events import (
     PullRequestEvent,
     PushEvent,
     UnhandledEvent,
+    ignore_reason,
     parse_event,
 )
 
@@ -77,9 +78,12 @@ def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
     return hmac.compare_digest(expected.encode(), header.strip().encode())
 
 
-def task_for(event: Event, delivery: str) -> TaskCall | str:
+def task_for(event: Event, delivery: str, our_app_id: int | None = None) -> TaskCall | str:
     """The task an event triggers, or the one-line reason it triggers none."""
     call: TaskCall | str
+    reason = ignore_reason(event, our_app_id)
+    if reason is not None:
+        return reason
     if isinstance(event, PushEvent):
         call = TaskCall(
             tasknames.ON_PUSH,
@@ -177,9 +181,19 @@ def _decode(body: bytes, content_type: str) -> Mapping[str, Any]:
         data = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"body is not JSON ({exc.msg if isinstance(exc, json.JSONDecodeError) else exc.reason})") from None
+    except RecursionError:  # "[[[[..." nested past Python's limit: not a payload GitHub sends
+        raise ValueError("body is JSON nested too deeply to be a GitHub payload") from None
     if not isinstance(data, dict):
         raise ValueError(f"body is JSON but not an object ({type(data).__name__})")
     return data
+
+
+def _app_id(settings: Settings) -> int | None:
+    """GITHUB_APP_ID as an integer (to tell our check runs from other Apps'), None when unset or odd."""
+    try:
+        return int(settings.app_id) if settings.app_id else None
+    except ValueError:
+        return None
 
 
 @blueprint.post("/webhook")
@@ -211,7 +225,7 @@ def webhook() -> Response:
     if isinstance(event, PingEvent):
         log.info("ping %s: %s", delivery, event.zen)
         return _answer(200, f"pong: {event.zen}" if event.zen else "pong")
-    call = task_for(event, delivery)
+    call = task_for(event, delivery, _app_id(settings))
     if isinstance(call, str):
         log.info("delivery %s (%s) ignored: %s", delivery, event_name, call)
         return _answer(202, f"ignored: {call}")
