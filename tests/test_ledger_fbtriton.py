@@ -115,3 +115,24 @@ def test_github_revert_button_on_a_pick_pr_undoes_the_pick(forked: Forked) -> No
         assert entry is not None and entry.carriers == () and entry.disposition is Disposition.PENDING
         assert f"pick {pick[:12]}" in entry.reason and f"reverted by {revert[:12]}" in entry.reason
     assert carriers(ledger, c) == (pick_c,)
+
+
+def test_fork_only_work_naming_upstream_prs_in_prose_is_not_a_pick(forked: Forked) -> None:
+    """Fork-only `[TLX]` / `[autoWS]` commits whose own (#M) is an upstream PR number and whose
+    body says an upstream PR caused or relates to the change carry nothing; a body that links the
+    PR as what it ports ("Port of <link>") is still a pick."""
+    p = forked()
+    a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
+    b = p.up(7002, "[BACKEND] Hoist loads out of loops")
+    c = p.up(7003, "[FRONTEND] Allow constexpr step")
+    merge_fork_pr(p, "[TLX] Fix warp specialization after upstream hoisting", 7001, {"tlx/ws.py": "ws = 2\n"},
+                  "The TLX pipeliner broke because of https://github.com/triton-lang/triton/pull/7002;\n"
+                  "work around it until upstream settles.")
+    merge_fork_pr(p, "[autoWS] Barrier placement", 7003, {"aws/b.py": "b\n"},
+                  "Similar to https://github.com/triton-lang/triton/pull/7003 but for autoWS partitions.")
+    port = merge_fork_pr(p, "Port the buffer load fix", 7050, {"src/pr7001.py": "# change 7001, ported\n"},
+                         "Port of https://github.com/triton-lang/triton/pull/7001")
+    ledger = p.ledger("upstream:\n  url: https://github.com/triton-lang/triton\n")
+    assert carriers(ledger, a) == (port,)
+    assert carriers(ledger, b) == () and carriers(ledger, c) == ()
+    assert ledger.metrics.frontier == a and ledger.metrics.picked == 1

@@ -356,8 +356,23 @@ def _body_links(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
     body = message.split("\n", 1)[1] if "\n" in message else ""
     found: list[str] = []
     for line in _included_lines(body):
-        found.extend(_links_in(line, index, rules))
+        found.extend(_links_in(_carried_part(line), index, rules))
     return found
+
+
+# Prose that names an upstream PR without carrying it: "regression from <link>", "similar to
+# <link>", "works around the break caused by <link>" (fork-only work often says so).
+_NOT_CARRIED_PROSE = re.compile(
+    r"(?i)\b(?:related|similar|like|unlike|follow[\s-]?ups?|regress\w*|introduced|caused|broke\w*|"
+    r"break(?:s|ing|age)?|depend\w*|prerequisite|see also|inspired|supersed\w*|revert\w*|"
+    r"conflict\w*|workaround|works? around|because|once|until|blocked|waiting)\b"
+)
+
+
+def _carried_part(line: str) -> str:
+    """The part of a body line a body link may be read from: before any such prose."""
+    m = _NOT_CARRIED_PROSE.search(line)
+    return line[: m.start()] if m else line
 
 
 def _links_in(line: str, index: UpstreamIndex, rules: Rules) -> list[str]:
