@@ -136,3 +136,19 @@ def test_fork_only_work_naming_upstream_prs_in_prose_is_not_a_pick(forked: Forke
     assert carriers(ledger, a) == (port,)
     assert carriers(ledger, b) == () and carriers(ledger, c) == ()
     assert ledger.metrics.frontier == a and ledger.metrics.picked == 1
+
+
+def test_bundle_title_cut_by_github_does_not_read_the_fork_number_as_listed(forked: Forked) -> None:
+    """`Cherry-pick 12 upstream(#a #b #c… (#M)`: GitHub cut the list, so the last (cut) number and
+    the fork's own (#M) that follows are not picks, even when M is an upstream PR number."""
+    p = forked()
+    a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
+    b = p.up(7002, "[BACKEND] Hoist loads out of loops")
+    c = p.up(7003, "[FRONTEND] Allow constexpr step")
+    own_number = p.up(7104, "[AMD] Tune waves per eu")
+    bundle = merge_fork_pr(p, "[Cherry-pick][BUNDLE] Cherry-pick 12 upstream(#7001 #7002 #70…", 7104,
+                           {"src/pr7001.py": "# change 7001\n", "src/pr7002.py": "# change 7002, bundled\n"})
+    ledger = p.ledger()
+    assert carriers(ledger, a) == carriers(ledger, b) == (bundle,)
+    assert carriers(ledger, c) == () and carriers(ledger, own_number) == ()
+    assert ledger.metrics.frontier == b

@@ -47,7 +47,9 @@ _PROCESS_TAG = re.compile(
 )
 _BUNDLE_TAG = re.compile(r"(?i)^bundle$")
 _URGENT_TAG = re.compile(r"(?i)^urgent$|^hotfix$")
-_BUNDLE_LIST = re.compile(r"(?i)\bupstream[^(]{0,40}?\(([^)]*#\d[^)]*)(\)|$)")
+# The list ends at its ")"; a title GitHub cut has none, and the "(#M)" merge suffix that follows
+# the cut is the fork's own PR, not part of the list.
+_BUNDLE_LIST = re.compile(r"(?i)\bupstream[^(]{0,40}?\(([^()]*#\d[^()]*)(\))?")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\|)\s*")
 _CUT_NUMBER = re.compile(r"#\d+\s*(?:…|\.\.\.)?\s*$")
 _TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
