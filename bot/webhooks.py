@@ -175,7 +175,7 @@ def _decode(body: bytes, content_type: str) -> Mapping[str, Any]:
     if content_type.startswith("application/x-www-form-urlencoded"):
         fields = parse_qs(body.decode("utf-8", "replace"))
         if "payload" not in fields:
-            raise ValueError("form body without a payload field")
+            raise ValueError("form body without a payload field; set the webhook's content type to application/json")
         text = fields["payload"][0]
     try:
         data = json.loads(text)

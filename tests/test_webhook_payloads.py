@@ -7,6 +7,7 @@ one line, never a stack trace, and an ignored delivery must enqueue nothing.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -14,7 +15,7 @@ import pytest
 
 from bot import tasknames
 from bot.events import PullRequestEvent, parse_event
-from tests.fixtures.payloads import deliver
+from tests.fixtures.payloads import PAYLOADS, deliver
 from tests.fixtures.payloads import load_payload as load
 from tests.fixtures.webhooks import RecordingSender
 
@@ -244,5 +245,59 @@ def test_form_encoded_push_is_read_and_form_without_payload_names_the_fix(bot: A
     assert deliver(client, "push", body, "application/x-www-form-urlencoded").status_code == 202
     assert [n for n, _ in sender.sent] == [tasknames.ON_PUSH]
     resp = deliver(client, "push", b"other=1", "application/x-www-form-urlencoded")
-    assert resp.status_code == 400 and "payload" in resp.text
+    assert resp.status_code == 400 and "payload" in resp.text and "application/json" in resp.text
     assert len(sender.sent) == 1
+
+
+# --------------------------------------------------------------------------- every field, every odd value
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> Any:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield (*prefix, key)
+            yield from _paths(value, (*prefix, key))
+    elif isinstance(node, list) and node:
+        yield (*prefix, 0)
+        yield from _paths(node[0], (*prefix, 0))
+
+
+def _mutated(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    copy: dict[str, Any] = json.loads(json.dumps(data))
+    node: Any = copy
+    for key in path[:-1]:
+        node = node[key]
+    if value is _DROP:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return copy
+
+
+_DROP = object()
+
+
+def test_no_field_dropped_nulled_or_retyped_escapes_as_anything_but_a_payload_error() -> None:
+    """Every field of every fixture payload, dropped or set to null/list/str/int/object/bool: parsing
+    either succeeds (and the task kwargs serialise) or raises PayloadError (a 400), nothing else (a 500)."""
+    from bot.events import PayloadError
+    from bot.webhooks import TaskCall, task_for
+
+    files = sorted(PAYLOADS.glob("*.json")) + sorted(Path("/work/shared/github-payloads").glob("*.json"))
+    tried = refused = 0
+    for file in files:
+        event = file.name.split(".")[0]
+        data = json.loads(file.read_text())
+        for path in _paths(data):
+            for value in (_DROP, None, [], "x", 3, {}, True):
+                tried += 1
+                try:
+                    parsed = parse_event(event, _mutated(data, path, value))
+                except PayloadError as exc:
+                    refused += 1
+                    assert "\n" not in str(exc), (file.name, path, value)
+                    continue
+                call = task_for(parsed, "d", 31337)
+                if isinstance(call, TaskCall):
+                    json.dumps(call.kwargs)
+    assert tried > 5000 and 0 < refused < tried  # the mutations did reach required fields, and not only those
