@@ -152,3 +152,38 @@ def test_bundle_title_cut_by_github_does_not_read_the_fork_number_as_listed(fork
     assert carriers(ledger, a) == carriers(ledger, b) == (bundle,)
     assert carriers(ledger, c) == () and carriers(ledger, own_number) == ()
     assert ledger.metrics.frontier == b
+
+
+def test_bundle_listing_an_upstream_revert_does_not_pick_what_it_reverts(forked: Forked) -> None:
+    """A bundle's Picked list names each upstream subject with its (#N): the numbers inside it
+    ('Revert "[FRONTEND] X (#7003)" (#7100)', 'Fix regression from #7002') are not picks."""
+    p = forked()
+    a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
+    b = p.up(7002, "[BACKEND] Hoist loads out of loops")
+    c = p.up(7003, "[FRONTEND] Allow constexpr step", {"python/range.py": "step = 1\n"})
+    revert = p.up(7100, 'Revert "[FRONTEND] Allow constexpr step (#7003)"', {"python/range.py": None})
+    fix = p.up(7101, "[AMD] Fix regression from #7002")
+    body = (
+        "## Picked\n"
+        "- [AMD] Fix buffer load lowering for i8 pointers (#7001)\n"
+        '- Revert "[FRONTEND] Allow constexpr step (#7003)" (#7100)\n'
+        "| #7101 | [AMD] Fix regression from #7002 |\n"
+    )
+    bundle = merge_fork_pr(p, "[Cherry-pick][BUNDLE] Cherry-pick 3 upstream PRs", 7002,
+                           {"src/pr7001.py": "# change 7001\n", "src/pr7101.py": "# change 7101\n"}, body)
+    ledger = p.ledger()
+    assert carriers(ledger, a) == carriers(ledger, revert) == carriers(ledger, fix) == (bundle,)
+    assert carriers(ledger, b) == () and carriers(ledger, c) == ()
+
+
+def test_bundle_title_without_a_list_does_not_read_the_merge_suffix_as_one(forked: Forked) -> None:
+    """`[Cherry-pick][BUNDLE] Cherry-pick 2 upstream PRs (#M)`: the (#M) GitHub appended is the
+    fork's own PR, not a one-item list of upstream PRs; the body's Picked list says what is carried."""
+    p = forked()
+    a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
+    b = p.up(7002, "[BACKEND] Hoist loads out of loops")
+    bundle = merge_fork_pr(p, "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream PR", 7002,
+                           {"src/pr7001.py": "# change 7001\n"}, "## Picked\n- #7001\n")
+    ledger = p.ledger()
+    assert carriers(ledger, a) == (bundle,)
+    assert carriers(ledger, b) == ()

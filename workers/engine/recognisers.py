@@ -243,6 +243,9 @@ def _trailers(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
 def _bundle(rest: str, message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
     found: list[str] = []
     m = _BUNDLE_LIST.search(rest)
+    suffix = _TRAILING_PR.search(rest)
+    if m and suffix and suffix.group(0)[0].isspace() and m.start(1) - 1 == rest.index("(", suffix.start()):
+        m = None  # "Cherry-pick 3 upstream PRs (#M)": GitHub's merge suffix, the fork's own PR, is no list
     if m:
         listed = m.group(1)
         if not m.group(2):  # a title cut short: its last number may be cut too
@@ -252,7 +255,7 @@ def _bundle(rest: str, message: str, index: UpstreamIndex, rules: Rules) -> list
     for line, listy in _included(body):
         # "#N" only in lists of picks ("- #123 ...", "Picked: #1 #2", table rows): in prose it
         # may be a fork PR or an issue ("follows #1870"). Links and shas are unambiguous anywhere.
-        for n in _HASH_NUM.findall(line) if listy else ():
+        for n in _listed_numbers(line) if listy else ():
             sha = index.pr(int(n))
             if sha:
                 found.append(sha)
@@ -262,6 +265,27 @@ def _bundle(rest: str, message: str, index: UpstreamIndex, rules: Rules) -> list
                 found.append(sha)
         found.extend(_links_in(line, index, rules))
     return found
+
+
+_QUOTED_TEXT = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”")
+_NUMBER_RUN = re.compile(r"^\s*(?:[-*+•]|\d+[.)])?\s*((?:#\d+\b[\s,;&]*|and\s+)+)")
+
+
+def _listed_numbers(line: str) -> list[str]:
+    """The PR numbers a list line of picks names. An upstream subject listed with its "(#N)"
+    names N only, and a line or table cell that starts with numbers names those: other numbers
+    are what a subject reverts or follows up ('Revert "[FRONTEND] X (#7003)" (#7100)',
+    '| #7101 | Fix regression from #7002 |')."""
+    cells = [c for c in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else [line]
+    found: list[str] = []
+    for cell in cells:
+        m = _TRAILING_PR.search(cell)
+        run = _NUMBER_RUN.match(cell)
+        if m is not None:
+            found.append(m.group(1))
+        elif run is not None:
+            found.extend(_HASH_NUM.findall(run.group(1)))
+    return found or _HASH_NUM.findall(_QUOTED_TEXT.sub("", line))
 
 
 def _pick_subject(rest: str, index: UpstreamIndex) -> list[str]:
