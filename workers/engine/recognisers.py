@@ -13,7 +13,12 @@ make those PRs "picked"):
 4. ``subject``    -- the fork subject is an upstream subject verbatim (optionally followed by the
    fork's own ``(#M)``);
 5. ``pr-pattern`` -- configured regexes with a group ``pr``;
-6. ``body-link``  -- ``<upstream url>/pull/N`` in the body, outside excluded sections.
+6. ``body-link``  -- ``<upstream url>/pull/N`` in the body, outside excluded sections and not
+   after prose that says the PR is only related ("regression from <link>", "similar to <link>").
+
+A fork's own ``(#M)`` (GitHub's squash-merge suffix, also after a title GitHub cut with ``…``)
+is never read as an upstream PR. Fork reverts are named by ``This reverts commit <sha>``, by the
+reverted subject, or as GitHub's Revert button writes them (PR title, ``Reverts owner/repo#M``).
 
 Patch-id equality (the recogniser of last resort) needs git and lives in ``ledger.py``.
 Everything here is pure: plain strings in, references out.
