@@ -187,3 +187,29 @@ def test_bundle_title_without_a_list_does_not_read_the_merge_suffix_as_one(forke
     ledger = p.ledger()
     assert carriers(ledger, a) == (bundle,)
     assert carriers(ledger, b) == ()
+
+
+def test_pin_lines_in_prose_or_tables_are_not_picks(forked: Forked) -> None:
+    """Shas and PRs on frontier / contiguous-pin lines written as prose or table rows (no
+    "Label:" form) or an "Upstream range: a..b" line are positions, not picks; a listed upstream
+    subject that uses the word ("[BUILD] Pin LLVM (#N)") is still picked."""
+    p = forked()
+    a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
+    hole = p.up(7002, "[BACKEND] Hoist loads out of loops")
+    pin_llvm = p.up(7003, "[BUILD] Pin LLVM")
+    tip = p.up(7004, "[NVIDIA] Use TMA stores")
+    body = (
+        "## Picked\n"
+        f"- {a[:10]} [AMD] Fix buffer load lowering for i8 pointers (#7001)\n"
+        f"- {pin_llvm[:10]} [BUILD] Pin LLVM (#7003)\n\n"
+        f"Upstream range: {p.base[:10]}..{tip[:10]}\n"
+        f"The frontier moves to {pin_llvm[:10]}; the contiguous pin halts at {hole[:10]} (#7002), the earliest hole.\n\n"
+        "| pin | commit |\n|---|---|\n"
+        f"| frontier | {tip[:10]} |\n| contiguous pin | {hole[:10]} |\n"
+    )
+    bundle = merge_fork_pr(p, "[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#7001 #7003)", 7004,
+                           {"src/pr7001.py": "# change 7001\n", "src/pr7003.py": "# change 7003\n"}, body)
+    ledger = p.ledger()
+    assert carriers(ledger, a) == carriers(ledger, pin_llvm) == (bundle,)
+    assert carriers(ledger, hole) == () and carriers(ledger, tip) == ()
+    assert ledger.metrics.backlog_commits == (hole,)

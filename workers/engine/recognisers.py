@@ -73,7 +73,7 @@ _EXCLUDED_SECTION = re.compile(
     r"(?i)defer|backlog|won'?t|wont|not[\s_-]*(?:picked|ported|included)|skip|exclud|eject|hole|"
     r"pending|remaining|conflict|depend|prerequisite|follow[\s-]?up|related|see also|supersed|revert|"
     # status lines that name commits without picking them ("Upstream tip: <sha>")
-    r"\btip\b|\bhead\b|\bbase\b|\bpins?\b|frontier|contiguous|behind|metrics?\b|status|next"
+    r"\btip\b|\brange\b|\bhead\b|\bbase\b|\bpins?\b|frontier|contiguous|behind|metrics?\b|status|next"
 )
 _INCLUDED_SECTION = re.compile(r"(?i)picked|included|commits|changes|upstream|summary|carried|ported")
 # Lines that name the fork's own review, never upstream (ghstack / Phabricator exports).
@@ -444,7 +444,7 @@ def _included(body: str) -> list[tuple[str, bool]]:
     excluded = False
     picked_section = False
     for line in body.splitlines():
-        if _OWN_REVIEW_LINE.match(line):
+        if _OWN_REVIEW_LINE.match(line) or _is_pin_line(line):
             continue
         label, after, is_heading = _heading(line)
         if label is not None:
@@ -463,6 +463,16 @@ def _included(body: str) -> list[tuple[str, bool]]:
         if not excluded:
             kept.append((line, picked_section or bool(_LIST_ITEM.match(line))))
     return kept
+
+
+# Words of the pin lines a bundle body keeps ("The frontier moves to <sha> (#N)", "| contiguous
+# pin | <sha> |"): whatever such a line names is a position, not a pick. A listed upstream
+# subject that happens to use one of the words ends in its "(#N)" and is kept.
+_PIN_WORDS = re.compile(r"(?i)\bfrontier\b|\bcontiguous[\s_-]+pin|\bpin(?:s|ned)?\b")
+
+
+def _is_pin_line(line: str) -> bool:
+    return bool(_PIN_WORDS.search(line)) and not _TRAILING_PR.search(line.rstrip(" \t|"))
 
 
 _HEADING = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+)?(?:\*\*|__)?\s*([A-Za-z][A-Za-z'’ /&_-]{1,40}?)\s*((?:\([^)]*\)\s*)*)(?:\*\*|__)?\s*:(?!//)\s*(?:\*\*|__)?\s*(.*)$")
