@@ -213,3 +213,16 @@ def test_pin_lines_in_prose_or_tables_are_not_picks(forked: Forked) -> None:
     assert carriers(ledger, a) == carriers(ledger, pin_llvm) == (bundle,)
     assert carriers(ledger, hole) == () and carriers(ledger, tip) == ()
     assert ledger.metrics.backlog_commits == (hole,)
+
+
+def test_wont_port_heading_with_a_typographic_apostrophe_excludes_its_list(forked: Forked) -> None:
+    """A body written in an editor that types "Won’t port" (U+2019) opens the same Won't-port
+    section as "Won't port": the PRs listed under it are not picks."""
+    p = forked()
+    a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
+    wont = p.up(7002, "[CI] Bump the runner image")
+    body = "## Picked\n- #7001\n\n## Won’t port\n- #7002 (CI only)\n"
+    bundle = merge_fork_pr(p, "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream(#7001)", 900, {"src/pr7001.py": "# change 7001\n"}, body)
+    ledger = p.ledger()
+    assert carriers(ledger, a) == (bundle,)
+    assert carriers(ledger, wont) == ()

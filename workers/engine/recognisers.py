@@ -70,7 +70,7 @@ _QUOTES = {"'": "'", '"': '"', "“": "”", "‘": "’", "`": "`"}
 
 # Section headings in pick bodies whose references are NOT picks.
 _EXCLUDED_SECTION = re.compile(
-    r"(?i)defer|backlog|won'?t|wont|not[\s_-]*(?:picked|ported|included)|skip|exclud|eject|hole|"
+    r"(?i)defer|backlog|won['’]?t|wont|not[\s_-]*(?:picked|ported|included)|skip|exclud|eject|hole|"
     r"pending|remaining|conflict|depend|prerequisite|follow[\s-]?up|related|see also|supersed|revert|"
     # status lines that name commits without picking them ("Upstream tip: <sha>")
     r"\btip\b|\brange\b|\bhead\b|\bbase\b|\bpins?\b|frontier|contiguous|behind|metrics?\b|status|next"
@@ -479,7 +479,7 @@ _HEADING = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+)?(?:\*\*|__)?\s*([A-Za-z][A-Za-z
 # A section name alone on its line, without a colon or markdown ("Deferred (backlog)", "Won't-port
 # (2)"): only the names bundle bodies use, so a short line of prose never opens a section.
 _BARE_SECTION = re.compile(
-    r"(?i)\s*(picked|included|carried|deferred(?:\s+\(backlog\))?|backlog|won'?t[\s-]*port(?:ed)?|"
+    r"(?i)\s*(picked|included|carried|deferred(?:\s+\(backlog\))?|backlog|won['’]?t[\s-]*port(?:ed)?|"
     r"not[\s-]*(?:picked|ported|included)|skipped|excluded|pins?)\s*(?:\(\d+\)\s*)?:?\s*"
 )
 _MD_HEADING = re.compile(r"^\s*(?:#{1,6}\s+(.+?)|(?:\*\*|__)(.+?)(?:\*\*|__))\s*:?\s*$")
