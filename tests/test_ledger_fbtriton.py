@@ -226,3 +226,17 @@ def test_wont_port_heading_with_a_typographic_apostrophe_excludes_its_list(forke
     ledger = p.ledger()
     assert carriers(ledger, a) == (bundle,)
     assert carriers(ledger, wont) == ()
+
+
+def test_upstream_hotfix_tag_is_part_of_the_subject_not_an_urgent_mark(forked: Forked) -> None:
+    """An upstream subject that starts with ``[Hotfix]``, picked unquoted, is an ordinary pick: the
+    tag belongs to upstream's subject; only ``[URGENT]`` or a decision marks a pick urgent."""
+    p = forked()
+    fix = p.up(7050, "[Hotfix] Fix crash in the autotuner on empty configs", {"python/autotune.py": "ok = 1\n"})
+    fork_sha = merge_fork_pr(p, "[Cherry-pick] [Hotfix] Fix crash in the autotuner on empty configs (#7050)", 412,
+                             {"python/autotune.py": "ok = 1\n"})
+    ledger = p.ledger()
+    entry = ledger.entry(fix)
+    assert entry is not None and entry.disposition is Disposition.PICKED
+    assert carriers(ledger, fix) == (fork_sha,)
+    assert ledger.metrics.urgent == ()

@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 # Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
-LEDGER_VERSION = 4  # 4: fbtriton fixes (cut titles, GitHub reverts, bundle lists)
+LEDGER_VERSION = 5  # 4: fbtriton fixes (cut titles, GitHub reverts, bundle lists); 5: [Hotfix] is upstream's tag
 _KEEP_CACHED = 8
 
 

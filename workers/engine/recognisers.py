@@ -48,10 +48,11 @@ MERGE = "merge"
 _PICK_TAG = re.compile(r"(?i)^cherry[\s_-]?pick(?:ed)?$|^backport$|^pick$")
 _LEADING_TAG = re.compile(r"^\s*\[([^\]\n]*)\]\s*")
 _PROCESS_TAG = re.compile(
-    r"(?i)^(cherry[\s_-]?pick(?:ed)?|backport|pick|bundle|resolved|conflicts?|urgent|hotfix|manual|wip|forksync)$"
+    r"(?i)^(cherry[\s_-]?pick(?:ed)?|backport|pick|bundle|resolved|conflicts?|urgent|manual|wip|forksync)$"
 )
 _BUNDLE_TAG = re.compile(r"(?i)^bundle$")
-_URGENT_TAG = re.compile(r"(?i)^urgent$|^hotfix$")
+# "[Hotfix]" is not ours: upstream subjects use it (it stays part of the subject to match).
+_URGENT_TAG = re.compile(r"(?i)^urgent$")
 # The list ends at its ")"; a title GitHub cut has none, and the "(#M)" merge suffix that follows
 # the cut is the fork's own PR, not part of the list.
 _BUNDLE_LIST = re.compile(r"(?i)\bupstream[^(]{0,40}?\(([^()]*#\d[^()]*)(\))?")
