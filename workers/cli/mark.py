@@ -68,9 +68,9 @@ def _check_ref_syntax(ref: str) -> None:
 def resolve_ref(pair: Pair, ledger: Ledger, ref: str) -> LedgerEntry:
     """The ledger entry that REF names: a unique sha prefix in the range, or upstream PR #N."""
     where = f"upstream {pair.upstream_branch} after the base {pair.base[:12]}"
+    hits = ledger.matching(ref)
     if ref.startswith("#"):
         number = int(ref[1:])
-        hits = [e for e in ledger.entries if e.pr_number == number]
         if not hits:
             raise ForksyncError(
                 f"no commit of {where} has PR #{number} in its subject",
@@ -83,7 +83,6 @@ def resolve_ref(pair: Pair, ledger: Ledger, ref: str) -> LedgerEntry:
             )
         return hits[0]
     prefix = ref.lower()
-    hits = [e for e in ledger.entries if e.sha.startswith(prefix)]
     if len(hits) > 1:
         raise ForksyncError(
             f"sha prefix {ref} is ambiguous: it matches {len(hits)} commits of {where}",

@@ -135,11 +135,7 @@ def load(ctx: Context) -> tuple[Pair, Ledger]:
 
 def resolve(ledger: Ledger, ref: str) -> LedgerEntry:
     """The ledger entry REF names; RefProblem with the candidates (none or several) otherwise."""
-    if ref.startswith("#"):
-        number = int(ref[1:])
-        hits = tuple(e for e in ledger.entries if e.pr_number == number)
-    else:
-        hits = tuple(e for e in ledger.entries if e.sha.startswith(ref))
+    hits = ledger.matching(ref)
     if len(hits) != 1:
         raise RefProblem(ref, hits)
     return hits[0]

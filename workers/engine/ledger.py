@@ -148,6 +148,15 @@ class Ledger:
         i = self._by_sha.get(sha)
         return self.entries[i] if i is not None else None
 
+    def matching(self, ref: str) -> tuple[LedgerEntry, ...]:
+        """The entries a REF names: upstream PR ``#N``, or a sha prefix. One is an answer; none or
+        several are for the caller to explain (the CLI and the comment commands word it their way)."""
+        if ref.startswith("#"):
+            number = int(ref[1:])
+            return tuple(e for e in self.entries if e.pr_number == number)
+        prefix = ref.lower()
+        return tuple(e for e in self.entries if e.sha.startswith(prefix))
+
     @property
     def frontier_index(self) -> int:
         """Position of the frontier in ``entries`` (-1 when the frontier is the base)."""
