@@ -206,6 +206,19 @@ def test_chain_add_without_into_seeds_own_chain(triton_pair: TritonPair) -> None
     ).items()
 
 
+def test_chain_takes_an_upstream_pr_number_as_ref(triton_pair: TritonPair) -> None:
+    """``chain #N add`` names the upstream commit by its PR, as ``mark`` and the comment commands do;
+    an unknown #N is a one-line error that writes nothing."""
+    s = triton_pair.shas
+    assert triton_pair.cli("chain", *triton_pair.args, "#101", "add")[0] == 0
+    plan = plan_json(triton_pair)
+    assert next(c for c in plan["chains"] if s["docs"] in c["commits"])["id"] == f"chain-{s['docs'][:7]}"
+    refs = triton_pair.fork_refs()
+    rc, _out, err = triton_pair.cli("chain", *triton_pair.args, "#999", "add")
+    assert rc == 2 and "#999 names 0 upstream commits" in err and len(err.strip().splitlines()) == 1
+    assert triton_pair.fork_refs() == refs
+
+
 def test_ejection_at_build_time(triton_pair: TritonPair) -> None:
     """A bundle commit that no longer picks (the fork moved since planning) is ejected to a new chain."""
     s = triton_pair.shas

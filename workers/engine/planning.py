@@ -319,8 +319,19 @@ def _with(record: ChainRecord, sha: str, reason: Reason, order: Sequence[str]) -
 
 
 def resolve_upstream(pair: Pair, planned: Planned, ref: str) -> str:
-    """An upstream commit to place, from a sha (prefix) or a revision; errors say what it is instead."""
-    sha = pair.repo.rev_parse(ref)
+    """An upstream commit to place, from ``#N``, a sha (prefix) or a revision; errors say what it is
+    instead."""
+    if ref.startswith("#"):
+        hits = planned.ledger.matching(ref)
+        if len(hits) != 1:
+            raise ForksyncError(
+                f"{ref} names {len(hits)} upstream commits after the base"
+                + (f" ({', '.join(h.sha[:12] for h in hits)})" if hits else ""),
+                "pass the upstream sha instead",
+            )
+        sha: str | None = hits[0].sha
+    else:
+        sha = pair.repo.rev_parse(ref)
     if sha is None:
         raise ForksyncError(f"{ref!r} is not a commit known to the upstream or the fork", "pass an upstream sha")
     if sha in planned.order:
