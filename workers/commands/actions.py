@@ -35,7 +35,7 @@ from workers.commands.approval import (
 )
 from workers.commands.handler import Action, Context
 from workers.engine.decisions import Disposition, write_decision
-from workers.engine.ledger import Ledger, LedgerEntry, load_ledger
+from workers.engine.ledger import Ledger, LedgerEntry, load_ledger, matching
 from workers.engine.pair import FORK_NOTES_REF, Pair, normalise_web_url, open_pair
 
 log = logging.getLogger("forksync.commands")
@@ -135,7 +135,7 @@ def load(ctx: Context) -> tuple[Pair, Ledger]:
 
 def resolve(ledger: Ledger, ref: str) -> LedgerEntry:
     """The ledger entry REF names; RefProblem with the candidates (none or several) otherwise."""
-    hits = ledger.matching(ref)
+    hits = matching(ledger.entries, ref)
     if len(hits) != 1:
         raise RefProblem(ref, hits)
     return hits[0]

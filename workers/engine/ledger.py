@@ -108,6 +108,16 @@ class LedgerEntry:
         )
 
 
+def matching(entries: Sequence[LedgerEntry], ref: str) -> tuple[LedgerEntry, ...]:
+    """The entries a REF names: upstream PR ``#N``, or a sha prefix. One is an answer; none or
+    several are for the caller to explain (the CLI and the comment commands word it their way)."""
+    if ref.startswith("#"):
+        number = int(ref[1:])
+        return tuple(e for e in entries if e.pr_number == number)
+    prefix = ref.lower()
+    return tuple(e for e in entries if e.sha.startswith(prefix))
+
+
 @dataclass(frozen=True)
 class Pick:
     """A fork commit recognised as carrying upstream commits."""
@@ -149,13 +159,7 @@ class Ledger:
         return self.entries[i] if i is not None else None
 
     def matching(self, ref: str) -> tuple[LedgerEntry, ...]:
-        """The entries a REF names: upstream PR ``#N``, or a sha prefix. One is an answer; none or
-        several are for the caller to explain (the CLI and the comment commands word it their way)."""
-        if ref.startswith("#"):
-            number = int(ref[1:])
-            return tuple(e for e in self.entries if e.pr_number == number)
-        prefix = ref.lower()
-        return tuple(e for e in self.entries if e.sha.startswith(prefix))
+        return matching(self.entries, ref)
 
     @property
     def frontier_index(self) -> int:
