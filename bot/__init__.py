@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flask import Flask
 
+    from bot.dashboard.store import FeedStore
     from bot.dispatch import DeliveryStore, TaskSender
 
 
@@ -16,16 +17,19 @@ def create_app(
     *,
     sender: TaskSender | None = None,
     dedup: DeliveryStore | None = None,
+    feeds: FeedStore | None = None,
 ) -> Flask:
     """The Flask app (gunicorn: ``'bot:create_app()'``); settings from ``config`` or the environment.
 
     ``sender`` and ``dedup`` default to Celery + Redis when ``REDIS_URL`` is set, else to the
-    embedded broker and an SQLite dedup file under ``FORKSYNC_DATA_DIR``.
+    embedded broker and an SQLite dedup file under ``FORKSYNC_DATA_DIR``; ``feeds`` (the
+    dashboard's data, written by the workers) likewise to a Redis hash or an SQLite file.
     """
     from flask import Flask
 
     from bot import dispatch, webhooks
     from bot.config import Settings
+    from bot.dashboard import store, web
 
     settings = Settings.from_mapping(config)
     app = Flask("forksync")
@@ -37,4 +41,5 @@ def create_app(
             dedup=dedup or dispatch.default_store(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
         ),
     )
+    web.register(app, settings, feeds or store.open_feed_store(settings.redis_url, settings.data_dir))
     return app

@@ -173,6 +173,24 @@ class ScheduleConfig:
 
 
 @dataclass(frozen=True)
+class DashboardConfig:
+    """The fork's dashboard page: may it be public (when the fork is), and the bad values."""
+
+    public: bool = True
+    days_behind_bad: float = 7.0
+    backlog_bad: int = 50
+
+
+@dataclass(frozen=True)
+class DigestConfig:
+    """The pin-update digest issue, and the optional outgoing webhook (Slack-compatible JSON)."""
+
+    every_days: int = 7  # a new digest period every N days (the issue is edited in place meanwhile)
+    weekday: str = "monday"  # the day a weekly period starts (every_days: 7)
+    notify_url: str | None = None  # POSTed the digest and regressions, signed with FORKSYNC_NOTIFY_SECRET
+
+
+@dataclass(frozen=True)
 class RepoConfig:
     """Everything ``.github/forksync.yml`` can say; defaults make an empty file valid."""
 
@@ -186,6 +204,11 @@ class RepoConfig:
     l3: L3Config = L3Config()
     commands: CommandsConfig = CommandsConfig()
     schedule: ScheduleConfig = ScheduleConfig()
+    dashboard: DashboardConfig = DashboardConfig()
+    digest: DigestConfig = DigestConfig()
+    # Area owners: path glob -> logins or org/team slugs, @-mentioned in digests and asked to
+    # review PRs touching their area (CODEOWNERS of the fork is read when this is empty).
+    owners: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def workload(self, name: str) -> Workload | None:
         return next((w for w in self.l3.workloads if w.name.lower() == name.lower()), None)
@@ -357,7 +380,9 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-_TOP = ("upstream", "fork", "bundle", "risk", "ledger", "l1", "l2", "l3", "commands", "schedule")
+_TOP = ("upstream", "fork", "bundle", "risk", "ledger", "l1", "l2", "l3", "commands", "schedule", "dashboard", "digest",
+        "owners")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 
 def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
@@ -387,7 +412,23 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     cmds = _Section(doc, ("commands",), top.raw("commands"), ("rate_limit", "rate_window_s", "permission_cache_s"))
     sched = _Section(doc, ("schedule",), top.raw("schedule"), ("poll_upstream_minutes", "snapshot_minutes"))
 
+    dash = _Section(doc, ("dashboard",), top.raw("dashboard"), ("public", "days_behind_bad", "backlog_bad"))
+    digest = _Section(doc, ("digest",), top.raw("digest"), ("every_days", "weekday", "notify_url"))
+    weekday = str(digest.text("weekday", "monday")).lower()
+    if weekday not in WEEKDAYS:
+        raise doc.error(("digest", "weekday"), f"unknown day {weekday!r}", "use monday ... sunday")
+    notify_url = digest.text("notify_url", None)
+    if notify_url is not None and not notify_url.startswith(("https://", "http://")):
+        raise doc.error(("digest", "notify_url"), "expected an http(s) URL", "e.g. https://hooks.slack.com/services/...")
+
     return RepoConfig(
+        dashboard=DashboardConfig(
+            public=dash.flag("public", True),
+            days_behind_bad=dash.number("days_behind_bad", 7.0),
+            backlog_bad=dash.integer("backlog_bad", 50),
+        ),
+        digest=DigestConfig(every_days=digest.integer("every_days", 7, minimum=1), weekday=weekday, notify_url=notify_url),
+        owners=_owners(doc, top.raw("owners")),
         upstream=UpstreamConfig(url=up.text("url", None), branch=up.text("branch", "main")),
         fork=ForkConfig(branch=fork.text("branch", "main")),
         bundle=BundleConfig(
@@ -420,6 +461,22 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
             snapshot_minutes=sched.integer("snapshot_minutes", 60, minimum=1),
         ),
     )
+
+
+def _owners(doc: _Doc, raw: Any) -> dict[str, tuple[str, ...]]:
+    """``owners: {path glob: [login or org/team, ...]}``; a bare string is one owner."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise doc.error(("owners",), f"expected a mapping of path globs to owners, got {_kind(raw)}",
+                        'e.g. owners: {"cmake/llvm-hash.txt": [llvm-team]}')
+    out: dict[str, tuple[str, ...]] = {}
+    for pattern, who in raw.items():
+        names = [who] if isinstance(who, str) else who
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n.strip("@ ") for n in names):
+            raise doc.error(("owners", pattern), f"expected a login or a list of logins/teams, got {_kind(who)}")
+        out[str(pattern)] = tuple(n.strip().lstrip("@") for n in names)
+    return out
 
 
 def _check_regexes(doc: _Doc, path: Path_, patterns: tuple[str, ...], group: str) -> None:
@@ -582,6 +639,15 @@ class Settings:
     data_dir: str = ".forksync"
     max_body_bytes: int = 25 * 1024 * 1024
     delivery_ttl_s: int = 7 * 24 * 3600
+    # The dashboard (docs/dashboard.md): GitHub's web origin (OAuth pages, links), the App's
+    # OAuth client, the cookie-signing key, whether public forks' pages need no login, and the
+    # bearer token /metrics asks for (None: open).
+    web_url: str = "https://github.com"
+    oauth_client_id: str | None = None
+    oauth_client_secret: str | None = field(default=None, repr=False)
+    session_secret: str | None = field(default=None, repr=False)
+    dashboard_public: bool = True
+    metrics_token: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> Settings:
@@ -605,4 +671,10 @@ class Settings:
             data_dir=env.get("FORKSYNC_DATA_DIR") or ".forksync",
             max_body_bytes=int(env.get("FORKSYNC_MAX_BODY_BYTES") or 25 * 1024 * 1024),
             delivery_ttl_s=int(env.get("FORKSYNC_DELIVERY_TTL_S") or 7 * 24 * 3600),
+            web_url=(env.get("GITHUB_WEB_URL") or "https://github.com").rstrip("/"),
+            oauth_client_id=env.get("GITHUB_OAUTH_CLIENT_ID") or None,
+            oauth_client_secret=env.get("GITHUB_OAUTH_CLIENT_SECRET") or None,
+            session_secret=env.get("FORKSYNC_SESSION_SECRET") or None,
+            dashboard_public=str(env.get("FORKSYNC_DASHBOARD_PUBLIC") or "1").lower() not in ("0", "false", "no", "off"),
+            metrics_token=env.get("FORKSYNC_METRICS_TOKEN") or None,
         )

@@ -620,6 +620,15 @@ class GitHubAdapter:
             # A login that is not a user at all: no permission, but not a failure of forksync.
             return "none"
 
+    def is_private(self, repo: str) -> bool:
+        """Whether ``repo`` is private (the dashboard shows private forks only after a login)."""
+
+        def fetch() -> bool:
+            _headers, data = self._gh.requester.requestJsonAndCheck("GET", f"/repos/{repo}")
+            return bool(data.get("private", True))
+
+        return self._call("read the repository's visibility", repo, fetch)
+
     def read_file(self, repo: str, path: str, ref: str | None = None) -> str | None:
         """The text of ``path`` at ``ref`` (default branch when None), or None when it does not exist."""
 

@@ -266,7 +266,7 @@ def healthz() -> Response:
     return _answer(200, f"ok: {store}")
 
 
-@blueprint.get("/")
+@blueprint.get("/status")
 def index() -> Response:
     bot = state()
     s = bot.settings
@@ -288,7 +288,7 @@ def index() -> Response:
         "<!doctype html><html><head><meta charset='utf-8'><title>forksync</title></head><body>"
         "<h1>forksync</h1><p>A GitHub App that keeps a fork close to a fast-moving upstream by "
         "continuous cherry-picking, guarded by L1/L2/L3 tests.</p>"
-        f"<table>{table}</table></body></html>"
+        f"<table>{table}</table><p><a href='/'>dashboard</a></p></body></html>"
     )
     return Response(page, mimetype="text/html")
 

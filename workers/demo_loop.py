@@ -128,7 +128,33 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str) -> 
         runtime.use()
     print(f"\nfiles: sample pair and the fork's bare copy under {root}; worker data (SQLite broker, git caches) "
           f"under {data} (a temp dir removed on exit, unless --dir)")
+    print(f"\ndashboard of the demo's data: {dashboard_url(DASHBOARD_PORT)}\n"
+          f"  open it now with `forksync demo --serve`, or later: FORKSYNC_DATA_DIR={data} forksync serve")
     return 0
+
+
+DASHBOARD_PORT = 8000
+
+
+def dashboard_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}/{FORK_REPO}"
+
+
+def serve_dashboard(data: Path, port: int = DASHBOARD_PORT) -> None:
+    """Serve the dashboard (the embedded default's web app) over the demo's data until Ctrl-C."""
+    from werkzeug.serving import make_server
+
+    from bot import create_app
+
+    server = make_server("127.0.0.1", port, create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}),
+                         threaded=True)
+    print(f"serving the dashboard on {dashboard_url(server.server_port)} (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 def _print_results(gh: DryGitHub) -> None:

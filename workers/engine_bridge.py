@@ -13,6 +13,7 @@ import hashlib
 
 from bot.config import RepoConfig
 from bot.render.ingest import BundleView, ChainView, CommitRow, IngestionFigures, UrgentView
+from workers.dashboard_feed import engine_facts, read_fork_commits
 from workers.engine.git import Repository
 from workers.engine.ledger import Ledger
 from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
@@ -116,8 +117,10 @@ def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, for
         chains=len(chains),
         urgent=len(urgent),
     )
+    commits = read_fork_commits(fork, [p.sha for p in ledger.picks])
     return EngineOutput(
-        figures=figures, plan_id=pid, bundles=bundles, chains=chains, upstream_web_url=web_url, urgent=urgent
+        figures=figures, plan_id=pid, bundles=bundles, chains=chains, upstream_web_url=web_url, urgent=urgent,
+        dashboard=engine_facts(ledger, commits),
     )
 
 

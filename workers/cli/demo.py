@@ -29,6 +29,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--dir", default=None, metavar="DIR", help="keep the sample here instead of a temp dir")
     parser.add_argument("--json", action="store_true", help="print status as JSON")
     parser.add_argument("--no-loop", action="store_true", help="status only: skip the ingestion loop (Celery, simulated GitHub)")
+    parser.add_argument("--serve", action="store_true", help="then serve the dashboard of the demo's data until Ctrl-C")
     parser.set_defaults(func=run)
 
 
@@ -50,6 +51,10 @@ def _demo_and_loop(root: Path, args: argparse.Namespace) -> None:
         from workers.engine.sample import UPSTREAM_URL
 
         run_loop_demo(root, sample.upstream, sample.fork, UPSTREAM_URL)
+        if getattr(args, "serve", False):
+            from workers.demo_loop import serve_dashboard
+
+            serve_dashboard(root / "data")
 
 
 def run_demo(root: Path, *, as_json: bool = False) -> Sample:

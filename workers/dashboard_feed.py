@@ -1,0 +1,323 @@
+"""The dashboard feed of one fork, assembled by the workers (see bot/dashboard/feed.py).
+
+Two halves, as everywhere: :func:`engine_facts` and :func:`assemble` are pure (ledger facts,
+what was posted, the series and the test results in; a ``ForkFeed`` out); :func:`refresh`
+gathers those inputs from the stores (and, when it has the full adapter, from GitHub: the L1
+check on each open PR's head, the open tracking issues) and writes the feed.
+
+Today's sources: the ingest's points in the worker state store (``metrics:<repo>``,
+``snapshots:<repo>``), the last ingest's facts (``feedfacts:<repo>``), the L2 result store and
+the trunk L1 store under the data dir. They move to ``core/store`` when it lands.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bot.config import RepoConfig
+from bot.dashboard.feed import (
+    Decision,
+    ForkFeed,
+    InFlight,
+    L2Metric,
+    L2Point,
+    LandedPick,
+    Regression,
+    SeriesPoint,
+    Thresholds,
+    TrackingIssue,
+    TrunkRun,
+)
+from bot.dashboard.store import FeedStore
+
+log = logging.getLogger(__name__)
+
+RESOLVED_TAGS = ("[RESOLVED]", "[CONFLICTS]")
+_RESOLVER = re.compile(r"(?im)^(?:forksync-)?resolved-by:\s*(deterministic|memory|agent|human)\b")
+_CONFLICT_SECTION = re.compile(r"(?im)^\s*(?:#+\s*)?Conflict Resolution:?\s*$")
+SERIES_POINTS = 2000
+
+
+@dataclass(frozen=True)
+class ForkCommit:
+    sha: str
+    committer_time: int
+    message: str
+
+
+def classify_pick(subject: str, message: str, upstream: int) -> tuple[str, bool, str | None]:
+    """(way, resolved, resolver) of a pick from its message.
+
+    A pick carrying several upstream commits, or titled ``[BUNDLE]``, came in a bundle. It was
+    resolved when its title says ``[RESOLVED]`` / ``[CONFLICTS]`` or its body has a ``Conflict
+    Resolution:`` section; the resolver is the ``Resolved-By:`` trailer forksync writes
+    (deterministic, memory, agent), and a human when there is none.
+    """
+    way = "bundle" if upstream > 1 or "[BUNDLE]" in subject else "single"
+    resolved = any(tag in subject for tag in RESOLVED_TAGS) or bool(_CONFLICT_SECTION.search(message))
+    match = _RESOLVER.search(message)
+    resolver = match.group(1).lower() if match else ("human" if resolved else None)
+    if match:
+        resolved = True
+    return way, resolved, resolver
+
+
+def engine_facts(ledger: Any, commits: Mapping[str, ForkCommit]) -> dict[str, Any]:
+    """The ledger facts the dashboard needs, as JSON: picks landed, decisions, both pins' ages."""
+    picks = []
+    for pick in ledger.picks:
+        commit = commits.get(pick.sha)
+        way, resolved, resolver = classify_pick(pick.subject, commit.message if commit else "", len(pick.upstream))
+        picks.append(LandedPick(
+            sha=pick.sha, t=float(commit.committer_time if commit else 0), upstream=len(pick.upstream), way=way,
+            resolved=resolved, resolver=resolver, reverted=pick.reverted_by is not None, subject=pick.subject[:120],
+        ))
+    decisions = [
+        Decision(e.sha, e.subject[:120], e.disposition.value, e.reason, e.pr_number)
+        for e in ledger.entries if e.disposition.value in ("deferred", "wont_port")
+    ]
+    m = ledger.metrics
+    tip = ledger.entry(m.upstream_tip)
+    pin = ledger.entry(m.contiguous_pin)
+    pin_days = 0.0
+    if tip is not None and m.contiguous_pin != m.upstream_tip:
+        pin_time = pin.committer_time if pin is not None else min((e.committer_time for e in ledger.entries), default=tip.committer_time)
+        pin_days = max(0, tip.committer_time - pin_time) / 86400.0
+    return {
+        "picks": [p.__dict__ for p in picks],
+        "decisions": [d.__dict__ for d in decisions],
+        "point": {"frontier": m.frontier, "contiguous_pin": m.contiguous_pin, "pin_days_behind": round(pin_days, 3),
+                  "urgent_carried": len(m.urgent)},
+    }
+
+
+def read_fork_commits(fork: Any, shas: Sequence[str]) -> dict[str, ForkCommit]:
+    """Committer time and message of each fork commit (one ``git log --no-walk`` over stdin)."""
+    if not shas:
+        return {}
+    out = fork.git("log", "--no-walk=unsorted", "--stdin", "--format=%H%x1f%ct%x1f%B%x1e",
+                   input=("\n".join(shas) + "\n").encode()).decode("utf-8", "replace")
+    commits = {}
+    for record in out.split("\x1e"):
+        parts = record.strip("\n").split("\x1f")
+        if len(parts) == 3 and parts[0]:
+            commits[parts[0]] = ForkCommit(parts[0], int(parts[1]), parts[2])
+    return commits
+
+
+def series_points(points: Sequence[Mapping[str, Any]]) -> tuple[SeriesPoint, ...]:
+    """Ingest and snapshot points (``t`` + figures) as series, in time order, one per moment."""
+    out: dict[float, SeriesPoint] = {}
+    for p in points:
+        if "days_behind" not in p or "t" not in p:
+            continue  # an ingest that failed records no figures
+        t = float(p["t"])
+        out[t] = SeriesPoint(
+            t=t, days_behind=float(p["days_behind"]), backlog=int(p.get("backlog", 0)), pending=int(p.get("pending", 0)),
+            frontier=str(p.get("frontier") or ""), contiguous_pin=str(p.get("contiguous_pin") or ""),
+            urgent=int(p.get("urgent", 0)) + int(p.get("urgent_carried", 0)),
+            pin_days_behind=float(p.get("pin_days_behind", p["days_behind"])),
+        )
+    return tuple(out[t] for t in sorted(out))[-SERIES_POINTS:]
+
+
+def in_flight(
+    facts: Mapping[str, Any],
+    previous: ForkFeed | None,
+    now: float,
+    l1: Mapping[str, tuple[str, str | None]],
+    owners: Mapping[str, tuple[str, ...]],
+    fork_url: str = "",
+) -> tuple[InFlight, ...]:
+    """The open PRs and issues of the last ingest; ``opened_at`` kept from the previous feed."""
+    seen = {i.key: i.opened_at for i in (previous.in_flight if previous else ())}
+    items = []
+    for raw in facts.get("in_flight", ()):
+        head = raw.get("head_sha")
+        state, l1_url = l1.get(head, ("none", None)) if head else ("none", None)
+        conflicts = tuple(raw.get("conflicts", ()))
+        asked = tuple(dict.fromkeys(o for path in conflicts for o in owners_of(path, owners)))
+        url, number = raw.get("url"), raw.get("number")
+        if not (isinstance(url, str) and url.startswith(("https://", "http://"))):
+            kind = "pull" if raw.get("pull", raw["kind"] != "chain") else "issues"
+            url = f"{fork_url}/{kind}/{number}" if fork_url and number else None
+        items.append(InFlight(
+            kind=raw["kind"], key=raw["key"], title=raw["title"], number=number, url=url,
+            size=int(raw.get("size", 0)), opened_at=seen.get(raw["key"], now), l1=state, l1_url=l1_url, head_sha=head,
+            conflicts=conflicts, asked=asked,
+        ))
+    return tuple(items)
+
+
+def owners_of(path: str, owners: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """Owners whose pattern covers ``path`` (``owners:`` map of the config; a trailing / is a subtree)."""
+    from workers.engine.partition import path_matches
+
+    out: list[str] = []
+    for pattern, who in owners.items():
+        if path_matches(path, pattern):
+            out.extend(w for w in who if w not in out)
+    return tuple(out)
+
+
+def l2_metrics(results: Any, repo: str, config: RepoConfig) -> tuple[L2Metric, ...]:
+    """Each configured benchmark metric's history, baseline and regressions, from the L2 store."""
+    from workers.testing.regression import baseline, good_values
+
+    out = []
+    names = {b.name for b in config.l2.benchmarks} | set(results.benchmarks(repo))
+    for bench_name in sorted(names):
+        bench = next((b for b in config.l2.benchmarks if b.name == bench_name), None)
+        history = results.history(repo, bench_name, limit=200)
+        metric_names = [m.name for m in bench.metrics] if bench else sorted({k for r in history for k in r.metrics})
+        for name in metric_names:
+            rule = next((m for m in bench.metrics if m.name == name), None) if bench else None
+            points = tuple(L2Point(_epoch(r.recorded_at), r.sha, float(r.metrics[name]), r.verdict)
+                           for r in history if name in r.metrics)
+            base = baseline(good_values(history, name, config.l2.baseline_runs))
+            regressions = []
+            prev = "ok"
+            for p in points:
+                if p.verdict == "regressed" and prev != "regressed" and base is not None and base.median:
+                    regressions.append(Regression(p.sha, 100.0 * (p.value - base.median) / abs(base.median), t=p.t))
+                prev = p.verdict
+            out.append(L2Metric(bench_name, name, rule.direction if rule else "higher",
+                                rule.threshold if rule else 5.0, base.median if base else None, points, tuple(regressions)))
+    return tuple(out)
+
+
+def _epoch(stamp: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def trunk_runs(path: Path, limit: int = 400) -> tuple[TrunkRun, ...]:
+    """Recent trunk L1 suite runs from the trunk store (read-only; the L1 workers write it)."""
+    if not path.exists():
+        return ()
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    try:
+        rows = db.execute(
+            "SELECT recorded_at, suite, commit_sha, status, (SELECT COUNT(*) FROM test_results t WHERE t.commit_sha = s.commit_sha"
+            " AND t.suite = s.suite AND t.outcome IN ('failed', 'error')) FROM suite_runs s ORDER BY seq DESC LIMIT ?", (limit,)
+        ).fetchall()
+    except sqlite3.Error:
+        return ()
+    finally:
+        db.close()
+    status_of = {"passed": "passed", "failed": "broken", "error": "broken", "infra": "infra", "cancelled": "infra",
+                 "flaky": "flaky", "timeout": "infra", "omitted": "infra"}
+    return tuple(TrunkRun(float(r[0]), r[1], r[2], status_of.get(r[3], r[3]), failures=int(r[4])) for r in reversed(rows))
+
+
+def assemble(
+    repo: str,
+    config: RepoConfig,
+    *,
+    now: float,
+    points: Sequence[Mapping[str, Any]],
+    facts: Mapping[str, Any],
+    previous: ForkFeed | None,
+    private: bool,
+    web_url: str = "https://github.com",
+    l1: Mapping[str, tuple[str, str | None]] | None = None,
+    trunk: Sequence[TrunkRun] = (),
+    tracking: Sequence[TrackingIssue] = (),
+    l2: Sequence[L2Metric] = (),
+) -> ForkFeed:
+    """The feed from its parts (pure)."""
+    from workers.engine.pair import normalise_web_url
+
+    upstream = normalise_web_url(config.upstream.url) if config.upstream.url else ""
+    return ForkFeed(
+        repo=repo, updated_at=now, private=private, public_dashboard=config.dashboard.public,
+        fork_url=f"{web_url.rstrip('/')}/{repo}", upstream_url=upstream or "",
+        thresholds=Thresholds(config.dashboard.days_behind_bad, config.dashboard.backlog_bad),
+        series=series_points(points),
+        in_flight=in_flight(facts, previous, now, l1 or {}, config.owners, f"{web_url.rstrip('/')}/{repo}"),
+        decisions=tuple(Decision(**d) for d in facts.get("decisions", ())),
+        picks=tuple(LandedPick(**p) for p in facts.get("picks", ())),
+        trunk=tuple(replace(r, url=r.url or f"{web_url.rstrip('/')}/{repo}/commit/{r.sha}") for r in trunk),
+        tracking=tuple(tracking), l2=tuple(l2),
+    )
+
+
+def refresh(
+    settings: Any,
+    state: Any,
+    feeds: FeedStore,
+    repo: str,
+    config: RepoConfig,
+    *,
+    github: Any = None,
+    private: bool | None = None,
+    now: float | None = None,
+) -> ForkFeed:
+    """Gather the inputs of ``repo``'s feed, assemble it and store it; returns it."""
+    from workers.testing.results import ResultStore
+
+    now = time.time() if now is None else now
+    previous = feeds.get(repo)
+    last = state.series(f"feedfacts:{repo}", limit=1)
+    facts = last[-1] if last else {}
+    points = [*state.series(f"metrics:{repo}", limit=SERIES_POINTS), *state.series(f"snapshots:{repo}", limit=SERIES_POINTS)]
+    l1_states: dict[str, tuple[str, str | None]] = {}
+    tracking: list[TrackingIssue] = []
+    adapter = getattr(github, "adapter", github)
+    if adapter is not None and hasattr(adapter, "list_check_runs"):
+        l1_states = _l1_states(adapter, repo, [i.get("head_sha") for i in facts.get("in_flight", ()) if i.get("head_sha")])
+        tracking = _tracking(adapter, repo)
+    if private is None:
+        if "private" in facts:
+            private = bool(facts["private"])
+        else:  # not known from this run: keep what was known, else private (never shown without login)
+            private = previous.private if previous is not None else True
+    feed = assemble(
+        repo, config, now=now, points=points, facts=facts, previous=previous, private=private,
+        web_url=settings.bot.web_url, l1=l1_states,
+        trunk=trunk_runs(Path(settings.data_dir) / "l1" / "results.sqlite"),
+        tracking=tracking, l2=l2_metrics(ResultStore.in_data_dir(settings.data_dir), repo, config),
+    )
+    feeds.put(feed)
+    return feed
+
+
+def _l1_states(adapter: Any, repo: str, heads: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+    from bot.render.l1 import L1_CHECK
+
+    out: dict[str, tuple[str, str | None]] = {}
+    for sha in heads:
+        try:
+            runs = [r for r in adapter.list_check_runs(repo, sha, name=L1_CHECK) if r.head_sha == sha]
+        except Exception as exc:  # the dashboard must not fail the ingest: say so and show "none"
+            log.warning("dashboard: L1 state of %s@%s unknown: %s", repo, sha[:12], exc)
+            continue
+        if runs:
+            run = max(runs, key=lambda r: r.id)
+            state = run.conclusion if run.status == "completed" and run.conclusion else "pending"
+            out[sha] = ("success" if state == "success" else "pending" if state == "pending" else "failure",
+                        getattr(run, "html_url", None))
+    return out
+
+
+def _tracking(adapter: Any, repo: str) -> list[TrackingIssue]:
+    from bot.render.tracking import LABEL
+
+    try:
+        issues = adapter.list_issues(repo, labels=[LABEL], state="open")
+    except Exception as exc:
+        log.warning("dashboard: tracking issues of %s unknown: %s", repo, exc)
+        return []
+    return [TrackingIssue(i.number, i.title, getattr(i, "html_url", None), "l2" if "[L2]" in i.title else "trunk")
+            for i in issues]
