@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flask import Flask
 
-    from bot.dashboard.store import FeedStore
     from bot.dispatch import DeliveryStore, TaskSender
+    from core.dashboard.store import FeedStore
 
 
 def create_app(
@@ -28,8 +28,9 @@ def create_app(
     from flask import Flask
 
     from bot import dispatch, webhooks
-    from bot.config import Settings
-    from bot.dashboard import store, web
+    from bot.dashboard import web
+    from core.config import Settings
+    from core.dashboard import store
 
     settings = Settings.from_mapping(config)
     app = Flask("forksync")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from bot.config import load_repo_config
-from bot.dashboard.feed import ForkFeed, InFlight
-from workers.dashboard_feed import ForkCommit, assemble, classify_pick, engine_facts, series_points
+from core.config import load_repo_config
+from core.dashboard.feed import ForkFeed, InFlight
+from workers.jobs.dashboard_feed import ForkCommit, assemble, classify_pick, engine_facts, series_points
 
 CONFIG = load_repo_config(
     "upstream: {url: https://github.com/triton-lang/triton.git}\n"

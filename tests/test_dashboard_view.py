@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.dashboard import plot, view
-from bot.dashboard.feed import ForkFeed, InFlight, LandedPick, SeriesPoint
+from core.dashboard.feed import ForkFeed, InFlight, LandedPick, SeriesPoint
 from tests.fixtures.dashboard import DAY, FORK_URL, NOW, UPSTREAM_URL, bad_feed, recorded_feed, sha
 
 

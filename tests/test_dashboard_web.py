@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 
 from bot import create_app
-from bot.dashboard.store import SqliteFeedStore
+from core.dashboard.store import SqliteFeedStore
 from tests.fixtures.dashboard import NOW, recorded_feed
 from tests.loopback_github import LoopbackGitHub
 

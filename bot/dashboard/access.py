@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from bot.dashboard.feed import ForkFeed
-from bot.errors import ForksyncError
+from core.dashboard.feed import ForkFeed
+from core.errors import ForksyncError
 
 log = logging.getLogger("forksync.dashboard")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from bot.dashboard import plot
-from bot.dashboard.feed import ForkFeed, InFlight, LandedPick, TrunkRun
+from core.dashboard.feed import ForkFeed, InFlight, LandedPick, TrunkRun
 
 WEEK_S = 7 * 86400
 TRUNK_STATUSES = ("passed", "broken", "flaky", "infra")

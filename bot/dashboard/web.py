@@ -32,11 +32,11 @@ from flask import (
 )
 from markupsafe import Markup
 
-from bot.config import Settings
 from bot.dashboard import view
 from bot.dashboard.access import GitHubOAuth, OAuthError, Viewer, is_public, may_view, viewer_for
-from bot.dashboard.feed import ForkFeed
-from bot.dashboard.store import FeedStore
+from core.config import Settings
+from core.dashboard.feed import ForkFeed
+from core.dashboard.store import FeedStore
 
 PAGE_TTL_S = 300.0
 

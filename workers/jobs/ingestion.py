@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
-from bot.errors import ForksyncError
-from bot.render import marker
-from bot.render.ingest import (
+from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from core.errors import ForksyncError
+from core.render import marker
+from core.render.ingest import (
     CHECK_NAME,
     BundleView,
     ChainView,
@@ -43,11 +43,11 @@ from bot.render.ingest import (
     urgent_body,
     urgent_title,
 )
+from core.settings import WorkerSettings
+from workers.adapters.gitcache import GitCache, remote_git
+from workers.adapters.state import StateStore
 from workers.engine.git import GitError, Repository
-from workers.gitcache import GitCache, remote_git
 from workers.github_port import IngestGitHub, Posted
-from workers.settings import WorkerSettings
-from workers.state import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -213,8 +213,8 @@ def ingest_repository(env: IngestEnv, repo: str, *, max_commits: int | None = No
 
 def refresh_dashboard(env: IngestEnv, repo: str, config: RepoConfig) -> None:
     """Rebuild the fork's dashboard feed; a failure here is logged, never fails the ingest."""
-    from bot.dashboard.store import open_feed_store
-    from workers.dashboard_feed import refresh
+    from core.dashboard.store import open_feed_store
+    from workers.jobs.dashboard_feed import refresh
 
     try:
         refresh(env.settings, env.state, open_feed_store(env.settings.bot.redis_url, env.settings.data_dir),
@@ -224,7 +224,7 @@ def refresh_dashboard(env: IngestEnv, repo: str, config: RepoConfig) -> None:
 
 
 def retry_after_of(exc: BaseException) -> float | None:
-    from workers.celery_app import retry_after
+    from workers.app.celery_app import retry_after
 
     return retry_after(exc)
 

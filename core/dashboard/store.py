@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.dashboard.feed import ForkFeed
+from core.dashboard.feed import ForkFeed
 
 REDIS_KEY = "forksync:dashboard:feeds"
 FILENAME = "dashboard.sqlite"

@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot.config import RepoConfig
-from bot.dashboard.feed import (
+from core.config import RepoConfig
+from core.dashboard.feed import (
     Decision,
     ForkFeed,
     InFlight,
@@ -35,7 +35,7 @@ from bot.dashboard.feed import (
     TrackingIssue,
     TrunkRun,
 )
-from bot.dashboard.store import FeedStore
+from core.dashboard.store import FeedStore
 
 log = logging.getLogger(__name__)
 
@@ -294,7 +294,7 @@ def refresh(
 
 
 def _l1_states(adapter: Any, repo: str, heads: Sequence[str]) -> dict[str, tuple[str, str | None]]:
-    from bot.render.l1 import L1_CHECK
+    from core.render.l1 import L1_CHECK
 
     out: dict[str, tuple[str, str | None]] = {}
     for sha in heads:
@@ -312,7 +312,7 @@ def _l1_states(adapter: Any, repo: str, heads: Sequence[str]) -> dict[str, tuple
 
 
 def _tracking(adapter: Any, repo: str) -> list[TrackingIssue]:
-    from bot.render.tracking import LABEL
+    from core.render.tracking import LABEL
 
     try:
         issues = adapter.list_issues(repo, labels=[LABEL], state="open")
