@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +30,13 @@ def create_app(
 
     from bot import dispatch, webhooks
     from bot.dashboard import web
+    from core import logs
     from core.config import Settings
     from core.dashboard import store
 
     settings = Settings.from_mapping(config)
+    if (config or os.environ).get("FORKSYNC_LOG_FORMAT"):
+        logs.configure(log_format=str((config or os.environ).get("FORKSYNC_LOG_FORMAT")))
     app = Flask("forksync")
     webhooks.register(
         app,

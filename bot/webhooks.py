@@ -36,7 +36,7 @@ from bot.events import (
     ignore_reason,
     parse_event,
 )
-from core import tasknames
+from core import logs, tasknames
 from core.config import Settings
 
 log = logging.getLogger("forksync.webhooks")
@@ -198,6 +198,12 @@ def _app_id(settings: Settings) -> int | None:
 
 @blueprint.post("/webhook")
 def webhook() -> Response:
+    with logs.bound(delivery=request.headers.get("X-GitHub-Delivery") or None):
+        answer = _webhook()
+    return answer
+
+
+def _webhook() -> Response:
     bot = state()
     settings = bot.settings
     delivery = request.headers.get("X-GitHub-Delivery", "")
@@ -231,6 +237,11 @@ def webhook() -> Response:
         return _answer(202, f"ignored: {call}")
     if not delivery:
         return _answer(400, "bad request: missing X-GitHub-Delivery header")
+    with logs.bound(repo=call.kwargs.get("repo"), installation=call.kwargs.get("installation_id")):
+        return _enqueue(bot, call, delivery, event_name)
+
+
+def _enqueue(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> Response:
     if isinstance(bot.sender, AtomicSender):
         try:
             fresh = bot.sender.send_once(delivery, call.name, call.kwargs)

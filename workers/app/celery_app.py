@@ -24,7 +24,7 @@ from celery.schedules import crontab
 from kombu.entity import Exchange, Queue
 
 from bot.github import RetryableGitHubError
-from core import tasknames
+from core import logs, tasknames
 from core.config import RepoConfig
 from core.settings import WorkerSettings
 from workers.adapters.state import LockBusy, StoreUnavailable
@@ -79,6 +79,12 @@ class ForksyncTask(Task):  # type: ignore[misc]
     retry_base_s: float = RETRY_BASE_S
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Every log line of this task names its delivery, task id, installation and repo
+        # (inherited from the sender through the message headers: core/logs.py).
+        with logs.bound(**logs.from_task(self.request, kwargs)):
+            return self._call(*args, **kwargs)
+
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
         try:
             if self.flask_app is not None:
                 with self.flask_app.app_context():
@@ -192,6 +198,7 @@ def create_celery(source: Any = None) -> Celery:
     ``flask_app.extensions["celery"]`` (Flask's Celery pattern).
     """
     embedded.register()
+    wire_logs()
     settings, flask_app = _settings_from(source)
     task_cls = type("ForksyncTask", (ForksyncTask,), {"flask_app": flask_app, "retry_base_s": settings.retry_base_s})
     app = Celery("forksync", task_cls=task_cls)
@@ -205,6 +212,25 @@ def create_celery(source: Any = None) -> Celery:
     for module in task_modules():
         importlib.import_module(module)
     return app
+
+
+def _publish_context(headers: dict[str, Any] | None = None, **_: Any) -> None:
+    if headers is not None:
+        headers.update(logs.publish_headers())
+
+
+def _install_log_format(logger: logging.Logger | None = None, **_: Any) -> None:
+    for handler in (logger or logging.getLogger()).handlers:
+        logs.install(handler)
+
+
+def wire_logs() -> None:
+    """Tasks sent from a task carry its log context; the worker's log handlers get its format."""
+    from celery import signals
+
+    signals.before_task_publish.connect(_publish_context, weak=False, dispatch_uid="forksync-log-context")
+    signals.after_setup_logger.connect(_install_log_format, weak=False, dispatch_uid="forksync-log-format")
+    signals.after_setup_task_logger.connect(_install_log_format, weak=False, dispatch_uid="forksync-task-log-format")
 
 
 def task_modules() -> list[str]:

@@ -399,11 +399,14 @@ def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str,
             body=bundle_body(bundle, output.upstream_web_url),
         )
         report.pulls.append(_posted(posted, bundle.key, bundle_title(bundle), len(bundle.commits)))
+        log.info("bundle PR #%d %s: %d commits (%s)", posted.number, "opened" if posted.created else "updated",
+                 len(bundle.commits), bundle.branch)
     for chain in output.chains:
         posted = gh.upsert_issue(
             repo, marker=marker("chain", chain.key), title=chain_title(chain), body=chain_body(chain, output.upstream_web_url)
         )
         report.issues.append(_posted(posted, chain.key, chain_title(chain), len(chain.commits)))
+        log.info("chain issue #%d %s: %d commits", posted.number, "opened" if posted.created else "updated", len(chain.commits))
     f = output.figures
     point = output.dashboard.get("point", {})
     report.figures = {
