@@ -28,7 +28,7 @@ def create_app(
     """
     from flask import Flask
 
-    from bot import dispatch, webhooks
+    from bot import dispatch, metrics, webhooks
     from bot.dashboard import web
     from core import logs
     from core.config import Settings
@@ -46,5 +46,7 @@ def create_app(
             dedup=dedup or dispatch.default_store(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
         ),
     )
-    web.register(app, settings, feeds or store.open_feed_store(settings.redis_url, settings.data_dir))
+    feeds = feeds or store.open_feed_store(settings.redis_url, settings.data_dir)
+    web.register(app, settings, feeds)
+    metrics.register(app, settings, feeds)
     return app

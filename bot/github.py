@@ -325,6 +325,18 @@ class GitHubPort(Protocol):
     def push_branch(self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False) -> None: ...
 
 
+def _count_call(gh: Any, outcome: str) -> None:
+    """Count one interaction and record the rate limit GitHub reported (read from the last
+    response's headers: no extra request)."""
+    from core import telemetry
+
+    telemetry.GITHUB_CALLS.labels(outcome=outcome).inc()
+    requester = getattr(gh, "requester", None) or getattr(gh, "_Github__requester", None)
+    remaining = getattr(requester, "rate_limiting", (-1, -1))[0]
+    if isinstance(remaining, int) and remaining >= 0:
+        telemetry.GITHUB_RATE_REMAINING.set(remaining)
+
+
 def can_write(role: str) -> bool:
     """True for roles that may run forksync commands (write, maintain, admin)."""
     return role in WRITE_ROLES
@@ -357,14 +369,17 @@ class GitHubAdapter:
         """Run one GitHub interaction; classify failures; retry once with a new token after a 401."""
         for attempt in (1, 2):
             try:
-                return fn()
+                result = fn()
             except Exception as exc:
                 error = classify(exc, action, repo)
+                _count_call(self._gh, type(error).__name__)
                 if isinstance(error, GitHubAuthError) and attempt == 1 and self._on_bad_credentials is not None:
                     log.warning("token refused while trying to %s; minting a new one", action)
                     self._on_bad_credentials()
                     continue
                 raise error from None
+            _count_call(self._gh, "ok")
+            return result
         raise AssertionError("unreachable")
 
     def _repo(self, repo: str) -> Any:

@@ -36,7 +36,7 @@ from bot.events import (
     ignore_reason,
     parse_event,
 )
-from core import logs, tasknames
+from core import logs, tasknames, telemetry
 from core.config import Settings
 
 log = logging.getLogger("forksync.webhooks")
@@ -200,7 +200,17 @@ def _app_id(settings: Settings) -> int | None:
 def webhook() -> Response:
     with logs.bound(delivery=request.headers.get("X-GitHub-Delivery") or None):
         answer = _webhook()
+    event = request.headers.get("X-GitHub-Event", "")
+    telemetry.WEBHOOK_DELIVERIES.labels(
+        event=event if event in COUNTED_EVENTS else "other", answer=telemetry.answer_kind(answer.get_data(as_text=True)),
+    ).inc()
     return answer
+
+
+# Events counted by name in /metrics; anything else (or a forged header) is "other", so a
+# sender cannot grow the label set.
+COUNTED_EVENTS = frozenset({"push", "pull_request", "pull_request_review", "issue_comment", "check_run", "check_suite",
+                            "installation", "installation_repositories", "ping"})
 
 
 def _webhook() -> Response:

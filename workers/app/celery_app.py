@@ -14,6 +14,7 @@ import logging
 import os
 import pkgutil
 import random
+import time
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -24,7 +25,7 @@ from celery.schedules import crontab
 from kombu.entity import Exchange, Queue
 
 from bot.github import RetryableGitHubError
-from core import logs, tasknames
+from core import logs, tasknames, telemetry
 from core.config import RepoConfig
 from core.settings import WorkerSettings
 from workers.adapters.state import LockBusy, StoreUnavailable
@@ -224,10 +225,44 @@ def _install_log_format(logger: logging.Logger | None = None, **_: Any) -> None:
         logs.install(handler)
 
 
+_STARTED: dict[str, float] = {}
+
+
+def _queue_of(task: Any) -> str:
+    info = getattr(getattr(task, "request", None), "delivery_info", None) or {}
+    queue = info.get("routing_key") if isinstance(info, dict) else None
+    if not queue:
+        try:
+            queue = tasknames.queue_for(task.name)
+        except KeyError:
+            queue = "other"
+    return str(queue)
+
+
+def _task_started(task_id: str | None = None, **_: Any) -> None:
+    if task_id:
+        _STARTED[task_id] = time.monotonic()
+
+
+def _task_finished(task_id: str | None = None, task: Any = None, **_: Any) -> None:
+    started = _STARTED.pop(task_id or "", None)
+    if started is not None and task is not None:
+        telemetry.TASK_DURATION.labels(queue=_queue_of(task), task=task.name).observe(time.monotonic() - started)
+
+
+def _task_failed(sender: Any = None, **_: Any) -> None:
+    if sender is not None:
+        telemetry.TASK_FAILURES.labels(queue=_queue_of(sender), task=sender.name).inc()
+
+
 def wire_logs() -> None:
-    """Tasks sent from a task carry its log context; the worker's log handlers get its format."""
+    """Tasks sent from a task carry its log context; the worker's log handlers get its format;
+    task durations and failures go to the Prometheus metrics (core/telemetry.py)."""
     from celery import signals
 
+    signals.task_prerun.connect(_task_started, weak=False, dispatch_uid="forksync-task-started")
+    signals.task_postrun.connect(_task_finished, weak=False, dispatch_uid="forksync-task-finished")
+    signals.task_failure.connect(_task_failed, weak=False, dispatch_uid="forksync-task-failed")
     signals.before_task_publish.connect(_publish_context, weak=False, dispatch_uid="forksync-log-context")
     signals.after_setup_logger.connect(_install_log_format, weak=False, dispatch_uid="forksync-log-format")
     signals.after_setup_task_logger.connect(_install_log_format, weak=False, dispatch_uid="forksync-task-log-format")
