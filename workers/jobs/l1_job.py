@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot.github import Annotation, CheckOutput, CheckRunInfo, GitHubPort
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from core.github.records import Annotation, CheckOutput, CheckRunInfo
+from core.github.roles import GitHubPort
 from core.render import l1 as render
 from core.render import marker
 from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache

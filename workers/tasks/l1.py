@@ -30,10 +30,10 @@ L1_TIME_LIMIT_S = 6 * 3600
 
 
 def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
-    from workers.github_live import app_for
+    from core.github.app import app_for
 
     settings = celery_app.settings_of(task.app)
-    return app_for(settings), settings
+    return app_for(settings.bot), settings
 
 
 @shared_task(name=tasknames.RUN_L1, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
