@@ -185,7 +185,7 @@ def test_beat_poll_and_snapshot_reach_every_installed_repository(e2e: Callable[.
     from bot import tasknames
     from workers.celery_app import POLL_UPSTREAM, create_celery
     from workers.settings import WorkerSettings
-    from workers.state import RedisState
+    from workers.state import SeriesStore
 
     h = e2e(shared_redis_db)
     h.start_worker()
@@ -194,7 +194,7 @@ def test_beat_poll_and_snapshot_reach_every_installed_repository(e2e: Callable[.
     wait_for(h.bundle_pulls, 60, "the polled ingest's bundle PR")
     wait_for(h.checks, 30, "the polled ingest's check")
     app.send_task(tasknames.SNAPSHOT_METRICS)
-    state = RedisState(shared_redis_db)
+    state = SeriesStore(WorkerSettings.from_mapping(h.env).store())  # series live in SQL, never only in Redis
     points = wait_for(lambda: state.series(f"snapshots:{FORK}"), 30, "a metrics snapshot")
     assert points[-1]["pending"] == 3 and points[-1]["backlog"] == 0
     assert len(h.bundle_pulls()) == 1

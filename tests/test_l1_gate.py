@@ -217,7 +217,7 @@ def test_run_l1_task_passes_pr_number_and_suites_to_the_job(monkeypatch: Any, tm
     seen: list[L1Job] = []
     app = SimpleNamespace(adapter=lambda iid: None, push_url_template="file:///{repo}", installation_token=lambda iid: None,
                           bot_login=lambda: "forksync[bot]")
-    settings = SimpleNamespace(data_dir=tmp_path, map_url=lambda url: url)
+    settings = SimpleNamespace(data_dir=tmp_path, map_url=lambda url: url, store=lambda: None)
     monkeypatch.setattr(tasks, "_adapter", lambda task, iid: (app, settings))
     monkeypatch.setattr(tasks, "run_l1_job", lambda gh, caches, data, job, **kw: seen.append(job) or L1JobResult("done"))
     tasks.run_l1(installation_id=1, repo=REPO, head_sha="a" * 40, number=7, suites=["lit", "unit"])

@@ -111,9 +111,10 @@ def test_trunk_push_records_results_without_a_check_run(loopback_github: Loopbac
     assert other.status == "skipped" and other.run is None
     result = job_for(gh, tmp_path, sha, trunk=True, push_ref="refs/heads/main")
     assert result.run is not None and result.run.trunk and l1_runs(gh) == []
+    from core.store import open_store
     from workers.testing.triage import TrunkResults
 
-    assert TrunkResults(tmp_path / "data" / "l1" / "results.sqlite").baseline("unit") == 3
+    assert TrunkResults(open_store(None, tmp_path / "data"), REPO).baseline("unit") == 3
 
 
 def test_handlers_start_l1_only_for_the_right_events(monkeypatch: Any) -> None:

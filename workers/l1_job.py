@@ -22,10 +22,12 @@ from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
 from bot.github import Annotation, CheckOutput, CheckRunInfo, GitHubPort
 from bot.render import l1 as render
 from bot.render import marker
+from core.store import Store, open_store
 from workers.engine.git import GitError, Repository
 from workers.gitcache import TMP_REF_PREFIX, GitCache
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conclude, run_l1_for_ref
+from workers.testing.triage import TrunkResults
 from workers.testing.watchdog import CheckRunState, coverage
 
 log = logging.getLogger(__name__)
@@ -90,10 +92,14 @@ def run_l1_job(
     max_infra_retries: int | None = None,
     log_url: Callable[[str], str | None] | None = None,
     own_login: str | None = None,
+    store: Store | None = None,
 ) -> L1JobResult:
     """Run L1 for ``job`` and publish it. Never leaves a check run in progress: any failure of
     ours completes it with the reason before the exception goes on to the task's retry logic.
-    ``own_login``: the App's bot login; an outside PR's ``/approve`` record counts only from it."""
+    ``own_login``: the App's bot login; an outside PR's ``/approve`` record counts only from it.
+    ``store``: the shared SQL store (``WorkerSettings.store()``; default: the embedded one under
+    ``data_dir``), where trunk results and baselines live."""
+    store = store or open_store(None, data_dir)
     with caches.open(cache_key(job.repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
         if not job.trunk and job.pr_number is None:
@@ -140,6 +146,7 @@ def run_l1_job(
             run = run_l1_for_ref(
                 cache.path, job.head_sha, config, data_dir=data_dir, base_ref=config.fork.branch,
                 trunk=job.trunk, canary=canary, infra_retries=0, suite_names=chosen if kept else None,
+                results=TrunkResults(store, job.repo),
             )
         except Exception as exc:
             if check_id is not None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from bot.config import RepoConfig, Suite
 from bot.errors import ForksyncError
+from core.store import open_store
 from workers.engine.git import Repository
 from workers.testing import suites as suites_mod
 from workers.testing import triage
@@ -118,6 +119,7 @@ def run_l1_for_ref(
     canary: CanaryFn | None = None,
     infra_retries: int | None = None,
     env: Mapping[str, str] | None = None,
+    results: triage.TrunkResults | None = None,
 ) -> L1Run:
     """Run L1 on ``ref`` of ``repo`` exactly as a worker does.
 
@@ -127,6 +129,8 @@ def run_l1_for_ref(
     check before GPU suites (default: the kernel-pack canary on the GPU). ``infra_retries``:
     how often a suite that died of an infrastructure cause is rerun here (default
     ``l1.max_infra_retries``; a worker that reschedules on another runner passes 0).
+    ``results``: the trunk results of this repository in the shared store (default: the
+    embedded store under ``data_dir``, as ``forksync l1`` on one machine uses).
     """
     started = time.monotonic()
     chosen = select_suites(config, suite_names)
@@ -141,7 +145,7 @@ def run_l1_for_ref(
         base_sha = git.rev_parse(base_ref)
         if base_sha is not None:
             merge_base = git.text("merge-base", sha, base_sha) or None
-    store = triage.TrunkResults(data_dir / "l1" / "results.sqlite")
+    store = results or triage.TrunkResults(open_store(None, data_dir))
     log_dir = data_dir / "l1" / "logs" / sha[:12]
 
     canary_result: CanaryResult | None = None
