@@ -404,3 +404,32 @@ def infra_recovered_comment(cause: str, runner: str, healthy_runs: int) -> str:
     return (f"Runner `{runner}` ran L1 cleanly {healthy_runs} times in a row since **{cause}** was last seen "
             "(`l2.recover_after` in `.github/forksync.yml`), so forksync closes this issue. It reopens if the "
             "cause comes back on this runner.")
+
+
+def suite_changes_note(*, added: Sequence[str], dropped: Sequence[str], changed: Sequence[str],
+                       required_added: Sequence[str] = (), required_dropped: Sequence[str] = (),
+                       approved_by: str | None = None) -> str:
+    """What a PR's own ``.github/forksync.yml`` changes about its L1 gate (the trunk's config decides)."""
+    def names(items: Sequence[str]) -> str:
+        return ", ".join(f"`{_cell(n)}`" for n in items)
+
+    lines = ["", "", "**This PR changes the L1 configuration.** What runs is the trunk's (the PR's base) "
+             "config plus what this PR adds:"]
+    if added:
+        lines.append(f"- adds suite(s) {names(added)}: run here too")
+    if dropped:
+        lines.append(f"- drops suite(s) {names(dropped)}: " + (
+            f"approved by @{approved_by}, not run" if approved_by else
+            "still run here; dropping a suite needs a maintainer's `/approve` of this head before this check can pass"))
+    if changed:
+        lines.append(f"- redefines suite(s) {names(changed)}: the trunk's definition runs until this PR merges")
+    if required_added:
+        lines.append(f"- adds required check(s) {names(required_added)}")
+    if required_dropped:
+        lines.append(f"- drops required check(s) {names(required_dropped)}: " + (
+            f"approved by @{approved_by}" if approved_by else "still required; needs a maintainer's `/approve`"))
+    return "\n".join(lines)
+
+
+def unapproved_drop_title(title: str, dropped: Sequence[str]) -> str:
+    return f"Drops {', '.join(dropped)} without a maintainer's /approve; {title}"[:255]
