@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Benchmark, L2Config, Metric, RepoConfig, load_repo_config
+from core.config import Benchmark, L2Config, Metric, RepoConfig, load_repo_config
 from core.store import open_store
 from tests.fixtures.trunk import TrunkCommit
 from workers.engine.git import Repository

@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy import inspect
 
 from core.store import Store, database_url_for, open_store
-from workers.state import LocalState, SeriesStore
+from workers.adapters.state import LocalState, SeriesStore
 from workers.testing.regression import L2Run
 from workers.testing.results import ResultStore
 from workers.testing.triage import TrunkResults
@@ -63,7 +63,7 @@ def test_l2_history_and_metric_series(store: Store) -> None:
 
 def test_named_series_keep_order_and_trim(store: Store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Series points come back oldest first, limited to the newest; the oldest beyond the cap go."""
-    import workers.state as state
+    import workers.adapters.state as state
 
     monkeypatch.setattr(state, "SERIES_MAX_POINTS", 3)
     series = SeriesStore(store)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot import tasknames
+from core import tasknames
 from core.store import open_store
 from tests.fixtures.l1 import FAILING_TEST, config_yaml, flow_suite, passing_tests
 from tests.fixtures.workers import REPO_ROOT, WorkerProcess, wait_for
@@ -55,8 +55,8 @@ def test_two_workers_triage_from_the_same_store(github: LoopbackGitHub, tmp_path
     try:
         for w in workers:
             w.start()
-        from workers.celery_app import create_celery
-        from workers.settings import WorkerSettings
+        from core.settings import WorkerSettings
+        from workers.app.celery_app import create_celery
 
         app = create_celery(WorkerSettings.from_mapping({**base_env, "FORKSYNC_DATA_DIR": str(tmp_path / "sender")}))
         app.send_task(tasknames.RUN_L1, kwargs={"installation_id": installation, "repo": FORK, "head_sha": trunk,

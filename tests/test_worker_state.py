@@ -15,8 +15,8 @@ import redis
 
 from core.store import open_store
 from tests.gitrepo import GitRepo
-from workers.gitcache import TMP_REF_PREFIX, GitCache
-from workers.state import LocalState, LockBusy, RedisState, SeriesStore
+from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
+from workers.adapters.state import LocalState, LockBusy, RedisState, SeriesStore
 
 REDIS_TEST_URL = "redis://127.0.0.1:6379/3"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bot.config import RepoConfig, Suite
+from core.config import RepoConfig, Suite
 
 
 @dataclass(frozen=True)

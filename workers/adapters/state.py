@@ -24,9 +24,9 @@ from typing import Any, Protocol
 
 from sqlalchemy import delete, select
 
+from core.settings import WorkerSettings
 from core.store import Store, open_store
 from core.store.models import SeriesPointRow
-from workers.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 
