@@ -74,7 +74,7 @@ def test_suite_under_min_tests_is_omitted(make_repo: MakeRepo, tmp_path: Path) -
     repo.commit("tests", {"tests/test_a.py": passing_tests(3)})
     out = run_at_head(repo, pytest_suite(min_tests=5), tmp_path)
     assert (out.status, out.passed, out.expected) == ("omitted", 3, 5)
-    assert out.reason == "ran 3 tests, fewer than min_tests 5"
+    assert out.reason == "executed 3 tests, fewer than min_tests 5"
 
 
 def test_suite_under_baseline_fraction_is_omitted(make_repo: MakeRepo, tmp_path: Path) -> None:

@@ -61,6 +61,8 @@ class SuiteLike(Protocol):
     @property
     def skipped(self) -> int: ...
     @property
+    def skip_reasons(self) -> str: ...
+    @property
     def expected(self) -> int: ...
     @property
     def duration_s(self) -> float: ...
@@ -208,10 +210,11 @@ def l1_title(run: L1RunLike) -> str:
         return (f"Infrastructure problem in {', '.join(s.name for s in infra)}: "
                 "not caused by this change, retry on another runner")
     total = sum(s.passed for s in suites)
+    skipped = sum(s.skipped for s in suites)
     if fails:
         counts = _triage_counts(fails)
         return f"Passed: {len(fails)} failure(s), none new ({counts})"
-    return f"All {len(suites)} suite(s) passed ({total} tests)"
+    return f"All {len(suites)} suite(s) passed ({total} tests" + (f", {skipped} skipped)" if skipped else ")")
 
 
 def _triage_counts(fails: Sequence[FailureLike]) -> str:
@@ -249,12 +252,15 @@ def _summary_lines(run: L1RunLike, log_url: LogUrl) -> list[str]:
             f"| {expected} | {s.duration_s:.1f} s | {_log_link(s, log_url)} |"
         )
     notes = [s for s in run.suites if s.reason and s.status != "passed"]
-    if notes:
+    skips = [s for s in run.suites if s.skipped and s.skip_reasons and "skipped:" not in s.reason]
+    if notes or skips:
         lines.append("")
         for s in notes:
             retry = f" (after {s.attempts} attempts)" if s.attempts > 1 else ""
             owners = f" — owners: {', '.join('@' + o for o in s.owners)}" if s.owners and s.status != "infrastructure" else ""
             lines.append(f"- **{_cell(s.name)}**: {s.reason}{retry}{owners}")
+        for s in skips:
+            lines.append(f"- **{_cell(s.name)}**: {s.skipped} skipped (not run, not counted): {_cell(s.skip_reasons)}")
     fails = [f for s in run.suites for f in s.failures]
     if fails:
         kinds = " or ".join(_TRIAGE_LABELS.get(k, k) for k in run.fail_on)

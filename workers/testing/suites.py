@@ -73,10 +73,17 @@ class SuiteOutcome:
     # (crash, timeout, infrastructure): what the check run shows instead of a test failure.
     log_tail: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # Why tests were skipped, with counts (``watchdog.describe_skips``): named in the check.
+    skip_reasons: str = ""
 
     @property
     def total(self) -> int:
         return len(self.tests)
+
+    @property
+    def executed(self) -> int:
+        """Tests that ran (passed or failed); skipped ones are reported, not run."""
+        return self.passed + self.failed
 
     def as_json(self) -> dict[str, Any]:
         """The ``forksync l1 --json`` record of a suite (the documented contract, plus details)."""
@@ -86,6 +93,8 @@ class SuiteOutcome:
             "passed": self.passed,
             "failed": self.failed,
             "skipped": self.skipped,
+            "skip_reasons": self.skip_reasons,
+            "executed": self.executed,
             "expected": self.expected,
             "duration_s": round(self.duration_s, 3),
             "reason": self.reason,
@@ -281,6 +290,7 @@ def _judge(
         skipped=report.skipped,
         failures=failures,
         tests=tuple((c.id, c.outcome) for c in report.cases),
+        skip_reasons=watchdog.describe_skips(c.message for c in report.cases if c.outcome == junit.SKIPPED),
     )
     if timed_out:
         cause = infra.infrastructure_cause(infra.log_tail(log_path))
@@ -290,7 +300,8 @@ def _judge(
                        reason=f"killed after its {suite.timeout} s timeout (with its process group)")
     omitted = watchdog.omission(
         suite, ran=True, readable=report.readable, problem=report.problem,
-        total=report.total, baseline=baseline, fraction=fraction,
+        executed=report.passed + report.failed, baseline=baseline, fraction=fraction,
+        skipped=report.skipped, skip_reasons=counted.skip_reasons,
     )
     if report.failures:
         # Failures whose own text names an infrastructure cause do not blame the PR; one real
