@@ -90,6 +90,7 @@ def run_l1_job(
     token: str | None,
     clone_url_for: Callable[[str], str] | None = None,
     canary: Callable[[], CanaryResult] | None = None,
+    host_canary: Callable[[], CanaryResult] | None = None,
     max_infra_retries: int | None = None,
     log_url: Callable[[str], str | None] | None = None,
     own_login: str | None = None,
@@ -150,7 +151,7 @@ def run_l1_job(
         try:
             run = run_l1_for_ref(
                 cache.path, job.head_sha, config, data_dir=data_dir, base_ref=config.fork.branch,
-                trunk=job.trunk, canary=canary, infra_retries=0, suite_names=chosen if kept else None,
+                trunk=job.trunk, canary=canary, host_canary=host_canary, infra_retries=0, suite_names=chosen if kept else None,
                 results=TrunkResults(store, job.repo),
             )
         except Exception as exc:
