@@ -582,6 +582,8 @@ class Settings:
     data_dir: str = ".forksync"
     max_body_bytes: int = 25 * 1024 * 1024
     delivery_ttl_s: int = 7 * 24 * 3600
+    # The shared SQL store (core/store): PostgreSQL for distributed workers; None = SQLite in data_dir.
+    database_url: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> Settings:
@@ -605,4 +607,5 @@ class Settings:
             data_dir=env.get("FORKSYNC_DATA_DIR") or ".forksync",
             max_body_bytes=int(env.get("FORKSYNC_MAX_BODY_BYTES") or 25 * 1024 * 1024),
             delivery_ttl_s=int(env.get("FORKSYNC_DELIVERY_TTL_S") or 7 * 24 * 3600),
+            database_url=env.get("FORKSYNC_DATABASE_URL") or None,
         )
