@@ -535,6 +535,8 @@ def rules_for(pair: Pair, config: LedgerConfig, upstream_url: str | None = None)
         pr_patterns=config.pr_patterns,
         upstream_url=upstream_url or pair.upstream_url,
         fork_url=pair.fork_url,
+        defer_patterns=config.defer_patterns,
+        wont_port_patterns=config.wont_port_patterns,
     )
 
 
