@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.config import DEFAULT_DEFER_PATTERNS, DEFAULT_TRAILER_PATTERNS, DEFAULT_WONT_PORT_PATTERNS
+from core.config import DEFAULT_DEFER_PATTERNS, DEFAULT_TRAILER_PATTERNS, DEFAULT_WONT_PORT_PATTERNS
 from workers.engine.history import Commit
 from workers.engine.titles import bundle_numbers, parse_title
 
