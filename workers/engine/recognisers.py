@@ -1,27 +1,27 @@
 """Recognise which upstream commits a fork commit carries, from its message alone.
 
-Recognisers run in order and the first that finds something wins, so a weaker signal never
-adds to a stronger one (a cherry-picked upstream body that links other upstream PRs must not
-make those PRs "picked"):
+A fork commit carries the union of what its strong signals name (a bundle carries what its
+title, its list items and its trailers name, not what the first of them names):
 
-1. ``trailer``    -- ``(cherry picked from commit <sha>)``, ``Reactor Backport Revision: <sha>``,
-   ``Upstream-Commit: <sha>`` (configurable; several per commit are fine);
-2. ``bundle``     -- ``[Cherry-pick][BUNDLE] Cherry-pick K upstream(#a #b ...)`` plus the PRs and
-   shas listed in the body outside Deferred / Won't-port sections;
-3. ``pr-subject`` -- ``[Cherry-pick] '<upstream subject> (#N)' (#M)``: N is upstream's PR, M is
-   the fork's own and is never read as an upstream reference;
-4. ``subject``    -- the fork subject is an upstream subject verbatim (optionally followed by the
-   fork's own ``(#M)``);
-5. ``pr-pattern`` -- configured regexes with a group ``pr``;
-6. ``body-link``  -- ``<upstream url>/pull/N`` in the body, outside excluded sections and not
-   after prose that says the PR is only related ("regression from <link>", "similar to <link>").
+1. ``trailer``    -- ``Reactor Cherry-pick|Backport Revision: <sha>``, ``(cherry picked from
+   commit <sha>)``, ``Upstream-Commit: <sha>``, ``Original Commit: <sha>`` (configurable;
+   several per commit are fine);
+2. ``bundle``     -- a bundle title's list (``Cherry-pick K upstream(#a #b ...)``, ``#a #b (#M)``,
+   ``... dependents (#a #b ...)``, lists GitHub cut with ``…`` and continued in the body) plus
+   the PRs and shas of the body's Picked lists (not its Deferred / Won't-port sections, whose
+   items become decisions, nor items marked NO-OP);
+3. ``pr-subject`` -- ``[Cherry-pick] '<upstream subject> (#N)' (#M)`` after any fork prefix
+   (titles.py): N is upstream's PR, M is the fork's own and is never read as upstream's.
 
-A fork's own ``(#M)`` (GitHub's squash-merge suffix, also after a title GitHub cut with ``…``)
-is never read as an upstream PR. Fork reverts are named by ``This reverts commit <sha>``, by the
-reverted subject, or as GitHub's Revert button writes them (PR title, ``Reverts owner/repo#M``).
+Only when those name nothing: 4. ``subject`` -- the fork subject is an upstream subject
+verbatim (optionally + the fork's ``(#M)``); 5. ``pr-pattern`` -- configured regexes with a
+group ``pr``; 6. ``body-link`` -- ``<upstream url>/pull/N`` in the body, outside excluded
+sections and not after prose that says the PR is only related ("regression from <link>").
 
-Patch-id equality (the recogniser of last resort) needs git and lives in ``ledger.py``.
-Everything here is pure: plain strings in, references out.
+Text the message quotes from upstream (fenced blocks, ``>`` lines) is never read. Decisions the
+message records (``Reactor Defer|WontPort Revision``, a bundle's Deferred / Won't-port items)
+come back in :attr:`Recognition.decided`. Reverts are read in ``reverts.py``; patch-id equality
+(the recogniser of last resort) needs git and lives in ``ledger.py``. Everything here is pure.
 """
 
 from __future__ import annotations
@@ -54,9 +54,6 @@ _SHA_TOKEN = re.compile(r"(?<![0-9a-zA-Z])([0-9a-f]{7,40})(?![0-9a-zA-Z])")
 _PULL_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/pull/(\d+)")
 _COMMIT_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/commit/([0-9a-f]{7,40})")
 _SLUG_REF = re.compile(r"(?<![\w/.-])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
-_REVERTS_SHA = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
-_REVERTS_PR = re.compile(r"(?m)^\s*Reverts ([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
-_REVERT_SUBJECT = re.compile(r"^Revert\s+[\"'“‘](.*)[\"'”’]\s*(?:\(#\d+\))?\s*$")
 _QUOTES = {"'": "'", '"': '"', "“": "”", "‘": "’", "`": "`"}
 
 # Section headings in pick bodies whose references are NOT picks.
@@ -599,73 +596,3 @@ def _heading(line: str) -> tuple[str | None, str, bool]:
         after = m.group(4).strip()
         return m.group(2).strip(), after, not after
     return None, "", False
-
-
-# --------------------------------------------------------------------------- reverts
-
-
-class ForkIndex:
-    """Lookups over fork commits for revert resolution: by sha prefix and by subject."""
-
-    def __init__(self, commits: Sequence[Commit]) -> None:
-        self.position = {c.sha: i for i, c in enumerate(commits)}
-        self._sorted = sorted(self.position)
-        self.by_subject: dict[str, list[str]] = {}
-        # A squash-merged fork PR is "<PR title> (#M)", and GitHub's Revert button titles its
-        # revert after the PR title: 'Revert "<PR title>"', with a body "Reverts owner/repo#M".
-        self.by_title: dict[str, list[str]] = {}
-        self.by_number: dict[int, list[str]] = {}
-        for c in commits:
-            self.by_subject.setdefault(normalise(c.subject), []).append(c.sha)
-            m = _TRAILING_PR.search(c.subject)
-            if m is not None:
-                self.by_title.setdefault(normalise(c.subject[: m.start()]), []).append(c.sha)
-                self.by_number.setdefault(int(m.group(1)), []).append(c.sha)
-
-    def sha(self, text: str) -> str | None:
-        i = bisect.bisect_left(self._sorted, text.lower())
-        hits = [h for h in self._sorted[i : i + 2] if h.startswith(text.lower())]
-        return hits[0] if len(hits) == 1 else None
-
-
-def revert_target(commit: Commit, fork: ForkIndex, index: UpstreamIndex, rules: Rules) -> str | bool | None:
-    """The fork commit that ``commit`` reverts; True when it is a revert of something unknown.
-
-    A revert of an *upstream* commit (``This reverts commit <upstream sha>``, or a subject that
-    is an upstream revert's subject) is not a fork revert: it may be a pick of that revert.
-    """
-    message = commit.message or commit.subject
-    for m in _REVERTS_SHA.finditer(message):
-        target = fork.sha(m.group(1))
-        if target and target != commit.sha:
-            return target
-        if index.sha(m.group(1)):
-            return None
-    subj = _REVERT_SUBJECT.match(commit.subject)
-    if not subj:
-        return None
-    if _trailers(message, index, rules) or _same_subject(commit.subject, index):
-        return None
-    inner = subj.group(1)
-    here = fork.position.get(commit.sha, len(fork.position))
-
-    def newest_before(shas: Sequence[str] | None) -> str | None:
-        earlier = [s for s in shas or () if fork.position[s] < here]
-        return earlier[-1] if earlier else None
-
-    for text in (inner, _TRAILING_PR.sub("", inner)):
-        target = newest_before(fork.by_subject.get(normalise(text)))
-        if target:
-            return target
-    # GitHub's Revert button: the inner text is the fork PR's title, and "Reverts <fork>#M" its
-    # number (an upstream commit the fork merged may end in the same number: never a target).
-    target = newest_before(fork.by_title.get(normalise(inner)))
-    if target:
-        return target
-    for slug, number in _REVERTS_PR.findall(message):
-        if not (rules.upstream_slug and slug.lower() == rules.upstream_slug):
-            own = [s for s in fork.by_number.get(int(number), ()) if s not in index.position and s not in index.side]
-            target = newest_before(own)
-            if target:
-                return target
-    return True
