@@ -10,7 +10,8 @@ Entry points:
   files -- upstream changes with blobs (kept per commit between runs); a candidate whose
   nearest same-file upstream commit has the same blobs is matched at once, the rest by
   ``patch-id`` among commits that share a file set, nearest first, in at most three batches.
-* ``load_status(pair, config) -> (Metrics, warnings)`` -- what ``forksync status`` prints.
+* ``load_status(pair, config) -> StatusView`` -- what ``forksync status`` prints (metrics,
+  warnings, and the pins the fork states itself: ``UPSTREAM_HASH``, ``UPSTREAM_FRONTIER_HASH``).
 * ``compute_ledger(...)`` -- the pure core, for tests and for callers that already hold history.
 
 For the bundling engine: ``Ledger.backlog_commits`` (holes behind the frontier, oldest first)
@@ -56,6 +57,7 @@ __all__ = [
     "LedgerEntry",
     "Metrics",
     "Pick",
+    "StatusView",
     "build_ledger",
     "compute_ledger",
     "load_ledger",
@@ -589,17 +591,31 @@ def load_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = 
     return ledger
 
 
-def load_status(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = None) -> tuple[Metrics, tuple[str, ...]]:
-    """Metrics and warnings only; a warm call reads a small file, not the whole ledger."""
+@dataclass(frozen=True)
+class StatusView:
+    """What ``forksync status`` prints: the metrics, warnings, and the fork's own pins."""
+
+    metrics: Metrics
+    warnings: tuple[str, ...]
+    fork_pins: forkpins.ForkPins
+
+    def as_json(self) -> dict[str, Any]:
+        return {"metrics": self.metrics.as_json(), "warnings": list(self.warnings), "fork_pins": self.fork_pins.as_json()}
+
+
+def load_status(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = None) -> StatusView:
+    """Metrics, warnings and fork pins only; a warm call reads a small file, not the whole ledger."""
     key = cache_key(pair, config, upstream_url)
     path = _cache_path(pair, key, "status")
     try:
         data = json.loads(path.read_text())
-        return Metrics.from_json(data["metrics"]), tuple(data["warnings"])
+        return StatusView(
+            Metrics.from_json(data["metrics"]), tuple(data["warnings"]), forkpins.ForkPins.from_json(data["fork_pins"])
+        )
     except (OSError, ValueError, KeyError, TypeError):
         pass
     ledger = load_ledger(pair, config, upstream_url=upstream_url)
-    return ledger.metrics, ledger.warnings
+    return StatusView(ledger.metrics, ledger.warnings, ledger.fork_pins)
 
 
 def _store(pair: Pair, key: str, ledger: Ledger) -> None:
@@ -609,7 +625,7 @@ def _store(pair: Pair, key: str, ledger: Ledger) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for kind, data in (
             ("ledger", ledger.as_json()),
-            ("status", {"metrics": ledger.metrics.as_json(), "warnings": list(ledger.warnings)}),
+            ("status", StatusView(ledger.metrics, ledger.warnings, ledger.fork_pins).as_json()),
         ):
             path = _cache_path(pair, key, kind)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
