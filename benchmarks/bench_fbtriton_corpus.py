@@ -40,9 +40,9 @@ def fake_sha(text: str) -> str:
 
 
 def load(data: Path = DATA) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    rows = [json.loads(line) for line in (data / "fbtriton-picks.jsonl").open()]
-    expected = [json.loads(line) for line in (data / "expected.jsonl").open()]
-    upstream = [json.loads(line) for line in (data / "upstream.jsonl").open()]
+    rows = [json.loads(line) for line in (data / "fbtriton-picks.jsonl").read_text().splitlines()]
+    expected = [json.loads(line) for line in (data / "expected.jsonl").read_text().splitlines()]
+    upstream = [json.loads(line) for line in (data / "upstream.jsonl").read_text().splitlines()]
     return rows, expected, upstream
 
 

@@ -218,7 +218,7 @@ def recognise(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recognition
         add((s for s in sections.picked if s not in not_carried), BUNDLE)
         if not named:
             add(sections.links, BUNDLE)
-        decided += sections.decided
+        decided = sections.decided + decided  # a trailer is the more explicit record: it is read last
     elif title.is_pick:
         add(_pick_subject(title.rest, index), PR_SUBJECT)
     if not named:
@@ -494,7 +494,10 @@ def _body_links(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
 _NOT_CARRIED_PROSE = re.compile(
     r"(?i)\b(?:related|similar|like|unlike|follow[\s-]?ups?|regress\w*|introduced|caused|broke\w*|"
     r"break(?:s|ing|age)?|depend\w*|prerequisite|see also|inspired|supersed\w*|revert\w*|"
-    r"conflict\w*|workaround|works? around|because|once|until|blocked|waiting)\b"
+    r"conflict\w*|workaround|works? around|because|once|until|blocked|waiting|"
+    # partial ports and the fork's own work sent upstream ("Port of <link>" stays a pick):
+    # "Port the non-LLVM portions of owner/repo#N", "Mirrors the fix from <link>", "upstreaming <link>"
+    r"partial\w*|portions?|parts? of|mirror\w*|re-?implement\w*|upstreaming|upstreamed)\b"
 )
 
 
