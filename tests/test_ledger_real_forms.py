@@ -55,7 +55,7 @@ def test_revert_by_subject_inside_a_bundle_and_its_reapply(forked: Forked) -> No
     """`Revert "<upstream subject>"` without a sha un-picks that commit; reverting the revert
     (a reapply) carries it again."""
     p = forked()
-    a, b, c = three(p)
+    a, _, c = three(p)
     bundle = bundle_of_three(p)
     revert = merge_fork_pr(p, 'Revert "[FRONTEND] Allow constexpr step (#7003)"', 7011, {"src/pr7003.py": None})
     assert carriers(p.ledger(), c) == () and carriers(p.ledger(), a) == (bundle,)
