@@ -52,9 +52,9 @@ from typing import Any
 # FORKSYNC_ROOT=/path/to/checkout measures another checkout's engine (how "before" was taken).
 sys.path.insert(0, os.environ.get("FORKSYNC_ROOT") or str(Path(__file__).resolve().parent.parent))
 
-from core.config import load_repo_config  # noqa: E402
-from workers.engine.ledger import build_ledger  # noqa: E402
-from workers.engine.pair import open_pair  # noqa: E402
+from core.config import load_repo_config
+from workers.engine.ledger import build_ledger
+from workers.engine.pair import open_pair
 
 PRE_FORK_TIP = "3931ef6f7ea3c26aacf2c720d3906e06beba386a^"
 UPSTREAM_URL = "https://github.com/triton-lang/triton"
