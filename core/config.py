@@ -28,8 +28,14 @@ _IDENTITY = re.compile(r"^[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>$")
 # Regexes that find an upstream sha in a fork commit's message; group "sha" is the sha.
 DEFAULT_TRAILER_PATTERNS: tuple[str, ...] = (
     r"\(cherry picked from commit (?P<sha>[0-9a-f]{7,40})\)",
-    r"(?im)^Reactor Backport Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
-    r"(?im)^Upstream-Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    r"(?im)^Reactor (?:Cherry-pick|Backport) Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    r"(?im)^Upstream[- ]Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    r"(?im)^Original Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+)
+# Decisions a fork records in its own messages (group "sha" is the upstream commit decided on).
+DEFAULT_DEFER_PATTERNS: tuple[str, ...] = (r"(?im)^Reactor Defer(?:red)? Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",)
+DEFAULT_WONT_PORT_PATTERNS: tuple[str, ...] = (
+    r"(?im)^Reactor Won[\x27’]?t-?Port Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
 )
 
 
@@ -84,6 +90,8 @@ class LedgerConfig:
     # Extra regexes with a group "pr" naming an upstream PR number in a fork commit message.
     pr_patterns: tuple[str, ...] = ()
     notes_ref: str = "refs/notes/forksync"
+    defer_patterns: tuple[str, ...] = DEFAULT_DEFER_PATTERNS
+    wont_port_patterns: tuple[str, ...] = DEFAULT_WONT_PORT_PATTERNS
 
 
 @dataclass(frozen=True)
@@ -375,7 +383,12 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     risk = _Section(
         doc, ("risk",), top.raw("risk"), ("diverged_zones", "risky_paths", "max_lines", "symbol_stoplist")
     )
-    ledger = _Section(doc, ("ledger",), top.raw("ledger"), ("trailer", "trailer_patterns", "pr_patterns", "notes_ref"))
+    ledger = _Section(
+        doc,
+        ("ledger",),
+        top.raw("ledger"),
+        ("trailer", "trailer_patterns", "pr_patterns", "notes_ref", "defer_patterns", "wont_port_patterns"),
+    )
     trailer = ledger.text("trailer", DEFAULT_TRAILER)
     if "{sha}" not in trailer:
         raise doc.error(("ledger", "trailer"), "must contain {sha}", 'e.g. "(cherry picked from commit {sha})"')
@@ -383,6 +396,10 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     pr_patterns = ledger.strings("pr_patterns")
     _check_regexes(doc, ("ledger", "trailer_patterns"), trailer_patterns, "sha")
     _check_regexes(doc, ("ledger", "pr_patterns"), pr_patterns, "pr")
+    defer_patterns = ledger.strings("defer_patterns", DEFAULT_DEFER_PATTERNS)
+    wont_port_patterns = ledger.strings("wont_port_patterns", DEFAULT_WONT_PORT_PATTERNS)
+    _check_regexes(doc, ("ledger", "defer_patterns"), defer_patterns, "sha")
+    _check_regexes(doc, ("ledger", "wont_port_patterns"), wont_port_patterns, "sha")
 
     cmds = _Section(doc, ("commands",), top.raw("commands"), ("rate_limit", "rate_window_s", "permission_cache_s"))
     sched = _Section(doc, ("schedule",), top.raw("schedule"), ("poll_upstream_minutes", "snapshot_minutes"))
@@ -406,6 +423,8 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
             trailer_patterns=trailer_patterns,
             pr_patterns=pr_patterns,
             notes_ref=ledger.text("notes_ref", "refs/notes/forksync"),
+            defer_patterns=defer_patterns,
+            wont_port_patterns=wont_port_patterns,
         ),
         l1=_l1(doc, top.raw("l1")),
         l2=_l2(doc, top.raw("l2")),
