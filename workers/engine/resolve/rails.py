@@ -135,7 +135,8 @@ def check_fork_symbols(path: str, result: str, ours: str, base: str, theirs: str
     if not fork:
         return None
     upstream_removed = defined_symbols(path, base) - defined_symbols(path, theirs)
-    gone = sorted(s for s in fork - defined_symbols(path, result) - upstream_removed if s not in action)
+    named = {word.rstrip(":.") for word in re.findall(r"[A-Za-z_~][\w:.~]*", action)}
+    gone = sorted(s for s in fork - defined_symbols(path, result) - upstream_removed if s not in named)
     if gone:
         return RailFailure(FORK_SYMBOLS, f"the fork's {', '.join(gone[:5])} no longer defined and the Action does not say why")
     return None

@@ -146,8 +146,10 @@ def list_union(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     )
 
 
-def _line_ops(base: Sequence[str], side: Sequence[str]) -> set[str]:
-    return {op for op, *_ in SequenceMatcher(None, list(base), list(side), autojunk=False).get_opcodes()}
+def _drops_lines(base: Sequence[str], side: Sequence[str]) -> bool:
+    """``side`` deletes whole lines of ``base`` (a deletion, or a replacement by fewer lines)."""
+    ops = SequenceMatcher(None, list(base), list(side), autojunk=False).get_opcodes()
+    return any(op != "equal" and (j2 - j1) < (i2 - i1) for op, i1, i2, j1, j2 in ops)
 
 
 def _wraps_base(side: Sequence[str], base: Sequence[str]) -> bool:
@@ -172,7 +174,7 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
         return None
     if _wraps_base(ours, base) or _wraps_base(theirs, base):
         return None
-    if "delete" in _line_ops(base, ours) or "delete" in _line_ops(base, theirs):
+    if _drops_lines(base, ours) or _drops_lines(base, theirs):
         return None
     text = ["".join(side) for side in (hunk.ours, hunk.base, hunk.theirs)]
     chunks = diff3(tokens(text[1]), tokens(text[0]), tokens(text[2]))
@@ -194,3 +196,4 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
 
 # The deterministic pipeline, in order. Memory (exact fingerprints) runs before these.
 DETERMINISTIC: tuple[Strategy, ...] = (identical_sides, whitespace_only, already_applied, list_union, token_merge)
+
