@@ -12,7 +12,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from bot.config import AgentConfig
+from core.config import AgentConfig
 from tests.gitrepo import GitRepo
 from workers.engine.resolve import resolve_pick
 from workers.engine.resolve.agent import CommandAgent, HttpAgent, agent_step, from_config

@@ -32,8 +32,8 @@ from typing import Any, Protocol
 
 import pygit2
 
-from bot.config import AgentConfig
-from bot.errors import ForksyncError
+from core.config import AgentConfig
+from core.errors import ForksyncError
 from workers.engine.git import run_git
 from workers.engine.resolve import model, rails
 from workers.engine.resolve.merge3 import Merged, git_merge

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import pygit2
 
-from bot.config import RepoConfig, ResolveConfig
+from core.config import RepoConfig, ResolveConfig
 from workers.engine.resolve import rails
 from workers.engine.resolve.merge3 import Merged
 from workers.engine.resolve.model import FileEntry, FileOutcome, ResolveOutcome, Waiting
