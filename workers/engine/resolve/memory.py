@@ -23,6 +23,8 @@ from typing import Any
 
 import pygit2
 
+from workers.engine.git import run_git
+from workers.engine.pair import Pair
 from workers.engine.resolve import model, rails
 from workers.engine.resolve.merge3 import Merged, git_merge
 from workers.engine.resolve.model import Hunk, HunkResolution
@@ -240,3 +242,13 @@ def write_records(repo: pygit2.Repository, records: Sequence[MemoryRecord], mess
         ref if update_ref else None, sig, sig, message, tree, [parent.id] if parent is not None else [],
     )
     return str(oid)
+
+
+# Where a pair's cache keeps its copy of the fork's memory ref.
+CACHE_MEMORY_REF = "refs/forksync/fork-resolutions"
+
+
+def fetch_memory(pair: Pair, ref: str = DEFAULT_REF) -> ResolutionMemory:
+    """The fork's memory, fetched into the pair's cache (an empty memory when the fork has none yet)."""
+    run_git(pair.repo.path, ["fetch", "--quiet", "--no-tags", pair.fork.remote, f"+{ref}:{CACHE_MEMORY_REF}"], check=False)
+    return ResolutionMemory(pygit2.Repository(str(pair.repo.path)), CACHE_MEMORY_REF)

@@ -84,14 +84,18 @@ class FileEntry:
     resolution_diff: str = ""  # unified diff from the conflicted merge to the resolution
     content: bytes | None = None  # the resolved file (None: the file is absent in the result)
 
-    def as_json(self) -> dict[str, Any]:
-        return {
+    def as_json(self, text: bool = False) -> dict[str, Any]:
+        doc: dict[str, Any] = {
             "path": self.path,
             "strategy": self.strategy,
             "action": self.action,
             "reason": self.reason,
             "hunks": [h.as_json() for h in self.hunks],
         }
+        if text:
+            doc["diff3"] = self.diff3
+            doc["resolution_diff"] = self.resolution_diff
+        return doc
 
 
 @dataclass(frozen=True)
@@ -140,14 +144,14 @@ class ResolveOutcome:
     error: str = ""
     notes: tuple[str, ...] = field(default=())
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, text: bool = False) -> dict[str, Any]:
         return {
             "commit": self.commit,
             "onto": self.onto,
             "resolved": self.resolved,
             "clean": self.clean,
             "tree": self.tree,
-            "entries": [e.as_json() for e in self.entries],
+            "entries": [e.as_json(text) for e in self.entries],
             "waiting": [w.as_json() for w in self.waiting],
             "error": self.error,
             "notes": list(self.notes),
