@@ -181,6 +181,33 @@ class ScheduleConfig:
 
 
 @dataclass(frozen=True)
+class AgentConfig:
+    """The optional conflict agent: a command (JSON in, JSON out) or an OpenAI-compatible endpoint."""
+
+    command: tuple[str, ...] = ()
+    url: str | None = None  # base URL of an OpenAI-compatible API (…/v1); POST {url}/chat/completions
+    key_env: str | None = None  # name of the environment variable holding the API key
+    model: str | None = None
+    timeout_s: int = 300
+    max_output_kb: int = 2048
+    history_commits: int = 5  # the fork's recent commits per conflicted file sent along
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.command) or self.url is not None
+
+
+@dataclass(frozen=True)
+class ResolveConfig:
+    """Conflict resolution: the agent, per-extension syntax checks, and where the memory lives."""
+
+    agent: AgentConfig = AgentConfig()
+    checks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (file suffix, argv with {file})
+    memory_ref: str = "refs/forksync/resolutions"
+    auto_agent: bool = False  # run the agent without a /resolve agent command
+
+
+@dataclass(frozen=True)
 class RepoConfig:
     """Everything ``.github/forksync.yml`` can say; defaults make an empty file valid."""
 
@@ -194,6 +221,7 @@ class RepoConfig:
     l3: L3Config = L3Config()
     commands: CommandsConfig = CommandsConfig()
     schedule: ScheduleConfig = ScheduleConfig()
+    resolve: ResolveConfig = ResolveConfig()
 
     def workload(self, name: str) -> Workload | None:
         return next((w for w in self.l3.workloads if w.name.lower() == name.lower()), None)
@@ -365,7 +393,7 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-_TOP = ("upstream", "fork", "bundle", "risk", "ledger", "l1", "l2", "l3", "commands", "schedule")
+_TOP = ("upstream", "fork", "bundle", "risk", "ledger", "l1", "l2", "l3", "commands", "schedule", "resolve")
 
 
 def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
@@ -438,6 +466,57 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
             poll_upstream_minutes=sched.integer("poll_upstream_minutes", 10, minimum=1),
             snapshot_minutes=sched.integer("snapshot_minutes", 60, minimum=1),
         ),
+        resolve=_resolve(doc, top.raw("resolve")),
+    )
+
+
+def _resolve(doc: _Doc, raw: Any) -> ResolveConfig:
+    sec = _Section(doc, ("resolve",), raw, ("agent", "checks", "memory_ref", "auto_agent"))
+    agent = _Section(
+        doc, ("resolve", "agent"), sec.raw("agent"),
+        ("command", "url", "key_env", "model", "timeout_s", "max_output_kb", "history_commits"),
+    )
+    command = agent.command("command", required=False)
+    url = agent.text("url", None)
+    if command and url:
+        raise doc.error(("resolve", "agent", "url"), "give either command or url, not both",
+                        "keep the one the agent speaks")
+    if url is not None and not re.match(r"^https?://", url):
+        raise doc.error(("resolve", "agent", "url"), f"expected an http(s) URL, got {url!r}",
+                        "e.g. url: https://api.openai.com/v1")
+    key_env = agent.text("key_env", None)
+    if key_env is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key_env):
+        raise doc.error(("resolve", "agent", "key_env"), f"expected an environment variable name, got {key_env!r}",
+                        "name the variable that holds the key, e.g. key_env: OPENAI_API_KEY (never the key itself)")
+    checks_raw = sec.raw("checks") or {}
+    if not isinstance(checks_raw, dict):
+        raise doc.error(("resolve", "checks"), f"expected a mapping of file suffixes to commands, got {_kind(checks_raw)}",
+                        'e.g. checks: {".c": [cc, -fsyntax-only, "{file}"]}')
+    checks_sec = _Section(doc, ("resolve", "checks"), checks_raw, tuple(str(k) for k in checks_raw))
+    checks = []
+    for suffix in sorted(str(k) for k in checks_raw):
+        argv = checks_sec.command(suffix, required=True)
+        if not any("{file}" in arg for arg in argv):
+            raise doc.error(("resolve", "checks", suffix), "the command must name {file}",
+                            'e.g. [cc, -fsyntax-only, "{file}"]')
+        checks.append((suffix, argv))
+    memory_ref = sec.text("memory_ref", "refs/forksync/resolutions")
+    if not str(memory_ref).startswith("refs/"):
+        raise doc.error(("resolve", "memory_ref"), f"expected a ref under refs/, got {memory_ref!r}",
+                        "e.g. refs/forksync/resolutions")
+    return ResolveConfig(
+        agent=AgentConfig(
+            command=command,
+            url=url,
+            key_env=key_env,
+            model=agent.text("model", None),
+            timeout_s=agent.integer("timeout_s", 300, minimum=1),
+            max_output_kb=agent.integer("max_output_kb", 2048, minimum=1),
+            history_commits=agent.integer("history_commits", 5),
+        ),
+        checks=tuple(checks),
+        memory_ref=memory_ref,
+        auto_agent=sec.flag("auto_agent", False),
     )
 
 
