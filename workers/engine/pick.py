@@ -114,6 +114,11 @@ class PickTarget:
             self._dirs = {"": tree}
         return self._tree.id
 
+    def scratch(self) -> PickTarget:
+        """A copy to try picks on without moving this target."""
+        copy = PickTarget(self.repo, self.tree())
+        return copy
+
     def pick(self, change: CommitChanges) -> PickResult:
         """Cherry-pick ``change`` onto the target; advance it when clean."""
         if not self._fits(change):
