@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from bot.config import BundleConfig, RepoConfig, RiskConfig
+from core.config import BundleConfig, RepoConfig, RiskConfig
 from workers.engine.lines import LineDep
 from workers.engine.partition import Change, Plan, Reason, partition
 from workers.engine.symbols import Hunk, file_definitions

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from bot.config import RepoConfig
+from core.config import RepoConfig
 from workers.engine.lines import LineDep
 from workers.engine.links import ChainLinks
 from workers.engine.paths import first_match, path_matches

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 from workers.engine.git import Repository
 
 # How much of a command's output is kept: the tail is where failures and metrics are.
