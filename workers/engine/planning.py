@@ -32,7 +32,7 @@ from workers.engine.ledger import Ledger, load_ledger
 from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition, short
-from workers.engine.pick import PickTarget
+from workers.engine.pick import GitMerger, PickTarget
 from workers.engine.symbols import stoplist
 
 
@@ -62,7 +62,7 @@ class _TipTrial:
     def chain_add(self, chain_id: str, sha: str) -> None:
         target = self.chains.get(chain_id)
         if target is None:
-            target = self.chains[chain_id] = PickTarget(self.target.repo, self.target.tree())
+            target = self.chains[chain_id] = self.target.scratch()
         target.pick(self.changes[sha])  # a conflicting member waits for its resolution: not applied
 
     def chain_merge(self, keep: str, other: str, members: Sequence[str]) -> None:
@@ -98,7 +98,7 @@ def urgent_trial(repo: pygit2.Repository, fork_tip: str, change: CommitChanges) 
     """Conflicting paths of ``change`` picked alone onto the fork tip (empty: it picks cleanly)."""
     tip = repo.get(fork_tip)
     assert isinstance(tip, pygit2.Commit)
-    return _conflicts(PickTarget(repo, tip.tree.id), change)
+    return _conflicts(PickTarget(repo, tip.tree.id, GitMerger(repo)), change)
 
 
 def _as_change(c: CommitChanges, depends: Mapping[str, tuple[LineDep, ...]] | None = None) -> Change:
@@ -165,7 +165,7 @@ def make_plan(
                 history[sha] = _as_change(commit_changes(repo, sha, stop))
     fork_tip = repo.get(pair.fork_tip)
     assert isinstance(fork_tip, pygit2.Commit)
-    trial = _TipTrial(PickTarget(repo, fork_tip.tree.id), changes)
+    trial = _TipTrial(PickTarget(repo, fork_tip.tree.id, GitMerger(repo)), changes)
     plan = partition([_as_change(changes[s], depends) for s in walk], config, trial, store.records, history, deferred)
     hurried = tuple(Urgent(f"urgent-{short(s)}", s, urgent_trial(repo, pair.fork_tip, changes[s])) for s in urgent)
     plan = dataclasses.replace(plan, urgent=hurried)
