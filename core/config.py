@@ -81,6 +81,13 @@ class RiskConfig:
     risky_paths: tuple[str, ...] = ()
     max_lines: int = 2000
     symbol_stoplist: tuple[str, ...] = ()
+    # How a commit is found to depend on an open chain: "line" (overlapping lines, definitions,
+    # picks only with it) or "file" (any shared file or symbol: the earlier rule, to compare).
+    link: str = "line"
+    # Lines beyond each side of a hunk that still count as overlapping (line mode).
+    context_lines: int = 1
+    # Whether a commit over max_lines seeds a chain by its size alone (otherwise it is bundled).
+    size_seeds: bool = False
 
 
 @dataclass(frozen=True)
@@ -409,8 +416,12 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
         raise doc.error(("bundle", "committer"), f"expected 'Name <email>', got {committer!r}",
                         'e.g. committer: "forksync <forksync@users.noreply.github.com>"')
     risk = _Section(
-        doc, ("risk",), top.raw("risk"), ("diverged_zones", "risky_paths", "max_lines", "symbol_stoplist")
+        doc, ("risk",), top.raw("risk"),
+        ("diverged_zones", "risky_paths", "max_lines", "symbol_stoplist", "link", "context_lines", "size_seeds"),
     )
+    link = risk.text("link", "line")
+    if link not in ("line", "file"):
+        raise doc.error(("risk", "link"), f"expected line or file, got {link!r}", "use link: line (the default) or link: file")
     ledger = _Section(
         doc,
         ("ledger",),
@@ -445,6 +456,9 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
             risky_paths=risk.strings("risky_paths"),
             max_lines=risk.integer("max_lines", 2000, minimum=1),
             symbol_stoplist=risk.strings("symbol_stoplist"),
+            link=link,
+            context_lines=risk.integer("context_lines", 1, minimum=0),
+            size_seeds=risk.flag("size_seeds", False),
         ),
         ledger=LedgerConfig(
             trailer=trailer,
