@@ -74,7 +74,7 @@ def test_one_delivery_is_followed_from_webhook_to_pr(tmp_path: Path) -> None:
     from workers.demo.loop import FORK_REPO, SECRET, _AppSender, _push_payload
     from workers.demo.sample import UPSTREAM_URL, make_sample
     from workers.engine.git import Repository, run_git
-    from workers.github_port import DryGitHub
+    from core.github.ingest import DryGitHub
 
     sample = make_sample(tmp_path)
     remote = tmp_path / "github" / f"{FORK_REPO}.git"
