@@ -72,3 +72,17 @@ def test_assemble_keeps_first_seen_times_asks_area_owners_and_reads_thresholds()
     assert bundle.url == "https://github.com/acme/fork/pull/8" and bundle.l1 == "success"
     assert feed.thresholds.days_behind == 3.0 and feed.thresholds.backlog == 10 and not feed.public_dashboard
     assert feed.upstream_url == "https://github.com/triton-lang/triton"
+
+
+def test_trunk_runs_come_from_the_shared_store_per_repository(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Suite runs recorded by the L1 workers for this fork (not another's) with their failure counts."""
+    from core.store import open_store
+    from workers.jobs.dashboard_feed import trunk_runs
+    from workers.testing.triage import TrunkResults
+
+    store = open_store(None, tmp_path)
+    TrunkResults(store, "acme/fork").record("c1", "lit", "passed", [("t1", "passed")], at=100.0)
+    TrunkResults(store, "acme/fork").record("c2", "lit", "failed", [("t1", "failed"), ("t2", "error")], at=200.0)
+    TrunkResults(store, "other/fork").record("c9", "lit", "failed", [("t1", "failed")], at=300.0)
+    runs = trunk_runs(store, "acme/fork")
+    assert [(r.sha, r.status, r.failures, r.t) for r in runs] == [("c1", "passed", 0, 100.0), ("c2", "broken", 2, 200.0)]

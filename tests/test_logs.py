@@ -68,13 +68,13 @@ def test_one_delivery_is_followed_from_webhook_to_pr(tmp_path: Path) -> None:
     from celery.contrib.testing.worker import start_worker
 
     from bot import create_app
+    from core.github.ingest import DryGitHub
     from core.settings import WorkerSettings
     from workers.app import handlers, runtime
     from workers.app.celery_app import create_celery
     from workers.demo.loop import FORK_REPO, SECRET, _AppSender, _push_payload
     from workers.demo.sample import UPSTREAM_URL, make_sample
     from workers.engine.git import Repository, run_git
-    from core.github.ingest import DryGitHub
 
     sample = make_sample(tmp_path)
     remote = tmp_path / "github" / f"{FORK_REPO}.git"

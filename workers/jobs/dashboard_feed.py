@@ -5,20 +5,18 @@ what was posted, the series and the test results in; a ``ForkFeed`` out); :func:
 gathers those inputs from the stores (and, when it has the full adapter, from GitHub: the L1
 check on each open PR's head, the open tracking issues) and writes the feed.
 
-Today's sources: the ingest's points in the worker state store (``metrics:<repo>``,
-``snapshots:<repo>``), the last ingest's facts (``feedfacts:<repo>``), the L2 result store and
-the trunk L1 store under the data dir. They move to ``core/store`` when it lands.
+Sources: the ingest's points in the worker state store (``metrics:<repo>``, ``snapshots:<repo>``),
+the last ingest's facts (``feedfacts:<repo>``), and the shared SQL store (``core/store``: trunk L1
+suite runs and L2 runs of this repository).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from core.config import RepoConfig
@@ -202,23 +200,33 @@ def _epoch(stamp: str) -> float:
         return 0.0
 
 
-def trunk_runs(path: Path, limit: int = 400) -> tuple[TrunkRun, ...]:
-    """Recent trunk L1 suite runs from the trunk store (read-only; the L1 workers write it)."""
-    if not path.exists():
-        return ()
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
-    try:
-        rows = db.execute(
-            "SELECT recorded_at, suite, commit_sha, status, (SELECT COUNT(*) FROM test_results t WHERE t.commit_sha = s.commit_sha"
-            " AND t.suite = s.suite AND t.outcome IN ('failed', 'error')) FROM suite_runs s ORDER BY seq DESC LIMIT ?", (limit,)
-        ).fetchall()
-    except sqlite3.Error:
-        return ()
-    finally:
-        db.close()
-    status_of = {"passed": "passed", "failed": "broken", "error": "broken", "infra": "infra", "cancelled": "infra",
-                 "flaky": "flaky", "timeout": "infra", "omitted": "infra"}
-    return tuple(TrunkRun(float(r[0]), r[1], r[2], status_of.get(r[3], r[3]), failures=int(r[4])) for r in reversed(rows))
+def trunk_runs(store: Any, repo: str, limit: int = 400) -> tuple[TrunkRun, ...]:
+    """Recent trunk L1 suite runs of ``repo`` from the shared store (the L1 workers write them)."""
+    from sqlalchemy import func, select
+
+    from core.store.models import SuiteRunRow, TestResultRow
+
+    with store.session() as db:
+        runs = list(db.execute(
+            select(SuiteRunRow.recorded_at, SuiteRunRow.suite, SuiteRunRow.commit_sha, SuiteRunRow.status)
+            .where(SuiteRunRow.repo == repo).order_by(SuiteRunRow.seq.desc()).limit(limit)
+        ).all())
+        failing = {
+            (sha, suite): int(n) for sha, suite, n in db.execute(
+                select(TestResultRow.commit_sha, TestResultRow.suite, func.count())
+                .where(TestResultRow.repo == repo, TestResultRow.outcome.in_(("failed", "error")))
+                .group_by(TestResultRow.commit_sha, TestResultRow.suite)
+            ).all()
+        }
+    return tuple(
+        TrunkRun(float(t), suite, sha, TRUNK_STATUS.get(status, "infra"), failures=failing.get((sha, suite), 0))
+        for t, suite, sha, status in reversed(runs)
+    )
+
+
+# Suite statuses of the L1 engine (workers/testing/suites.py) as the dashboard's four classes.
+TRUNK_STATUS = {"passed": "passed", "failed": "broken", "error": "broken", "flaky": "flaky", "infra": "infra",
+                "cancelled": "infra", "timeout": "infra", "timed_out": "infra", "omitted": "infra", "skipped": "infra"}
 
 
 def assemble(
@@ -265,9 +273,11 @@ def refresh(
     now: float | None = None,
 ) -> ForkFeed:
     """Gather the inputs of ``repo``'s feed, assemble it and store it; returns it."""
+    from core.store import open_store
     from workers.testing.results import ResultStore
 
     now = time.time() if now is None else now
+    store = open_store(settings.bot.database_url, settings.data_dir)
     previous = feeds.get(repo)
     last = state.series(f"feedfacts:{repo}", limit=1)
     facts = last[-1] if last else {}
@@ -286,8 +296,8 @@ def refresh(
     feed = assemble(
         repo, config, now=now, points=points, facts=facts, previous=previous, private=private,
         web_url=settings.bot.web_url, l1=l1_states,
-        trunk=trunk_runs(Path(settings.data_dir) / "l1" / "results.sqlite"),
-        tracking=tracking, l2=l2_metrics(ResultStore.in_data_dir(settings.data_dir), repo, config),
+        trunk=trunk_runs(store, repo),
+        tracking=tracking, l2=l2_metrics(ResultStore(store), repo, config),
     )
     feeds.put(feed)
     return feed
