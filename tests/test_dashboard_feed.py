@@ -86,3 +86,15 @@ def test_trunk_runs_come_from_the_shared_store_per_repository(tmp_path) -> None:
     TrunkResults(store, "other/fork").record("c9", "lit", "failed", [("t1", "failed")], at=300.0)
     runs = trunk_runs(store, "acme/fork")
     assert [(r.sha, r.status, r.failures, r.t) for r in runs] == [("c1", "passed", 0, 100.0), ("c2", "broken", 2, 200.0)]
+
+
+def test_only_new_regressions_are_announced() -> None:
+    from core.dashboard.feed import L2Metric, Regression
+    from workers.jobs.dashboard_feed import new_regressions
+
+    old = ForkFeed("acme/fork", 0.0, l2=(L2Metric("matmul", "tflops", regressions=(Regression("a" * 40, -6.0),)),))
+    new = ForkFeed("acme/fork", 1.0, l2=(L2Metric("matmul", "tflops", regressions=(
+        Regression("a" * 40, -6.0), Regression("b" * 40, -9.5, "c" * 40, "https://x/issues/4"))),))
+    (text,) = new_regressions(old, new)
+    assert "matmul tflops -9.5% at bbbbbbbbbb" in text and "culprit cccccccccc" in text and "<https://x/issues/4|" in text
+    assert new_regressions(new, new) == []

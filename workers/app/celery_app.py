@@ -131,6 +131,8 @@ def beat_schedule(config: RepoConfig) -> dict[str, dict[str, Any]]:
             "task": tasknames.SNAPSHOT_METRICS,
             "schedule": timedelta(minutes=config.schedule.snapshot_minutes),
         },
+        # Daily: the digest task edits the period's issue, and opens the next one when a period ends.
+        "pin-update-digest": {"task": tasknames.DIGEST, "schedule": crontab(hour=6, minute=0)},
         # The L2 task itself belongs to the L2 feature; beat only sends it by name.
         "nightly-l2": {"task": tasknames.RUN_L2, "schedule": crontab(hour=int(hour), minute=int(minute))},
     }

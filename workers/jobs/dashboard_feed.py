@@ -96,6 +96,42 @@ def engine_facts(ledger: Any, commits: Mapping[str, ForkCommit]) -> dict[str, An
     }
 
 
+LANDED_WINDOW_S = 62 * 86400  # how far back landed changes are kept for digests (two monthly periods)
+
+
+def landed_changes(
+    ledger: Any, commits: Mapping[str, ForkCommit], paths: Mapping[str, tuple[str, ...]], since: float
+) -> list[dict[str, Any]]:
+    """Upstream commits carried by fork commits made since ``since``: what a digest reports."""
+    out = []
+    for pick in ledger.picks:
+        commit = commits.get(pick.sha)
+        if commit is None or commit.committer_time < since or pick.reverted_by is not None:
+            continue
+        way, resolved, resolver = classify_pick(pick.subject, commit.message, len(pick.upstream))
+        for sha in pick.upstream:
+            entry = ledger.entry(sha)
+            out.append({"sha": sha, "pr": entry.pr_number if entry else None,
+                        "subject": (entry.subject if entry else pick.subject)[:120], "fork_sha": pick.sha,
+                        "t": float(commit.committer_time), "way": way, "resolved": resolved, "resolver": resolver,
+                        "paths": list(paths.get(sha, ()))})
+    return out
+
+
+def read_paths(repo: Any, shas: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The files each commit changes (one ``git log --no-walk --name-only`` over stdin)."""
+    if not shas:
+        return {}
+    out = repo.git("log", "--no-walk=unsorted", "--stdin", "--name-only", "--format=%x1e%H",
+                   input=("\n".join(dict.fromkeys(shas)) + "\n").encode()).decode("utf-8", "replace")
+    result: dict[str, tuple[str, ...]] = {}
+    for record in out.split("\x1e"):
+        lines = [line for line in record.splitlines() if line.strip()]
+        if lines:
+            result[lines[0]] = tuple(lines[1:])
+    return result
+
+
 def read_fork_commits(fork: Any, shas: Sequence[str]) -> dict[str, ForkCommit]:
     """Committer time and message of each fork commit (one ``git log --no-walk`` over stdin)."""
     if not shas:
@@ -261,6 +297,19 @@ def assemble(
     )
 
 
+def new_regressions(previous: ForkFeed | None, feed: ForkFeed) -> list[str]:
+    """One message per L2 regression the new feed has and the previous did not (for the notify webhook)."""
+    seen = {(m.benchmark, m.metric, r.sha) for m in (previous.l2 if previous else ()) for r in m.regressions}
+    out = []
+    for m in feed.l2:
+        for r in m.regressions:
+            if (m.benchmark, m.metric, r.sha) not in seen:
+                culprit = f", culprit {r.culprit[:10]}" if r.culprit else ""
+                link = f" <{r.bisection_url}|tracking issue>" if r.bisection_url else ""
+                out.append(f"*{feed.repo}* L2 regression: {m.benchmark} {m.metric} {r.delta_pct:+.1f}% at {r.sha[:10]}{culprit}.{link}")
+    return out
+
+
 def refresh(
     settings: Any,
     state: Any,
@@ -271,6 +320,7 @@ def refresh(
     github: Any = None,
     private: bool | None = None,
     now: float | None = None,
+    notifier: Any = None,
 ) -> ForkFeed:
     """Gather the inputs of ``repo``'s feed, assemble it and store it; returns it."""
     from core.store import open_store
@@ -300,6 +350,9 @@ def refresh(
         tracking=tracking, l2=l2_metrics(ResultStore(store), repo, config),
     )
     feeds.put(feed)
+    if notifier is not None and previous is not None:  # the first feed is history, not news
+        for text in new_regressions(previous, feed):
+            notifier(text)
     return feed
 
 

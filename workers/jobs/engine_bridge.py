@@ -19,7 +19,13 @@ from workers.engine.ledger import Ledger
 from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
 from workers.engine.partition import Plan
 from workers.engine.planning import build_and_record, make_plan
-from workers.jobs.dashboard_feed import engine_facts, read_fork_commits
+from workers.jobs.dashboard_feed import (
+    LANDED_WINDOW_S,
+    engine_facts,
+    landed_changes,
+    read_fork_commits,
+    read_paths,
+)
 from workers.jobs.ingestion import EngineOutput
 
 
@@ -117,11 +123,28 @@ def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, for
         chains=len(chains),
         urgent=len(urgent),
     )
-    commits = read_fork_commits(fork, [p.sha for p in ledger.picks])
     return EngineOutput(
         figures=figures, plan_id=pid, bundles=bundles, chains=chains, upstream_web_url=web_url, urgent=urgent,
-        dashboard=engine_facts(ledger, commits),
+        dashboard=dashboard_facts(upstream, fork, ledger, bundles, chains),
     )
+
+
+def dashboard_facts(upstream: Repository, fork: Repository, ledger: Ledger, bundles: tuple[BundleView, ...],
+                    chains: tuple[ChainView, ...]) -> dict[str, object]:
+    """The ledger facts of the dashboard and the digest: picks, decisions, what landed lately and
+    the upstream files each recent or in-flight commit touches (for the area owners)."""
+    import time
+
+    commits = read_fork_commits(fork, [p.sha for p in ledger.picks])
+    since = time.time() - LANDED_WINDOW_S
+    recent = [u for p in ledger.picks if (c := commits.get(p.sha)) and c.committer_time >= since for u in p.upstream]
+    views: list[BundleView | ChainView] = [*bundles, *chains]
+    in_flight = [row.sha for view in views for row in view.commits]
+    paths = read_paths(upstream, [*recent, *in_flight])
+    facts: dict[str, object] = dict(engine_facts(ledger, commits))
+    facts["landed"] = landed_changes(ledger, commits, paths, since)
+    facts["paths"] = {view.key: sorted({p for row in view.commits for p in paths.get(row.sha, ())}) for view in views}
+    return facts
 
 
 def _chain_members(chains: tuple[object, ...], chain_id: str) -> tuple[str, ...]:

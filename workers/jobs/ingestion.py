@@ -215,11 +215,12 @@ def ingest_repository(env: IngestEnv, repo: str, *, max_commits: int | None = No
 def refresh_dashboard(env: IngestEnv, repo: str, config: RepoConfig) -> None:
     """Rebuild the fork's dashboard feed; a failure here is logged, never fails the ingest."""
     from core.dashboard.store import open_feed_store
+    from workers.adapters.notify import notifier_for
     from workers.jobs.dashboard_feed import refresh
 
     try:
         refresh(env.settings, env.state, open_feed_store(env.settings.bot.redis_url, env.settings.data_dir),
-                repo, config, github=env.github)
+                repo, config, github=env.github, notifier=notifier_for(config.digest.notify_url, repo))
     except Exception:
         log.exception("dashboard feed of %s not refreshed", repo)
 
@@ -260,6 +261,7 @@ def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: Ingest
         item = posted.get(key, {})
         items.append({"kind": kind, "key": key, "title": item.get("title", key), "number": item.get("number"),
                       "url": item.get("url"), "size": size, "conflicts": list(conflicts),
+                      "paths": output.dashboard.get("paths", {}).get(key, []),
                       "pull": kind != "chain" and branch is not None,
                       "head_sha": fork.rev_parse(f"refs/heads/{branch}") if branch else None})
 
