@@ -473,7 +473,9 @@ class LoopbackGitHub:
                 "labels": [self.state.labels[repo][name] for name in issue["labels"]],
                 "created_at": issue["created_at"], "updated_at": issue["updated_at"], "closed_at": issue["closed_at"],
                 "merged_at": pr["merged_at"], "merge_commit_sha": None, "assignee": None, "assignees": [],
-                "requested_reviewers": [], "requested_teams": [], "draft": pr["draft"],
+                "requested_reviewers": [self._user(u) for u in pr.get("requested_reviewers", [])],
+                "requested_teams": [{"slug": t, "name": t, "id": abs(hash(t)) % 100000} for t in pr.get("requested_teams", [])],
+                "draft": pr["draft"],
                 "commits_url": url + "/commits", "review_comments_url": url + "/comments",
                 "comments_url": f"{self.url}/repos/{repo}/issues/{number}/comments",
                 "statuses_url": f"{self.url}/repos/{repo}/statuses/{head_sha}",
@@ -1165,6 +1167,25 @@ def _edit_issue(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload
         issue["state_reason"] = payload.get("state_reason") or ("completed" if payload["state"] == "closed" else "reopened")
     issue["updated_at"] = _now()
     return 200, gh._issue_json(repo, issue)
+
+
+@route("POST", "/repos/{repo}/pulls/(?P<number>[0-9]+)/requested_reviewers")
+def _request_reviewers(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload: Mapping[str, Any], **_: Any) -> Any:
+    """GitHub: 201 with the PR; 422 when a reviewer is not a collaborator (teams are not checked here)."""
+    h.installation(repo)
+    pr = gh.state.pulls[repo].get(int(number))
+    if pr is None:
+        raise _error(404, "Not Found")
+    users = [str(u) for u in payload.get("reviewers", [])]
+    for login in users:
+        if gh.state.permissions.get(repo, {}).get(login, "none") == "none":
+            raise _validation("Reviews may only be requested from collaborators. One or more of the users or teams you "
+                              "specified is not a collaborator of the " + repo + " repository.", "PullRequest", "reviewers")
+    pr.setdefault("requested_reviewers", [])
+    pr.setdefault("requested_teams", [])
+    pr["requested_reviewers"] = sorted(set(pr["requested_reviewers"]) | set(users))
+    pr["requested_teams"] = sorted(set(pr["requested_teams"]) | {str(t) for t in payload.get("team_reviewers", [])})
+    return 201, gh._pull_json(repo, int(number))
 
 
 @route("POST", "/repos/{repo}/issues/(?P<number>[0-9]+)/labels")

@@ -373,6 +373,17 @@ class GitHubAdapter:
 
         return self._call(f"look for the comment marked {marker} on #{issue_number}", repo, fetch)
 
+    def request_reviewers(self, repo: str, number: int, *, users: Sequence[str] = (), teams: Sequence[str] = ()) -> None:
+        """Ask users and teams (slugs, without the org) to review PR ``number``; GitHub ignores repeats."""
+
+        def post() -> None:
+            self._gh.requester.requestJsonAndCheck(
+                "POST", f"/repos/{repo}/pulls/{number}/requested_reviewers",
+                input={"reviewers": list(users), "team_reviewers": list(teams)},
+            )
+
+        self._call(f"request reviews on #{number}", repo, post)
+
     def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]:
         """Edit the comment carrying ``marker`` in place, else post it; True when posted."""
         full_body = body if marker in body else f"{marker}\n{body}"

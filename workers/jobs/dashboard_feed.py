@@ -350,10 +350,29 @@ def refresh(
         tracking=tracking, l2=l2_metrics(ResultStore(store), repo, config),
     )
     feeds.put(feed)
+    if adapter is not None and hasattr(adapter, "request_reviewers"):
+        heads_up(adapter, repo, config, feed, facts)
     if notifier is not None and previous is not None:  # the first feed is history, not news
         for text in new_regressions(previous, feed):
             notifier(text)
     return feed
+
+
+def heads_up(adapter: Any, repo: str, config: RepoConfig, feed: ForkFeed, facts: Mapping[str, Any]) -> int:
+    """Ask area owners to review the ready PRs touching their areas (workers/jobs/heads_up.py)."""
+    from workers.jobs import heads_up as planner
+    from workers.jobs.digest import codeowners
+
+    commits = {i["key"]: i.get("commits", []) for i in facts.get("in_flight", ())}
+    if not any(i.l1 == "success" and commits.get(i.key) for i in feed.in_flight):
+        return 0
+    try:
+        rules = [] if config.owners else codeowners(adapter, repo)
+        actions = planner.plan(feed.in_flight, commits, config.owners, rules, feed.upstream_url or None)
+        return planner.execute(adapter, repo, actions)
+    except Exception as exc:  # never fail the ingest for a heads-up
+        log.warning("heads-up on %s not posted: %s", repo, exc)
+        return 0
 
 
 def _l1_states(adapter: Any, repo: str, heads: Sequence[str]) -> dict[str, tuple[str, str | None]]:

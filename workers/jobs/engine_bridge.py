@@ -143,7 +143,8 @@ def dashboard_facts(upstream: Repository, fork: Repository, ledger: Ledger, bund
     paths = read_paths(upstream, [*recent, *in_flight])
     facts: dict[str, object] = dict(engine_facts(ledger, commits))
     facts["landed"] = landed_changes(ledger, commits, paths, since)
-    facts["paths"] = {view.key: sorted({p for row in view.commits for p in paths.get(row.sha, ())}) for view in views}
+    facts["commits"] = {view.key: [{"sha": row.sha, "subject": row.subject[:120], "pr": row.pr,
+                                    "paths": list(paths.get(row.sha, ()))} for row in view.commits] for view in views}
     return facts
 
 

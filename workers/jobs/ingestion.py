@@ -261,7 +261,7 @@ def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: Ingest
         item = posted.get(key, {})
         items.append({"kind": kind, "key": key, "title": item.get("title", key), "number": item.get("number"),
                       "url": item.get("url"), "size": size, "conflicts": list(conflicts),
-                      "paths": output.dashboard.get("paths", {}).get(key, []),
+                      "commits": output.dashboard.get("commits", {}).get(key, []),
                       "pull": kind != "chain" and branch is not None,
                       "head_sha": fork.rev_parse(f"refs/heads/{branch}") if branch else None})
 
