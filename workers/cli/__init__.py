@@ -23,6 +23,8 @@ SUBCOMMANDS: tuple[str, ...] = (
     "plan",
     "bundle",
     "chain",
+    "resolve",
+    "merge_file",
     "l1",
     "l2",
     "kernels",
@@ -46,6 +48,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    only = only.replace("-", "_") if only else only  # `merge-file` lives in merge_file.py
     for name in SUBCOMMANDS if only not in SUBCOMMANDS else (only,):
         try:
             module = importlib.import_module(f"workers.cli.{name}")
