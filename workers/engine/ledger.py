@@ -343,8 +343,8 @@ def compute_ledger(
     for i, (c, d) in enumerate(zip(upstream, final, strict=True)):
         sha = c.sha
         now = _in_fork_order(carried[sha], fork_index.position) if sha in carried else ()
-        decision = stands.get(sha)
-        if not now and decision is None and sha not in all_carriers and sha not in merged:
+        stand = stands.get(sha)
+        if not now and stand is None and sha not in all_carriers and sha not in merged:
             why = "hole behind the frontier (backlog, not marked)" if i < frontier_pos and d is Disposition.PENDING else ""
             entries.append(LedgerEntry(sha, c.subject, c.author, c.author_time, c.committer_time, c.pr_number, d, (), why))
             continue  # most of a long upstream range: nothing carries it and nobody decided
@@ -360,11 +360,11 @@ def compute_ledger(
                 disposition=d,
                 carriers=now,
                 reason=dispositions.reason(
-                    sha, d, carriers=history, merged=sha in merged, decision=decision,
+                    sha, d, carriers=history, merged=sha in merged, decision=stand,
                     carried=sha in carried, behind_frontier=i < frontier_pos,
                 ),
                 recognisers=tuple(how_found.get((f, sha), rec.MERGE) for f in now),
-                decided_by=decision.source if decision is not None else None,
+                decided_by=stand.source if stand is not None else None,
             )
         )
     subjects = {c.sha: c.subject for c in fork}
