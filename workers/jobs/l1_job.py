@@ -13,13 +13,15 @@ import json
 import logging
 import re
 import socket
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bot.github import Annotation, CheckOutput, CheckRunInfo, GitHubPort
-from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from core import tasknames
+from core.config import CONFIG_PATH, ConfigError, RepoConfig, Suite, load_repo_config
 from core.render import l1 as render
 from core.render import marker
 from core.store import Store, open_store
@@ -27,6 +29,7 @@ from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
 from workers.engine.git import GitError, Repository
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conclude, run_l1_for_ref
+from workers.testing.staleness import PendingCheck, PendingChecks, deadline_for
 from workers.testing.suite_plan import SuitePlan, plan_suites
 from workers.testing.triage import TrunkResults
 from workers.testing.watchdog import CheckRunState, coverage
@@ -53,6 +56,8 @@ class L1Job:
     pr_number: int | None = None
     # /retest SUITE …: only these run; the others keep their results on this commit.
     suite_names: tuple[str, ...] = ()
+    # The installation the job acts as: what the staleness watchdog needs to conclude its check.
+    installation_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -141,11 +146,16 @@ def run_l1_job(
         if job.suite_names and not job.trunk:
             kept, chosen = _partial(github, job, names)
         check_id: int | None = None
+        suites = [s for s in config.l1.suites if s.name in chosen]
+        pending = PendingChecks(store)
         if not job.trunk:
             progress = render.l1_in_progress(job.head_sha, chosen)
             check_id = _upsert_check(github, job.repo, job.head_sha, _with_kept(progress, kept, {}),
                                      external_id=_external_id(job)).id
-        suites = [s for s in config.l1.suites if s.name in chosen]
+            # Until it completes, the staleness watchdog (beat) knows this check and its deadline.
+            # A CPU worker hands GPU suites over (below): then the check waits on the GPU queue.
+            queue = tasknames.Q_L1_GPU if job.gpu_runner or any(s.gpu for s in suites) else tasknames.Q_L1_CPU
+            pending.remember(_pending(job, check_id, queue, suites, config.l1.stale_margin_minutes))
         if not job.gpu_runner and any(s.gpu for s in suites):
             return L1JobResult("needs_gpu", check_id, message="GPU suites: the job goes to the l1-gpu queue")
         try:
@@ -158,6 +168,7 @@ def run_l1_job(
             if check_id is not None:
                 github.update_check_run(job.repo, check_id, conclusion="failure", output=CheckOutput(
                     "L1 could not run (forksync error)", f"{type(exc).__name__}: {exc}"[:2000]))
+                pending.forget(job.repo, check_id)
             raise
     retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
     _file_infra_issues(github, job, run)
@@ -175,9 +186,20 @@ def run_l1_job(
             job.repo, check_id, status=out.status, conclusion=out.conclusion if out.status == "completed" else None,
             output=_output(out),
         )
+        if out.status == "completed":
+            pending.forget(job.repo, check_id)
+        else:  # retried on another runner: it may wait once more for every suite
+            pending.remember(_pending(job, check_id, tasknames.Q_L1_GPU if job.gpu_runner else tasknames.Q_L1_CPU,
+                                      suites, config.l1.stale_margin_minutes))
         if config.l1.required_checks:
             publish_coverage(github, job.repo, job.head_sha, config.l1.required_checks)
     return L1JobResult("done", check_id, run, max_infra_retries=retries)
+
+
+def _pending(job: L1Job, check_id: int, queue: str, suites: Sequence[Suite], margin_minutes: int) -> PendingCheck:
+    now = time.time()
+    return PendingCheck(job.repo, check_id, job.head_sha, job.installation_id, queue, now,
+                        deadline_for([s.timeout for s in suites], margin_minutes, now=now))
 
 
 def _refuse(github: GitHubPort, job: L1Job, status: str, title: str, summary: str,
