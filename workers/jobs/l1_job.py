@@ -19,9 +19,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot.github import Annotation, CheckOutput, CheckRunInfo, GitHubPort
 from core import tasknames
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, Suite, load_repo_config
+from core.github.records import Annotation, CheckOutput, CheckRunInfo
+from core.github.roles import GitHubPort
 from core.render import l1 as render
 from core.render import marker
 from core.store import Store, open_store

@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from bot.github import CheckOutput, GitHubPort
 from core.config import CONFIG_PATH, ConfigError, load_repo_config
+from core.github.records import CheckOutput
+from core.github.roles import GitHubPort
 from core.render import l1 as render
 from core.render import marker
 from core.store import Store

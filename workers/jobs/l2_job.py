@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.github import GitHubPort
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from core.github.roles import GitHubPort
 from core.render.tracking import SuspectFacts, bisect_comment
 from core.store import Store, open_store
 from workers.adapters.gitcache import GitCache

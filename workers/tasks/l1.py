@@ -30,10 +30,10 @@ L1_TIME_LIMIT_S = 6 * 3600
 
 
 def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
-    from workers.github_live import app_for
+    from core.github.app import app_for
 
     settings = celery_app.settings_of(task.app)
-    return app_for(settings), settings
+    return app_for(settings.bot), settings
 
 
 @shared_task(name=tasknames.RUN_L1, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
@@ -117,11 +117,11 @@ def _record_push(installation_id: int, repo: str, ref: str, sha: str) -> None:
 @shared_task(name=tasknames.L1_WATCHDOG, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
 def l1_watchdog(self: Any, **_: Any) -> dict[str, int]:
     """Beat: conclude L1 checks that a dead queue never finished, report trunk runs that stopped."""
-    from workers.github_live import app_for
+    from core.github.app import app_for
     from workers.jobs.l1_watchdog import run_l1_watchdog
 
     settings = celery_app.settings_of(self.app)
-    app = app_for(settings)
+    app = app_for(settings.bot)
     trunk_silent_s = settings.process_config.schedule.trunk_silent_minutes * 60
     actions = run_l1_watchdog(settings.store(), app.adapter, trunk_silent_s=trunk_silent_s)
     counts: dict[str, int] = {}
