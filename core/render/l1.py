@@ -471,3 +471,19 @@ def trunk_silent_issue(repo: str, sha: str, waited_minutes: float, last_recorded
         "baselines go stale. Check the L1 queues' workers (`l1-cpu`, `l1-gpu`) and their logs."
     )
     return title, body
+
+
+def protection_note(branch: str, only_in_protection: Sequence[str], only_in_config: Sequence[str]) -> str:
+    """Where ``l1.required_checks`` and ``branch``'s protection rules disagree (empty when they agree)."""
+    def names(items: Sequence[str]) -> str:
+        return ", ".join(f"`{_cell(n)}`" for n in items)
+
+    lines = []
+    if only_in_protection:
+        lines.append(f"- ⚠️ `{branch}`'s branch protection requires {names(only_in_protection)}, which "
+                     "`l1.required_checks` does not list: required here too; add them to the config")
+    if only_in_config:
+        lines.append(f"- ⚠️ `l1.required_checks` lists {names(only_in_config)}, which `{branch}`'s branch "
+                     "protection does not require: GitHub would merge without them; require them in the "
+                     "branch's protection rules")
+    return ("\n\n**Required checks vs branch protection**\n" + "\n".join(lines)) if lines else ""

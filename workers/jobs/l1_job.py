@@ -33,7 +33,7 @@ from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conc
 from workers.testing.staleness import PendingCheck, PendingChecks, deadline_for
 from workers.testing.suite_plan import SuitePlan, plan_suites
 from workers.testing.triage import TrunkResults
-from workers.testing.watchdog import CheckRunState, coverage
+from workers.testing.watchdog import CheckRunState, RequiredChecks, coverage, cross_check
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +140,7 @@ def run_l1_job(
         if job.trunk and job.push_ref != f"refs/heads/{head_config.fork.branch}":
             return L1JobResult("skipped", message=f"{job.push_ref} is not the trunk branch {head_config.fork.branch}")
         plan = plan_suites(trunk_config, head_config, drop_approved_by=_drop_approval(github, job, own_login))
+        trunk_branch = (trunk_ref or f"refs/heads/{head_config.fork.branch}").removeprefix("refs/heads/")
         config = plan.apply(trunk_config)
         names = [s.name for s in config.l1.suites]
         kept: dict[str, str] = {}
@@ -192,8 +193,9 @@ def run_l1_job(
         else:  # retried on another runner: it may wait once more for every suite
             pending.remember(_pending(job, check_id, tasknames.Q_L1_GPU if job.gpu_runner else tasknames.Q_L1_CPU,
                                       suites, config.l1.stale_margin_minutes))
-        if config.l1.required_checks:
-            publish_coverage(github, job.repo, job.head_sha, config.l1.required_checks)
+        required = required_checks_for(github, job.repo, trunk_branch, config.l1.required_checks)
+        if required.checks or required.only_in_config:
+            publish_coverage(github, job.repo, job.head_sha, required)
     return L1JobResult("done", check_id, run, max_infra_retries=retries)
 
 
@@ -479,25 +481,38 @@ OWN_CHECKS = (render.L1_CHECK, render.COVERAGE_CHECK)
 
 def coverage_from_github(github: GitHubPort, repo: str, sha: str) -> CheckRunInfo | None:
     """``forksync / coverage`` with the required checks of the trunk (the default branch's config)
-    and of the config at ``sha`` together: a PR cannot drop a required check by editing its own
-    config (None: none configured)."""
+    and of the config at ``sha`` together, cross-checked against the trunk branch's protection: a
+    PR cannot drop a required check by editing its own config (None: none required anywhere)."""
     required: list[str] = []
+    branch = "main"
     for ref in (None, sha):
         text = github.read_file(repo, CONFIG_PATH, ref=ref)
         where = f"{CONFIG_PATH} at {(ref or 'the default branch')[:12]}"
         config = load_repo_config(text, where) if text else RepoConfig()
+        if ref is None:
+            branch = config.fork.branch
         required += [c for c in config.l1.required_checks if c.lower() not in {r.lower() for r in required}]
-    if not required:
+    checks = required_checks_for(github, repo, branch, required)
+    if not checks.checks and not checks.only_in_config:
         return None
-    return publish_coverage(github, repo, sha, required)
+    return publish_coverage(github, repo, sha, checks)
 
 
-def publish_coverage(github: GitHubPort, repo: str, sha: str, required: Sequence[str]) -> CheckRunInfo:
-    """Compute ``forksync / coverage`` from the check runs on ``sha`` and create or update it."""
+def required_checks_for(github: GitHubPort, repo: str, branch: str, configured: Sequence[str]) -> RequiredChecks:
+    """``configured`` cross-checked against ``branch``'s protection rules (read from GitHub)."""
+    return cross_check(configured, github.required_status_checks(repo, branch), branch=branch, own=OWN_CHECKS)
+
+
+def publish_coverage(github: GitHubPort, repo: str, sha: str, required: Sequence[str] | RequiredChecks) -> CheckRunInfo:
+    """Compute ``forksync / coverage`` from the check runs on ``sha`` and create or update it;
+    with :class:`RequiredChecks`, the summary says where config and branch protection disagree."""
+    checks = required if isinstance(required, RequiredChecks) else RequiredChecks(tuple(required))
     runs = [
         CheckRunState(r.name, r.status, r.conclusion)
         for r in github.list_check_runs(repo, sha) if r.name not in OWN_CHECKS
     ]
-    result = coverage(required, runs)
-    return _upsert_check(github, repo, sha, render.coverage_check_run(sha, result))
+    result = coverage(checks.checks, runs)
+    out = render.coverage_check_run(sha, result)
+    note = render.protection_note(checks.branch, checks.only_in_protection, checks.only_in_config)
+    return _upsert_check(github, repo, sha, replace(out, summary=out.summary + note) if note else out)
 
