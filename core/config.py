@@ -28,8 +28,14 @@ _IDENTITY = re.compile(r"^[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>$")
 # Regexes that find an upstream sha in a fork commit's message; group "sha" is the sha.
 DEFAULT_TRAILER_PATTERNS: tuple[str, ...] = (
     r"\(cherry picked from commit (?P<sha>[0-9a-f]{7,40})\)",
-    r"(?im)^Reactor Backport Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
-    r"(?im)^Upstream-Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    r"(?im)^Reactor (?:Cherry-pick|Backport) Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    r"(?im)^Upstream[- ]Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    r"(?im)^Original Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+)
+# Decisions a fork records in its own messages (group "sha" is the upstream commit decided on).
+DEFAULT_DEFER_PATTERNS: tuple[str, ...] = (r"(?im)^Reactor Defer(?:red)? Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",)
+DEFAULT_WONT_PORT_PATTERNS: tuple[str, ...] = (
+    r"(?im)^Reactor Won[\x27’]?t-?Port Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
 )
 
 
@@ -75,6 +81,13 @@ class RiskConfig:
     risky_paths: tuple[str, ...] = ()
     max_lines: int = 2000
     symbol_stoplist: tuple[str, ...] = ()
+    # How a commit is found to depend on an open chain: "line" (overlapping lines, definitions,
+    # picks only with it) or "file" (any shared file or symbol: the earlier rule, to compare).
+    link: str = "line"
+    # Lines beyond each side of a hunk that still count as overlapping (line mode).
+    context_lines: int = 1
+    # Whether a commit over max_lines seeds a chain by its size alone (otherwise it is bundled).
+    size_seeds: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,8 @@ class LedgerConfig:
     # Extra regexes with a group "pr" naming an upstream PR number in a fork commit message.
     pr_patterns: tuple[str, ...] = ()
     notes_ref: str = "refs/notes/forksync"
+    defer_patterns: tuple[str, ...] = DEFAULT_DEFER_PATTERNS
+    wont_port_patterns: tuple[str, ...] = DEFAULT_WONT_PORT_PATTERNS
 
 
 @dataclass(frozen=True)
@@ -401,9 +416,18 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
         raise doc.error(("bundle", "committer"), f"expected 'Name <email>', got {committer!r}",
                         'e.g. committer: "forksync <forksync@users.noreply.github.com>"')
     risk = _Section(
-        doc, ("risk",), top.raw("risk"), ("diverged_zones", "risky_paths", "max_lines", "symbol_stoplist")
+        doc, ("risk",), top.raw("risk"),
+        ("diverged_zones", "risky_paths", "max_lines", "symbol_stoplist", "link", "context_lines", "size_seeds"),
     )
-    ledger = _Section(doc, ("ledger",), top.raw("ledger"), ("trailer", "trailer_patterns", "pr_patterns", "notes_ref"))
+    link = risk.text("link", "line")
+    if link not in ("line", "file"):
+        raise doc.error(("risk", "link"), f"expected line or file, got {link!r}", "use link: line (the default) or link: file")
+    ledger = _Section(
+        doc,
+        ("ledger",),
+        top.raw("ledger"),
+        ("trailer", "trailer_patterns", "pr_patterns", "notes_ref", "defer_patterns", "wont_port_patterns"),
+    )
     trailer = ledger.text("trailer", DEFAULT_TRAILER)
     if "{sha}" not in trailer:
         raise doc.error(("ledger", "trailer"), "must contain {sha}", 'e.g. "(cherry picked from commit {sha})"')
@@ -411,6 +435,10 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     pr_patterns = ledger.strings("pr_patterns")
     _check_regexes(doc, ("ledger", "trailer_patterns"), trailer_patterns, "sha")
     _check_regexes(doc, ("ledger", "pr_patterns"), pr_patterns, "pr")
+    defer_patterns = ledger.strings("defer_patterns", DEFAULT_DEFER_PATTERNS)
+    wont_port_patterns = ledger.strings("wont_port_patterns", DEFAULT_WONT_PORT_PATTERNS)
+    _check_regexes(doc, ("ledger", "defer_patterns"), defer_patterns, "sha")
+    _check_regexes(doc, ("ledger", "wont_port_patterns"), wont_port_patterns, "sha")
 
     cmds = _Section(doc, ("commands",), top.raw("commands"), ("rate_limit", "rate_window_s", "permission_cache_s"))
     sched = _Section(doc, ("schedule",), top.raw("schedule"), ("poll_upstream_minutes", "snapshot_minutes"))
@@ -428,12 +456,17 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
             risky_paths=risk.strings("risky_paths"),
             max_lines=risk.integer("max_lines", 2000, minimum=1),
             symbol_stoplist=risk.strings("symbol_stoplist"),
+            link=link,
+            context_lines=risk.integer("context_lines", 1, minimum=0),
+            size_seeds=risk.flag("size_seeds", False),
         ),
         ledger=LedgerConfig(
             trailer=trailer,
             trailer_patterns=trailer_patterns,
             pr_patterns=pr_patterns,
             notes_ref=ledger.text("notes_ref", "refs/notes/forksync"),
+            defer_patterns=defer_patterns,
+            wont_port_patterns=wont_port_patterns,
         ),
         l1=_l1(doc, top.raw("l1")),
         l2=_l2(doc, top.raw("l2")),
@@ -661,6 +694,8 @@ class Settings:
     data_dir: str = ".forksync"
     max_body_bytes: int = 25 * 1024 * 1024
     delivery_ttl_s: int = 7 * 24 * 3600
+    # The shared SQL store (core/store): PostgreSQL for distributed workers; None = SQLite in data_dir.
+    database_url: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> Settings:
@@ -684,4 +719,5 @@ class Settings:
             data_dir=env.get("FORKSYNC_DATA_DIR") or ".forksync",
             max_body_bytes=int(env.get("FORKSYNC_MAX_BODY_BYTES") or 25 * 1024 * 1024),
             delivery_ttl_s=int(env.get("FORKSYNC_DELIVERY_TTL_S") or 7 * 24 * 3600),
+            database_url=env.get("FORKSYNC_DATABASE_URL") or None,
         )

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 # a feature not built yet; one that fails to import is a bug and must not be hidden.
 SUBCOMMANDS: tuple[str, ...] = (
     "status",
+    "ledger",
     "mark",
     "plan",
     "bundle",
