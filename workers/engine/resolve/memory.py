@@ -256,3 +256,24 @@ def fetch_memory(pair: Pair, ref: str = DEFAULT_REF) -> ResolutionMemory:
     """The fork's memory, fetched into the pair's cache (an empty memory when the fork has none yet)."""
     run_git(pair.repo.path, ["fetch", "--quiet", "--no-tags", pair.fork.remote, f"+{ref}:{CACHE_MEMORY_REF}"], check=False)
     return ResolutionMemory(pygit2.Repository(str(pair.repo.path)), CACHE_MEMORY_REF)
+
+
+class MemoryIndex:
+    """Records held in memory only (a benchmark's running memory, or records not yet written)."""
+
+    def __init__(self, records: Iterable[MemoryRecord] = ()) -> None:
+        self._by = {r.fingerprint: r for r in records}
+
+    def add(self, records: Iterable[MemoryRecord]) -> None:
+        for r in records:
+            self._by[r.fingerprint] = r
+
+    def __len__(self) -> int:
+        return len(self._by)
+
+    def lookup(self, hunk: Hunk) -> HunkResolution | None:
+        record = self._by.get(hunk_fingerprint(hunk))
+        if record is None:
+            return None
+        return HunkResolution(hunk.index, model.MEMORY, record.resolution,
+                              f"a maintainer resolved the same conflict this way before ({record.source})", hunk.digest())
