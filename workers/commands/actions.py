@@ -514,10 +514,6 @@ def approve(ctx: Context, command: Command) -> render.Outcome:
     if not ctx.task.is_pull_request:
         return render.failed(command, "`/approve` works on pull requests; this is an issue", "comment it on the PR to approve")
     pull = ctx.pull()
-    if not pull.from_outside(ctx.repo) and pull.head_ref.startswith("forksync/"):
-        from workers.commands.resolution import approve_resolution  # a pick PR: approve its resolution
-
-        return approve_resolution(ctx, command)
     if not pull.from_outside(ctx.repo):
         return render.done(command, "not needed: this PR's branch is in the repository, so its L1 runs on the self-hosted runners already")
     if not needs_approval(ctx.repo, pull.head_repo, pull.author_association):
