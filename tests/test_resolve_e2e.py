@@ -44,6 +44,10 @@ def test_resolve_show_and_approve_through_the_loopback(command_world: CommandWor
     assert _git(w, "show", f"{BRANCH}:src/b.py") == "def b(x):\n    return 20"
     assert _git(w, "rev-parse", f"{BRANCH}^") == _git(w, "rev-parse", "main")
     assert f"(cherry picked from commit {w.pair.shas['#102']})" in _git(w, "log", "-1", "--format=%B", BRANCH)
+    with w.gh.lock:
+        pr = dict(w.gh.state.issues[FORK][pick_pr])
+    assert pr["title"] == "[Cherry-pick][RESOLVED] 'Improve b (#102)'"
+    assert "Conflict Resolution:\n- File: src/b.py" in pr["body"] and "<details>" in pr["body"]
 
     shown = w.say("/resolve show src/b.py", issue=pick_pr)
     assert "Merged the fork's and upstream's edits word by word" in w.reply(shown) and "Raw conflict" in w.reply(shown)

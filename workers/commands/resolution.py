@@ -99,6 +99,7 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
         )
     with fork_auth(ctx):
         pair.push_to_fork(built.head, f"refs/heads/{pull.head_ref}", force=True)
+    _update_pr_text(ctx, pull.number, built)
     files = sum(len(o.entries) for o in built.outcomes)
     return render.done(
         command,
@@ -106,6 +107,19 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
         "a maintainer's approval (a review or `/approve`) is still required before merge",
         details=_details(built),
     )
+
+
+def _update_pr_text(ctx: Context, number: int, built: BuildResult) -> None:
+    """The PR's sections replaced in place and its title retitled RESOLVED (where the adapter can)."""
+    read = getattr(ctx.gh, "pull_text", None)
+    write = getattr(ctx.gh, "update_pull_text", None)
+    if read is None or write is None:
+        return
+    title, body = read(ctx.repo, number)
+    for outcome in built.outcomes:
+        if not outcome.clean:
+            body = show.replace_section(body, show.conflict_resolution_section(outcome), outcome.commit)
+    write(ctx.repo, number, show.retitle_resolved(title), body)
 
 
 def _details(built: BuildResult) -> str:
