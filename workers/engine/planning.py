@@ -28,6 +28,7 @@ from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_c
 from workers.engine.changes import CommitChanges, commit_changes, commit_changes_many
 from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
+from workers.engine.healing import HealNote, heal
 from workers.engine.ledger import Ledger, load_ledger
 from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.pair import FORK_NOTES_REF, Pair
@@ -45,9 +46,10 @@ class Planned:
     changes: dict[str, CommitChanges]
     store: ChainStore
     ledger: Ledger
+    notes: tuple[HealNote, ...] = ()  # what healing did to the recorded chains this run
 
 
-class _TipTrial:
+class TipTrial:
     """Trial picks onto the fork tip plus everything bundled so far (one in-memory target), and
     one target per open chain for the partition's ``pick`` rule (``partition.ChainTrial``)."""
 
@@ -165,11 +167,16 @@ def make_plan(
                 history[sha] = _as_change(commit_changes(repo, sha, stop))
     fork_tip = repo.get(pair.fork_tip)
     assert isinstance(fork_tip, pygit2.Commit)
-    trial = _TipTrial(PickTarget(repo, fork_tip.tree.id, GitMerger(repo)), changes)
-    plan = partition([_as_change(changes[s], depends) for s in walk], config, trial, store.records, history, deferred)
+    trial = TipTrial(PickTarget(repo, fork_tip.tree.id, GitMerger(repo)), changes)
+    walk_changes = [_as_change(changes[s], depends) for s in walk]
+    carried = frozenset(
+        sha for r in store.records for sha in r.commits if (e := ledger.entry(sha)) is not None and e.carriers
+    )
+    records, notes = heal(store.records, {c.sha: c for c in walk_changes}, walk, config.risk.link, carried)
+    plan = partition(walk_changes, config, trial, records, history, deferred)
     hurried = tuple(Urgent(f"urgent-{short(s)}", s, urgent_trial(repo, pair.fork_tip, changes[s])) for s in urgent)
     plan = dataclasses.replace(plan, urgent=hurried)
-    return Planned(plan, walk, changes, store, ledger)
+    return Planned(plan, walk, changes, store, ledger, notes)
 
 
 def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:
@@ -327,6 +334,23 @@ def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str
     if commit:
         publish(pair, [(commit, CHAINS_REF, False)])
     return result
+
+
+def dissolve_chain(pair: Pair, config: RepoConfig, chain_id: str) -> ChainRecord:
+    """``forksync chain ID dissolve``: drop the chain from the record; its commits go back to the
+    walk (bundled, or in other chains, by the rules), none excluded. Returns the dissolved chain."""
+    planned = make_plan(pair, config)
+    records = {r.id: r for r in _records(planned, [c.record() for c in planned.plan.chains])}
+    if chain_id not in records:
+        known = ", ".join(sorted(records)) or "none"
+        raise ForksyncError(f"there is no open chain {chain_id!r}", f"use one of: {known} (forksync plan lists them)")
+    gone = records.pop(chain_id)
+    repo = pygit2.Repository(str(pair.repo.path))
+    commit = prepare_chains(repo, planned.store, sorted(records.values(), key=lambda r: r.id),
+                            f"forksync chain {chain_id} dissolve")
+    if commit:
+        publish(pair, [(commit, CHAINS_REF, False)])
+    return gone
 
 
 def _without(record: ChainRecord, sha: str, exclude: bool) -> ChainRecord:
