@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pygit2
@@ -34,7 +34,7 @@ from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition, short
 from workers.engine.pick import GitMerger, PickTarget
-from workers.engine.symbols import stoplist
+from workers.engine.symbols import last_name, stoplist
 
 
 @dataclass(frozen=True)
@@ -103,11 +103,27 @@ def urgent_trial(repo: pygit2.Repository, fork_tip: str, change: CommitChanges) 
     return _conflicts(PickTarget(repo, tip.tree.id, GitMerger(repo)), change)
 
 
-def _as_change(c: CommitChanges, depends: Mapping[str, tuple[LineDep, ...]] | None = None) -> Change:
+def _as_change(
+    c: CommitChanges, depends: Mapping[str, tuple[LineDep, ...]] | None = None, known: frozenset[str] = frozenset()
+) -> Change:
     return Change(
-        c.sha, c.paths, c.symbols, c.lines,
-        depends=(depends or {}).get(c.sha, ()), defined=c.defined, introduced=c.introduced, used=c.used,
+        c.sha, c.paths, c.symbols, c.lines, depends=(depends or {}).get(c.sha, ()), defined=c.defined,
+        introduced=frozenset(s for s in c.introduced if last_name(s) not in known), used=c.used,
     )
+
+
+def names_in_tree(repo: Repository, tree: str, names: Iterable[str]) -> frozenset[str]:
+    """Which of ``names`` already occur, as whole words, in the files of ``tree`` (one ``git grep``).
+
+    A name a chain member "introduces" that the fork already has (another ``builder``, ``target``,
+    ``add``) is no new dependency for whoever uses it: only uses of names the fork lacks link.
+    """
+    wanted = sorted({n for n in names if n.isidentifier()})
+    if not wanted:
+        return frozenset()
+    out = repo.git("grep", "-I", "-w", "-o", "-h", "-F", "--no-color", "-f", "-", tree, "--",
+                   input="".join(f"{n}\n" for n in wanted).encode(), check=False)
+    return frozenset(out.decode("utf-8", "replace").split()) & frozenset(wanted)
 
 
 def history_dependencies(
@@ -168,7 +184,8 @@ def make_plan(
     fork_tip = repo.get(pair.fork_tip)
     assert isinstance(fork_tip, pygit2.Commit)
     trial = TipTrial(PickTarget(repo, fork_tip.tree.id, GitMerger(repo)), changes)
-    walk_changes = [_as_change(changes[s], depends) for s in walk]
+    known = names_in_tree(pair.repo, pair.fork_tip, (last_name(n) for s in walk for n in changes[s].introduced))
+    walk_changes = [_as_change(changes[s], depends, known) for s in walk]
     carried = frozenset(
         sha for r in store.records for sha in r.commits if (e := ledger.entry(sha)) is not None and e.carriers
     )
