@@ -658,7 +658,7 @@ class GitHubAdapter:
         }
         refspec = f"{'+' if force else ''}{rev}:refs/heads/{branch}"
         try:
-            source.git("push", "--porcelain", url, refspec, env=env)
+            source.git("push", "--porcelain", "--", url, refspec, env=env)
         except ForksyncError as exc:  # the funnel's GitError
             stderr = str(getattr(exc, "stderr", "") or exc)
             raise _classify_push(stderr, repo, branch, (token, basic)) from None
