@@ -76,7 +76,7 @@ def naive(text: str) -> list[list[str]]:
 
 
 def bench_parser(n: int) -> dict[str, float]:
-    from bot.commands import parse
+    from core.commands import parse
 
     texts = comments(n)
     t0 = time.perf_counter()
@@ -98,13 +98,13 @@ def bench_parser(n: int) -> dict[str, float]:
 
 def bench_answers(runs: int, tmp: Path) -> dict[str, Any]:
     from bot import create_app
+    from core.settings import WorkerSettings
     from tests.fixtures.commands import WORLD_CONFIG, CommandWorld
     from tests.fixtures.ingest import build_ingest_pair
     from tests.fixtures.webhooks import SECRET, RecordingSender
     from tests.gitrepo import Clock, GitRepo
     from tests.loopback_github import LoopbackGitHub
-    from workers.celery_app import create_celery
-    from workers.settings import WorkerSettings
+    from workers.app.celery_app import create_celery
     from workers.tasks import commands as command_tasks
 
     gh = LoopbackGitHub(tmp / "github").start()

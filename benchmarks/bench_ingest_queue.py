@@ -64,9 +64,9 @@ def _pending(app, redis_url: str | None, data_dir: Path) -> int:  # type: ignore
 
 
 def bench(redis_url: str | None, n: int, ingests: int, latency_runs: int) -> dict[str, float]:
+    from core.settings import WorkerSettings
     from tests.fixtures.workers import E2E, FORK, wait_for
-    from workers.celery_app import create_celery
-    from workers.settings import WorkerSettings
+    from workers.app.celery_app import create_celery
 
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
@@ -101,10 +101,10 @@ def bench(redis_url: str | None, n: int, ingests: int, latency_runs: int) -> dic
             out["ingest_tasks_per_s"] = ingests / queued
             assert len(h.bundle_pulls()) == 1 and len(h.issues()) == 1, "duplicates opened"
             # the same ingests called directly (no queue, no worker process)
-            from workers import runtime
-            from workers.gitcache import GitCache
-            from workers.ingestion import IngestEnv, ingest_repository
-            from workers.state import open_state
+            from workers.adapters.gitcache import GitCache
+            from workers.adapters.state import open_state
+            from workers.app import runtime
+            from workers.jobs.ingestion import IngestEnv, ingest_repository
 
             settings = WorkerSettings.from_mapping({**h.env, "FORKSYNC_DATA_DIR": str(root / "direct")})
             env = IngestEnv(settings, runtime.github_for(settings, h.installation), GitCache(settings.data_dir / "git"),

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bot.config import L1Config, RepoConfig, Suite
+from core.config import L1Config, RepoConfig, Suite
 from workers.testing.junit import parse_junit
 from workers.testing.l1 import run_l1_for_ref
 from workers.testing.suites import checkout

@@ -2,7 +2,7 @@
 
 Baseline: the whole L1 rerun a maintainer had before (every suite runs again on the PR head).
 forksync: ``/retest SUITE`` reruns that suite only and keeps the others' results on the commit.
-Both go through ``workers.l1_job.run_l1_job`` against the loopback GitHub (real git fetch, real
+Both go through ``workers.jobs.l1_job.run_l1_job`` against the loopback GitHub (real git fetch, real
 pytest suites, real check-run updates). Also times the outside-PR gate: a job refused for want of
 ``/approve`` (PR read, approval lookup, one check run), which runs no suite at all.
 Run: ``python -m benchmarks.bench_retest [--suites 4] [--tests 200] [--repeat 3]``.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from tests.fixtures.l1 import config_yaml, flow_suite, passing_tests
 from tests.loopback_github import LoopbackGitHub
-from workers.gitcache import GitCache
-from workers.l1_job import L1Job, run_l1_job
+from workers.adapters.gitcache import GitCache
+from workers.jobs.l1_job import L1Job, run_l1_job
 
 REPO = "acme/fork"
 

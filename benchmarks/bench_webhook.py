@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = Path("/work/shared/github-payloads/push.with-new-branch.json")
 SECRET = "bench-secret"
-QUEUE = "github"  # bot.tasknames.Q_GITHUB: where forksync.on_push is routed
+QUEUE = "github"  # core.tasknames.Q_GITHUB: where forksync.on_push is routed
 
 WRK_SCRIPT = """
 local body = [==[%(body)s]==]

@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers.engine.fastimport import Person, Stream
+from workers.demo.fastimport import Person, Stream
 from workers.engine.git import Repository
 
 START = 1_735_689_600

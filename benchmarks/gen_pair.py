@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workers.engine.fastimport import Person, Stream
+from workers.demo.fastimport import Person, Stream
 from workers.engine.git import Repository
 
 UPSTREAM_URL = "https://github.com/triton-lang/triton"

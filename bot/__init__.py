@@ -25,7 +25,7 @@ def create_app(
     from flask import Flask
 
     from bot import dispatch, webhooks
-    from bot.config import Settings
+    from core.config import Settings
 
     settings = Settings.from_mapping(config)
     app = Flask("forksync")

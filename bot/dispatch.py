@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from bot.errors import ForksyncError
-from bot.tasknames import TASK_ROUTES, embedded_broker_url, queue_for
+from core.errors import ForksyncError
+from core.tasknames import TASK_ROUTES, embedded_broker_url, queue_for
 
 
 class DispatchError(ForksyncError):
@@ -199,7 +199,7 @@ class RedisTaskQueue:
     The webhook's hot path: one round trip instead of two, and no window in which a delivery
     is marked seen but not enqueued. Messages follow Celery's task protocol 2 exactly as
     ``send_task`` writes them for the Redis transport (default exchange, routing key = the
-    queue from bot/tasknames.py), so the workers' Celery consumes them unchanged.
+    queue from core/tasknames.py), so the workers' Celery consumes them unchanged.
     """
 
     def __init__(self, url: str, ttl_s: int, prefix: str = "forksync:delivery:") -> None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 
 
 class PayloadError(ForksyncError):
@@ -324,7 +324,7 @@ def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
 
 
 _ZERO_SHA = "0" * 40
-_BOT_REF_PREFIX = "refs/heads/forksync/"  # workers/ingestion.py BOT_BRANCH_PREFIX
+_BOT_REF_PREFIX = "refs/heads/forksync/"  # workers/jobs/ingestion.py BOT_BRANCH_PREFIX
 
 # The pull_request actions some handler acts on (L1: opened/synchronize/reopened/ready_for_review;
 # ingestion: closed+merged). The rest (labeled, edited, review_requested, assigned,

@@ -25,8 +25,8 @@ from github.Issue import Issue
 from github.IssueComment import IssueComment
 from github.PullRequest import PullRequest
 
-from bot.errors import ForksyncError
 from bot.github_auth import GitHubApp, GitHubAppConfigError, default_push_url_template
+from core.errors import ForksyncError
 
 log = logging.getLogger("forksync.github")
 

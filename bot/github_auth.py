@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from github import Auth, Consts, Github, GithubException, GithubIntegration
 
-from bot.config import Settings
-from bot.errors import ForksyncError
+from core.config import Settings
+from core.errors import ForksyncError
 
 if TYPE_CHECKING:
     from bot.github import GitHubAdapter

@@ -1,7 +1,7 @@
 """The webhook endpoint: verify the signature, bound the size, dedupe the delivery, enqueue, answer fast.
 
 Webhooks are triggers, not data (style.md): the view reduces an event to a small key and
-sends a task by name (bot/tasknames.py); no GitHub call happens inside the request. Every
+sends a task by name (core/tasknames.py); no GitHub call happens inside the request. Every
 answer is one line of text starting with its outcome (``accepted``, ``ignored``,
 ``duplicate``...) so that GitHub's delivery log says why.
 """
@@ -20,8 +20,6 @@ from urllib.parse import parse_qs
 
 from flask import Blueprint, Flask, Response, current_app, request
 
-from bot import tasknames
-from bot.config import Settings
 from bot.dispatch import AtomicSender, DeliveryStore, DispatchError, TaskSender
 from bot.events import (
     CheckRunEvent,
@@ -38,6 +36,8 @@ from bot.events import (
     ignore_reason,
     parse_event,
 )
+from core import tasknames
+from core.config import Settings
 
 log = logging.getLogger("forksync.webhooks")
 

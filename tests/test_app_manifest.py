@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from bot import tasknames
 from bot.events import HANDLED_EVENTS
+from core import tasknames
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,4 +39,4 @@ def test_procfile_runs_web_workers_for_every_queue_and_beat() -> None:
         consumed |= set(queues.split(","))
     assert consumed == set(tasknames.QUEUES)
     assert "l1-gpu" not in lines["worker"]  # GPU work only on the GPU worker
-    assert "beat" in lines["beat"] and "workers.celery_app" in lines["beat"]
+    assert "beat" in lines["beat"] and "workers.app.celery_app" in lines["beat"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 from tests.fixtures.trunk import TrunkCommit, planted_trunk
 from workers.cli import main
 from workers.engine.git import Repository

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pygit2
 
-from bot.config import RepoConfig
+from core.config import RepoConfig
 from tests.gitrepo import GitRepo
 from workers.engine.bundle import PickStyle, build, pick_message
 from workers.engine.changes import commit_changes

@@ -8,7 +8,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 from tests.fixtures.bundling import COALESCE, JIT, TritonPair
 from workers.engine.chains import CHAINS_REF
 from workers.engine.pair import open_configured

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from celery.schedules import crontab
 
-from bot import tasknames
-from bot.config import load_repo_config
 from bot.github import RetryableGitHubError
-from workers import celery_app
-from workers.settings import WorkerSettings
+from core import tasknames
+from core.config import load_repo_config
+from core.settings import WorkerSettings
+from workers.app import celery_app
 
 
 def settings(tmp_path: Path, **env: str) -> WorkerSettings:
@@ -33,13 +33,13 @@ def test_redis_url_makes_it_distributed(tmp_path: Path) -> None:
     """With REDIS_URL both broker and results use it, with a visibility timeout above the longest task."""
     conf = celery_app.celery_config(settings(tmp_path, REDIS_URL="redis://127.0.0.1:6379/3"))
     assert conf["broker_url"] == conf["result_backend"] == "redis://127.0.0.1:6379/3"
-    from workers.settings import LONGEST_TASK_S
+    from core.settings import LONGEST_TASK_S
 
     assert conf["broker_transport_options"]["visibility_timeout"] > LONGEST_TASK_S
 
 
 def test_queues_and_routes_come_from_tasknames(tmp_path: Path) -> None:
-    """Every queue of bot/tasknames.py is declared, and every route there is used unchanged."""
+    """Every queue of core/tasknames.py is declared, and every route there is used unchanged."""
     conf = celery_app.celery_config(settings(tmp_path))
     assert [q.name for q in conf["task_queues"]] == list(tasknames.QUEUES) == ["ingest", "github", "l1-cpu", "l1-gpu", "l2"]
     for name, route in tasknames.TASK_ROUTES.items():
@@ -95,7 +95,7 @@ def test_flask_pattern_runs_tasks_in_app_context(tmp_path: Path) -> None:
 
 def test_bad_url_map_is_a_clear_error() -> None:
     """A malformed FORKSYNC_GIT_URL_MAP names the variable and the expected shape."""
-    from bot.errors import ForksyncError
+    from core.errors import ForksyncError
 
     with pytest.raises(ForksyncError, match="FORKSYNC_GIT_URL_MAP"):
         WorkerSettings.from_mapping({"FORKSYNC_GIT_URL_MAP": "[1]"})

@@ -13,7 +13,7 @@ import pytest
 
 from tests.fixtures.ledger import ForkedPair, run_cli
 from tests.gitrepo import GitRepo
-from workers.engine.sample import make_sample
+from workers.demo.sample import make_sample
 
 Forked = Callable[[], ForkedPair]
 
@@ -161,8 +161,8 @@ def test_mark_bad_ref_writes_nothing(forked: Forked, ref: str, fragment: str) ->
 
 def test_mark_ambiguous_sha_prefix(forked: Forked) -> None:
     """A sha prefix that matches two upstream commits is refused, naming the ambiguity."""
-    from bot.config import LedgerConfig
-    from bot.errors import ForksyncError
+    from core.config import LedgerConfig
+    from core.errors import ForksyncError
     from workers.cli.mark import resolve_ref
     from workers.engine.ledger import load_ledger
     from workers.engine.pair import open_pair

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.commands import Command
-from bot.render import commands as render
+from core.commands import Command
+from core.render import commands as render
 from tests.fixtures.commands import FakeCommentGitHub
 from workers.commands.gate import MemoryGate
 from workers.commands.handler import Action, CommentTask, Context, handle

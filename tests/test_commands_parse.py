@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.commands import MAX_COMMANDS, NAMES, Command, closest, parse, parse_ref, quote, split_words
+from core.commands import MAX_COMMANDS, NAMES, Command, closest, parse, parse_ref, quote, split_words
 
 
 def one(text: str) -> Command:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import ConfigError, RepoConfig, load_repo_config
+from core.config import ConfigError, RepoConfig, load_repo_config
 
 EXAMPLE = """\
 upstream: {url: https://github.com/triton-lang/triton, branch: main}
@@ -84,7 +84,7 @@ def test_l1_triage_keys_have_defaults_and_reject_unknown_classes() -> None:
 
 def test_bundle_committer_is_name_and_email() -> None:
     """bundle.committer defaults to the bot and must read 'Name <email>' (line-accurate error)."""
-    from bot.config import DEFAULT_COMMITTER
+    from core.config import DEFAULT_COMMITTER
 
     assert load_repo_config("").bundle.committer == DEFAULT_COMMITTER
     assert load_repo_config('bundle: {committer: "Fork Bot <bot@fork.example>"}').bundle.committer == (
@@ -99,7 +99,7 @@ def test_values_read_exactly_as_yaml_safe_load_reads_them() -> None:
     quoted and unquoted strings, lists, nested maps, anchors) and keeps each key's line."""
     import yaml
 
-    from bot.config import _Doc
+    from core.config import _Doc
 
     text = (
         "a: 1\nb: 2.5\nc: true\nd: null\ne: '007'\nf: \"x: y\"\ng: [1, two, 3.0, false]\n"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import redis
 
-from bot import tasknames
 from bot.dispatch import DispatchError, RedisTaskQueue, _mask_url
+from core import tasknames
 
 URL = "redis://127.0.0.1:6379/14"  # not db 0: other suites use it
 

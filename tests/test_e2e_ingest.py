@@ -182,10 +182,10 @@ def test_redis_restart_mid_flow_loses_nothing_and_duplicates_nothing(
 def test_beat_poll_and_snapshot_reach_every_installed_repository(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
     """The beat tasks (sent as beat sends them, no arguments): the poll enqueues an ingest for each
     installed repository (bundle PR appears), the snapshot records a metrics point per repository."""
-    from bot import tasknames
-    from workers.celery_app import POLL_UPSTREAM, create_celery
-    from workers.settings import WorkerSettings
-    from workers.state import RedisState
+    from core import tasknames
+    from core.settings import WorkerSettings
+    from workers.adapters.state import RedisState
+    from workers.app.celery_app import POLL_UPSTREAM, create_celery
 
     h = e2e(shared_redis_db)
     h.start_worker()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kombu import Connection
 
-from workers import embedded
+from workers.app import embedded
 
 
 def url(tmp_path: Path) -> str:

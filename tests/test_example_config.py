@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from bot.config import RepoConfig, load_repo_config
+from core.config import RepoConfig, load_repo_config
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "forksync.example.yml"
 

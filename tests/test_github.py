@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Settings
 from bot.github import (
     Annotation,
     CheckAction,
@@ -27,6 +26,7 @@ from bot.github import (
     can_write,
     default_push_url_template,
 )
+from core.config import Settings
 from tests.gitrepo import GitRepo
 from tests.loopback_github import LoopbackGitHub
 from workers.engine.git import Repository

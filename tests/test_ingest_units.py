@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from bot import tasknames
-from bot.render.ingest import (
+from core import tasknames
+from core.render.ingest import (
     TITLE_MAX,
     BundleView,
     ChainView,
@@ -19,7 +19,7 @@ from bot.render.ingest import (
     config_error_summary,
     ingestion_summary,
 )
-from workers import handlers
+from workers.app import handlers
 
 
 def rows(n: int) -> tuple[CommitRow, ...]:

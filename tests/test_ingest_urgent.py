@@ -16,7 +16,7 @@ from tests.fixtures.ingest import IngestPair
 from tests.test_ingestion import REPO, make_env
 from workers.cli import main as forksync
 from workers.engine.git import Repository
-from workers.ingestion import ingest_repository
+from workers.jobs.ingestion import ingest_repository
 
 
 def _cli(pair: IngestPair, *argv: str) -> dict[str, Any]:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from core.settings import WorkerSettings
 from tests.fixtures.ingest import UPSTREAM_URL, IngestPair
+from workers.adapters.gitcache import GitCache
+from workers.adapters.state import LocalState
 from workers.engine.git import Repository
-from workers.engine_bridge import run_engine
-from workers.gitcache import GitCache
 from workers.github_port import DryGitHub
-from workers.ingestion import IngestEnv, ingest_repository
-from workers.settings import WorkerSettings
-from workers.state import LocalState
+from workers.jobs.engine_bridge import run_engine
+from workers.jobs.ingestion import IngestEnv, ingest_repository
 
 REPO = "acme/fork"
 
@@ -172,8 +172,8 @@ def test_unreachable_upstream_fails_the_check_with_the_reason(ingest_pair: Inges
 def test_stale_locks_from_a_crashed_run_do_not_wedge_the_next(ingest_pair: IngestPair, tmp_path: Path) -> None:
     """Lock files left in the worker's fork cache and in the engine's pair cache by a killed run are
     cleared before the next run, which then succeeds (and opens nothing twice)."""
+    from workers.adapters.gitcache import cache_name
     from workers.engine.pair import cache_root
-    from workers.gitcache import cache_name
 
     env, gh = make_env(ingest_pair, tmp_path)
     ingest_repository(env, REPO)

@@ -9,12 +9,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from bot.render import marker
+from core.render import marker
 from tests.fixtures.l1 import FAILING_TEST, config_yaml, flow_suite, passing_tests
 from tests.loopback_github import LoopbackGitHub
+from workers.adapters.gitcache import GitCache
 from workers.commands.approval import approval_body, approval_marker
-from workers.gitcache import GitCache
-from workers.l1_job import INFRA_LABEL, L1Job, L1JobResult, run_l1_job
+from workers.jobs.l1_job import INFRA_LABEL, L1Job, L1JobResult, run_l1_job
 
 REPO = "acme/fork"
 OUTSIDER = "stranger/fork"
@@ -211,7 +211,7 @@ def test_run_l1_task_passes_pr_number_and_suites_to_the_job(monkeypatch: Any, tm
     (without them an outside PR could not be approved and a named rerun would run everything)."""
     from types import SimpleNamespace
 
-    from workers.l1_job import L1JobResult
+    from workers.jobs.l1_job import L1JobResult
     from workers.tasks import l1 as tasks
 
     seen: list[L1Job] = []

@@ -9,8 +9,8 @@ from typing import Any
 
 from tests.fixtures.l1 import FAILING_TEST, config_yaml, flow_suite, passing_tests
 from tests.loopback_github import LoopbackGitHub
-from workers.gitcache import GitCache
-from workers.l1_job import L1Job, run_l1_job
+from workers.adapters.gitcache import GitCache
+from workers.jobs.l1_job import L1Job, run_l1_job
 
 REPO = "acme/fork"
 
@@ -118,8 +118,8 @@ def test_trunk_push_records_results_without_a_check_run(loopback_github: Loopbac
 
 def test_handlers_start_l1_only_for_the_right_events(monkeypatch: Any) -> None:
     """PR opened/synchronize and L1 re-requested enqueue run_l1; a closed PR or another check does not."""
-    from bot import tasknames
-    from workers.handlers import handlers_for
+    from core import tasknames
+    from workers.app.handlers import handlers_for
     from workers.tasks import l1 as tasks
 
     sent: list[dict[str, Any]] = []

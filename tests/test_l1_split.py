@@ -88,7 +88,7 @@ def test_single_commit_bundle_needs_no_run() -> None:
 def test_split_a_real_bundle_with_l1_as_the_oracle(make_repo, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Real bundle of 4 commits over a passing base, one breaks a test: L1 runs on trial branches
     (base + subset, cherry-picked) find it in 3 runs; an unrelated failure does not mislead it."""
-    from bot.config import L1Config, RepoConfig
+    from core.config import L1Config, RepoConfig
     from tests.fixtures.l1 import FAILING_TEST, passing_tests, pytest_suite
     from workers.testing.l1 import failing_test_ids, run_l1_for_ref
     from workers.testing.split import failing_tests_oracle

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Suite
+from core.config import Suite
 from tests.fixtures.l1 import FAILING_TEST, passing_tests, pytest_suite
 from tests.gitrepo import GitRepo
 from workers.engine.git import Repository
@@ -177,7 +177,7 @@ def test_worktree_is_detached_clean_and_removed_even_on_failure(make_repo: MakeR
 def test_infrastructure_retries_are_bounded(make_repo: MakeRepo, tmp_path: Path) -> None:
     """An infrastructure death is retried at most l1.max_infra_retries times; then the run is
     'cancelled' (not the change's failure), each attempt's log kept."""
-    from bot.config import L1Config, RepoConfig
+    from core.config import L1Config, RepoConfig
     from workers.testing.l1 import run_l1_for_ref
 
     counter = tmp_path / "attempts"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.config import L1Config, RepoConfig
+from core.config import L1Config, RepoConfig
 from tests.fixtures.l1 import FAILING_TEST, passing_tests, pytest_suite
 from tests.gitrepo import GitRepo
 from workers.testing.l1 import run_l1_for_ref

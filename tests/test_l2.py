@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Benchmark, L2Config, Metric, RepoConfig, load_repo_config
+from core.config import Benchmark, L2Config, Metric, RepoConfig, load_repo_config
 from tests.fixtures.trunk import TrunkCommit
 from workers.engine.git import Repository
 from workers.testing.l2 import run_benchmark, run_trunk

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from celery.exceptions import DuplicateTaskNameWarning
 
-from bot.render.l3 import parse_state
+from core.render.l3 import parse_state
 from tests.loopback_github import LoopbackGitHub
-from workers.gitcache import GitCache
-from workers.l2_job import run_bisect_job, run_l2_job, run_l3_job
+from workers.adapters.gitcache import GitCache
+from workers.jobs.l2_job import run_bisect_job, run_l2_job, run_l3_job
 from workers.testing.l3 import request_l3
 
 REPO = "acme/fork"
@@ -96,7 +96,7 @@ def test_l3_job_runs_the_workload_at_the_pr_head(loopback_github: LoopbackGitHub
     base = gh.commit(REPO, {".github/forksync.yml": CONFIG, "bench.py": BENCH, "speed": "100\n"})
     subprocess.run(["git", "-C", str(gh.bare(REPO)), "update-ref", "refs/heads/feature", base], check=True)
     head = gh.commit(REPO, {"speed": "42.5\n"}, branch="feature", message="feature")
-    from bot.config import load_repo_config
+    from core.config import load_repo_config
 
     request_l3(port, REPO, head, "llama-train", load_repo_config(CONFIG))
     reply = run_l3_job(port, GitCache(tmp_path / "git"), REPO, head, "llama-train", **job_args(gh, tmp_path))
@@ -109,10 +109,10 @@ def test_l3_job_runs_the_workload_at_the_pr_head(loopback_github: LoopbackGitHub
 
 def test_tasks_are_registered_on_the_l2_queue_and_a_push_resets_l3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """run_l2, bisect and run_l3 are bound (l2 queue); a branch push enqueues the L3 reset, a deletion does not."""
-    from bot import tasknames
-    from workers import celery_app
-    from workers.handlers import handlers_for
-    from workers.settings import WorkerSettings
+    from core import tasknames
+    from core.settings import WorkerSettings
+    from workers.app import celery_app
+    from workers.app.handlers import handlers_for
     from workers.tasks import l2 as l2_tasks
 
     with warnings.catch_warnings():
@@ -139,7 +139,7 @@ def test_l3_job_never_runs_code_that_is_not_on_a_branch_here(loopback_github: Lo
     port = gh.adapter(gh.installation)
     gh.commit(REPO, {".github/forksync.yml": CONFIG, "bench.py": BENCH, "speed": "1\n"})
     outside = "c" * 40
-    from bot.config import load_repo_config
+    from core.config import load_repo_config
 
     request_l3(port, REPO, outside, "llama-train", load_repo_config(CONFIG))
     reply = run_l3_job(port, GitCache(tmp_path / "git"), REPO, outside, "llama-train", **job_args(gh, tmp_path))

@@ -7,10 +7,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bot.config import load_repo_config
 from bot.github import CheckOutput, CheckRunInfo
-from bot.render.l3 import parse_state
-from bot.tasknames import RUN_L3, queue_for
+from core.config import load_repo_config
+from core.render.l3 import parse_state
+from core.tasknames import RUN_L3, queue_for
 from tests.gitrepo import GitRepo
 from tests.loopback_github import LoopbackGitHub
 from workers.testing.l3 import request_l3, reset_l3_on_push, run_l3_workload, signoff_l3

@@ -183,7 +183,7 @@ def test_decisions_survive_in_a_fresh_clone_of_the_fork(forked: Forked, make_rep
     p.fork.git("-C", str(clone), "fetch", "-q", "origin", "refs/notes/forksync:refs/notes/forksync")
     pair = open_pair(str(p.upstream.path), str(clone))
     assert pair.fork_notes_tip == notes
-    from bot.config import LedgerConfig
+    from core.config import LedgerConfig
 
     ledger = load_ledger(pair, LedgerConfig())
     assert ledger.entry(a).disposition is Disposition.WONT_PORT  # type: ignore[union-attr]
@@ -247,7 +247,7 @@ def test_warm_ledger_comes_from_the_cache_and_a_decision_invalidates_it(
     forked: Forked, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A second status with unchanged tips and notes does not rebuild; a new decision does."""
-    from bot.config import LedgerConfig
+    from core.config import LedgerConfig
     from workers.engine import ledger as ledger_mod
 
     p = forked()
@@ -266,7 +266,7 @@ def test_warm_ledger_comes_from_the_cache_and_a_decision_invalidates_it(
 
 def test_patch_id_after_upstream_moves_uses_cached_file_sets(forked: Forked) -> None:
     """File sets cached by a first run are completed for new upstream commits, not trusted blindly."""
-    from bot.config import LedgerConfig
+    from core.config import LedgerConfig
 
     p = forked()
     p.up(10, "Tune pipeliner", {"src/pipe.py": "depth = 3\n"})

@@ -99,7 +99,7 @@ def test_real_pick_of_an_untouched_file_is_found_without_git_patch_id(
         raise AssertionError("git patch-id was asked for")
 
     monkeypatch.setattr(ledger_module, "patch_ids", no_patch_ids)
-    from bot.config import LedgerConfig
+    from core.config import LedgerConfig
 
     built = ledger_module.build_ledger(pair, LedgerConfig())
     assert built.entry(a).carriers == (picked,)  # type: ignore[union-attr]

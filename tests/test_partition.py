@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.config import BundleConfig, RepoConfig, RiskConfig
+from core.config import BundleConfig, RepoConfig, RiskConfig
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, partition, path_matches
 
 CONFIG = RepoConfig(

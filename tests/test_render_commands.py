@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.commands import NAMES, parse
-from bot.render import commands as r
+from core.commands import NAMES, parse
+from core.render import commands as r
 
 URL = "https://github.com/up/stream"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.render.l1 import MAX_ANNOTATIONS, coverage_check_run, infra_issue, l1_check_run, l1_in_progress
+from core.render.l1 import MAX_ANNOTATIONS, coverage_check_run, infra_issue, l1_check_run, l1_in_progress
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import L1Run, conclude
 from workers.testing.suites import Failure, SuiteOutcome

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import ConfigError, load_repo_config
+from core.config import ConfigError, load_repo_config
 from tests.gitrepo import GitRepo
+from workers.adapters.gitcache import GitCache
 from workers.engine.git import GitError, Repository
 from workers.engine.pair import Location, _branches
-from workers.gitcache import GitCache
 
 MakeRepo = Callable[[str], GitRepo]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Suite
+from core.config import Suite
 from tests.gitrepo import GitRepo
 from workers.testing import sandbox
 from workers.testing.canary import run_canary

@@ -1,13 +1,13 @@
 """Task names and routes live in one place: every task the workers register has a route in
-``bot/tasknames.py``, so none silently falls back to the default queue."""
+``core/tasknames.py``, so none silently falls back to the default queue."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bot import tasknames
-from workers.celery_app import create_celery
-from workers.settings import WorkerSettings
+from core import tasknames
+from core.settings import WorkerSettings
+from workers.app.celery_app import create_celery
 
 
 def test_every_registered_task_has_a_route(tmp_path: Path) -> None:
@@ -17,7 +17,7 @@ def test_every_registered_task_has_a_route(tmp_path: Path) -> None:
     assert names, "create_celery registered no tasks"
     assert {tasknames.POLL_UPSTREAM, tasknames.L1_COVERAGE, tasknames.L3_RESET, tasknames.RUN_L1} <= names
     unrouted = sorted(names - set(tasknames.TASK_ROUTES))
-    assert unrouted == [], f"tasks without a route in bot/tasknames.py: {unrouted}"
+    assert unrouted == [], f"tasks without a route in core/tasknames.py: {unrouted}"
     assert not [n for n in names if not n.startswith("forksync.")], "a task outside the forksync.* names"
     assert {route["queue"] for route in tasknames.TASK_ROUTES.values()} <= set(tasknames.QUEUES)
 

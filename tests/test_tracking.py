@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot.config import load_repo_config
-from bot.render import marker
-from bot.render.tracking import LABEL, parse_facts
+from core.config import load_repo_config
+from core.render import marker
+from core.render.tracking import LABEL, parse_facts
 from tests.fixtures.trunk import TrunkCommit
 from tests.loopback_github import LoopbackGitHub
 from workers.engine.git import Repository

@@ -1,7 +1,7 @@
 """Worker handlers fed the kwargs the webhook view enqueues for real GitHub payload variants.
 
-The view and the handlers agree on a contract (bot/tasknames.py); these tests run the view's
-output through ``workers.handlers.dispatch`` so that a drift between the two shows up.
+The view and the handlers agree on a contract (core/tasknames.py); these tests run the view's
+output through ``workers.app.handlers.dispatch`` so that a drift between the two shows up.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot import tasknames
+from core import tasknames
 from tests.fixtures.payloads import deliver
 from tests.fixtures.payloads import load_payload as load
 from tests.fixtures.webhooks import RecordingSender
@@ -24,7 +24,7 @@ def bot(payload_bot: tuple[Any, RecordingSender]) -> tuple[Any, RecordingSender]
 def test_added_repositories_are_ingested_by_the_handler(bot: Any, queued: list[tuple[str, dict[str, Any]]]) -> None:
     """installation_repositories added, as the view enqueues it ("repositories_added"), makes the
     ingest handler ingest each added repository (it used to match only "added" and ingest none)."""
-    from workers.handlers import dispatch
+    from workers.app.handlers import dispatch
 
     client, sender = bot
     data = load("installation_repositories.removed.json")
@@ -39,7 +39,7 @@ def test_added_repositories_are_ingested_by_the_handler(bot: Any, queued: list[t
 def test_forced_push_kwargs_run_through_every_push_handler(bot: Any, queued: list[tuple[str, dict[str, Any]]]) -> None:
     """The kwargs the view sends for a force push are accepted by every ON_PUSH handler (no
     TypeError): ingest, trunk L1 and the L3 reset each enqueue their follow-up once."""
-    from workers.handlers import dispatch
+    from workers.app.handlers import dispatch
 
     client, sender = bot
     assert deliver(client, "push", load("push.forced.json")).status_code == 202
@@ -54,7 +54,7 @@ def test_push_without_installation_is_resolved_from_the_repository(
 ) -> None:
     """A repository webhook (no "installation") is enqueued with installation_id None; the worker
     looks the App's installation up (GET /repos/{repo}/installation) and the handlers act with it."""
-    from workers.handlers import dispatch
+    from workers.app.handlers import dispatch
     from workers.tasks.webhooks import with_installation
 
     client, sender = bot

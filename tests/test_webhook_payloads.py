@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bot import tasknames
 from bot.events import PullRequestEvent, parse_event
+from core import tasknames
 from tests.fixtures.payloads import PAYLOADS, deliver
 from tests.fixtures.payloads import load_payload as load
 from tests.fixtures.webhooks import RecordingSender

@@ -15,9 +15,10 @@ import pytest
 import redis
 from werkzeug.serving import make_server
 
-from bot import create_app, tasknames
+from bot import create_app
 from bot.dispatch import DispatchError, SqliteDeliveryStore
 from bot.webhooks import signature_ok
+from core import tasknames
 from tests.fixtures.webhooks import SECRET, BotServer, RecordingSender, signed
 
 PAYLOADS = Path("/work/shared/github-payloads")

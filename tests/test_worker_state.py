@@ -14,8 +14,8 @@ import pytest
 import redis
 
 from tests.gitrepo import GitRepo
-from workers.gitcache import TMP_REF_PREFIX, GitCache
-from workers.state import LocalState, LockBusy, RedisState
+from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
+from workers.adapters.state import LocalState, LockBusy, RedisState
 
 REDIS_TEST_URL = "redis://127.0.0.1:6379/3"
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 from bot.github import CheckOutput, GitHubAdapter
 from bot.github_auth import GitHubApp
+from core.settings import WorkerSettings
 from workers.github_port import IngestGitHub, Posted
-from workers.settings import WorkerSettings
 
 _apps: dict[tuple[str | None, str], GitHubApp] = {}
 _lock = threading.Lock()

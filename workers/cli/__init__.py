@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = warm.answer(argv[1:])
         if code is not None:
             return code
-    from bot.errors import ForksyncError
+    from core.errors import ForksyncError
 
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)

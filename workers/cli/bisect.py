@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 from workers.engine.git import Repository
 from workers.testing.bisect import BisectReport, MetricRule, Reference, bisect
 

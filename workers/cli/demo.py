@@ -14,9 +14,9 @@ from typing import Any
 
 from workers.cli.pairargs import one_line_errors
 from workers.cli.status import render_table
+from workers.demo.sample import Sample, make_sample
 from workers.engine.ledger import load_ledger
 from workers.engine.pair import open_configured
-from workers.engine.sample import Sample, make_sample
 
 
 def register(subparsers: Any) -> None:
@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
 def _demo_and_loop(root: Path, args: argparse.Namespace) -> None:
     sample = run_demo(root, as_json=args.json)
     if not args.json and not args.no_loop:
-        from workers.demo_loop import run_loop_demo
-        from workers.engine.sample import UPSTREAM_URL
+        from workers.demo.loop import run_loop_demo
+        from workers.demo.sample import UPSTREAM_URL
 
         run_loop_demo(root, sample.upstream, sample.fork, UPSTREAM_URL)
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 from workers.testing.junit import parse_junit_file
 
 

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bot.config import CONFIG_PATH, RepoConfig, load_repo_config, load_repo_config_file
-from bot.errors import ForksyncError
+from core.config import CONFIG_PATH, RepoConfig, load_repo_config, load_repo_config_file
+from core.errors import ForksyncError
 from workers.engine.git import Repository
 from workers.testing.canary import CanaryResult, run_canary
 from workers.testing.l1 import CANCELLED, FAILURE, L1Run, run_l1_for_ref
@@ -97,7 +97,7 @@ def _canary(mode: str) -> Any:
 
 
 def render_text(result: L1Run) -> str:
-    from bot.render.l1 import l1_title
+    from core.render.l1 import l1_title
 
     lines = [f"L1 on {result.sha[:12]}: {result.conclusion} - {l1_title(result)}"]
     if result.canary is not None:

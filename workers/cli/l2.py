@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.config import CONFIG_PATH
-from bot.errors import ForksyncError
+from core.config import CONFIG_PATH
+from core.errors import ForksyncError
 from workers.cli.l1 import data_dir, load_config
 from workers.engine.git import Repository
 from workers.testing.l2 import BenchmarkOutcome, run_trunk

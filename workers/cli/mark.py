@@ -6,7 +6,7 @@ import argparse
 import re
 from typing import Any
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 from workers.cli.pairargs import add_pair_arguments, one_line_errors, open_from_args
 from workers.engine.decisions import Disposition, write_decision
 from workers.engine.ledger import Ledger, LedgerEntry, load_ledger

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any, NoReturn
 
-from bot.config import RepoConfig
+from core.config import RepoConfig
 from workers.engine.pair import Pair, open_configured
 
 EXIT_USAGE = 2

@@ -2,7 +2,7 @@
 
 Without ``REDIS_URL`` everything runs on the embedded broker under ``FORKSYNC_DATA_DIR`` (SQLite
 files); with it, the same processes use Redis, and more workers can join from other machines
-with ``celery -A workers.celery_app worker -Q ingest,github``. The web server is werkzeug's
+with ``celery -A workers.app.celery_app worker -Q ingest,github``. The web server is werkzeug's
 threaded server (enough for one machine; production runs gunicorn, see the Procfile).
 """
 
@@ -16,8 +16,8 @@ import sys
 import threading
 from typing import Any
 
-from bot import tasknames
-from bot.errors import ForksyncError
+from core import tasknames
+from core.errors import ForksyncError
 
 # The GPU queue is left out by default: only machines with a GPU should take l1-gpu work.
 DEFAULT_QUEUES = ",".join(q for q in tasknames.QUEUES if q != tasknames.Q_L1_GPU)
@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 def worker_command(queues: str, concurrency: int, beat: bool) -> list[str]:
     cmd = [
-        sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker",
+        sys.executable, "-m", "celery", "-A", "workers.app.celery_app", "worker",
         "-Q", queues, "--concurrency", str(concurrency), "--loglevel", "INFO",
         "--without-gossip", "--without-mingle",
     ]
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from werkzeug.serving import make_server
 
     from bot import create_app
-    from workers.settings import WorkerSettings
+    from core.settings import WorkerSettings
 
     settings = WorkerSettings.from_mapping(None)
     unknown = set(args.queues.split(",")) - set(tasknames.QUEUES)

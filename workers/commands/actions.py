@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot import tasknames
-from bot.commands import Command
-from bot.errors import ForksyncError
-from bot.render import commands as render
+from core import tasknames
+from core.commands import Command
+from core.errors import ForksyncError
+from core.render import commands as render
 from workers.commands.approval import (
     APPROVED_LABEL,
     approval_body,
@@ -422,7 +422,7 @@ def retest(ctx: Context, command: Command) -> render.Outcome:
     if unknown:
         return render.unknown_suites(command, unknown, known)
     pull = ctx.pull()
-    # The same rule as the L1 job's (workers/l1_job.py): refusing here answers at once, instead of
+    # The same rule as the L1 job's (workers/jobs/l1_job.py): refusing here answers at once, instead of
     # a 🚀 followed by a check run that waits for /approve.
     if needs_approval(ctx.repo, pull.head_repo, pull.author_association):
         approval = read_approval(ctx.gh, ctx.repo, pull.number)

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.render import marker
+from core.render import marker
 from workers.commands.handler import CommentInfo, PullInfo
 
 APPROVED_LABEL = "forksync:approved"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.config import CONFIG_PATH
+from core.config import CONFIG_PATH
 from workers.commands.handler import CommentInfo, PullInfo, is_bot
 
 

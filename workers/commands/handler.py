@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from bot.commands import Command, parse
-from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
-from bot.errors import ForksyncError
-from bot.render import commands as render
+from core.commands import Command, parse
+from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from core.errors import ForksyncError
+from core.render import commands as render
 from workers.commands.gate import Gate, can_write
 
 log = logging.getLogger("forksync.commands")
@@ -79,7 +79,7 @@ class CommentGitHub(Protocol):
 
 @dataclass(frozen=True)
 class CommentTask:
-    """The task's primitive kwargs (bot/tasknames.py, ``ON_COMMENT``)."""
+    """The task's primitive kwargs (core/tasknames.py, ``ON_COMMENT``)."""
 
     installation_id: int | None
     repo: str

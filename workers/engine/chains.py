@@ -20,7 +20,7 @@ from typing import Any
 
 import pygit2
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 from workers.engine.git import GitError, run_git
 from workers.engine.pair import Pair
 from workers.engine.partition import REASON_KINDS, ChainRecord, Reason

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 from workers.engine.git import Repository
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 
 
 class GitError(ForksyncError):

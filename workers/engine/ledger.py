@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.config import LedgerConfig
+from core.config import LedgerConfig
 from workers.engine import recognisers as rec
 from workers.engine.decisions import Decision, Decisions, Disposition, read_decisions
 from workers.engine.history import (

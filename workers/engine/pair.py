@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.config import CONFIG_PATH, RepoConfig, load_repo_config, load_repo_config_file
-from bot.errors import ForksyncError
+from core.config import CONFIG_PATH, RepoConfig, load_repo_config, load_repo_config_file
+from core.errors import ForksyncError
 from workers.engine.git import GitError, Repository, run_git
 
 UPSTREAM_PREFIX = "refs/forksync/upstream/"

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
-from bot.config import RepoConfig
+from core.config import RepoConfig
 
 REASON_KINDS = ("conflict", "diverged_zone", "risky_path", "size", "file", "symbol", "manual")
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import pygit2
 
-from bot.config import RepoConfig
-from bot.errors import ForksyncError
+from core.config import RepoConfig
+from core.errors import ForksyncError
 from workers.engine.bundle import BuildResult, PickStyle, build
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
 from workers.engine.changes import CommitChanges, commit_changes, commit_changes_many

@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bot.config import DEFAULT_TRAILER_PATTERNS
+from core.config import DEFAULT_TRAILER_PATTERNS
 from workers.engine.history import Commit
 
 TRAILER = "trailer"

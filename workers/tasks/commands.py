@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot import tasknames
+from core import tasknames
+from core.settings import WorkerSettings
+from workers.app.handlers import handles
 from workers.commands.actions import Services, default_actions
 from workers.commands.gate import Gate, MemoryGate, RedisGate
 from workers.commands.github import AdapterCommentGitHub
 from workers.commands.handler import Answer, CommentTask, handle
-from workers.handlers import handles
-from workers.settings import WorkerSettings
 
 log = logging.getLogger("forksync.commands")
 
@@ -42,14 +42,14 @@ def send_task(name: str, kwargs: dict[str, Any]) -> None:
 def _settings() -> WorkerSettings:
     from celery import current_app
 
-    from workers.celery_app import settings_of
+    from workers.app.celery_app import settings_of
 
     return settings_of(current_app)
 
 
 def answer(settings: WorkerSettings, kwargs: dict[str, Any]) -> Answer | None:
     """Run the handler for one ``on_comment`` delivery with this process's adapter and gate."""
-    from workers import runtime
+    from workers.app import runtime
 
     task = CommentTask(
         installation_id=kwargs.get("installation_id"),

@@ -9,12 +9,12 @@ from typing import Any
 
 from celery import shared_task
 
-from bot import tasknames
-from workers import celery_app, runtime
-from workers.gitcache import GitCache
-from workers.handlers import handles
-from workers.ingestion import BOT_BRANCH_PREFIX, INGEST_TIME_LIMIT_S, IngestEnv, ingest_repository
-from workers.state import open_state
+from core import tasknames
+from workers.adapters.gitcache import GitCache
+from workers.adapters.state import open_state
+from workers.app import celery_app, runtime
+from workers.app.handlers import handles
+from workers.jobs.ingestion import BOT_BRANCH_PREFIX, INGEST_TIME_LIMIT_S, IngestEnv, ingest_repository
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def ingest(
     delivery: str | None = None,
     max_commits: int | None = None,
 ) -> dict[str, Any]:
-    """Run the ingestion loop once for ``repo`` (see ``workers/ingestion.py``).
+    """Run the ingestion loop once for ``repo`` (see ``workers/jobs/ingestion.py``).
 
     ``max_commits`` (``/bundle max=N``) overrides ``bundle.max_commits`` for this run only.
     """

@@ -11,12 +11,12 @@ from typing import Any
 
 from celery import shared_task
 
-from bot import tasknames
-from bot.render.l1 import L1_CHECK
-from workers import celery_app
-from workers.gitcache import GitCache
-from workers.handlers import handles
-from workers.l1_job import L1Job, coverage_from_github, run_l1_job
+from core import tasknames
+from core.render.l1 import L1_CHECK
+from workers.adapters.gitcache import GitCache
+from workers.app import celery_app
+from workers.app.handlers import handles
+from workers.jobs.l1_job import L1Job, coverage_from_github, run_l1_job
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
 def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: bool = False,
            push_ref: str | None = None, number: int | None = None, delivery: str | None = None,
            suites: list[str] | None = None, **_: Any) -> dict[str, Any]:
-    """Run L1 on ``head_sha`` of ``repo`` and publish its check runs (see ``workers/l1_job.py``).
+    """Run L1 on ``head_sha`` of ``repo`` and publish its check runs (see ``workers/jobs/l1_job.py``).
 
     ``number``: the PR (an outside PR runs only with a maintainer's ``/approve`` of its head);
     ``suites``: ``/retest SUITE …``, only those run and the others keep their results.

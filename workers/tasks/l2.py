@@ -8,12 +8,12 @@ from typing import Any
 
 from celery import shared_task
 
-from bot import tasknames
-from bot.config import CONFIG_PATH, ConfigError, load_repo_config
-from workers import celery_app
-from workers.gitcache import GitCache
-from workers.handlers import handles
-from workers.l2_job import run_bisect_job, run_l2_job, run_l3_job
+from core import tasknames
+from core.config import CONFIG_PATH, ConfigError, load_repo_config
+from workers.adapters.gitcache import GitCache
+from workers.app import celery_app
+from workers.app.handlers import handles
+from workers.jobs.l2_job import run_bisect_job, run_l2_job, run_l3_job
 from workers.testing.l3 import reset_l3_on_push
 
 log = logging.getLogger(__name__)

@@ -8,9 +8,9 @@ from typing import Any
 
 from celery import shared_task
 
-from bot import tasknames
-from bot.errors import ForksyncError
-from workers.handlers import dispatch
+from core import tasknames
+from core.errors import ForksyncError
+from workers.app.handlers import dispatch
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 def with_installation(name: str, kwargs: dict[str, Any], find: Callable[[str], int]) -> dict[str, Any] | None:
     """``kwargs`` with ``installation_id`` filled in, or None (logged with why) when it cannot be.
 
-    A plain repository webhook carries no ``installation`` (bot/tasknames.py): the handlers all
+    A plain repository webhook carries no ``installation`` (core/tasknames.py): the handlers all
     need one to act as the App, so it is looked up once here (``find(repo)``) rather than by each.
     """
     if kwargs.get("installation_id") is not None or not kwargs.get("repo"):
@@ -34,7 +34,7 @@ def with_installation(name: str, kwargs: dict[str, Any], find: Callable[[str], i
 
 
 def _find_installation(task: Any) -> Callable[[str], int]:
-    from workers import celery_app
+    from workers.app import celery_app
     from workers.github_live import app_for
 
     return lambda repo: app_for(celery_app.settings_of(task.app)).installation_for_repo(repo)
@@ -46,7 +46,7 @@ def _make(name: str) -> Any:
         resolved = with_installation(name, kwargs, _find_installation(self))
         return 0 if resolved is None else dispatch(name, resolved)
 
-    event.__doc__ = f"Run every handler registered for {name} (workers/handlers.py)."
+    event.__doc__ = f"Run every handler registered for {name} (workers/app/handlers.py)."
     return event
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 from workers.engine.git import Repository
 from workers.testing.checkout import CleanCheckout, CommandResult, run_command
 from workers.testing.signatures import infra_reason

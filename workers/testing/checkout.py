@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 from workers.engine.git import Repository
 from workers.testing import sandbox
 

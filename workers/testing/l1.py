@@ -1,7 +1,7 @@
 """L1 for one commit: check it out, run the canary and each suite, triage failures, conclude.
 
 :func:`run_l1_for_ref` is what a worker (and ``forksync l1``) calls; it returns a plain
-:class:`L1Run` that ``bot.render.l1.l1_check_run`` turns into the ``forksync / L1`` check run.
+:class:`L1Run` that ``core.render.l1.l1_check_run`` turns into the ``forksync / L1`` check run.
 :func:`conclude` is the pure rule: the check fails on omitted or timed-out suites and on failures
 of a triage class in ``l1.fail_on`` (``new`` by default), and is ``cancelled`` (not a pass, not
 the PR's fault) when only the infrastructure failed.
@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot.config import RepoConfig, Suite
-from bot.errors import ForksyncError
+from core.config import RepoConfig, Suite
+from core.errors import ForksyncError
 from workers.engine.git import Repository
 from workers.testing import sandbox, triage
 from workers.testing import suites as suites_mod

@@ -1,6 +1,6 @@
 """L2 trunk tests: run each benchmark at a trunk commit, judge it against its history, bisect a new break.
 
-``run_benchmark`` runs one :class:`bot.config.Benchmark` in a clean worktree and reads its
+``run_benchmark`` runs one :class:`core.config.Benchmark` in a clean worktree and reads its
 metrics line; ``run_trunk`` does it for every benchmark of the config, records the runs in the
 :class:`ResultStore`, and when a benchmark turns bad (a regression or a failure right after a
 good run) bisects ``last good..this commit`` within ``l2.bisect_budget``. Its outcomes are what
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bot.config import Benchmark, RepoConfig
+from core.config import Benchmark, RepoConfig
 from workers.engine.git import Repository
 from workers.testing import junit
 from workers.testing.bisect import (

@@ -1,6 +1,6 @@
 """L3 sign-off: ``/l3 WORKLOAD`` opens a check run awaiting the owners, ``/signoff WORKLOAD`` completes it.
 
-The check run ``forksync / L3: WORKLOAD`` on the PR head is the record (see ``bot/render/l3.py``):
+The check run ``forksync / L3: WORKLOAD`` on the PR head is the record (see ``core/render/l3.py``):
 nothing is kept elsewhere, so a lost worker or a flushed Redis loses no sign-off. A workload with
 a ``run`` command has it run on the l2 queue (:func:`run_l3_workload`), its metrics attached to
 the check. A push resets sign-offs unless the workload says ``reset_on_push: false``.
@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.config import RepoConfig, Workload
 from bot.github import CheckOutput, CheckRunInfo
-from bot.render.l3 import (
+from core.config import RepoConfig, Workload
+from core.render.l3 import (
     L3State,
     check_name,
     mentions,
@@ -28,7 +28,7 @@ from bot.render.l3 import (
     title,
     unknown_workload,
 )
-from bot.tasknames import RUN_L3
+from core.tasknames import RUN_L3
 from workers.engine.git import Repository
 from workers.testing.bisect import parse_metrics
 from workers.testing.checkout import CleanCheckout, run_command

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from bot.config import Benchmark, Metric
+from core.config import Benchmark, Metric
 from workers.testing.bisect import worse_percent
 from workers.testing.signatures import Failure
 

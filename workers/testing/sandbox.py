@@ -106,7 +106,7 @@ def suite_user(source: Mapping[str, str] | None = None) -> SuiteUser | None:
     name = (source.get(USER_VAR) or "").strip()
     if not name:
         return None
-    from bot.errors import ForksyncError
+    from core.errors import ForksyncError
 
     try:
         entry = pwd.getpwnam(name)

@@ -1,7 +1,7 @@
 """Run one configured L1 suite the way a worker does: own process group, timeout, kept log, parsed results.
 
 :func:`checkout` gives a clean detached worktree of a repository at a ref (removed afterwards,
-even on failure); :func:`run_suite` runs a :class:`bot.config.Suite` in it and returns a
+even on failure); :func:`run_suite` runs a :class:`core.config.Suite` in it and returns a
 :class:`SuiteOutcome` whose status is one of ``passed``, ``failed``, ``omitted``, ``timed_out``,
 ``infrastructure``. Nothing here raises for what the suite does: every way it can go wrong is a
 status with a reason.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bot.config import Suite
+from core.config import Suite
 from workers.engine.git import GitError, Repository
 from workers.testing import infra, junit, sandbox, signatures, watchdog
 

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from bot.config import Benchmark
 from bot.github import CommentInfo, IssueInfo
-from bot.render import marker
-from bot.render.tracking import (
+from core.config import Benchmark
+from core.render import marker
+from core.render.tracking import (
     LABEL,
     IssueFacts,
     SuspectFacts,

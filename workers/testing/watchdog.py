@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bot.config import Suite
+from core.config import Suite
 
 COVERAGE_CHECK = "forksync / coverage"
 

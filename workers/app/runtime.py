@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from core.settings import WorkerSettings
 from workers.github_port import IngestGitHub
-from workers.ingestion import Engine
-from workers.settings import WorkerSettings
+from workers.jobs.ingestion import Engine
 
 GitHubFactory = Callable[[WorkerSettings, int], IngestGitHub]
 
@@ -38,6 +38,6 @@ def github_for(settings: WorkerSettings, installation_id: int) -> IngestGitHub:
 def engine() -> Engine:
     if _engine is not None:
         return _engine
-    from workers.engine_bridge import run_engine
+    from workers.jobs.engine_bridge import run_engine
 
     return run_engine

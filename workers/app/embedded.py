@@ -87,7 +87,7 @@ class Transport(kombu_sqla.Transport):
 
 def register() -> None:
     """Make ``embedded+sqlite:///...`` broker URLs resolve to :class:`Transport` (idempotent)."""
-    TRANSPORT_ALIASES.setdefault("embedded", "workers.embedded:Transport")
+    TRANSPORT_ALIASES.setdefault("embedded", "workers.app.embedded:Transport")
 
 
 register()

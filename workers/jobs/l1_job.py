@@ -18,12 +18,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
 from bot.github import Annotation, CheckOutput, CheckRunInfo, GitHubPort
-from bot.render import l1 as render
-from bot.render import marker
+from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from core.render import l1 as render
+from core.render import marker
+from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
 from workers.engine.git import GitError, Repository
-from workers.gitcache import TMP_REF_PREFIX, GitCache
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conclude, run_l1_for_ref
 from workers.testing.watchdog import CheckRunState, coverage

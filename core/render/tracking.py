@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from bot.render import marker
+from core.render import marker
 
 LABEL = "forksync:tracking"
 LABEL_REGRESSION = "regression"

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from workers.settings import WorkerSettings
+from core.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 

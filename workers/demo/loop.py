@@ -17,9 +17,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from core.settings import WorkerSettings
 from workers.engine.git import Repository, run_git
 from workers.github_port import DryGitHub
-from workers.settings import WorkerSettings
 
 FORK_REPO = "example-org/triton"
 SECRET = "demo-secret"  # the demo's own webhook secret: the deliveries below are signed with it
@@ -83,8 +83,8 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str) -> 
     from celery.contrib.testing.worker import start_worker
 
     from bot import create_app
-    from workers import handlers, runtime
-    from workers.celery_app import create_celery
+    from workers.app import handlers, runtime
+    from workers.app.celery_app import create_celery
 
     print("\n== the ingestion loop (embedded default: no Redis, no GitHub, no network) ==")
     print("real: git, the engine, the webhook view, Celery (SQLite broker + a worker thread)")

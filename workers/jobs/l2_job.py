@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
 from bot.github import GitHubPort
-from bot.render.tracking import SuspectFacts, bisect_comment
+from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from core.render.tracking import SuspectFacts, bisect_comment
+from workers.adapters.gitcache import GitCache
 from workers.engine.git import Repository
-from workers.gitcache import GitCache
 from workers.testing.l2 import bisect_benchmark, run_trunk
 from workers.testing.l3 import Reply, record_run_failure, run_l3_workload
 from workers.testing.regression import judge

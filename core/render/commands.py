@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from bot.commands import SPECS, Command, Spec
-from bot.render import marker
+from core.commands import SPECS, Command, Spec
+from core.render import marker
 
 OK = "ok"  # done: 👍
 STARTED = "started"  # accepted, work queued or running: 🚀

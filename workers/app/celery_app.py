@@ -1,10 +1,10 @@
 """The Celery app: factory wired to Flask (Flask's Celery pattern), queues, routes, retries, beat.
 
-``celery -A workers.celery_app worker -Q ingest,github`` and ``celery -A workers.celery_app beat``
+``celery -A workers.app.celery_app worker -Q ingest,github`` and ``celery -A workers.app.celery_app beat``
 use the module-level ``app``, built from the environment on first access (lazily, so importing
 this module reads nothing; library code calls :func:`create_celery` instead). Routes and queue names
-come from ``bot/tasknames.py`` only. Without ``REDIS_URL`` the same code runs on the embedded
-broker (SQLite under the data dir, see ``workers/embedded.py``).
+come from ``core/tasknames.py`` only. Without ``REDIS_URL`` the same code runs on the embedded
+broker (SQLite under the data dir, see ``workers/app/embedded.py``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from celery import Celery, Task
 from celery.schedules import crontab
 from kombu.entity import Exchange, Queue
 
-from bot import tasknames
-from bot.config import RepoConfig
 from bot.github import RetryableGitHubError
-from workers import embedded
-from workers.settings import WorkerSettings
-from workers.state import LockBusy, StoreUnavailable
+from core import tasknames
+from core.config import RepoConfig
+from core.settings import WorkerSettings
+from workers.adapters.state import LockBusy, StoreUnavailable
+from workers.app import embedded
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 # polling interval between tasks. One machine has no other worker to be fair to, so fetch ahead.
 EMBEDDED_PREFETCH = 4
 
-# Beat's upstream poll; the name and its route live in bot/tasknames.py like every other task's.
+# Beat's upstream poll; the name and its route live in core/tasknames.py like every other task's.
 POLL_UPSTREAM = tasknames.POLL_UPSTREAM
 
 # Backoff for transient GitHub failures: base * 2**retries, capped, plus jitter; never sooner
@@ -100,8 +100,8 @@ class ForksyncTask(Task):  # type: ignore[misc]
 def broker_and_backend(settings: WorkerSettings) -> tuple[str, str]:
     """Redis for both with ``REDIS_URL``; else the embedded SQLite files under the data dir.
 
-    The embedded broker file is the one the webhook view sends to (``bot.tasknames``); workers
-    read it through the tuned transport of ``workers/embedded.py`` (same tables, same file).
+    The embedded broker file is the one the webhook view sends to (``core.tasknames``); workers
+    read it through the tuned transport of ``workers/app/embedded.py`` (same tables, same file).
     """
     if settings.bot.redis_url:
         return settings.bot.redis_url, settings.bot.redis_url
@@ -217,7 +217,7 @@ def settings_of(app: Celery) -> WorkerSettings:
     """The WorkerSettings a Celery app was created with."""
     settings = app.conf.get("forksync_settings")
     if not isinstance(settings, WorkerSettings):
-        raise RuntimeError("this Celery app was not made by workers.celery_app.create_celery")
+        raise RuntimeError("this Celery app was not made by workers.app.celery_app.create_celery")
     return settings
 
 
@@ -232,7 +232,7 @@ def __getattr__(name: str) -> Celery:
     """``app`` / ``celery_app``: the process's Celery app, built from the environment on first use.
 
     Lazy (PEP 562) so that importing this module reads no settings and creates no files;
-    ``celery -A workers.celery_app`` looks the attribute up and so builds it.
+    ``celery -A workers.app.celery_app`` looks the attribute up and so builds it.
     """
     global _app
     if name in ("app", "celery_app", "celery"):

@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
-from bot.errors import ForksyncError
-from bot.render import marker
-from bot.render.ingest import (
+from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from core.errors import ForksyncError
+from core.render import marker
+from core.render.ingest import (
     CHECK_NAME,
     BundleView,
     ChainView,
@@ -43,11 +43,11 @@ from bot.render.ingest import (
     urgent_body,
     urgent_title,
 )
+from core.settings import WorkerSettings
+from workers.adapters.gitcache import GitCache, remote_git
+from workers.adapters.state import StateStore
 from workers.engine.git import GitError, Repository
-from workers.gitcache import GitCache, remote_git
 from workers.github_port import IngestGitHub, Posted
-from workers.settings import WorkerSettings
-from workers.state import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +209,7 @@ def ingest_repository(env: IngestEnv, repo: str, *, max_commits: int | None = No
 
 
 def retry_after_of(exc: BaseException) -> float | None:
-    from workers.celery_app import retry_after
+    from workers.app.celery_app import retry_after
 
     return retry_after(exc)
 

@@ -85,7 +85,7 @@ def queue_for(name: str) -> str:
     try:
         return TASK_ROUTES[name]["queue"]
     except KeyError:
-        raise KeyError(f"unknown forksync task {name!r}; add it to bot/tasknames.py") from None
+        raise KeyError(f"unknown forksync task {name!r}; add it to core/tasknames.py") from None
 
 
 def embedded_broker_url(data_dir: str) -> str:

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import hashlib
 
-from bot.config import RepoConfig
-from bot.render.ingest import BundleView, ChainView, CommitRow, IngestionFigures, UrgentView
+from core.config import RepoConfig
+from core.render.ingest import BundleView, ChainView, CommitRow, IngestionFigures, UrgentView
+from workers.adapters.gitcache import reset
 from workers.engine.git import Repository
 from workers.engine.ledger import Ledger
 from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
 from workers.engine.partition import Plan
 from workers.engine.planning import build_and_record, make_plan
-from workers.gitcache import reset
-from workers.ingestion import EngineOutput
+from workers.jobs.ingestion import EngineOutput
 
 
 def plan_id(pair: Pair, plan: Plan) -> str:

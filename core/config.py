@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.errors import ForksyncError
+from core.errors import ForksyncError
 
 if TYPE_CHECKING:
     import yaml

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.render import marker
+from core.render import marker
 
 L1_CHECK = "forksync / L1"
 COVERAGE_CHECK = "forksync / coverage"

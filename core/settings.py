@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.config import RepoConfig, Settings, load_repo_config_file
-from bot.errors import ForksyncError
+from core.config import RepoConfig, Settings, load_repo_config_file
+from core.errors import ForksyncError
 
 # The longest task we run: an L2 benchmark's default timeout (2 h) plus checkout and setup.
 LONGEST_TASK_S = 2 * 3600 + 15 * 60

@@ -1,6 +1,6 @@
 """Webhook handlers per feature, composed under the one Celery task per event name.
 
-The bot sends each event once, by name (``bot/tasknames.py``); several features react to the
+The bot sends each event once, by name (``core/tasknames.py``); several features react to the
 same event (a merged bundle PR moves ingestion, an opened PR starts L1...). Each feature
 registers its handler here with :func:`handles`, in its own ``workers/tasks/<feature>.py``; the
 webhook task runs every handler of its event (bedevere's routers). A handler decides fast from

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workers.demo.fastimport import Person, Stream
 from workers.engine.decisions import Disposition, write_decision
-from workers.engine.fastimport import Person, Stream
 from workers.engine.git import Repository
 
 UPSTREAM_URL = "https://github.com/triton-lang/triton"

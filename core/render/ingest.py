@@ -1,6 +1,6 @@
 """Pure builders for the ingestion loop's text: bundle PRs, chain tracking issues, the check run.
 
-Every body carries a hidden marker (``bot.render.marker``) keyed by the bundle or chain id, so
+Every body carries a hidden marker (``core.render.marker``) keyed by the bundle or chain id, so
 a rerun finds and edits its own PR or issue instead of opening a second one; the bundle body
 also names the plan it came from.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.render import marker
+from core.render import marker
 
 TITLE_MAX = 250  # GitHub rejects titles over 256 characters
 CHECK_NAME = "forksync / ingestion"
