@@ -635,6 +635,10 @@ class Settings:
     data_dir: str = ".forksync"
     max_body_bytes: int = 25 * 1024 * 1024
     delivery_ttl_s: int = 7 * 24 * 3600
+    # A webhook body must arrive within this many seconds (behind a buffering front it always does).
+    body_read_timeout_s: float = 20.0
+    # Bodies read at once per web process; one more waits half a second, then gets 503.
+    max_concurrent_reads: int = 4
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> Settings:
@@ -658,4 +662,6 @@ class Settings:
             data_dir=env.get("FORKSYNC_DATA_DIR") or ".forksync",
             max_body_bytes=int(env.get("FORKSYNC_MAX_BODY_BYTES") or 25 * 1024 * 1024),
             delivery_ttl_s=int(env.get("FORKSYNC_DELIVERY_TTL_S") or 7 * 24 * 3600),
+            body_read_timeout_s=float(env.get("FORKSYNC_BODY_READ_TIMEOUT_S") or 20.0),
+            max_concurrent_reads=max(1, int(env.get("FORKSYNC_MAX_CONCURRENT_READS") or 4)),
         )
