@@ -7,7 +7,7 @@ Use it through the ``loopback_github`` fixture (tests/fixtures/github.py)::
         gh.add_repo("acme/fork", files={".github/forksync.yml": "bundle: {max_commits: 5}\\n"})
         gh.set_permission("acme/fork", "alice", "write")
         inst = gh.add_installation(["acme/fork"])  # installation id (int)
-        port = gh.adapter(inst)                   # bot.github.GitHubAdapter pointed at this server
+        port = gh.adapter(inst)                   # core.github.adapter.GitHubAdapter pointed at this server
         port.create_comment("acme/fork", 1, "hi") # ... or drive it from a Celery task
         assert gh.state.comments["acme/fork"][...]["body"] == "hi"
 
@@ -203,14 +203,14 @@ class LoopbackGitHub:
                 "GITHUB_API_URL": self.api_url, **extra}
 
     def app(self, **kwargs: Any) -> Any:
-        """A ``bot.github_auth.GitHubApp`` for this server (kwargs: clock, refresh_margin_s...)."""
-        from bot.github_auth import GitHubApp
+        """A ``core.github.app.GitHubApp`` for this server (kwargs: clock, refresh_margin_s...)."""
+        from core.github.app import GitHubApp
 
         return GitHubApp(str(self.app_id), self.private_key_pem, self.api_url,
                          push_url_template=self.push_url_template, **kwargs)
 
     def adapter(self, installation_id: int, **kwargs: Any) -> Any:
-        """A ``bot.github.GitHubAdapter`` acting as the App's installation ``installation_id``."""
+        """A ``core.github.adapter.GitHubAdapter`` acting as the App's installation ``installation_id``."""
         return self.app(**kwargs).adapter(installation_id)
 
     # ------------------------------------------------------------------ seeding

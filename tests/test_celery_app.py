@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from celery.schedules import crontab
 
-from bot.github import RetryableGitHubError
 from core import tasknames
 from core.config import load_repo_config
+from core.github.errors import RetryableGitHubError
 from core.settings import WorkerSettings
 from workers.app import celery_app
 

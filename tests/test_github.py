@@ -9,24 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from bot.github import (
-    Annotation,
-    CheckAction,
-    CheckOutput,
-    GitHubAdapter,
+from core.config import Settings
+from core.github.adapter import GitHubAdapter
+from core.github.app import GitHubApp, GitHubAppConfigError, default_push_url_template
+from core.github.errors import (
     GitHubAlreadyDone,
-    GitHubApp,
-    GitHubAppConfigError,
     GitHubAuthError,
     GitHubNotFoundError,
     GitHubPermissionError,
     GitHubPushError,
     GitHubValidationError,
     RetryableGitHubError,
-    can_write,
-    default_push_url_template,
 )
-from core.config import Settings
+from core.github.records import Annotation, CheckAction, CheckOutput, can_write
 from tests.gitrepo import GitRepo
 from tests.loopback_github import LoopbackGitHub
 from workers.engine.git import Repository
@@ -486,3 +481,36 @@ def test_5xx_while_minting_a_token_is_retryable(gh: LoopbackGitHub) -> None:
     with pytest.raises(RetryableGitHubError):
         app.installation_token(gh.installation)
     assert app.installation_token(gh.installation).startswith("ghs_")
+
+
+def test_close_pull_request_goes_through_the_pulls_api(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+    """close_pull_request comments, then closes with PATCH /pulls/N (not the issues API)."""
+    gh.commit(REPO, {"x.py": "x\n"}, branch="to-close")
+    number = gh.add_pull(REPO, "to-close")
+    info = port.close_pull_request(REPO, number, comment="superseded")
+    assert info.state == "closed" and gh.state.issues[REPO][number]["state"] == "closed"
+    assert [c["body"] for c in gh.state.comments[REPO].values() if c["issue_number"] == number] == ["superseded"]
+    assert writes(gh, f"/pulls/{number}") and not [r for r in writes(gh, f"/issues/{number}") if r[0] == "PATCH"]
+
+
+def test_installed_repositories_follows_every_page(gh: LoopbackGitHub) -> None:
+    """Every (installation, repo) pair, across installations and past GitHub's page of 100."""
+    names = [f"acme/r{i:03d}" for i in range(101)]
+    for name in names:
+        gh.add_repo(name, files={"a": "1"})
+    big = gh.add_installation(names)
+    pairs = list(gh.app().installed_repositories())
+    assert sorted(r for i, r in pairs if i == big) == names
+    assert (gh.installation, REPO) in pairs
+
+
+def test_5xx_while_listing_installed_repositories_is_retryable(gh: LoopbackGitHub) -> None:
+    """A GitHub blip during the beat poll's listing is retried (RetryableGitHubError), not a failure."""
+    app = gh.app()
+    app.installation_token(gh.installation)  # the 502 must hit the listing itself
+    gh.fail(502, path="/installation/repositories")
+    with pytest.raises(RetryableGitHubError):
+        list(app.installed_repositories())
+    gh.fail(503, path="/app/installations")
+    with pytest.raises(RetryableGitHubError):
+        list(app.installed_repositories())

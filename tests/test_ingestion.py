@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from core.github.ingest import DryGitHub
 from core.settings import WorkerSettings
 from tests.fixtures.ingest import UPSTREAM_URL, IngestPair
 from workers.adapters.gitcache import GitCache
 from workers.adapters.state import LocalState
 from workers.engine.git import Repository
-from workers.github_port import DryGitHub
 from workers.jobs.engine_bridge import run_engine
 from workers.jobs.ingestion import IngestEnv, ingest_repository
 

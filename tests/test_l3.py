@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bot.github import CheckOutput, CheckRunInfo
 from core.config import load_repo_config
+from core.github.records import CheckOutput, CheckRunInfo
 from core.render.l3 import parse_state
 from core.tasknames import RUN_L3, queue_for
 from tests.gitrepo import GitRepo

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import redis
 
+from core.store import open_store
 from tests.gitrepo import GitRepo
 from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
-from workers.adapters.state import LocalState, LockBusy, RedisState
+from workers.adapters.state import LocalState, LockBusy, RedisState, SeriesStore
 
 REDIS_TEST_URL = "redis://127.0.0.1:6379/3"
 
@@ -75,7 +76,8 @@ def test_redis_lock_expires_after_its_ttl() -> None:
 @pytest.mark.parametrize("kind", ["local", "redis"])
 def test_series_keeps_points_in_order(kind: str, tmp_path: Path) -> None:
     """Appended points come back oldest first; limit keeps the newest."""
-    state = LocalState(tmp_path) if kind == "local" else RedisState(REDIS_TEST_URL)
+    state = LocalState(tmp_path) if kind == "local" else RedisState(
+        REDIS_TEST_URL, SeriesStore(open_store(None, tmp_path)))
     name = f"metrics:o/r-{uuid.uuid4().hex}"
     for i in range(5):
         state.append(name, {"t": i, "days_behind": i / 2})

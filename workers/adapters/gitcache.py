@@ -89,7 +89,7 @@ _TRANSIENT = ("unable to access", "could not resolve host", "timed out", "connec
 def remote_git(repo: Repository, token: str | None, *args: str) -> bytes:
     """Run a git command that talks to a remote with ``token``; a network or 5xx failure becomes
     :class:`RetryableGitHubError` (the task retries with backoff) and the token never shows."""
-    from bot.github import RetryableGitHubError
+    from core.github.errors import RetryableGitHubError
 
     try:
         return repo.git(*args, env=auth_env(token))

@@ -23,9 +23,9 @@ from celery import Celery, Task
 from celery.schedules import crontab
 from kombu.entity import Exchange, Queue
 
-from bot.github import RetryableGitHubError
 from core import tasknames
 from core.config import RepoConfig
+from core.github.errors import RetryableGitHubError
 from core.settings import WorkerSettings
 from workers.adapters.state import LockBusy, StoreUnavailable
 from workers.app import embedded

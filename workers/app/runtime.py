@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from core.github.roles import IngestGitHub
 from core.settings import WorkerSettings
-from workers.github_port import IngestGitHub
 from workers.jobs.ingestion import Engine
 
 GitHubFactory = Callable[[WorkerSettings, int], IngestGitHub]
@@ -30,7 +30,7 @@ def use(*, github: GitHubFactory | None = None, engine: Engine | None = None) ->
 def github_for(settings: WorkerSettings, installation_id: int) -> IngestGitHub:
     if _github_factory is not None:
         return _github_factory(settings, installation_id)
-    from workers.github_live import live_github
+    from core.github.ingest import live_github
 
     return live_github(settings, installation_id)
 

@@ -553,4 +553,11 @@ def default_actions() -> dict[str, Action]:
         "bisect": bisect,
         "l3": l3,
         "signoff": l3,
+        "resolve": _resolve_action,
     }
+
+
+def _resolve_action(ctx: Context, command: Command) -> render.Outcome:
+    from workers.commands.resolution import resolve_action  # the engine's resolver loads on first use
+
+    return resolve_action(ctx, command)

@@ -1,6 +1,6 @@
-"""The commands' view of GitHub (``CommentGitHub``) over the bot's adapter (``bot.github.GitHubAdapter``).
+"""The commands' view of GitHub (``CommentGitHub``) over the bot's adapter (``core.github.adapter.GitHubAdapter``).
 
-All PyGithub use stays in ``bot/github.py``; this only shapes the adapter's records into what
+All PyGithub use stays in ``core/github/adapter.py``; this only shapes the adapter's records into what
 the handler reads, and keeps one rule the adapter does not know: a marker only counts in a
 comment written by a bot (so a user cannot forge "already answered" or "approved").
 """
@@ -28,7 +28,7 @@ class AdapterCommentGitHub:
         self.own_login = own_login
 
     def comment(self, repo: str, comment_id: int) -> CommentInfo | None:
-        from bot.github import GitHubNotFoundError
+        from core.github.errors import GitHubNotFoundError
 
         try:
             info = self.adapter.get_comment(repo, comment_id)

@@ -248,7 +248,7 @@ def _run_one(ctx: Context, command: Command, gate: Gate, actions: dict[str, Acti
 
 
 def _transient(exc: BaseException) -> bool:
-    """GitHub's 5xx and rate limits carry ``retry_after_s`` (bot/github.py's RetryableGitHubError)."""
+    """GitHub's 5xx and rate limits carry ``retry_after_s`` (core.github.errors.RetryableGitHubError)."""
     value = getattr(exc, "retry_after_s", None)
     return isinstance(value, int | float) and not isinstance(value, bool)
 

@@ -17,9 +17,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from core.github.ingest import DryGitHub
 from core.settings import WorkerSettings
 from workers.engine.git import Repository, run_git
-from workers.github_port import DryGitHub
 
 FORK_REPO = "example-org/triton"
 SECRET = "demo-secret"  # the demo's own webhook secret: the deliveries below are signed with it

@@ -27,6 +27,8 @@ from typing import Any
 
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
 from core.errors import ForksyncError
+from core.github.records import Posted
+from core.github.roles import IngestGitHub
 from core.render import marker
 from core.render.ingest import (
     CHECK_NAME,
@@ -47,7 +49,6 @@ from core.settings import WorkerSettings
 from workers.adapters.gitcache import GitCache, remote_git
 from workers.adapters.state import StateStore
 from workers.engine.git import GitError, Repository
-from workers.github_port import IngestGitHub, Posted
 
 log = logging.getLogger(__name__)
 
@@ -327,7 +328,7 @@ def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: En
         except GitError as exc:
             # Someone recorded a decision meanwhile: our notes are stale. Rerun from fresh state
             # (retryable: the task runs again after a short backoff and re-reads everything).
-            from bot.github import RetryableGitHubError
+            from core.github.errors import RetryableGitHubError
 
             raise RetryableGitHubError(f"the fork's decision notes or chain record moved during ingestion ({exc.problem})", 0.0) from None
 

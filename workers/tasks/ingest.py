@@ -63,10 +63,10 @@ def ingest(
 @shared_task(name=tasknames.POLL_UPSTREAM, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
 def poll_upstream(self: Any) -> int:
     """Beat: enqueue one ingest per installed repository; returns how many were enqueued."""
-    from workers.github_live import installed_repositories
+    from core.github.app import app_for
 
     count = 0
-    for installation_id, repo in installed_repositories(celery_app.settings_of(self.app)):
+    for installation_id, repo in app_for(celery_app.settings_of(self.app).bot).installed_repositories():
         ingest.delay(installation_id=installation_id, repo=repo, reason="poll")
         count += 1
     return count
@@ -80,12 +80,12 @@ def snapshot_metrics(self: Any) -> int:
     them on a fixed clock so that the dashboard's series has a point per period even when
     upstream is quiet. Returns how many repositories had figures.
     """
-    from workers.github_live import installed_repositories
+    from core.github.app import app_for
 
     settings = celery_app.settings_of(self.app)
     state = open_state(settings)
     count = 0
-    for _installation, repo in installed_repositories(settings):
+    for _installation, repo in app_for(settings.bot).installed_repositories():
         last = state.series(f"metrics:{repo}", limit=1)
         if last:
             state.append(f"snapshots:{repo}", {**last[-1], "t": round(time.time(), 3)})

@@ -30,10 +30,10 @@ L1_TIME_LIMIT_S = 6 * 3600
 
 
 def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
-    from workers.github_live import app_for
+    from core.github.app import app_for
 
     settings = celery_app.settings_of(task.app)
-    return app_for(settings), settings
+    return app_for(settings.bot), settings
 
 
 @shared_task(name=tasknames.RUN_L1, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
@@ -58,7 +58,7 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id),
         clone_url_for=lambda other: settings.map_url(app.push_url_template.format(repo=other)),
-        own_login=app.bot_login(),
+        own_login=app.bot_login(), store=settings.store(),
     )
     log.info("L1 %s@%s: %s %s", repo, head_sha[:12], result.status, result.run.conclusion if result.run else "")
     if result.status == "needs_gpu":

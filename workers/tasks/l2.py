@@ -25,10 +25,10 @@ L2_TIME_LIMIT_S = 12 * 3600
 
 
 def _github(task: Any, installation_id: int) -> tuple[Any, Any, Any]:
-    from workers.github_live import app_for
+    from core.github.app import app_for
 
     settings = celery_app.settings_of(task.app)
-    app = app_for(settings)
+    app = app_for(settings.bot)
     return app, app.adapter(installation_id), settings
 
 
@@ -39,10 +39,10 @@ def run_l2(self: Any, installation_id: int | None = None, repo: str | None = Non
     """Beat (no arguments): one run per installed repository. With ``repo``: run its L2 benchmarks
     at trunk (or ``sha``), record them, bisect new breaks and file or update tracking issues."""
     if installation_id is None or repo is None:
-        from workers.github_live import installed_repositories
+        from core.github.app import app_for
 
         count = 0
-        for inst, name in installed_repositories(celery_app.settings_of(self.app)):
+        for inst, name in app_for(celery_app.settings_of(self.app).bot).installed_repositories():
             run_l2.delay(installation_id=inst, repo=name)
             count += 1
         return count
@@ -51,6 +51,7 @@ def run_l2(self: Any, installation_id: int | None = None, repo: str | None = Non
         github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, repo,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id), sha=sha, only=tuple(benchmarks or ()),
+        store=settings.store(),
     )
     log.info("L2 %s@%s: %s %s", repo, (result.sha or "")[:12], result.status, result.benchmarks)
     return result.as_json()
@@ -66,6 +67,7 @@ def bisect(self: Any, installation_id: int, repo: str, benchmark: str, good: str
         github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, repo, benchmark,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id), good=good, bad=bad, issue_number=issue_number,
+        store=settings.store(),
     )
 
 

@@ -34,10 +34,10 @@ def with_installation(name: str, kwargs: dict[str, Any], find: Callable[[str], i
 
 
 def _find_installation(task: Any) -> Callable[[str], int]:
+    from core.github.app import app_for
     from workers.app import celery_app
-    from workers.github_live import app_for
 
-    return lambda repo: app_for(celery_app.settings_of(task.app)).installation_for_repo(repo)
+    return lambda repo: app_for(celery_app.settings_of(task.app).bot).installation_for_repo(repo)
 
 
 def _make(name: str) -> Any:

@@ -13,10 +13,11 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from bot.github import CheckOutput, CheckRunInfo
 from core.config import RepoConfig, Workload
+from core.github.records import CheckOutput, CheckRunInfo
+from core.github.roles import Checks
 from core.render.l3 import (
     L3State,
     check_name,
@@ -41,21 +42,6 @@ TAIL_CHARS = 2000
 Enqueue = Callable[[str, Mapping[str, Any]], object]
 
 
-class ChecksPort(Protocol):
-    """The part of :class:`bot.github.GitHubPort` L3 uses."""
-
-    def create_check_run(self, repo: str, *, name: str, head_sha: str, status: str = "queued",
-                         conclusion: str | None = None, output: CheckOutput | None = None,
-                         actions: Any = (), details_url: str | None = None,
-                         external_id: str | None = None) -> CheckRunInfo: ...
-
-    def update_check_run(self, repo: str, check_run_id: int, *, status: str | None = None,
-                         conclusion: str | None = None, output: CheckOutput | None = None,
-                         actions: Any = None) -> CheckRunInfo: ...
-
-    def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]: ...
-
-
 @dataclass(frozen=True)
 class Reply:
     """What to answer the comment with; ``ok`` False means refused (the text says why and what to do)."""
@@ -75,7 +61,7 @@ def is_owner(user: str, workload: Workload) -> bool:
     return any(owner.lstrip("@").lower() == login for owner in workload.owners)
 
 
-def current(gh: ChecksPort, repo: str, head_sha: str, workload: str) -> tuple[CheckRunInfo, L3State | None] | None:
+def current(gh: Checks, repo: str, head_sha: str, workload: str) -> tuple[CheckRunInfo, L3State | None] | None:
     """The newest L3 check run of ``workload`` on ``head_sha`` and its recorded state, if any."""
     runs = gh.list_check_runs(repo, head_sha, name=check_name(workload))
     runs = [r for r in runs if r.name == check_name(workload) and r.head_sha == head_sha]
@@ -98,7 +84,7 @@ def _state(info: CheckRunInfo | None, recorded: L3State | None, w: Workload, hea
 
 
 def request_l3(
-    gh: ChecksPort,
+    gh: Checks,
     repo: str,
     head_sha: str,
     workload: str,
@@ -146,7 +132,7 @@ def _enqueue(enqueue: Enqueue, repo: str, head_sha: str, w: Workload, check_run_
                      "installation_id": installation_id})
 
 
-def signoff_l3(gh: ChecksPort, repo: str, head_sha: str, workload: str, user: str, config: RepoConfig) -> Reply:
+def signoff_l3(gh: Checks, repo: str, head_sha: str, workload: str, user: str, config: RepoConfig) -> Reply:
     """``/signoff WORKLOAD`` by ``user``: an owner completes the check (success); anyone else is refused."""
     w = config.workload(workload)
     if w is None:
@@ -169,7 +155,7 @@ def signoff_l3(gh: ChecksPort, repo: str, head_sha: str, workload: str, user: st
 
 
 def reset_l3_on_push(
-    gh: ChecksPort,
+    gh: Checks,
     repo: str,
     before_sha: str,
     after_sha: str,
@@ -209,7 +195,7 @@ def reset_l3_on_push(
 
 
 def run_l3_workload(
-    gh: ChecksPort, repo: str, head_sha: str, workload: str, config: RepoConfig, repo_path: Path,
+    gh: Checks, repo: str, head_sha: str, workload: str, config: RepoConfig, repo_path: Path,
     *, timeout: float = RUN_TIMEOUT_S,
 ) -> Reply:
     """The l2-queue job: run the workload's command at ``head_sha`` and attach its metrics to the check.
@@ -245,7 +231,7 @@ def run_l3_workload(
     return Reply(run == "passed", f"L3 **{w.name}** command {run} ({detail}); {shown}.", info.id)
 
 
-def record_run_failure(gh: ChecksPort, repo: str, head_sha: str, workload: str, config: RepoConfig,
+def record_run_failure(gh: Checks, repo: str, head_sha: str, workload: str, config: RepoConfig,
                        detail: str) -> Reply:
     """The workload could not run at all (head not fetchable, bad config): say so on its check."""
     w = config.workload(workload)

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from bot.github import CommentInfo, IssueInfo
 from core.config import Benchmark
+from core.github.roles import Comments, Issues
 from core.render import leading_markers, marker
 from core.render.tracking import (
     LABEL,
@@ -301,22 +301,8 @@ def _infra_signature(reason: str) -> Signature:
 # --------------------------------------------------------------------------- executing
 
 
-class IssuesPort(Protocol):
-    """The part of :class:`bot.github.GitHubPort` the executor uses (a recording fake fits too)."""
-
-    def list_issues(self, repo: str, *, labels: Sequence[str] = (), state: str = "open") -> list[IssueInfo]: ...
-
-    def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
-                     labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]: ...
-
-    def update_issue(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
-                     labels: Sequence[str] | None = None) -> IssueInfo: ...
-
-    def close_issue(self, repo: str, number: int, *, comment: str | None = None) -> IssueInfo: ...
-
-    def reopen_issue(self, repo: str, number: int) -> IssueInfo: ...
-
-    def create_comment(self, repo: str, issue_number: int, body: str) -> CommentInfo: ...
+class IssuesPort(Issues, Comments, Protocol):
+    """The roles of :class:`core.github.roles.GitHubPort` the executor uses (a recording fake fits too)."""
 
 
 def known_issues(port: IssuesPort, repo: str) -> list[KnownIssue]:

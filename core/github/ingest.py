@@ -1,8 +1,10 @@
-"""What the ingestion loop needs from GitHub, as a narrow Protocol, and a dry recorder of it.
+"""The ingestion loop's GitHub (:class:`core.github.roles.IngestGitHub`): live over the adapter, or dry.
 
-The production implementation wraps the bot's adapter (``bot/github.py``) for one installation;
-``DryGitHub`` records what would be done, for ``forksync demo`` and executor tests. Keeping the
-loop's needs this small is what lets both stand in for GitHub.
+:class:`LiveGitHub` is the production view for one installation, over the PyGithub adapter
+(the App is built once per process, see ``core.github.app.app_for``; the token is minted inside
+the task, never carried through the queue). :class:`DryGitHub` records what would be done, for
+``forksync demo`` and executor tests. Keeping the loop's needs this small is what lets both
+stand in for GitHub.
 """
 
 from __future__ import annotations
@@ -10,36 +12,37 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING
+
+from core.github.records import CheckOutput, Posted
+from core.github.roles import GitHubPort, IngestGitHub
+
+if TYPE_CHECKING:
+    from core.github.app import GitHubApp
+    from core.settings import WorkerSettings
 
 
-@dataclass(frozen=True)
-class Posted:
-    """A PR, issue or check run as GitHub answered: its number (or id), URL, and whether new."""
+class LiveGitHub:
+    """:class:`IngestGitHub` over :class:`GitHubPort` (PyGithub) for one installation."""
 
-    number: int
-    url: str
-    created: bool
-
-
-class IngestGitHub(Protocol):
-    """One installation's view of GitHub, as the ingestion loop uses it."""
+    def __init__(self, app: GitHubApp, installation_id: int) -> None:
+        self.app = app
+        self.installation_id = installation_id
+        self.adapter: GitHubPort = app.adapter(installation_id)
 
     def clone_url(self, repo: str) -> str:
-        """The git URL of ``repo`` (https), without credentials."""
-        ...
+        return self.app.push_url_template.format(repo=repo)
 
     def git_token(self) -> str | None:
-        """An installation token for git over https (minted now, never stored)."""
-        ...
+        return self.app.installation_token(self.installation_id)
 
     def upsert_pull(self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False) -> Posted:
-        """Update the open PR whose head is ``head``, or open one: never a second."""
-        ...
+        info, created = self.adapter.ensure_pull_request(repo, head=head, base=base, title=title, body=body, draft=draft)
+        return Posted(info.number, info.html_url, created)
 
     def upsert_issue(self, repo: str, *, marker: str, title: str, body: str) -> Posted:
-        """Update the open issue whose body carries ``marker``, or open one: never a second."""
-        ...
+        info, created = self.adapter.ensure_issue(repo, marker=marker, title=title, body=body)
+        return Posted(info.number, info.html_url, created)
 
     def check_run(
         self,
@@ -52,16 +55,31 @@ class IngestGitHub(Protocol):
         summary: str,
         text: str | None = None,
     ) -> Posted:
-        """Create a completed check run on ``head_sha``."""
-        ...
+        info = self.adapter.create_check_run(
+            repo, name=name, head_sha=head_sha, conclusion=conclusion, output=CheckOutput(title, summary, text)
+        )
+        return Posted(info.id, info.html_url, True)
 
     def close_pull(self, repo: str, *, head: str, comment: str) -> int | None:
-        """Close the open PR whose head is ``head`` with ``comment``; its number, or None if none is open."""
-        ...
+        info = self.adapter.find_pull_request(repo, head)
+        if info is None:
+            return None
+        self.adapter.close_pull_request(repo, info.number, comment=comment)
+        return info.number
 
     def close_issue(self, repo: str, *, marker: str, comment: str) -> int | None:
-        """Close the open issue carrying ``marker`` with ``comment``; its number, or None if none is open."""
-        ...
+        info = self.adapter.find_issue(repo, marker)
+        if info is None or info.state != "open":
+            return None
+        self.adapter.close_issue(repo, info.number, comment=comment)
+        return info.number
+
+
+def live_github(settings: WorkerSettings, installation_id: int) -> IngestGitHub:
+    """The production :class:`IngestGitHub` of one installation (``workers.app.runtime``'s default)."""
+    from core.github.app import app_for
+
+    return LiveGitHub(app_for(settings.bot), installation_id)
 
 
 @dataclass

@@ -1,121 +1,64 @@
-"""The one GitHub adapter: a ``GitHubPort`` protocol and its PyGithub implementation.
+"""The one PyGithub adapter: :class:`GitHubAdapter` implements every role of ``core.github.roles``.
 
-Everything forksync does on GitHub goes through here: check runs (annotations in batches of
-50), pull requests found by head branch before one is created, issues and comments found by
-their hidden marker before one is created, reactions, permissions, files at a ref, and git
-pushes with an installation token. Status codes are classified here, once: "already exists"
-is information, 5xx and rate limits are :class:`RetryableGitHubError` (with the wait GitHub
-asked for), 401/403/404 are errors that say what to do. Methods take and return plain typed
-records, so tests of callers can use a recording fake of :class:`GitHubPort`.
+All PyGithub use lives here (and App auth in ``core.github.app``): check runs (annotations in
+batches of 50), pull requests found by head branch before one is created, issues and comments
+found by their hidden marker before one is created, reactions, permissions, files at a ref, and
+git pushes with an installation token. Status codes are classified here, once
+(:func:`classify`, into ``core.github.errors``). Methods take and return the typed records of
+``core.github.records``, so tests of callers can use a recording fake of a role.
 """
 
 from __future__ import annotations
 
 import base64
 import logging
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 import requests
 from github import Github, GithubException
 from github.CheckRun import CheckRun
+from github.ContentFile import ContentFile
 from github.Issue import Issue
 from github.IssueComment import IssueComment
 from github.PullRequest import PullRequest
 
-from bot.github_auth import GitHubApp, GitHubAppConfigError, default_push_url_template
 from core.errors import ForksyncError
+from core.github.errors import (
+    GitHubAlreadyDone,
+    GitHubAuthError,
+    GitHubError,
+    GitHubNotFoundError,
+    GitHubPermissionError,
+    GitHubPushError,
+    GitHubValidationError,
+    RetryableGitHubError,
+    message_of,
+    retry_after_s,
+)
+from core.github.records import (
+    MAX_ACTIONS,
+    REACTIONS,
+    WRITE_ROLES,
+    Annotation,
+    CheckAction,
+    CheckOutput,
+    CheckRunInfo,
+    CommentInfo,
+    IssueInfo,
+    PullRequestInfo,
+    cut,
+)
+from core.github.roles import GitFunnel
 from core.render import carries_marker
 
 log = logging.getLogger("forksync.github")
 
 ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per create/update call
-MAX_ACTIONS = 3
 MAX_OUTPUT_CHARS = 65_535  # GitHub's limit for a check run's output.summary and output.text
-WRITE_ROLES = frozenset({"admin", "maintain", "write"})
-REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 _DEFAULT_RETRY_S = 60.0  # GitHub: "wait at least one minute" when a secondary limit gives no header
 
 T = TypeVar("T")
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class GitHubError(ForksyncError):
-    """GitHub refused a request; ``status`` is the HTTP status (0: no answer)."""
-
-    def __init__(self, problem: str, remedy: str = "", status: int = 0) -> None:
-        self.status = status
-        super().__init__(problem, remedy)
-
-
-class GitHubAuthError(GitHubError):
-    """401: the App JWT or installation token was refused."""
-
-
-class GitHubPermissionError(GitHubError):
-    """403 (not a rate limit): the App lacks a permission, or a branch is protected."""
-
-
-class GitHubNotFoundError(GitHubError):
-    """404: the repository is not installed for the App, or the object does not exist."""
-
-
-class GitHubValidationError(GitHubError):
-    """422 that is not "already exists": the request itself is wrong."""
-
-
-class GitHubAlreadyDone(GitHubError):
-    """Information, not failure: the thing already exists or is already merged."""
-
-
-class RetryableGitHubError(GitHubError):
-    """5xx, timeouts and rate limits: retry after ``retry_after_s`` seconds (0: use backoff)."""
-
-    def __init__(self, problem: str, retry_after_s: float, status: int = 0) -> None:
-        self.retry_after_s = max(0.0, float(retry_after_s))
-        super().__init__(problem, f"retry in {self.retry_after_s:.0f}s (done automatically by the task)", status)
-
-
-class GitHubPushError(GitHubError):
-    """git push failed for a reason a retry will not fix (rejected, protected branch)."""
-
-
-def _header(headers: Mapping[str, Any] | None, name: str) -> str | None:
-    for key, value in (headers or {}).items():
-        if key.lower() == name.lower():
-            return str(value)
-    return None
-
-
-def _message(data: Any) -> str:
-    if isinstance(data, Mapping):
-        message = str(data.get("message") or "")
-        details = [str(e.get("message") or e.get("code") or "") for e in data.get("errors") or [] if isinstance(e, Mapping)]
-        details = [d for d in details if d]
-        return f"{message}: {'; '.join(details)}" if details else message
-    return str(data or "")
-
-
-def retry_after_s(headers: Mapping[str, Any] | None, now: float | None = None) -> float | None:
-    """The wait GitHub asks for: ``Retry-After``, else ``x-ratelimit-reset`` when remaining is 0."""
-    retry_after = _header(headers, "Retry-After")
-    if retry_after is not None:
-        try:
-            return max(0.0, float(retry_after))
-        except ValueError:
-            pass
-    if _header(headers, "x-ratelimit-remaining") == "0":
-        reset = _header(headers, "x-ratelimit-reset")
-        if reset is not None:
-            try:
-                return max(0.0, float(reset) - (time.time() if now is None else now))
-            except ValueError:
-                pass
-    return None
 
 
 def classify(exc: BaseException, action: str, repo: str | None = None) -> GitHubError:
@@ -128,7 +71,7 @@ def classify(exc: BaseException, action: str, repo: str | None = None) -> GitHub
     if not isinstance(exc, GithubException):
         return GitHubError(f"unexpected failure while trying to {action}{where}: {type(exc).__name__}",
                            "report this to the forksync maintainers with the task log")
-    status, message, headers = exc.status, _message(exc.data), exc.headers
+    status, message, headers = exc.status, message_of(exc.data), exc.headers
     text = f"GitHub answered {status} ({message or 'no message'}) while trying to {action}{where}"
     wait = retry_after_s(headers)
     lower = message.lower()
@@ -153,189 +96,11 @@ def classify(exc: BaseException, action: str, repo: str | None = None) -> GitHub
     return GitHubError(text, "see GitHub's message above", status)
 
 
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class Annotation:
-    """One check-run annotation (levels: notice, warning, failure)."""
-
-    path: str
-    start_line: int
-    end_line: int
-    annotation_level: str
-    message: str
-    title: str | None = None
-    raw_details: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "start_line": self.start_line, "end_line": self.end_line,
-                               "annotation_level": self.annotation_level, "message": self.message}
-        if self.title:
-            out["title"] = self.title
-        if self.raw_details:
-            out["raw_details"] = self.raw_details
-        return out
-
-
-@dataclass(frozen=True)
-class CheckAction:
-    """A button on a check run; clicking it sends check_run.requested_action with ``identifier``."""
-
-    label: str  # at most 20 characters (longer is cut: it is only shown)
-    description: str  # at most 40 characters (likewise)
-    identifier: str  # at most 20 characters: refused, not cut, since it is what comes back
-
-    def __post_init__(self) -> None:
-        if not self.identifier or len(self.identifier) > 20:
-            raise ValueError(f"check-run action identifier must be 1-20 characters, got {self.identifier!r}")
-
-    def to_json(self) -> dict[str, str]:
-        return {"label": _cut(self.label, 20), "description": _cut(self.description, 40), "identifier": self.identifier}
-
-
-@dataclass(frozen=True)
-class CheckOutput:
-    title: str
-    summary: str
-    text: str | None = None
-    annotations: tuple[Annotation, ...] = ()
-
-
-@dataclass(frozen=True)
-class CheckRunInfo:
-    id: int
-    name: str
-    head_sha: str
-    status: str
-    conclusion: str | None
-    html_url: str
-    app_id: int | None = None
-    external_id: str | None = None
-    # The output as GitHub holds it (checks whose state lives in their output, e.g. L3 sign-off).
-    title: str | None = None
-    summary: str | None = None
-    text: str | None = None
-
-
-@dataclass(frozen=True)
-class PullRequestInfo:
-    number: int
-    title: str
-    body: str
-    state: str
-    head_sha: str
-    head_ref: str
-    head_repo: str | None
-    base_ref: str
-    merged: bool
-    draft: bool
-    author: str
-    author_association: str
-    html_url: str
-
-
-@dataclass(frozen=True)
-class IssueInfo:
-    number: int
-    title: str
-    body: str
-    state: str
-    labels: tuple[str, ...]
-    html_url: str
-
-
-@dataclass(frozen=True)
-class CommentInfo:
-    id: int
-    issue_number: int
-    body: str
-    author: str
-    html_url: str
-
-
-# --------------------------------------------------------------------------- the port
-
-
-class GitFunnel(Protocol):
-    """A local repository driven through the git funnel (``workers.engine.git.Repository``).
-
-    The bot never imports workers, so the caller hands its funnel in; its failures are
-    ``ForksyncError`` subclasses carrying git's ``stderr``.
-    """
-
-    def git(self, *args: str, input: bytes | None = None, check: bool = True,
-            env: Mapping[str, str] | None = None) -> bytes: ...
-
-
-class GitHubPort(Protocol):
-    """Everything forksync does on GitHub, for one installation. ``repo`` is ``owner/name``."""
-
-    def create_check_run(self, repo: str, *, name: str, head_sha: str, status: str = "queued",
-                         conclusion: str | None = None, output: CheckOutput | None = None,
-                         actions: Sequence[CheckAction] = (), details_url: str | None = None,
-                         external_id: str | None = None) -> CheckRunInfo: ...
-
-    def update_check_run(self, repo: str, check_run_id: int, *, status: str | None = None,
-                         conclusion: str | None = None, output: CheckOutput | None = None,
-                         actions: Sequence[CheckAction] | None = None) -> CheckRunInfo: ...
-
-    def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]: ...
-
-    def find_pull_request(self, repo: str, head: str, base: str | None = None) -> PullRequestInfo | None: ...
-
-    def ensure_pull_request(self, repo: str, *, head: str, base: str, title: str, body: str,
-                            draft: bool = False) -> tuple[PullRequestInfo, bool]: ...
-
-    def get_pull_request(self, repo: str, number: int) -> PullRequestInfo: ...
-
-    def find_issue(self, repo: str, marker: str, *, labels: Sequence[str] = ()) -> IssueInfo | None: ...
-
-    def list_issues(self, repo: str, *, labels: Sequence[str] = (), state: str = "open") -> list[IssueInfo]: ...
-
-    def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
-                     labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]: ...
-
-    def update_issue(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
-                     labels: Sequence[str] | None = None) -> IssueInfo: ...
-
-    def close_issue(self, repo: str, number: int, *, comment: str | None = None) -> IssueInfo: ...
-
-    def reopen_issue(self, repo: str, number: int) -> IssueInfo: ...
-
-    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None: ...
-
-    def create_comment(self, repo: str, issue_number: int, body: str) -> CommentInfo: ...
-
-    def edit_comment(self, repo: str, comment_id: int, body: str) -> CommentInfo: ...
-
-    def find_comment(self, repo: str, issue_number: int, marker: str) -> CommentInfo | None: ...
-
-    def get_comment(self, repo: str, comment_id: int) -> CommentInfo: ...
-
-    def list_comments(self, repo: str, issue_number: int) -> list[CommentInfo]: ...
-
-    def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]: ...
-
-    def add_reaction(self, repo: str, comment_id: int, content: str) -> None: ...
-
-    def permission(self, repo: str, login: str) -> str: ...
-
-    def read_file(self, repo: str, path: str, ref: str | None = None) -> str | None: ...
-
-    def push_branch(self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False) -> None: ...
-
-
-def can_write(role: str) -> bool:
-    """True for roles that may run forksync commands (write, maintain, admin)."""
-    return role in WRITE_ROLES
-
-
 # --------------------------------------------------------------------------- PyGithub implementation
 
 
 class GitHubAdapter:
-    """:class:`GitHubPort` over PyGithub (``base_url`` = ``Settings.api_url``)."""
+    """``core.github.roles.GitHubPort`` over PyGithub (``base_url`` = ``Settings.api_url``)."""
 
     def __init__(
         self,
@@ -349,10 +114,6 @@ class GitHubAdapter:
         self._token = token
         self.push_url_template = push_url_template
         self._on_bad_credentials = on_bad_credentials
-
-    @classmethod
-    def for_installation(cls, app: GitHubApp, installation_id: int) -> GitHubAdapter:
-        return app.adapter(installation_id)
 
     def _call(self, action: str, repo: str | None, fn: Callable[[], T]) -> T:
         """Run one GitHub interaction; classify failures; retry once with a new token after a 401."""
@@ -473,6 +234,18 @@ class GitHubAdapter:
     def get_pull_request(self, repo: str, number: int) -> PullRequestInfo:
         return self._call(f"read pull request #{number}", repo,
                           lambda: _pull_info(_complete(self._repo(repo).get_pull(number))))
+
+    def close_pull_request(self, repo: str, number: int, *, comment: str | None = None) -> PullRequestInfo:
+        """Close PR #``number`` (``PATCH /pulls``), after posting ``comment`` on it when given."""
+        if comment:
+            self.create_comment(repo, number, comment)
+
+        def close() -> PullRequestInfo:
+            pull: PullRequest = self._repo(repo).get_pull(number)
+            pull.edit(state="closed")
+            return _pull_info(pull)
+
+        return self._call(f"close pull request #{number}", repo, close)
 
     # ----------------------------------------------------------------- issues
 
@@ -610,12 +383,10 @@ class GitHubAdapter:
         """The user's role on ``repo``: admin, maintain, write, triage, read or none."""
 
         def fetch() -> str:
-            _headers, data = self._gh.requester.requestJsonAndCheck(
-                "GET", f"/repos/{repo}/collaborators/{login}/permission"
-            )
-            role = data.get("role_name") or data.get("permission") or "none"
+            r = self._repo(repo)
+            role = r.get_collaborator_role_name(login) or "none"
             # GitHub reports custom roles by name; fall back to the coarse permission for those.
-            return str(role) if role in WRITE_ROLES | {"triage", "read", "none"} else str(data.get("permission") or "none")
+            return role if role in WRITE_ROLES | {"triage", "read", "none"} else r.get_collaborator_permission(login)
 
         try:
             return self._call(f"read {login}'s permission", repo, fetch)
@@ -636,7 +407,8 @@ class GitHubAdapter:
                 raise
             if isinstance(content, list):  # a directory
                 return None
-            return base64.b64decode(content.content or "").decode("utf-8", "replace")
+            file: ContentFile = content
+            return file.decoded_content.decode("utf-8", "replace")
 
         return self._call(f"read {path} at {ref or 'the default branch'}", repo, fetch)
 
@@ -703,10 +475,6 @@ def _annotation_batches(output: CheckOutput | None) -> list[tuple[Annotation, ..
     return [annotations[i: i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _fit(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
     """Cut a check-run field to GitHub's limit, saying so in the text itself (never silently)."""
     if len(text) <= limit:
@@ -725,7 +493,7 @@ def _actions_json(actions: Sequence[CheckAction]) -> list[dict[str, str]]:
 
 
 def _output_json(output: CheckOutput, annotations: Sequence[Annotation]) -> dict[str, Any]:
-    out: dict[str, Any] = {"title": _cut(output.title, 255), "summary": _fit(output.summary)}
+    out: dict[str, Any] = {"title": cut(output.title, 255), "summary": _fit(output.summary)}
     if output.text is not None:
         out["text"] = _fit(output.text)
     if annotations:
@@ -769,29 +537,4 @@ def _comment_info(comment: IssueComment, issue_number: int | None) -> CommentInf
                        author=comment.user.login, html_url=comment.html_url)
 
 
-__all__ = [
-    "Annotation",
-    "CheckAction",
-    "CheckOutput",
-    "CheckRunInfo",
-    "CommentInfo",
-    "GitFunnel",
-    "GitHubAdapter",
-    "GitHubAlreadyDone",
-    "GitHubApp",
-    "GitHubAppConfigError",
-    "GitHubAuthError",
-    "GitHubError",
-    "GitHubNotFoundError",
-    "GitHubPermissionError",
-    "GitHubPort",
-    "GitHubPushError",
-    "GitHubValidationError",
-    "IssueInfo",
-    "PullRequestInfo",
-    "RetryableGitHubError",
-    "can_write",
-    "classify",
-    "default_push_url_template",
-    "retry_after_s",
-]
+__all__ = ["GitHubAdapter", "classify"]

@@ -2,6 +2,9 @@
 
 Tokens are minted inside tasks (never passed through the queue) and reused until shortly
 before they expire. The private key never appears in a log line or an exception message.
+:func:`app_for` keeps one :class:`GitHubApp` (one token cache) per process and App;
+:meth:`GitHubApp.installed_repositories` lists every repository the App is installed on
+(PyGithub's pagination).
 """
 
 from __future__ import annotations
@@ -9,17 +12,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from github import Auth, Consts, Github, GithubException, GithubIntegration
+from github import Auth, Consts, Github, GithubIntegration
+from github.PaginatedList import PaginatedList
+from github.Repository import Repository
 
 from core.config import Settings
 from core.errors import ForksyncError
-
-if TYPE_CHECKING:
-    from bot.github import GitHubAdapter
+from core.github.adapter import GitHubAdapter, classify
 
 log = logging.getLogger("forksync.github")
 
@@ -119,8 +122,6 @@ class GitHubApp:
             cached = self._tokens.get(installation_id)
             if cached is not None and self.clock() < cached.expires_at - self.refresh_margin_s:
                 return cached.token
-        from bot.github import classify  # late: bot.github imports this module
-
         try:
             auth = self._integration.get_access_token(installation_id)
         except Exception as exc:
@@ -138,8 +139,6 @@ class GitHubApp:
             cached = self._bot_login
         if cached is not None:
             return cached
-        from bot.github import classify
-
         try:
             login = f"{self._integration.get_app().slug}[bot]"
         except Exception as exc:
@@ -155,13 +154,29 @@ class GitHubApp:
 
     def installation_for_repo(self, repo: str) -> int:
         """The installation id of the App on ``owner/name`` (for payloads that carry none)."""
-        from bot.github import classify
-
         owner, _, name = repo.partition("/")
         try:
             return int(self._integration.get_repo_installation(owner, name).id)
         except Exception as exc:
             raise classify(exc, f"find the App's installation on {repo}", repo=repo) from None
+
+    def installed_repositories(self) -> Iterator[tuple[int, str]]:
+        """Every (installation id, ``owner/name``) the App is installed on: ``GET /app/installations``
+        as the App, then each installation's ``GET /installation/repositories`` with its token."""
+        try:
+            installations = list(self._integration.get_installations())
+        except Exception as exc:
+            raise classify(exc, "list the App's installations") from None
+        for installation in installations:
+            try:
+                client = self.client(installation.id)
+                repos = PaginatedList(Repository, client.requester, "/installation/repositories", {"per_page": 100},
+                                      list_item="repositories")
+                names = [r.full_name for r in repos]
+            except Exception as exc:
+                raise classify(exc, f"list the repositories of installation {installation.id}") from None
+            for name in names:
+                yield installation.id, name
 
     # ----------------------------------------------------------------- clients
 
@@ -170,8 +185,6 @@ class GitHubApp:
         return github_client(_InstallationTokenAuth(self, installation_id), self.api_url, self.timeout)
 
     def adapter(self, installation_id: int) -> GitHubAdapter:
-        from bot.github import GitHubAdapter
-
         return GitHubAdapter(
             self.client(installation_id),
             token=lambda: self.installation_token(installation_id),
@@ -221,4 +234,18 @@ def _check_private_key(private_key: str | None) -> None:
         ) from None
 
 
-__all__ = ["GitHubApp", "GitHubAppConfigError", "GithubException", "default_push_url_template", "github_client"]
+_apps: dict[tuple[str | None, str], GitHubApp] = {}
+_apps_lock = threading.Lock()
+
+
+def app_for(settings: Settings) -> GitHubApp:
+    """The process's :class:`GitHubApp` for these settings (one token cache per App and API URL)."""
+    key = (settings.app_id, settings.api_url)
+    with _apps_lock:
+        app = _apps.get(key)
+        if app is None:
+            app = _apps[key] = GitHubApp.from_settings(settings)
+        return app
+
+
+__all__ = ["GitHubApp", "GitHubAppConfigError", "app_for", "default_push_url_template", "github_client"]

@@ -1,0 +1,170 @@
+"""What forksync does on GitHub, as narrow role protocols: the one set of interfaces to GitHub.
+
+Each role is one area of GitHub's API (checks, pulls, issues, comments, contents,
+collaborators, refs); :class:`GitHubPort` is all of them, and the PyGithub adapter
+(``core.github.adapter.GitHubAdapter``) implements it. A caller names the roles it needs
+(``class IssuesPort(Issues, Comments, Protocol)``), so its tests can hand in a small recording
+fake. :class:`IngestGitHub` is the ingestion loop's upsert-by-key view over these roles
+(``core.github.ingest``). ``repo`` is always ``owner/name``. Pure: no PyGithub import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from core.github.records import (
+    CheckAction,
+    CheckOutput,
+    CheckRunInfo,
+    CommentInfo,
+    IssueInfo,
+    Posted,
+    PullRequestInfo,
+)
+
+
+class GitFunnel(Protocol):
+    """A local repository driven through the git funnel (``workers.engine.git.Repository``).
+
+    ``core`` never imports workers, so the caller hands its funnel in; its failures are
+    ``ForksyncError`` subclasses carrying git's ``stderr``.
+    """
+
+    def git(self, *args: str, input: bytes | None = None, check: bool = True,
+            env: Mapping[str, str] | None = None) -> bytes: ...
+
+
+class Checks(Protocol):
+    """Check runs on a commit."""
+
+    def create_check_run(self, repo: str, *, name: str, head_sha: str, status: str = "queued",
+                         conclusion: str | None = None, output: CheckOutput | None = None,
+                         actions: Sequence[CheckAction] = (), details_url: str | None = None,
+                         external_id: str | None = None) -> CheckRunInfo: ...
+
+    def update_check_run(self, repo: str, check_run_id: int, *, status: str | None = None,
+                         conclusion: str | None = None, output: CheckOutput | None = None,
+                         actions: Sequence[CheckAction] | None = None) -> CheckRunInfo: ...
+
+    def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]: ...
+
+
+class Pulls(Protocol):
+    """Pull requests, found by head branch before one is created."""
+
+    def find_pull_request(self, repo: str, head: str, base: str | None = None) -> PullRequestInfo | None: ...
+
+    def ensure_pull_request(self, repo: str, *, head: str, base: str, title: str, body: str,
+                            draft: bool = False) -> tuple[PullRequestInfo, bool]: ...
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequestInfo: ...
+
+    def close_pull_request(self, repo: str, number: int, *, comment: str | None = None) -> PullRequestInfo: ...
+
+
+class Issues(Protocol):
+    """Issues (never PRs), found by their hidden marker before one is created."""
+
+    def find_issue(self, repo: str, marker: str, *, labels: Sequence[str] = ()) -> IssueInfo | None: ...
+
+    def list_issues(self, repo: str, *, labels: Sequence[str] = (), state: str = "open") -> list[IssueInfo]: ...
+
+    def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
+                     labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]: ...
+
+    def update_issue(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                     labels: Sequence[str] | None = None) -> IssueInfo: ...
+
+    def close_issue(self, repo: str, number: int, *, comment: str | None = None) -> IssueInfo: ...
+
+    def reopen_issue(self, repo: str, number: int) -> IssueInfo: ...
+
+    def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None: ...
+
+
+class Comments(Protocol):
+    """Comments on issues and PRs, and reactions to them."""
+
+    def create_comment(self, repo: str, issue_number: int, body: str) -> CommentInfo: ...
+
+    def edit_comment(self, repo: str, comment_id: int, body: str) -> CommentInfo: ...
+
+    def find_comment(self, repo: str, issue_number: int, marker: str) -> CommentInfo | None: ...
+
+    def get_comment(self, repo: str, comment_id: int) -> CommentInfo: ...
+
+    def list_comments(self, repo: str, issue_number: int) -> list[CommentInfo]: ...
+
+    def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]: ...
+
+    def add_reaction(self, repo: str, comment_id: int, content: str) -> None: ...
+
+
+class Contents(Protocol):
+    """Files of the repository at a ref."""
+
+    def read_file(self, repo: str, path: str, ref: str | None = None) -> str | None: ...
+
+
+class Collaborators(Protocol):
+    """Who may do what on the repository."""
+
+    def permission(self, repo: str, login: str) -> str: ...
+
+
+class Refs(Protocol):
+    """Branches, written with git over https and an installation token."""
+
+    def push_branch(self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False) -> None: ...
+
+
+class GitHubPort(Checks, Pulls, Issues, Comments, Contents, Collaborators, Refs, Protocol):
+    """Everything forksync does on GitHub, for one installation."""
+
+
+class IngestGitHub(Protocol):
+    """One installation's view of GitHub as the ingestion loop uses it: upsert by key, close by key.
+
+    ``core.github.ingest.LiveGitHub`` implements it over :class:`GitHubPort`; ``DryGitHub``
+    records it in memory (``forksync demo``, executor tests).
+    """
+
+    def clone_url(self, repo: str) -> str:
+        """The git URL of ``repo`` (https), without credentials."""
+        ...
+
+    def git_token(self) -> str | None:
+        """An installation token for git over https (minted now, never stored)."""
+        ...
+
+    def upsert_pull(self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False) -> Posted:
+        """Update the open PR whose head is ``head``, or open one: never a second."""
+        ...
+
+    def upsert_issue(self, repo: str, *, marker: str, title: str, body: str) -> Posted:
+        """Update the open issue whose body carries ``marker``, or open one: never a second."""
+        ...
+
+    def check_run(
+        self,
+        repo: str,
+        *,
+        name: str,
+        head_sha: str,
+        conclusion: str,
+        title: str,
+        summary: str,
+        text: str | None = None,
+    ) -> Posted:
+        """Create a completed check run on ``head_sha``."""
+        ...
+
+    def close_pull(self, repo: str, *, head: str, comment: str) -> int | None:
+        """Close the open PR whose head is ``head`` with ``comment``; its number, or None if none is open."""
+        ...
+
+    def close_issue(self, repo: str, *, marker: str, comment: str) -> int | None:
+        """Close the open issue carrying ``marker`` with ``comment``; its number, or None if none is open."""
+        ...
+

@@ -1,0 +1,215 @@
+"""The import rules of the README's layout, checked on the source: a walk of the import graph.
+
+The graph is read with ``ast`` from every module of ``core``, ``bot`` and ``workers`` (nothing is
+imported to build it). An edge is any ``import`` or ``from ... import`` anywhere in a module,
+lazy ones inside functions included (they run too), except under ``if TYPE_CHECKING:``.
+Importing ``a.b.c`` also imports the packages ``a`` and ``a.b``, so those are edges as well.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIRST_PARTY = ("core", "bot", "workers")
+# What "the engine must not import Flask, PyGithub or Celery" names, as top-level packages.
+FRAMEWORKS = {"flask": "Flask", "werkzeug": "Flask", "github": "PyGithub", "celery": "Celery", "kombu": "Celery"}
+ENGINE = ("workers.engine", "workers.testing")
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _type_checking_block(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
+    """Every module name ``module`` imports (absolute), skipping ``if TYPE_CHECKING:`` blocks."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if _type_checking_block(node):
+            stack.extend(getattr(node, "orelse", []))
+            continue
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            yield target
+            # ``from pkg import sub`` imports the submodule pkg.sub when there is one.
+            yield from (f"{target}.{alias.name}" for alias in node.names)
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def import_graph(root: Path = ROOT, packages: Iterable[str] = FIRST_PARTY) -> dict[str, set[str]]:
+    """module -> the modules it imports: first-party ones that exist, and top-level third-party names."""
+    sources = {module_name(p, root): p for pkg in packages for p in sorted((root / pkg).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in sources.items():
+        edges: set[str] = set()
+        for name in _imports(ast.parse(path.read_text(), str(path)), module, path.name == "__init__.py"):
+            if name.split(".")[0] in FIRST_PARTY:
+                parts = name.split(".")
+                edges |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & sources.keys()
+            else:
+                edges.add(name.split(".")[0])
+        edges.discard(module)
+        graph[module] = edges
+    # Importing a.b.c runs a and a.b first.
+    for module in list(graph):
+        parts = module.split(".")
+        graph[module] |= {".".join(parts[:i]) for i in range(1, len(parts))}
+    return graph
+
+
+def reach(graph: dict[str, set[str]], start: str) -> dict[str, list[str]]:
+    """Every module ``start`` imports, directly or not, each with one import path to it."""
+    paths: dict[str, list[str]] = {start: [start]}
+    todo = [start]
+    while todo:
+        here = todo.pop()
+        for nxt in sorted(graph.get(here, ())):
+            if nxt not in paths:
+                paths[nxt] = [*paths[here], nxt]
+                todo.append(nxt)
+    return paths
+
+
+def within(module: str, prefixes: Iterable[str]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def violations(graph: dict[str, set[str]], sources: Iterable[str], forbidden: Iterable[str]) -> list[str]:
+    forbidden = tuple(forbidden)
+    found = []
+    for module in sorted(m for m in graph if within(m, sources)):
+        for target, path in sorted(reach(graph, module).items()):
+            if target != module and within(target, forbidden):
+                found.append(" -> ".join(path))
+    return found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), first-party edges only."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v] & graph.keys()):
+            # A package's own __init__ being imported by its submodules is how Python works, not a cycle.
+            if v.startswith(w + "."):
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph()
+
+
+def test_the_graph_sees_the_tree(graph: dict[str, set[str]]) -> None:
+    """The walk finds the packages and real edges (a broken walk would pass every rule below)."""
+    assert {"core.config", "bot.webhooks", "workers.engine.ledger", "core.github.adapter"} <= graph.keys()
+    assert "core.config" in graph["workers.engine.ledger"]
+    assert "github" in graph["core.github.adapter"] and "flask" in graph["bot.webhooks"]
+    assert "core.github" in graph["core.github.records"]  # the package runs before its module
+
+
+@pytest.mark.parametrize("framework", sorted(set(FRAMEWORKS.values())))
+def test_engine_imports_no_framework(graph: dict[str, set[str]], framework: str) -> None:
+    """workers/engine and workers/testing reach none of Flask, PyGithub or Celery, even indirectly."""
+    names = [name for name, what in FRAMEWORKS.items() if what == framework]
+    assert violations(graph, ENGINE, names) == []
+
+
+def test_engine_imports_no_bot(graph: dict[str, set[str]]) -> None:
+    """The engine imports core, never the Flask process (bot)."""
+    assert violations(graph, ENGINE, ["bot"]) == []
+
+
+def test_core_imports_neither_bot_nor_workers(graph: dict[str, set[str]]) -> None:
+    """core is neutral: both halves import it, it imports neither."""
+    assert violations(graph, ["core"], ["bot", "workers"]) == []
+
+
+def test_bot_reaches_workers_only_by_task_name(graph: dict[str, set[str]]) -> None:
+    """bot imports no workers module: it sends tasks by name (core/tasknames.py)."""
+    assert violations(graph, ["bot"], ["workers"]) == []
+
+
+def test_no_import_cycles(graph: dict[str, set[str]]) -> None:
+    """No two first-party modules import each other, directly or through others."""
+    assert cycles(graph) == []
+
+
+def test_the_rules_catch_a_breach(tmp_path: Path) -> None:
+    """A made-up tree that breaks each rule is caught: the checks above can fail."""
+    files = {
+        "core/__init__.py": "",
+        "core/config.py": "from bot.views import x\n",
+        "bot/__init__.py": "",
+        "bot/views.py": "import flask\nfrom workers.jobs import run\n",
+        "workers/__init__.py": "",
+        "workers/jobs.py": "def run():\n    from workers.engine import ledger\n",
+        "workers/engine/__init__.py": "",
+        "workers/engine/ledger.py": "from ..jobs import run\nfrom core.config import x\nfrom typing import TYPE_CHECKING\n"
+                                    "if TYPE_CHECKING:\n    import celery\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    made_up = import_graph(tmp_path)
+    assert violations(made_up, ["workers.engine"], ["flask"]) == [
+        "workers.engine.ledger -> core.config -> bot.views -> flask"
+    ]
+    assert violations(made_up, ["workers.engine"], ["celery"]) == []  # under TYPE_CHECKING only
+    assert "workers.engine.ledger -> core.config -> bot.views" in violations(made_up, ["workers.engine"], ["bot"])
+    assert "core.config -> bot.views -> workers.jobs" in violations(made_up, ["core"], ["bot", "workers"])
+    assert "bot.views -> workers" in violations(made_up, ["bot"], ["workers"])
+    assert cycles(made_up) == [["bot.views", "core.config", "workers.engine.ledger", "workers.jobs"]]
