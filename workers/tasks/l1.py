@@ -55,7 +55,7 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
                 gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number, suite_names=tuple(suites or ()),
                 installation_id=installation_id)
     result = run_l1_job(
-        github, GitCache(settings.data_dir / "git"), settings.data_dir, job,
+        github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, job,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id),
         clone_url_for=lambda other: settings.map_url(app.push_url_template.format(repo=other)),
