@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.config import CONFIG_PATH
+from core.render import carries_marker
 from workers.commands.handler import CommentInfo, PullInfo, is_bot
 
 
@@ -46,7 +47,7 @@ class AdapterCommentGitHub:
         when ``own_login`` is known: another App's bot may echo text a user wrote)."""
         found = None
         for info in self.adapter.list_comments(repo, issue_number):
-            if marker not in info.body:
+            if not carries_marker(info.body, marker):
                 continue
             if self.own_login and info.author.lower() != self.own_login.lower():
                 continue
