@@ -30,10 +30,11 @@ def create_app(
 
     from bot import dispatch, metrics, webhooks
     from bot.dashboard import web
-    from core import logs
+    from core import logs, logsafe
     from core.config import Settings
     from core.dashboard import store
 
+    logsafe.install()
     settings = Settings.from_mapping(config)
     if (config or os.environ).get("FORKSYNC_LOG_FORMAT"):
         logs.configure(log_format=str((config or os.environ).get("FORKSYNC_LOG_FORMAT")))

@@ -128,6 +128,9 @@ class L1Config:
     # Automatic reruns of a suite with failures not explained by trunk (to spot flaky tests).
     flaky_reruns: int = 1
     baseline_window: int = 5  # trunk runs whose median test count is a suite's baseline
+    # The staleness watchdog concludes an L1 check still queued or in progress this long past its
+    # suites' timeouts as timed_out (a dead queue), and files an infrastructure issue for the queue.
+    stale_margin_minutes: int = 15
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,10 @@ class CommandsConfig:
 class ScheduleConfig:
     poll_upstream_minutes: int = 10
     snapshot_minutes: int = 60
+    # Beat's L1 staleness watchdog (checks that never finish, trunk results that stop arriving).
+    l1_watchdog_minutes: int = 5
+    # A trunk push with no trunk L1 result recorded this long after it is reported.
+    trunk_silent_minutes: int = 180
 
 
 @dataclass(frozen=True)
@@ -466,7 +473,20 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     _check_regexes(doc, ("ledger", "wont_port_patterns"), wont_port_patterns, "sha")
 
     cmds = _Section(doc, ("commands",), top.raw("commands"), ("rate_limit", "rate_window_s", "permission_cache_s"))
-    sched = _Section(doc, ("schedule",), top.raw("schedule"), ("poll_upstream_minutes", "snapshot_minutes"))
+    sched = _Section(doc, ("schedule",), top.raw("schedule"),
+                     ("poll_upstream_minutes", "snapshot_minutes", "l1_watchdog_minutes", "trunk_silent_minutes"))
+
+    upstream_url = up.text("url", None)
+    if upstream_url is not None:
+        problem = repo_url_problem(upstream_url)
+        if problem:
+            raise doc.error(("upstream", "url"), problem,
+                            "name the upstream as https://HOST/OWNER/REPO; mirrors and local paths are the "
+                            "operator's to map (FORKSYNC_GIT_URL_MAP), never the repository's")
+    for path in (("upstream", "branch"), ("fork", "branch")):
+        name = (up if path[0] == "upstream" else fork).text("branch", "main")
+        if not valid_branch(name):
+            raise doc.error(path, f"{name!r} is not a branch name", "e.g. branch: main")
 
     dash = _Section(doc, ("dashboard",), top.raw("dashboard"), ("public", "days_behind_bad", "backlog_bad"))
     digest = _Section(doc, ("digest",), top.raw("digest"), ("every_days", "weekday", "notify_url"))
@@ -474,8 +494,8 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     if weekday not in WEEKDAYS:
         raise doc.error(("digest", "weekday"), f"unknown day {weekday!r}", "use monday ... sunday")
     notify_url = digest.text("notify_url", None)
-    if notify_url is not None and not notify_url.startswith(("https://", "http://")):
-        raise doc.error(("digest", "notify_url"), "expected an http(s) URL", "e.g. https://hooks.slack.com/services/...")
+    if notify_url is not None and (problem := notify_url_problem(notify_url)):
+        raise doc.error(("digest", "notify_url"), problem, "e.g. https://hooks.slack.com/services/...")
 
     return RepoConfig(
         dashboard=DashboardConfig(
@@ -485,7 +505,7 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
         ),
         digest=DigestConfig(every_days=digest.integer("every_days", 7, minimum=1), weekday=weekday, notify_url=notify_url),
         owners=_owners(doc, top.raw("owners")),
-        upstream=UpstreamConfig(url=up.text("url", None), branch=up.text("branch", "main")),
+        upstream=UpstreamConfig(url=upstream_url, branch=up.text("branch", "main")),
         fork=ForkConfig(branch=fork.text("branch", "main")),
         bundle=BundleConfig(
             max_commits=bundle.integer("max_commits", 30, minimum=1),
@@ -520,6 +540,8 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
         schedule=ScheduleConfig(
             poll_upstream_minutes=sched.integer("poll_upstream_minutes", 10, minimum=1),
             snapshot_minutes=sched.integer("snapshot_minutes", 60, minimum=1),
+            l1_watchdog_minutes=sched.integer("l1_watchdog_minutes", 5, minimum=1),
+            trunk_silent_minutes=sched.integer("trunk_silent_minutes", 180, minimum=1),
         ),
         resolve=_resolve(doc, top.raw("resolve")),
     )
@@ -591,6 +613,66 @@ def _owners(doc: _Doc, raw: Any) -> dict[str, tuple[str, ...]]:
     return out
 
 
+_HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = re.compile(rf"^{_HOST_LABEL}(?:\.{_HOST_LABEL})*(?::[0-9]{{1,5}})?$")
+_PATH_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
+_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[^\x00-\x20\x7f~^:?*\[\\]+(?<![./])(?<!\.lock)$")
+
+
+def notify_url_problem(url: str) -> str | None:
+    """Why ``url`` may not be a fork's outgoing webhook (anyone who can push writes the config,
+    and the workers POST to it): https only, a host name, no credentials, not this machine."""
+    from urllib.parse import urlsplit
+
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url) or not url.startswith("https://"):
+        return "expected an https:// URL without spaces"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    host = (parts.hostname or "").lower()
+    if "@" in parts.netloc or not _HOST.match(parts.netloc):
+        return "must name a host, without a user name or credentials"
+    if host == "localhost" or host.endswith(".localhost") or re.fullmatch(r"[0-9.]+", host):
+        return "must name a public host by its DNS name, not localhost or an IP address"
+    return None
+
+
+def repo_url_problem(url: str) -> str | None:
+    """Why ``url`` may not come from a repository's config, or None when it may.
+
+    A repository's config is written by anyone who can push to it, so it may only name a public
+    web address: ``https://host/owner/repo``. Local paths, ``file://``, ``ssh``, ``ext::`` and
+    credentials in URLs could read the worker's disk, another installation's caches, or run
+    commands; those are operator settings.
+    """
+    from urllib.parse import urlsplit
+
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+        return "contains whitespace or control characters"
+    if not url.startswith("https://"):
+        return "only https:// URLs are accepted here (not local paths, file://, ssh or git@host: forms)"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    if "@" in parts.netloc:
+        return "must not carry a user name or credentials (the App authenticates by itself)"
+    if not _HOST.match(parts.netloc):
+        return f"has no valid host name ({parts.netloc!r})"
+    if parts.query or parts.fragment:
+        return "must not carry a query or fragment"
+    segments = [seg for seg in parts.path.split("/") if seg]
+    if len(segments) < 2 or any(seg in (".", "..") or not _PATH_PART.match(seg) for seg in segments):
+        return "must name a repository as https://HOST/OWNER/REPO"
+    return None
+
+
+def valid_branch(name: str) -> bool:
+    """A plain branch name git accepts, never one that reads as an option."""
+    return bool(_BRANCH.match(name)) and not name.startswith("refs/")
+
+
 def _check_regexes(doc: _Doc, path: Path_, patterns: tuple[str, ...], group: str) -> None:
     import re
 
@@ -615,7 +697,7 @@ def _l1(doc: _Doc, raw: Any) -> L1Config:
     sec = _Section(
         doc, ("l1",), raw,
         ("suites", "required_checks", "baseline_fraction", "canary", "max_infra_retries", "fail_on",
-         "flaky_reruns", "baseline_window"),
+         "flaky_reruns", "baseline_window", "stale_margin_minutes"),
     )
     fail_on = sec.strings("fail_on", ("new",))
     for i, klass in enumerate(fail_on):
@@ -652,6 +734,7 @@ def _l1(doc: _Doc, raw: Any) -> L1Config:
         fail_on=fail_on,
         flaky_reruns=sec.integer("flaky_reruns", 1),
         baseline_window=sec.integer("baseline_window", 5, minimum=1),
+        stale_margin_minutes=sec.integer("stale_margin_minutes", 15, minimum=0),
     )
 
 
@@ -760,6 +843,12 @@ class Settings:
     session_secret: str | None = field(default=None, repr=False)
     dashboard_public: bool = True
     metrics_token: str | None = field(default=None, repr=False)
+
+
+    # A webhook body must arrive within this many seconds (behind a buffering front it always does).
+    body_read_timeout_s: float = 20.0
+    # Bodies read at once per web process; one more waits half a second, then gets 503.
+    max_concurrent_reads: int = 4
     # The shared SQL store (core/store): PostgreSQL for distributed workers; None = SQLite in data_dir.
     database_url: str | None = field(default=None, repr=False)
 
@@ -791,5 +880,9 @@ class Settings:
             session_secret=env.get("FORKSYNC_SESSION_SECRET") or None,
             dashboard_public=str(env.get("FORKSYNC_DASHBOARD_PUBLIC") or "1").lower() not in ("0", "false", "no", "off"),
             metrics_token=env.get("FORKSYNC_METRICS_TOKEN") or None,
+
+
+            body_read_timeout_s=float(env.get("FORKSYNC_BODY_READ_TIMEOUT_S") or 20.0),
+            max_concurrent_reads=max(1, int(env.get("FORKSYNC_MAX_CONCURRENT_READS") or 4)),
             database_url=env.get("FORKSYNC_DATABASE_URL") or None,
         )

@@ -202,3 +202,14 @@ def test_outgoing_webhook_is_slack_json_signed_and_retryable(receiver: tuple[str
         notify.post(url, body, None)
     with pytest.raises(notify.NotifyRetry):
         notify.post("http://127.0.0.1:9/nothing", body, None)
+
+
+@pytest.mark.parametrize("url", ["http://hooks.example.com/x", "https://127.0.0.1/x", "https://u:p@hooks.example.com/x",
+                                 "https://localhost/x", "file:///etc/passwd"])
+def test_notify_url_from_a_repositorys_config_must_be_a_public_https_host(url: str) -> None:
+    """Anyone who can push writes the config and the workers POST to it: no local or credentialed URLs."""
+    from core.config import ConfigError
+
+    with pytest.raises(ConfigError, match="notify_url"):
+        load_repo_config(f'digest: {{notify_url: "{url}"}}')
+    assert load_repo_config('digest: {notify_url: "https://hooks.slack.com/services/T/B/X"}').digest.notify_url
