@@ -98,3 +98,21 @@ def test_only_new_regressions_are_announced() -> None:
     (text,) = new_regressions(old, new)
     assert "matmul tflops -9.5% at bbbbbbbbbb" in text and "culprit cccccccccc" in text and "<https://x/issues/4|" in text
     assert new_regressions(new, new) == []
+
+
+def test_picks_are_dated_by_when_the_fork_first_had_them() -> None:
+    """First ingest: history keeps its commit dates (not news); later, new picks are dated now,
+    whatever committer time the built commit carries; reverted picks are forgotten."""
+    from workers.jobs.ingestion import landing_times
+
+    def facts(*shas: str) -> dict:  # type: ignore[type-arg]
+        return {"picks": [{"sha": s, "t": 1000.0} for s in shas],
+                "landed": [{"sha": "u" + s, "fork_sha": s, "t": 1000.0} for s in shas]}
+
+    now = 100 * 86400.0
+    first = landing_times(facts("a"), {}, now)
+    assert first["landed_at"] == {"a": 1000.0} and first["landed"] == []  # 1000 s is long before the window
+    second = landing_times(facts("a", "b"), first, now)
+    assert second["landed_at"] == {"a": 1000.0, "b": now}
+    assert [i["fork_sha"] for i in second["landed"]] == ["b"] and second["picks"][1]["t"] == now
+    assert landing_times(facts("b"), second, now + 5)["landed_at"] == {"b": now}

@@ -16,11 +16,18 @@ from typing import Any, Protocol
 from core.dashboard.feed import ForkFeed
 
 REDIS_KEY = "forksync:dashboard:feeds"
+FACTS_KEY = "forksync:dashboard:facts"
 FILENAME = "dashboard.sqlite"
 
 
 class FeedStore(Protocol):
     def put(self, feed: ForkFeed) -> None: ...
+
+    def put_facts(self, repo: str, facts: dict[str, Any]) -> None:
+        """The last ingest's facts of ``repo`` (one document, replaced each time)."""
+        ...
+
+    def facts(self, repo: str) -> dict[str, Any]: ...
 
     def get(self, repo: str) -> ForkFeed | None: ...
 
@@ -37,6 +44,7 @@ class SqliteFeedStore:
         with self._db() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("CREATE TABLE IF NOT EXISTS feeds (repo TEXT PRIMARY KEY, version TEXT, doc TEXT, updated_at REAL)")
+            db.execute("CREATE TABLE IF NOT EXISTS facts (repo TEXT PRIMARY KEY, doc TEXT)")
 
     @contextlib.contextmanager
     def _db(self) -> Any:
@@ -62,6 +70,20 @@ class SqliteFeedStore:
             row = db.execute("SELECT doc FROM feeds WHERE repo = ?", (repo.lower(),)).fetchone()
         return ForkFeed.from_json(json.loads(row[0])) if row else None
 
+    def put_facts(self, repo: str, facts: dict[str, Any]) -> None:
+        self._create()
+        with self._db() as db:
+            db.execute("INSERT OR REPLACE INTO facts (repo, doc) VALUES (?, ?)", (repo.lower(), json.dumps(facts, sort_keys=True)))
+
+    def facts(self, repo: str) -> dict[str, Any]:
+        if not self.path.exists():
+            return {}
+        self._create()  # an older file may lack the table
+        with self._db() as db:
+            row = db.execute("SELECT doc FROM facts WHERE repo = ?", (repo.lower(),)).fetchone()
+        data: dict[str, Any] = json.loads(row[0]) if row else {}
+        return data
+
     def repos(self) -> list[str]:
         if not self.path.exists():
             return []
@@ -85,6 +107,14 @@ class RedisFeedStore:
 
     def repos(self) -> list[str]:
         return sorted(json.loads(v)["repo"] for v in self.redis.hvals(REDIS_KEY))
+
+    def put_facts(self, repo: str, facts: dict[str, Any]) -> None:
+        self.redis.hset(FACTS_KEY, repo.lower(), json.dumps(facts, sort_keys=True))
+
+    def facts(self, repo: str) -> dict[str, Any]:
+        raw = self.redis.hget(FACTS_KEY, repo.lower())
+        data: dict[str, Any] = json.loads(raw) if raw else {}
+        return data
 
 
 def open_feed_store(redis_url: str | None, data_dir: str | Path) -> FeedStore:

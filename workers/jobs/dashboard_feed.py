@@ -6,7 +6,7 @@ gathers those inputs from the stores (and, when it has the full adapter, from Gi
 check on each open PR's head, the open tracking issues) and writes the feed.
 
 Sources: the ingest's points in the worker state store (``metrics:<repo>``, ``snapshots:<repo>``),
-the last ingest's facts (``feedfacts:<repo>``), and the shared SQL store (``core/store``: trunk L1
+the last ingest's facts (kept beside the feed, ``FeedStore.facts``), and the shared SQL store (``core/store``: trunk L1
 suite runs and L2 runs of this repository).
 """
 
@@ -329,8 +329,7 @@ def refresh(
     now = time.time() if now is None else now
     store = open_store(settings.bot.database_url, settings.data_dir)
     previous = feeds.get(repo)
-    last = state.series(f"feedfacts:{repo}", limit=1)
-    facts = last[-1] if last else {}
+    facts = feeds.facts(repo)
     points = [*state.series(f"metrics:{repo}", limit=SERIES_POINTS), *state.series(f"snapshots:{repo}", limit=SERIES_POINTS)]
     l1_states: dict[str, tuple[str, str | None]] = {}
     tracking: list[TrackingIssue] = []

@@ -20,7 +20,6 @@ from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
 from workers.engine.partition import Plan
 from workers.engine.planning import build_and_record, make_plan
 from workers.jobs.dashboard_feed import (
-    LANDED_WINDOW_S,
     engine_facts,
     landed_changes,
     read_fork_commits,
@@ -125,24 +124,35 @@ def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, for
     )
     return EngineOutput(
         figures=figures, plan_id=pid, bundles=bundles, chains=chains, upstream_web_url=web_url, urgent=urgent,
-        dashboard=dashboard_facts(upstream, fork, ledger, bundles, chains),
+        dashboard=_dashboard_facts_or_none(upstream, fork, ledger, bundles, chains),
     )
+
+
+def _dashboard_facts_or_none(upstream: Repository, fork: Repository, ledger: Ledger, bundles: tuple[BundleView, ...],
+                             chains: tuple[ChainView, ...]) -> dict[str, object]:
+    """The dashboard is never a reason for an ingest to fail: a problem here is logged, the run goes on."""
+    import logging
+
+    try:
+        return dashboard_facts(upstream, fork, ledger, bundles, chains)
+    except Exception:
+        logging.getLogger(__name__).exception("dashboard facts not computed")
+        return {}
 
 
 def dashboard_facts(upstream: Repository, fork: Repository, ledger: Ledger, bundles: tuple[BundleView, ...],
                     chains: tuple[ChainView, ...]) -> dict[str, object]:
     """The ledger facts of the dashboard and the digest: picks, decisions, what landed lately and
     the upstream files each recent or in-flight commit touches (for the area owners)."""
-    import time
-
     commits = read_fork_commits(fork, [p.sha for p in ledger.picks])
-    since = time.time() - LANDED_WINDOW_S
-    recent = [u for p in ledger.picks if (c := commits.get(p.sha)) and c.committer_time >= since for u in p.upstream]
+    # Every pick's upstream files: which picks are new (landed since the last ingest) is known
+    # only to the executor, which dates them (workers/jobs/ingestion.landing_times).
+    carried = [u for p in ledger.picks if p.reverted_by is None for u in p.upstream if ledger.entry(u) is not None]
     views: list[BundleView | ChainView] = [*bundles, *chains]
     in_flight = [row.sha for view in views for row in view.commits]
-    paths = read_paths(upstream, [*recent, *in_flight])
+    paths = read_paths(upstream, [*carried, *in_flight])
     facts: dict[str, object] = dict(engine_facts(ledger, commits))
-    facts["landed"] = landed_changes(ledger, commits, paths, since)
+    facts["landed"] = landed_changes(ledger, commits, paths, 0.0)
     facts["commits"] = {view.key: [{"sha": row.sha, "subject": row.subject[:120], "pr": row.pr,
                                     "paths": list(paths.get(row.sha, ()))} for row in view.commits] for view in views}
     return facts

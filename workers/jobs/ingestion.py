@@ -248,8 +248,35 @@ def _plan_and_apply(
     report.closed = close_stale(env, repo, fork, fork_url, token, output, branches_before,
                                 chains_before - recorded_chain_ids(fork))
     post_check(env, repo, trunk_head, output, report)  # last: it reports a finished run
-    env.state.append(f"feedfacts:{repo}", feed_facts(repo, fork, output, report, env.github))
+    from core.dashboard.store import open_feed_store
+
+    feeds = open_feed_store(env.settings.bot.redis_url, env.settings.data_dir)
+    facts = feed_facts(repo, fork, output, report, env.github)
+    feeds.put_facts(repo, landing_times(facts, feeds.facts(repo), time.time()))
     return report
+
+
+def landing_times(facts: dict[str, Any], previous: dict[str, Any], now: float) -> dict[str, Any]:
+    """Date each pick by when this fork's trunk first had it (built commits carry upstream's
+    committer time, so their own dates say nothing about landing). The first ingest of a fork
+    dates what is already there by its commit time: history, not news."""
+    seen: dict[str, float] = dict(previous.get("landed_at", {}))
+    first = not previous
+    picks = facts.get("picks", [])
+    for pick in picks:
+        seen.setdefault(pick["sha"], pick["t"] if first else now)
+    current = {p["sha"] for p in picks}
+    seen = {sha: t for sha, t in seen.items() if sha in current}  # reverted or rewritten: forgotten
+    for pick in picks:
+        pick["t"] = seen[pick["sha"]]
+    from workers.jobs.dashboard_feed import LANDED_WINDOW_S
+
+    landed = []
+    for item in facts.get("landed", []):
+        item["t"] = seen.get(item["fork_sha"], item["t"])
+        if item["t"] >= now - LANDED_WINDOW_S:  # what digests can still report; older is history
+            landed.append(item)
+    return {**facts, "landed": landed, "landed_at": seen}
 
 
 def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: IngestReport, gh: IngestGitHub) -> dict[str, Any]:

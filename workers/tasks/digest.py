@@ -15,7 +15,6 @@ from core import tasknames
 from core.config import CONFIG_PATH, ConfigError, load_repo_config
 from core.dashboard.store import open_feed_store
 from workers.adapters.notify import NotifyRetry, notifier_for, payload, post
-from workers.adapters.state import open_state
 from workers.app import celery_app
 from workers.jobs.digest import run_digest
 
@@ -44,9 +43,8 @@ def digest(self: Any, installation_id: int | None = None, repo: str | None = Non
     except ConfigError as exc:
         log.warning("digest of %s skipped: %s", repo, exc.one_line())
         return {"status": "config_error", "message": exc.one_line()}
-    facts = open_state(settings).series(f"feedfacts:{repo}", limit=1)
-    feed = open_feed_store(settings.bot.redis_url, settings.data_dir).get(repo)
-    number = run_digest(adapter, repo, config, landed=(facts[-1] if facts else {}).get("landed", []), feed=feed,
+    feeds = open_feed_store(settings.bot.redis_url, settings.data_dir)
+    number = run_digest(adapter, repo, config, landed=feeds.facts(repo).get("landed", []), feed=feeds.get(repo),
                         now=time.time(), web_url=settings.bot.web_url, notifier=notifier_for(config.digest.notify_url, repo))
     log.info("digest of %s (%s): issue #%s", repo, reason, number)
     return {"status": "done", "issue": number}
