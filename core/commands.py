@@ -56,6 +56,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("bisect", "/bisect SUITE-OR-METRIC [good=SHA] [bad=SHA]", "bisect a trunk regression of an L2 suite or metric"),
     Spec("l3", "/l3 WORKLOAD", "request an L3 run of a workload on this PR (owners sign it off)"),
     Spec("signoff", "/signoff WORKLOAD", "sign off an L3 workload on this PR (the workload's owners only)", "owner"),
+    Spec("resolve", "/resolve [agent] | /resolve show FILE",
+         "resolve this pick PR's conflicts again (agent: with the configured agent); show FILE: one file's conflict and resolution"),
     Spec("approve", "/approve", "allow this PR from outside the organisation to run on self-hosted runners"),
     Spec("help", "/help [COMMAND]", "list the commands (or show one)", "read"),
 )
@@ -401,6 +403,22 @@ def _validate(spec: Spec, words: list[str]) -> tuple[tuple[str, ...], dict[str, 
             raise _Bad(f"name the workload; usage: `{spec.usage}`")
         _no_more(spec, words[1:])
         return (_name_word("workload", words[0]),), {}
+    if name == "resolve":
+        if not words:
+            return (), {}
+        first = words[0].lower()
+        if first == "agent":
+            _no_more(spec, words[1:])
+            return ("agent",), {}
+        if first == "show":
+            if len(words) < 2:
+                raise _Bad(f"name the file to show; usage: `{spec.usage}`")
+            _no_more(spec, words[2:])
+            path = words[1].strip().lstrip("/")
+            if not path or len(path) > 500 or any(ch in path for ch in "\x00\n") or ".." in path.split("/"):
+                raise _Bad(f"`{words[1][:60]}` is not a file path of the repository")
+            return ("show", path), {}
+        raise _Bad(f"unexpected `{words[0][:40]}`; usage: `{spec.usage}`")
     if name == "help":
         _no_more(spec, words[1:])
         if words:

@@ -28,8 +28,14 @@ _IDENTITY = re.compile(r"^[^<>\n]*[^<>\s][^<>\n]* <[^<>\s]+>$")
 # Regexes that find an upstream sha in a fork commit's message; group "sha" is the sha.
 DEFAULT_TRAILER_PATTERNS: tuple[str, ...] = (
     r"\(cherry picked from commit (?P<sha>[0-9a-f]{7,40})\)",
-    r"(?im)^Reactor Backport Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
-    r"(?im)^Upstream-Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    r"(?im)^Reactor (?:Cherry-pick|Backport) Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    r"(?im)^Upstream[- ]Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    r"(?im)^Original Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+)
+# Decisions a fork records in its own messages (group "sha" is the upstream commit decided on).
+DEFAULT_DEFER_PATTERNS: tuple[str, ...] = (r"(?im)^Reactor Defer(?:red)? Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",)
+DEFAULT_WONT_PORT_PATTERNS: tuple[str, ...] = (
+    r"(?im)^Reactor Won[\x27’]?t-?Port Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
 )
 
 
@@ -75,6 +81,13 @@ class RiskConfig:
     risky_paths: tuple[str, ...] = ()
     max_lines: int = 2000
     symbol_stoplist: tuple[str, ...] = ()
+    # How a commit is found to depend on an open chain: "line" (overlapping lines, definitions,
+    # picks only with it) or "file" (any shared file or symbol: the earlier rule, to compare).
+    link: str = "line"
+    # Lines beyond each side of a hunk that still count as overlapping (line mode).
+    context_lines: int = 1
+    # Whether a commit over max_lines seeds a chain by its size alone (otherwise it is bundled).
+    size_seeds: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,8 @@ class LedgerConfig:
     # Extra regexes with a group "pr" naming an upstream PR number in a fork commit message.
     pr_patterns: tuple[str, ...] = ()
     notes_ref: str = "refs/notes/forksync"
+    defer_patterns: tuple[str, ...] = DEFAULT_DEFER_PATTERNS
+    wont_port_patterns: tuple[str, ...] = DEFAULT_WONT_PORT_PATTERNS
 
 
 @dataclass(frozen=True)
@@ -173,6 +188,33 @@ class ScheduleConfig:
 
 
 @dataclass(frozen=True)
+class AgentConfig:
+    """The optional conflict agent: a command (JSON in, JSON out) or an OpenAI-compatible endpoint."""
+
+    command: tuple[str, ...] = ()
+    url: str | None = None  # base URL of an OpenAI-compatible API (…/v1); POST {url}/chat/completions
+    key_env: str | None = None  # name of the environment variable holding the API key
+    model: str | None = None
+    timeout_s: int = 300
+    max_output_kb: int = 2048
+    history_commits: int = 5  # the fork's recent commits per conflicted file sent along
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.command) or self.url is not None
+
+
+@dataclass(frozen=True)
+class ResolveConfig:
+    """Conflict resolution: the agent, per-extension syntax checks, and where the memory lives."""
+
+    agent: AgentConfig = AgentConfig()
+    checks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (file suffix, argv with {file})
+    memory_ref: str = "refs/forksync/resolutions"
+    auto_agent: bool = False  # run the agent without a /resolve agent command
+
+
+@dataclass(frozen=True)
 class RepoConfig:
     """Everything ``.github/forksync.yml`` can say; defaults make an empty file valid."""
 
@@ -186,6 +228,7 @@ class RepoConfig:
     l3: L3Config = L3Config()
     commands: CommandsConfig = CommandsConfig()
     schedule: ScheduleConfig = ScheduleConfig()
+    resolve: ResolveConfig = ResolveConfig()
 
     def workload(self, name: str) -> Workload | None:
         return next((w for w in self.l3.workloads if w.name.lower() == name.lower()), None)
@@ -357,7 +400,7 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-_TOP = ("upstream", "fork", "bundle", "risk", "ledger", "l1", "l2", "l3", "commands", "schedule")
+_TOP = ("upstream", "fork", "bundle", "risk", "ledger", "l1", "l2", "l3", "commands", "schedule", "resolve")
 
 
 def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
@@ -373,9 +416,18 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
         raise doc.error(("bundle", "committer"), f"expected 'Name <email>', got {committer!r}",
                         'e.g. committer: "forksync <forksync@users.noreply.github.com>"')
     risk = _Section(
-        doc, ("risk",), top.raw("risk"), ("diverged_zones", "risky_paths", "max_lines", "symbol_stoplist")
+        doc, ("risk",), top.raw("risk"),
+        ("diverged_zones", "risky_paths", "max_lines", "symbol_stoplist", "link", "context_lines", "size_seeds"),
     )
-    ledger = _Section(doc, ("ledger",), top.raw("ledger"), ("trailer", "trailer_patterns", "pr_patterns", "notes_ref"))
+    link = risk.text("link", "line")
+    if link not in ("line", "file"):
+        raise doc.error(("risk", "link"), f"expected line or file, got {link!r}", "use link: line (the default) or link: file")
+    ledger = _Section(
+        doc,
+        ("ledger",),
+        top.raw("ledger"),
+        ("trailer", "trailer_patterns", "pr_patterns", "notes_ref", "defer_patterns", "wont_port_patterns"),
+    )
     trailer = ledger.text("trailer", DEFAULT_TRAILER)
     if "{sha}" not in trailer:
         raise doc.error(("ledger", "trailer"), "must contain {sha}", 'e.g. "(cherry picked from commit {sha})"')
@@ -383,6 +435,10 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     pr_patterns = ledger.strings("pr_patterns")
     _check_regexes(doc, ("ledger", "trailer_patterns"), trailer_patterns, "sha")
     _check_regexes(doc, ("ledger", "pr_patterns"), pr_patterns, "pr")
+    defer_patterns = ledger.strings("defer_patterns", DEFAULT_DEFER_PATTERNS)
+    wont_port_patterns = ledger.strings("wont_port_patterns", DEFAULT_WONT_PORT_PATTERNS)
+    _check_regexes(doc, ("ledger", "defer_patterns"), defer_patterns, "sha")
+    _check_regexes(doc, ("ledger", "wont_port_patterns"), wont_port_patterns, "sha")
 
     cmds = _Section(doc, ("commands",), top.raw("commands"), ("rate_limit", "rate_window_s", "permission_cache_s"))
     sched = _Section(doc, ("schedule",), top.raw("schedule"), ("poll_upstream_minutes", "snapshot_minutes"))
@@ -400,12 +456,17 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
             risky_paths=risk.strings("risky_paths"),
             max_lines=risk.integer("max_lines", 2000, minimum=1),
             symbol_stoplist=risk.strings("symbol_stoplist"),
+            link=link,
+            context_lines=risk.integer("context_lines", 1, minimum=0),
+            size_seeds=risk.flag("size_seeds", False),
         ),
         ledger=LedgerConfig(
             trailer=trailer,
             trailer_patterns=trailer_patterns,
             pr_patterns=pr_patterns,
             notes_ref=ledger.text("notes_ref", "refs/notes/forksync"),
+            defer_patterns=defer_patterns,
+            wont_port_patterns=wont_port_patterns,
         ),
         l1=_l1(doc, top.raw("l1")),
         l2=_l2(doc, top.raw("l2")),
@@ -419,6 +480,57 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
             poll_upstream_minutes=sched.integer("poll_upstream_minutes", 10, minimum=1),
             snapshot_minutes=sched.integer("snapshot_minutes", 60, minimum=1),
         ),
+        resolve=_resolve(doc, top.raw("resolve")),
+    )
+
+
+def _resolve(doc: _Doc, raw: Any) -> ResolveConfig:
+    sec = _Section(doc, ("resolve",), raw, ("agent", "checks", "memory_ref", "auto_agent"))
+    agent = _Section(
+        doc, ("resolve", "agent"), sec.raw("agent"),
+        ("command", "url", "key_env", "model", "timeout_s", "max_output_kb", "history_commits"),
+    )
+    command = agent.command("command", required=False)
+    url = agent.text("url", None)
+    if command and url:
+        raise doc.error(("resolve", "agent", "url"), "give either command or url, not both",
+                        "keep the one the agent speaks")
+    if url is not None and not re.match(r"^https?://", url):
+        raise doc.error(("resolve", "agent", "url"), f"expected an http(s) URL, got {url!r}",
+                        "e.g. url: https://api.openai.com/v1")
+    key_env = agent.text("key_env", None)
+    if key_env is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key_env):
+        raise doc.error(("resolve", "agent", "key_env"), f"expected an environment variable name, got {key_env!r}",
+                        "name the variable that holds the key, e.g. key_env: OPENAI_API_KEY (never the key itself)")
+    checks_raw = sec.raw("checks") or {}
+    if not isinstance(checks_raw, dict):
+        raise doc.error(("resolve", "checks"), f"expected a mapping of file suffixes to commands, got {_kind(checks_raw)}",
+                        'e.g. checks: {".c": [cc, -fsyntax-only, "{file}"]}')
+    checks_sec = _Section(doc, ("resolve", "checks"), checks_raw, tuple(str(k) for k in checks_raw))
+    checks = []
+    for suffix in sorted(str(k) for k in checks_raw):
+        argv = checks_sec.command(suffix, required=True)
+        if not any("{file}" in arg for arg in argv):
+            raise doc.error(("resolve", "checks", suffix), "the command must name {file}",
+                            'e.g. [cc, -fsyntax-only, "{file}"]')
+        checks.append((suffix, argv))
+    memory_ref = sec.text("memory_ref", "refs/forksync/resolutions")
+    if not str(memory_ref).startswith("refs/"):
+        raise doc.error(("resolve", "memory_ref"), f"expected a ref under refs/, got {memory_ref!r}",
+                        "e.g. refs/forksync/resolutions")
+    return ResolveConfig(
+        agent=AgentConfig(
+            command=command,
+            url=url,
+            key_env=key_env,
+            model=agent.text("model", None),
+            timeout_s=agent.integer("timeout_s", 300, minimum=1),
+            max_output_kb=agent.integer("max_output_kb", 2048, minimum=1),
+            history_commits=agent.integer("history_commits", 5),
+        ),
+        checks=tuple(checks),
+        memory_ref=memory_ref,
+        auto_agent=sec.flag("auto_agent", False),
     )
 
 
@@ -582,6 +694,8 @@ class Settings:
     data_dir: str = ".forksync"
     max_body_bytes: int = 25 * 1024 * 1024
     delivery_ttl_s: int = 7 * 24 * 3600
+    # The shared SQL store (core/store): PostgreSQL for distributed workers; None = SQLite in data_dir.
+    database_url: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> Settings:
@@ -605,4 +719,5 @@ class Settings:
             data_dir=env.get("FORKSYNC_DATA_DIR") or ".forksync",
             max_body_bytes=int(env.get("FORKSYNC_MAX_BODY_BYTES") or 25 * 1024 * 1024),
             delivery_ttl_s=int(env.get("FORKSYNC_DELIVERY_TTL_S") or 7 * 24 * 3600),
+            database_url=env.get("FORKSYNC_DATABASE_URL") or None,
         )

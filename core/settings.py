@@ -11,7 +11,9 @@ import time. Extra variables:
 * ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout; tests lower it to see redelivery;
 * ``FORKSYNC_RETRY_BASE_S``: first backoff step for transient GitHub errors (default 2 s);
 * ``FORKSYNC_LOCK_TTL_S``: how soon a dead holder's repository lock expires (default 60 s;
-  a live holder renews it).
+  a live holder renews it);
+* ``FORKSYNC_DATABASE_URL``: the shared SQL store (``core/store``) for trunk results, baselines,
+  L2 history and series; unset, SQLite at ``<data dir>/store.sqlite``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 from core.config import RepoConfig, Settings, load_repo_config_file
 from core.errors import ForksyncError
+from core.store import Store, open_store
 
 # The longest task we run: an L2 benchmark's default timeout (2 h) plus checkout and setup.
 LONGEST_TASK_S = 2 * 3600 + 15 * 60
@@ -78,6 +81,10 @@ class WorkerSettings:
     def embedded(self) -> bool:
         """True without ``REDIS_URL``: broker, results, locks and series live under the data dir."""
         return not self.bot.redis_url
+
+    def store(self) -> Store:
+        """The shared SQL store: ``FORKSYNC_DATABASE_URL``, else SQLite under the data dir."""
+        return open_store(self.bot.database_url, self.data_dir)
 
     def map_url(self, url: str) -> str:
         """Apply ``FORKSYNC_GIT_URL_MAP`` (longest matching prefix) to a git URL."""

@@ -184,7 +184,7 @@ def test_beat_poll_and_snapshot_reach_every_installed_repository(e2e: Callable[.
     installed repository (bundle PR appears), the snapshot records a metrics point per repository."""
     from core import tasknames
     from core.settings import WorkerSettings
-    from workers.adapters.state import RedisState
+    from workers.adapters.state import SeriesStore
     from workers.app.celery_app import POLL_UPSTREAM, create_celery
 
     h = e2e(shared_redis_db)
@@ -194,7 +194,7 @@ def test_beat_poll_and_snapshot_reach_every_installed_repository(e2e: Callable[.
     wait_for(h.bundle_pulls, 60, "the polled ingest's bundle PR")
     wait_for(h.checks, 30, "the polled ingest's check")
     app.send_task(tasknames.SNAPSHOT_METRICS)
-    state = RedisState(shared_redis_db)
+    state = SeriesStore(WorkerSettings.from_mapping(h.env).store())  # series live in SQL, never only in Redis
     points = wait_for(lambda: state.series(f"snapshots:{FORK}"), 30, "a metrics snapshot")
     assert points[-1]["pending"] == 3 and points[-1]["backlog"] == 0
     assert len(h.bundle_pulls()) == 1

@@ -15,16 +15,23 @@ from tests.loopback_github import LoopbackGitHub
 from workers.adapters.gitcache import GitCache
 from workers.commands.approval import approval_body, approval_marker
 from workers.jobs.l1_job import INFRA_LABEL, L1Job, L1JobResult, run_l1_job
+from workers.testing.canary import CanaryResult
 
 REPO = "acme/fork"
 OUTSIDER = "stranger/fork"
 
 
-def run_job(gh: LoopbackGitHub, tmp_path: Path, sha: str, **kw: Any) -> L1JobResult:
+def run_job(gh: LoopbackGitHub, tmp_path: Path, sha: str, host_canary: Any = None, **kw: Any) -> L1JobResult:
     return run_l1_job(
         gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha, **kw),
         clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), clone_url_for=gh.git_url,
+        host_canary=host_canary,
     )
+
+
+def disk_full() -> CanaryResult:
+    """The host canary of a runner whose disk really is full."""
+    return CanaryResult(False, "host", "only 3 MiB free on the runner's disk", 0.0)
 
 
 def l1_checks(gh: LoopbackGitHub, sha: str) -> list[dict[str, Any]]:
@@ -217,7 +224,7 @@ def test_run_l1_task_passes_pr_number_and_suites_to_the_job(monkeypatch: Any, tm
     seen: list[L1Job] = []
     app = SimpleNamespace(adapter=lambda iid: None, push_url_template="file:///{repo}", installation_token=lambda iid: None,
                           bot_login=lambda: "forksync[bot]")
-    settings = SimpleNamespace(data_dir=tmp_path, map_url=lambda url: url)
+    settings = SimpleNamespace(data_dir=tmp_path, map_url=lambda url: url, store=lambda: None)
     monkeypatch.setattr(tasks, "_adapter", lambda task, iid: (app, settings))
     monkeypatch.setattr(tasks, "run_l1_job", lambda gh, caches, data, job, **kw: seen.append(job) or L1JobResult("done"))
     tasks.run_l1(installation_id=1, repo=REPO, head_sha="a" * 40, number=7, suites=["lit", "unit"])
@@ -263,7 +270,7 @@ def test_infra_issue_closes_after_clean_runs_on_that_runner(loopback_github: Loo
     broken_cfg = f"l1:\n  max_infra_retries: 0\n  suites:\n    - {{name: unit, run: [{disk}], timeout: 30}}\nl2:\n  recover_after: 2\n"
     healthy_cfg = config_yaml(flow_suite("unit", "tests")) + "l2:\n  recover_after: 2\n"
     sha = gh.commit(REPO, {".github/forksync.yml": broken_cfg})
-    run_job(gh, tmp_path, sha)
+    run_job(gh, tmp_path, sha, host_canary=disk_full)
     (issue,) = _infra_issues(gh)
     assert issue["state"] == "open" and socket.gethostname() in issue["title"]
 
@@ -277,7 +284,7 @@ def test_infra_issue_closes_after_clean_runs_on_that_runner(loopback_github: Loo
     assert any("ran L1 cleanly 2 times in a row" in c for c in comments)
 
     again = gh.commit(REPO, {".github/forksync.yml": broken_cfg})
-    run_job(gh, tmp_path, again)
+    run_job(gh, tmp_path, again, host_canary=disk_full)
     (reopened,) = _infra_issues(gh)
     assert reopened["state"] == "open" and "infra-healthy" not in reopened["body"]
 

@@ -11,15 +11,20 @@ from tests.fixtures.l1 import FAILING_TEST, config_yaml, flow_suite, passing_tes
 from tests.loopback_github import LoopbackGitHub
 from workers.adapters.gitcache import GitCache
 from workers.jobs.l1_job import L1Job, run_l1_job
+from workers.testing.canary import CanaryResult
 
 REPO = "acme/fork"
 
 
-def job_for(gh: LoopbackGitHub, tmp_path: Path, sha: str, **kw: Any):  # type: ignore[no-untyped-def]
+def job_for(gh: LoopbackGitHub, tmp_path: Path, sha: str, host_canary: Any = None, **kw: Any):  # type: ignore[no-untyped-def]
     return run_l1_job(
         gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha, **kw),
-        clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation),
+        clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), host_canary=host_canary,
     )
+
+
+def disk_full() -> CanaryResult:
+    return CanaryResult(False, "host", "only 3 MiB free on the runner's disk", 0.0)
 
 
 def l1_runs(gh: LoopbackGitHub) -> list[dict[str, Any]]:
@@ -72,18 +77,19 @@ def test_coverage_check_names_missing_required_check(loopback_github: LoopbackGi
 
 
 def test_infrastructure_failure_cancels_and_files_tracking_issue(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
-    """A suite dying of a known infrastructure cause completes L1 as cancelled (not the PR's failure),
-    says it retries elsewhere, and opens one labelled tracking issue, updated (not duplicated) next time."""
+    """A suite dying of a known infrastructure cause, on a runner whose host canary then fails too,
+    completes L1 as cancelled (not the PR's failure), says it retries elsewhere, and opens one
+    labelled tracking issue, updated (not duplicated) next time."""
     gh = loopback_github
     run = f'"{sys.executable}", "-c", "import sys; print(\'No space left on device\'); sys.exit(1)"'
     cfg = f"l1:\n  suites:\n    - {{name: disk, run: [{run}], timeout: 30}}\n"
     sha = gh.commit(REPO, {".github/forksync.yml": cfg})
-    result = job_for(gh, tmp_path, sha)
+    result = job_for(gh, tmp_path, sha, host_canary=disk_full)
     assert result.infrastructure and result.max_infra_retries == 2
     (check,) = l1_runs(gh)
     # Attempt 0 of 2: the task will retry, so the check stays in progress and says so.
     assert check["status"] == "in_progress" and "retrying on another runner, 1 of 2" in check["output"]["title"]
-    job_for(gh, tmp_path, sha, attempt=2)
+    job_for(gh, tmp_path, sha, attempt=2, host_canary=disk_full)
     (check,) = l1_runs(gh)
     assert check["conclusion"] == "cancelled" and "not caused by this change" in check["output"]["title"]
     issues = list(gh.state.issues[REPO].values())
@@ -111,9 +117,10 @@ def test_trunk_push_records_results_without_a_check_run(loopback_github: Loopbac
     assert other.status == "skipped" and other.run is None
     result = job_for(gh, tmp_path, sha, trunk=True, push_ref="refs/heads/main")
     assert result.run is not None and result.run.trunk and l1_runs(gh) == []
+    from core.store import open_store
     from workers.testing.triage import TrunkResults
 
-    assert TrunkResults(tmp_path / "data" / "l1" / "results.sqlite").baseline("unit") == 3
+    assert TrunkResults(open_store(None, tmp_path / "data"), REPO).baseline("unit") == 3
 
 
 def test_handlers_start_l1_only_for_the_right_events(monkeypatch: Any) -> None:

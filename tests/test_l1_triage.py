@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.config import L1Config, RepoConfig
+from core.store import Store, database_url_for, open_store
 from tests.fixtures.l1 import FAILING_TEST, passing_tests, pytest_suite
 from tests.gitrepo import GitRepo
 from workers.testing.l1 import run_l1_for_ref
@@ -90,7 +91,7 @@ def test_trunk_runs_set_the_baseline_that_omits_a_shrunken_suite(make_repo: Make
     repo.commit("ten tests", {"tests/test_a.py": passing_tests(10)})
     data = tmp_path / "data"
     run_l1_for_ref(repo.path, "main", config(), data_dir=data, trunk=True)
-    assert TrunkResults(data / "l1" / "results.sqlite").baseline("unit") == 10
+    assert TrunkResults(open_store(None, data)).baseline("unit") == 10
     repo.git("checkout", "-q", "-b", "pr")
     repo.commit("drop tests", {"tests/test_a.py": passing_tests(7)})
     run = run_l1_for_ref(repo.path, "pr", config(), data_dir=data, base_ref="main")
@@ -110,7 +111,7 @@ def test_classify_prefers_broken_trunk_over_flaky_and_says_why() -> None:
 
 def test_store_survives_reopen_and_rerun_replaces(tmp_path: Path) -> None:
     """The trunk store is durable (a new handle sees it) and a rerun at a commit replaces its results."""
-    db = tmp_path / "r.sqlite"
+    db = Store(database_url_for(None, tmp_path))
     TrunkResults(db).record("c1", "unit", "failed", [("t1", "failed"), ("t2", "passed")])
     TrunkResults(db).record("c1", "unit", "passed", [("t1", "passed"), ("t2", "passed")])
     store = TrunkResults(db)

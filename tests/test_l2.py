@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.config import Benchmark, L2Config, Metric, RepoConfig, load_repo_config
+from core.store import open_store
 from tests.fixtures.trunk import TrunkCommit
 from workers.engine.git import Repository
 from workers.testing.l2 import run_benchmark, run_trunk
@@ -134,7 +135,7 @@ def test_trunk_run_detects_a_regression_and_bisects_between_nightlies(make_trunk
     """Nightlies at every 8th commit; a drop planted in between is bisected against the stored baseline."""
     path, shas = make_trunk("fork", trunk(49, {29: 80.0}))
     config = load_repo_config(CONFIG.format(python=sys.executable))
-    store = ResultStore(tmp_path / "l2.sqlite")
+    store = ResultStore(open_store(None, tmp_path / "l2"))
     repo = Repository(path)
     nightly = [0, 8, 16, 24, 32, 40, 48]
     outcomes = {i: run_trunk(repo, "org/fork", shas[i], config, store, recorded_at=f"n{i}")[0] for i in nightly}
@@ -154,7 +155,7 @@ def test_trunk_failure_is_bisected_by_exit_status_and_kept_as_a_failure(make_tru
     """A benchmark that starts crashing is a failure verdict with its output; bisection finds the commit."""
     path, shas = make_trunk("fork", trunk(21, {}, broken_from=13))
     config = load_repo_config(CONFIG.format(python=sys.executable))
-    store = ResultStore(tmp_path / "l2.sqlite")
+    store = ResultStore(open_store(None, tmp_path / "l2"))
     repo = Repository(path)
     run_trunk(repo, "org/fork", shas[10], config, store)
     out = run_trunk(repo, "org/fork", shas[20], config, store)[0]
@@ -169,7 +170,7 @@ def test_first_ever_run_failing_ranks_suspects_without_bisecting(make_trunk: Mak
     commits.append(TrunkCommit("touch bench", {"bench.py": BENCH + "# tweak\n"}))
     path, shas = make_trunk("fork", commits)
     config = load_repo_config(CONFIG.format(python=sys.executable))
-    out = run_trunk(Repository(path), "org/fork", shas[-1], config, ResultStore(tmp_path / "l2.sqlite"))[0]
+    out = run_trunk(Repository(path), "org/fork", shas[-1], config, ResultStore(open_store(None, tmp_path / "l2")))[0]
     assert out.verdict.status == FAILED and out.bisect is None
     assert "no good run" in out.note
     assert out.suspects[0].sha == shas[-1] and out.suspects[0].files == ("bench.py",)

@@ -152,7 +152,7 @@ def test_wont_port_closes_a_hole_and_extends_the_contiguous_pin(forked: Forked) 
     ledger = p.ledger()
     assert ledger.metrics.backlog_commits == (c,) and ledger.metrics.contiguous_pin == b
     assert ledger.entry(b).disposition is Disposition.WONT_PORT  # type: ignore[union-attr]
-    assert ledger.entry(c).reason == "marked deferred: needs the layouts owner"  # type: ignore[union-attr]
+    assert ledger.entry(c).reason == "marked deferred in the decisions notes: needs the layouts owner"  # type: ignore[union-attr]
     assert (ledger.metrics.wont_port, ledger.metrics.deferred, ledger.metrics.picked) == (1, 1, 2)
     assert p.mark("#12", "wont_port").code == 0
     assert p.ledger().metrics.contiguous_pin == d
@@ -187,7 +187,7 @@ def test_decisions_survive_in_a_fresh_clone_of_the_fork(forked: Forked, make_rep
 
     ledger = load_ledger(pair, LedgerConfig())
     assert ledger.entry(a).disposition is Disposition.WONT_PORT  # type: ignore[union-attr]
-    assert ledger.entry(a).reason == "marked wont_port: not for us"  # type: ignore[union-attr]
+    assert ledger.entry(a).reason == "marked wont_port in the decisions notes: not for us"  # type: ignore[union-attr]
 
 
 def test_clear_removes_the_decision(forked: Forked) -> None:

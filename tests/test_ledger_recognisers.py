@@ -7,6 +7,7 @@ import hashlib
 import pytest
 
 from workers.engine import recognisers as rec
+from workers.engine import reverts
 from workers.engine.history import Commit
 
 UPSTREAM_URL = "https://github.com/triton-lang/triton"
@@ -173,9 +174,9 @@ def test_revert_targets(subject: str, body: str, expected: str | None) -> None:
     """A fork revert names the fork commit it undoes; reverting upstream's commit is not one."""
     pick = commit("b" * 40, "[Cherry-pick] 'x (#100)' (#7)")
     revert = commit("c" * 40, subject, body.format(pick=pick.sha))
-    fork = rec.ForkIndex([pick, revert])
-    target = rec.revert_target(revert, fork, INDEX, RULES)
-    assert target == (pick.sha if expected == "pick" else None)
+    fork = reverts.ForkIndex([pick, revert])
+    undo = reverts.revert_of(revert, fork, INDEX, RULES)
+    assert (undo.fork if undo is not None else None) == (pick.sha if expected == "pick" else None)
 
 
 def test_pick_of_upstream_revert_is_recognised_as_a_pick() -> None:

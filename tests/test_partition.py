@@ -1,4 +1,9 @@
-"""The partition rules on plain data: each reason kind, merging, bounds, records, determinism."""
+"""The partition rules on plain data: each reason kind, merging, bounds, records, determinism.
+
+Most rules are the same in both link modes; the tests of links by shared file or symbol run
+with ``risk.link: file`` (the earlier rule, kept to compare); the line-mode rules are in
+test_partition_lines.py.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ CONFIG = RepoConfig(
         diverged_zones=("lib/Dialect/TritonGPU/Transforms/WarpSpecialization/**",),
         risky_paths=("cmake/llvm-hash.txt",),
         max_lines=500,
+        link="file",
+        size_seeds=True,
     ),
 )
 
@@ -231,12 +238,13 @@ def test_path_globs(path: str, pattern: str, hit: bool) -> None:
     )
 )
 @settings(max_examples=150, deadline=None)
-def test_partition_properties(spec: list[tuple[list[str], list[str], int, bool]]) -> None:
+@pytest.mark.parametrize("link", ["file", "line"])
+def test_partition_properties(link: str, spec: list[tuple[list[str], list[str], int, bool]]) -> None:
     """Any walk: each commit placed once, chains and bundles in upstream order, bounds kept, and
     planning again with the recorded chains is a fixpoint."""
     config = RepoConfig(
         bundle=BundleConfig(max_commits=4, max_lines=900),
-        risk=RiskConfig(diverged_zones=("lib/WS/**",), max_lines=600),
+        risk=RiskConfig(diverged_zones=("lib/WS/**",), max_lines=600, link=link, size_seeds=link == "file"),
     )
     commits = [change(i, *paths, symbols=syms, lines=lines) for i, (paths, syms, lines, _) in enumerate(spec)]
     conflicts = {sha(i): ("x",) for i, (_, _, _, conflict) in enumerate(spec) if conflict}

@@ -11,6 +11,7 @@ from typing import Any
 from core.config import load_repo_config
 from core.render import marker
 from core.render.tracking import LABEL, parse_facts
+from core.store import open_store
 from tests.fixtures.trunk import TrunkCommit
 from tests.loopback_github import LoopbackGitHub
 from workers.engine.git import Repository
@@ -240,7 +241,7 @@ def test_l2_regression_files_an_issue_naming_the_bisected_culprit(
         f"l2:\n  benchmarks:\n    - name: matmul-sweep\n      run: [{sys.executable}, bench.py]\n"
         "      owners: [carol]\n      metrics: [{name: tflops, direction: higher, threshold: 5}]\n"
     )
-    store = ResultStore(tmp_path / "l2.sqlite")
+    store = ResultStore(open_store(None, tmp_path / "l2"))
     port = loopback_github.adapter(loopback_github.installation)
     bench = config.l2.benchmarks[0]
     for i in (0, 8, 16, 24):

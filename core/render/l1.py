@@ -61,6 +61,8 @@ class SuiteLike(Protocol):
     @property
     def skipped(self) -> int: ...
     @property
+    def skip_reasons(self) -> str: ...
+    @property
     def expected(self) -> int: ...
     @property
     def duration_s(self) -> float: ...
@@ -208,10 +210,11 @@ def l1_title(run: L1RunLike) -> str:
         return (f"Infrastructure problem in {', '.join(s.name for s in infra)}: "
                 "not caused by this change, retry on another runner")
     total = sum(s.passed for s in suites)
+    skipped = sum(s.skipped for s in suites)
     if fails:
         counts = _triage_counts(fails)
         return f"Passed: {len(fails)} failure(s), none new ({counts})"
-    return f"All {len(suites)} suite(s) passed ({total} tests)"
+    return f"All {len(suites)} suite(s) passed ({total} tests" + (f", {skipped} skipped)" if skipped else ")")
 
 
 def _triage_counts(fails: Sequence[FailureLike]) -> str:
@@ -249,12 +252,15 @@ def _summary_lines(run: L1RunLike, log_url: LogUrl) -> list[str]:
             f"| {expected} | {s.duration_s:.1f} s | {_log_link(s, log_url)} |"
         )
     notes = [s for s in run.suites if s.reason and s.status != "passed"]
-    if notes:
+    skips = [s for s in run.suites if s.skipped and s.skip_reasons and "skipped:" not in s.reason]
+    if notes or skips:
         lines.append("")
         for s in notes:
             retry = f" (after {s.attempts} attempts)" if s.attempts > 1 else ""
             owners = f" — owners: {', '.join('@' + o for o in s.owners)}" if s.owners and s.status != "infrastructure" else ""
             lines.append(f"- **{_cell(s.name)}**: {s.reason}{retry}{owners}")
+        for s in skips:
+            lines.append(f"- **{_cell(s.name)}**: {s.skipped} skipped (not run, not counted): {_cell(s.skip_reasons)}")
     fails = [f for s in run.suites for f in s.failures]
     if fails:
         kinds = " or ".join(_TRIAGE_LABELS.get(k, k) for k in run.fail_on)
@@ -404,3 +410,32 @@ def infra_recovered_comment(cause: str, runner: str, healthy_runs: int) -> str:
     return (f"Runner `{runner}` ran L1 cleanly {healthy_runs} times in a row since **{cause}** was last seen "
             "(`l2.recover_after` in `.github/forksync.yml`), so forksync closes this issue. It reopens if the "
             "cause comes back on this runner.")
+
+
+def suite_changes_note(*, added: Sequence[str], dropped: Sequence[str], changed: Sequence[str],
+                       required_added: Sequence[str] = (), required_dropped: Sequence[str] = (),
+                       approved_by: str | None = None) -> str:
+    """What a PR's own ``.github/forksync.yml`` changes about its L1 gate (the trunk's config decides)."""
+    def names(items: Sequence[str]) -> str:
+        return ", ".join(f"`{_cell(n)}`" for n in items)
+
+    lines = ["", "", "**This PR changes the L1 configuration.** What runs is the trunk's (the PR's base) "
+             "config plus what this PR adds:"]
+    if added:
+        lines.append(f"- adds suite(s) {names(added)}: run here too")
+    if dropped:
+        lines.append(f"- drops suite(s) {names(dropped)}: " + (
+            f"approved by @{approved_by}, not run" if approved_by else
+            "still run here; dropping a suite needs a maintainer's `/approve` of this head before this check can pass"))
+    if changed:
+        lines.append(f"- redefines suite(s) {names(changed)}: the trunk's definition runs until this PR merges")
+    if required_added:
+        lines.append(f"- adds required check(s) {names(required_added)}")
+    if required_dropped:
+        lines.append(f"- drops required check(s) {names(required_dropped)}: " + (
+            f"approved by @{approved_by}" if approved_by else "still required; needs a maintainer's `/approve`"))
+    return "\n".join(lines)
+
+
+def unapproved_drop_title(title: str, dropped: Sequence[str]) -> str:
+    return f"Drops {', '.join(dropped)} without a maintainer's /approve; {title}"[:255]

@@ -1,11 +1,11 @@
-"""Worker-side shared state: per-repository locks and metric time series, on Redis or on disk.
+"""Worker-side shared state: per-repository locks (Redis or on disk) and metric time series (SQL).
 
-With ``REDIS_URL`` (distributed workers) locks are Redis locks with a timeout, and series are
-Redis lists. Without it (the embedded default, one machine) locks are ``flock`` files and series
-live in SQLite under the data dir. Both locks die with their holder: a Redis lock expires after
-its timeout, a file lock is released by the kernel when the process dies (even by SIGKILL), so
-a crashed task never wedges the next. Nothing here is a source of truth: flushing Redis loses
-only queue positions and recomputable figures (design.md).
+With ``REDIS_URL`` (distributed workers) locks are Redis locks with a timeout; without it (the
+embedded default, one machine) they are ``flock`` files under the data dir. Both die with their
+holder: a Redis lock expires after its timeout, a file lock is released by the kernel when the
+process dies (even by SIGKILL), so a crashed task never wedges the next. Series always live in
+the shared SQL store (:mod:`core.store`): flushing Redis loses only queue positions, locks and
+caches, never a metric point (design.md).
 """
 
 from __future__ import annotations
@@ -16,14 +16,17 @@ import json
 import logging
 import os
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from sqlalchemy import delete, select
+
 from core.settings import WorkerSettings
+from core.store import Store, open_store
+from core.store.models import SeriesPointRow
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +57,37 @@ class StoreUnavailable(Exception):
     """Redis did not answer (restarting, network): the task should retry shortly."""
 
 
+class SeriesStore:
+    """Named time series of JSON points (``metrics:owner/name``, ``snapshots:owner/name``) in the
+    shared SQL store, each kept to its newest :data:`SERIES_MAX_POINTS`."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def append(self, series: str, point: dict[str, Any]) -> None:
+        with self.store.session() as db:
+            db.add(SeriesPointRow(name=series, point=json.dumps(point, sort_keys=True)))
+            db.flush()
+            cutoff = db.scalar(select(SeriesPointRow.seq).where(SeriesPointRow.name == series)
+                               .order_by(SeriesPointRow.seq.desc()).offset(SERIES_MAX_POINTS).limit(1))
+            if cutoff is not None:
+                db.execute(delete(SeriesPointRow).where(SeriesPointRow.name == series, SeriesPointRow.seq <= cutoff))
+
+    def series(self, series: str, limit: int = 1000) -> list[dict[str, Any]]:
+        with self.store.session() as db:
+            rows = list(db.scalars(select(SeriesPointRow.point).where(SeriesPointRow.name == series)
+                                   .order_by(SeriesPointRow.seq.desc()).limit(limit)))
+        return [json.loads(row) for row in reversed(rows)]
+
+
 class RedisState:
-    def __init__(self, url: str) -> None:
+    """Redis locks; series in the SQL store ``series`` (:func:`open_state` passes the settings')."""
+
+    def __init__(self, url: str, series: SeriesStore | None = None) -> None:
         import redis
 
         self.redis = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=10)
+        self._series = series
 
     @contextlib.contextmanager
     def lock(self, name: str, ttl_s: int, wait_s: float) -> Iterator[None]:
@@ -121,31 +150,26 @@ class RedisState:
                     return
                 time.sleep(0.5)
 
-    def append(self, series: str, point: dict[str, Any]) -> None:
-        import redis
+    def _points(self) -> SeriesStore:
+        if self._series is None:
+            raise RuntimeError("RedisState has no series store: pass SeriesStore(settings.store())")
+        return self._series
 
-        key = f"forksync:series:{series}"
-        try:
-            pipe = self.redis.pipeline()
-            pipe.rpush(key, json.dumps(point, sort_keys=True))
-            pipe.ltrim(key, -SERIES_MAX_POINTS, -1)
-            pipe.execute()
-        except redis.RedisError as exc:
-            # A point is recomputable (the next ingest or snapshot records another): say so, go on.
-            log.warning("metrics point for %s not recorded (Redis: %s)", series, exc)
+    def append(self, series: str, point: dict[str, Any]) -> None:
+        self._points().append(series, point)
 
     def series(self, series: str, limit: int = 1000) -> list[dict[str, Any]]:
-        raw = self.redis.lrange(f"forksync:series:{series}", -limit, -1)
-        return [json.loads(item) for item in raw]
+        return self._points().series(series, limit)
 
 
 class LocalState:
-    """Locks as ``flock`` files and series in SQLite under ``<data dir>/state``."""
+    """Locks as ``flock`` files under ``<data dir>/state``; series in the SQL store (``series``;
+    default: the embedded store of ``data_dir``)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, series: SeriesStore | None = None) -> None:
         self.root = data_dir / "state"
         (self.root / "locks").mkdir(parents=True, exist_ok=True)
-        self.db_path = self.root / "series.sqlite"
+        self._series = series or SeriesStore(open_store(None, data_dir))
 
     @contextlib.contextmanager
     def lock(self, name: str, ttl_s: int, wait_s: float) -> Iterator[None]:
@@ -166,29 +190,15 @@ class LocalState:
         finally:
             os.close(fd)  # closing the descriptor releases the flock
 
-    def _db(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.db_path, timeout=30)
-        db.execute("CREATE TABLE IF NOT EXISTS series (name TEXT, seq INTEGER PRIMARY KEY, point TEXT)")
-        return db
-
     def append(self, series: str, point: dict[str, Any]) -> None:
-        with contextlib.closing(self._db()) as db, db:
-            db.execute("INSERT INTO series (name, point) VALUES (?, ?)", (series, json.dumps(point, sort_keys=True)))
-            db.execute(
-                "DELETE FROM series WHERE name = ? AND seq NOT IN "
-                "(SELECT seq FROM series WHERE name = ? ORDER BY seq DESC LIMIT ?)",
-                (series, series, SERIES_MAX_POINTS),
-            )
+        self._series.append(series, point)
 
     def series(self, series: str, limit: int = 1000) -> list[dict[str, Any]]:
-        with contextlib.closing(self._db()) as db:
-            rows = db.execute(
-                "SELECT point FROM series WHERE name = ? ORDER BY seq DESC LIMIT ?", (series, limit)
-            ).fetchall()
-        return [json.loads(row[0]) for row in reversed(rows)]
+        return self._series.series(series, limit)
 
 
 def open_state(settings: WorkerSettings) -> StateStore:
+    series = SeriesStore(settings.store())
     if settings.bot.redis_url:
-        return RedisState(settings.bot.redis_url)
-    return LocalState(settings.data_dir)
+        return RedisState(settings.bot.redis_url, series)
+    return LocalState(settings.data_dir, series)

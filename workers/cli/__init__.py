@@ -18,10 +18,13 @@ if TYPE_CHECKING:
 # a feature not built yet; one that fails to import is a bug and must not be hidden.
 SUBCOMMANDS: tuple[str, ...] = (
     "status",
+    "ledger",
     "mark",
     "plan",
     "bundle",
     "chain",
+    "resolve",
+    "merge_file",
     "l1",
     "l2",
     "kernels",
@@ -46,6 +49,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    only = only.replace("-", "_") if only else only  # `merge-file` lives in merge_file.py
     for name in SUBCOMMANDS if only not in SUBCOMMANDS else (only,):
         try:
             module = importlib.import_module(f"workers.cli.{name}")

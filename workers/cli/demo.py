@@ -92,7 +92,7 @@ def run_demo(root: Path, *, as_json: bool = False) -> Sample:
         print(json.dumps(ledger.metrics.as_json(), indent=2, sort_keys=True))
         return sample
     print(f"sample pair: upstream {sample.upstream}  fork {sample.fork}\n")
-    print(render_table(pair, ledger.metrics))
+    print(render_table(pair, ledger.metrics, ledger.fork_pins))
     print("\nledger (upstream order):")
     for e in ledger.entries:
         print(f"  {e.sha[:10]}  {e.disposition.value:<9}  {e.subject[:64]:<64}  {e.reason[:70]}")

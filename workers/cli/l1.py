@@ -10,9 +10,11 @@ from typing import Any
 
 from core.config import CONFIG_PATH, RepoConfig, load_repo_config, load_repo_config_file
 from core.errors import ForksyncError
+from core.store import open_store
 from workers.engine.git import Repository
 from workers.testing.canary import CanaryResult, run_canary
 from workers.testing.l1 import CANCELLED, FAILURE, L1Run, run_l1_for_ref
+from workers.testing.triage import TrunkResults
 
 # Exit status: 0 success (or nothing configured), 1 the change failed L1, 3 only the runner failed.
 EXIT_FAILURE, EXIT_INFRA = 1, 3
@@ -76,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_l1_for_ref(
         repo_path, args.ref, config, data_dir=data_dir(repo, args.data_dir), suite_names=args.suites,
         base_ref=base, trunk=args.trunk, canary=canary,
+        results=TrunkResults(open_store(os.environ.get("FORKSYNC_DATABASE_URL"), data_dir(repo, args.data_dir))),
     )
     if args.json:
         print(json.dumps(result.as_json(), indent=2))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise ForksyncError(f"no L2 benchmark named {', '.join(unknown)}", f"known: {', '.join(sorted(known))}")
     name = args.name or repo.path.resolve().name
-    store = ResultStore.in_data_dir(data_dir(repo, args.data_dir))
+    store = ResultStore.in_data_dir(data_dir(repo, args.data_dir), os.environ.get("FORKSYNC_DATABASE_URL"))
     outcomes = run_trunk(repo, name, sha, config, store, only=tuple(args.benchmarks or ()))
     if args.json:
         print(json.dumps([as_json(o) for o in outcomes], indent=2, sort_keys=True))

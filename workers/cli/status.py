@@ -6,10 +6,12 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from workers.cli import warm
 from workers.cli.pairargs import add_pair_arguments, one_line_errors, open_from_args
+from workers.engine.forkpins import ForkPins
 from workers.engine.ledger import load_status
 from workers.engine.metrics import Metrics
 from workers.engine.pair import Pair
@@ -30,18 +32,33 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     pair, config = open_from_args(args)
-    metrics, warnings = load_status(pair, config.ledger, upstream_url=config.upstream.url)
+    view = load_status(pair, config.ledger, upstream_url=config.upstream.url)
+    warnings = view.warnings
     for warning in warnings:
         print(f"forksync: warning: {warning}", file=sys.stderr)
-    text = json.dumps(metrics.as_json(), indent=2, sort_keys=True) if args.json else render_table(pair, metrics)
+    if args.json:
+        text = json.dumps(status_json(view.metrics, view.fork_pins), indent=2, sort_keys=True)
+    else:
+        text = render_table(pair, view.metrics, view.fork_pins)
     print(text)
     warm.remember(pair, text, warnings)
     return 0
 
 
-def render_table(pair: Pair, m: Metrics) -> str:
+def status_json(m: Metrics, pins: ForkPins) -> dict[str, Any]:
+    """``status --json``: the metrics' keys, plus ``fork_pins`` (the pins the fork states in its
+    own messages, the fork commit that stated each, and a line per disagreement)."""
+    return {
+        **m.as_json(),
+        "fork_pins": {**pins.as_json(), "disagreements": pins.disagreements(m.frontier, m.contiguous_pin)},
+    }
+
+
+def render_table(pair: Pair, m: Metrics, pins: ForkPins | None = None) -> str:
     """The readable form of ``status``: one fact per line, shas abbreviated to 12."""
-    subjects = _subjects(pair, [m.base, m.upstream_tip, m.frontier, m.contiguous_pin])
+    pins = pins or ForkPins()
+    stated = [s for s in (pins.frontier_hash, pins.upstream_hash) if s]
+    subjects = _subjects(pair, [m.base, m.upstream_tip, m.frontier, m.contiguous_pin, *stated])
 
     def commit(sha: str) -> str:
         return f"{sha[:12]}  {_day(subjects.get(sha, (0, ''))[0])}  {subjects.get(sha, (0, ''))[1][:72]}"
@@ -53,6 +70,7 @@ def render_table(pair: Pair, m: Metrics) -> str:
         ("upstream tip", commit(m.upstream_tip)),
         ("frontier", commit(m.frontier)),
         ("contiguous pin", commit(m.contiguous_pin)),
+        *_pin_rows(pins, m, commit),
         ("days behind", f"{m.days_behind:.2f}"),
         ("backlog", f"{m.backlog} commit{'s' if m.backlog != 1 else ''} behind the frontier"),
         ("pending", f"{m.pending} of {m.upstream_commits} upstream commits after the base"),
@@ -77,6 +95,21 @@ def render_table(pair: Pair, m: Metrics) -> str:
         extra = _subjects(pair, list(m.urgent))
         lines.extend(f"  {s[:12]}  {extra.get(s, (0, ''))[1][:80]}" for s in m.urgent)
     return "\n".join(lines)
+
+
+def _pin_rows(pins: ForkPins, m: Metrics, commit: Callable[[str], str]) -> list[tuple[str, str]]:
+    """The fork's own pins, when its messages state them, each saying whether it agrees."""
+    rows = []
+    for name, stated, ours, what in (
+        ("fork's frontier", pins.frontier_hash, m.frontier, "frontier"),
+        ("fork's pin", pins.upstream_hash, m.contiguous_pin, "contiguous pin"),
+    ):
+        if stated is None:
+            continue
+        verdict = f"agrees with the {what}" if stated == ours else f"DISAGREES: forksync's {what} is {ours[:12]}"
+        key = "UPSTREAM_FRONTIER_HASH" if what == "frontier" else "UPSTREAM_HASH"
+        rows.append((name, f"{commit(stated)}  ({key}; {verdict})"))
+    return rows
 
 
 def _subjects(pair: Pair, shas: list[str]) -> dict[str, tuple[int, str]]:

@@ -33,7 +33,7 @@ import pygit2
 from workers.engine.changes import CommitChanges, Entry
 from workers.engine.git import Repository
 from workers.engine.partition import Bundle, Chain, Plan, Reason, short
-from workers.engine.pick import PickTarget
+from workers.engine.pick import GitMerger, PickTarget
 
 BUNDLE_BRANCH = "forksync/bundle/"
 CHAIN_BRANCH = "forksync/chain/"
@@ -259,10 +259,11 @@ def build(
     """
     position = {sha: i for i, sha in enumerate(order)}
     builder = _Builder(repo, changes, style, f"refs/forksync/build-{os.getpid()}")
+    merger = GitMerger(repo)  # the plan's trial picks use git's merge too: build and plan agree
     tip = repo.get(fork_tip)
     assert isinstance(tip, pygit2.Commit)
     # Bundles are stacked, so one target carries through all of them, as in the plan's trials.
-    target = PickTarget(repo, tip.tree.id)
+    target = PickTarget(repo, tip.tree.id, merger)
     head, base_branch = fork_tip, fork_branch
     stack: list[tuple[int, str, str, pygit2.Oid]] = []  # (first position, head, branch, tree) per bundle
     bundles: list[tuple[Bundle, str, str, str, list[str], list[str], list[str]]] = []
@@ -287,7 +288,7 @@ def build(
             if start < first:
                 base, base_name, tree = bundle_head, bundle_branch, bundle_tree
         chain_head, carried, picks, failures = builder.run(
-            PickTarget(repo, tree), base, chain.commits, stop_at_conflict=True
+            PickTarget(repo, tree, merger), base, chain.commits, stop_at_conflict=True
         )
         chains.append((chain, base, base_name, chain_head, carried, picks, failures[0] if failures else None))
 
@@ -295,7 +296,7 @@ def build(
     urgent = []
     for hurried in plan.urgent:
         head_u, carried, picks, failures = builder.run(
-            PickTarget(repo, tip.tree.id), fork_tip, hurried.commits, stop_at_conflict=True
+            PickTarget(repo, tip.tree.id, merger), fork_tip, hurried.commits, stop_at_conflict=True
         )
         urgent.append((hurried, head_u, carried, picks, failures[0] if failures else None))
 

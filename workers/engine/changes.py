@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import pygit2
 
 from workers.engine.git import Repository
-from workers.engine.symbols import BUILTIN_STOPLIST, Hunk, file_symbols
+from workers.engine.lines import FileRanges
+from workers.engine.lines import Hunk as LineHunk
+from workers.engine.symbols import BUILTIN_STOPLIST, FileSymbols, Hunk, file_definitions, file_symbols
 
 # An entry of a tree at one path: (blob or gitlink id, file mode). None means "absent".
 Entry = tuple[pygit2.Oid, int]
@@ -42,6 +44,11 @@ class CommitChanges:
     deltas: tuple[FileDelta, ...]
     lines: int
     symbols: frozenset[str]
+    # Line mode (lines.py, partition.py): hunk ranges per file, and definitions and uses.
+    ranges: tuple[FileRanges, ...] = ()
+    introduced: frozenset[str] = frozenset()
+    defined: frozenset[str] = frozenset()
+    used: frozenset[str] = frozenset()
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -66,6 +73,8 @@ def commit_changes(
     deltas: list[FileDelta] = []
     lines = 0
     symbols: set[str] = set()
+    ranges: list[FileRanges] = []
+    defs: list[FileSymbols] = []
     for patch in diff:
         if patch is None:  # pragma: no cover - libgit2 yields None only for unreadable deltas
             continue
@@ -79,7 +88,12 @@ def commit_changes(
         deltas.append(FileDelta(delta.new_file.path or delta.old_file.path, old, new))
         _, added, removed = patch.line_stats
         lines += added + removed
-        symbols |= file_symbols(delta.new_file.path, _hunks(patch.hunks), stop)
+        path = delta.new_file.path or delta.old_file.path
+        hunks = _hunks(patch.hunks)
+        symbols |= file_symbols(delta.new_file.path, hunks, stop)
+        defs.append(file_definitions(path, hunks, stop))
+        spans = tuple(LineHunk(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks)
+        ranges.append(FileRanges(path, spans, whole=not spans))
     deltas.sort(key=lambda d: d.path)
     return CommitChanges(
         sha=str(commit.id),
@@ -88,7 +102,18 @@ def commit_changes(
         deltas=tuple(deltas),
         lines=lines,
         symbols=frozenset(symbols),
+        ranges=tuple(sorted(ranges, key=lambda r: r.path)),
+        **_union(defs),
     )
+
+
+def _union(defs: Sequence[FileSymbols]) -> dict[str, frozenset[str]]:
+    """The line-mode symbol fields of a commit: each file's sets, united."""
+    return {
+        "introduced": frozenset().union(*(d.introduced for d in defs)),
+        "defined": frozenset().union(*(d.defined for d in defs)),
+        "used": frozenset().union(*(d.used for d in defs)),
+    }
 
 
 _ZERO = pygit2.Oid(hex="0" * 40)
@@ -109,6 +134,7 @@ def _hunks(hunks: Iterable[pygit2.DiffHunk]) -> list[Hunk]:
 
 
 _HEADER = re.compile(r"^([0-9a-f]{40})$")
+_SPAN = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _RAW = re.compile(r"^:(\d{6}) (\d{6}) ([0-9a-f]{40}) ([0-9a-f]{40}) ([A-Z])\d*\t(.*)$")
 
 
@@ -142,6 +168,7 @@ def commit_changes_many(
     )
     raw: dict[str, list[tuple[str, FileDelta]]] = {sha: [] for sha in commits}
     hunks: dict[str, dict[str, list[Hunk]]] = {sha: {} for sha in commits}
+    spans: dict[str, dict[str, list[LineHunk]]] = {sha: {} for sha in commits}
     counts: dict[str, int] = dict.fromkeys(commits, 0)
     current: str | None = None  # the commit whose section we are in (None: a section to skip)
     seen: set[str] = set()
@@ -178,6 +205,12 @@ def commit_changes_many(
             path = _diff_path(line[len("diff --git "):])
         elif line.startswith("@@"):
             flush()
+            span = _SPAN.match(line)
+            if span and path is not None:
+                a, b, c, d = span.groups()
+                spans[current].setdefault(path, []).append(
+                    LineHunk(int(a), 1 if b is None else int(b), int(c), 1 if d is None else int(d))
+                )
             context = line.split("@@", 2)[2].lstrip(" ") if line.count("@@") >= 2 else ""
             hunk = (context, [], [])
         elif hunk is not None and line.startswith("+"):
@@ -192,9 +225,12 @@ def commit_changes_many(
     for sha, c in commits.items():
         parent_tree = c.parents[0].tree.id if c.parents else empty_tree(repo)
         symbols: set[str] = set()
+        defs = []
         for name, file_hunks in hunks[sha].items():
             symbols |= file_symbols(name, file_hunks, stop)
+            defs.append(file_definitions(name, file_hunks, stop))
         deltas = dict(raw[sha])  # one entry per path, whatever git lists
+        ranges = [FileRanges(p, tuple(spans[sha].get(p, ())), whole=not spans[sha].get(p)) for p in sorted(deltas)]
         result[sha] = CommitChanges(
             sha=sha,
             parent_tree=parent_tree,
@@ -202,6 +238,8 @@ def commit_changes_many(
             deltas=tuple(deltas[k] for k in sorted(deltas)),
             lines=counts[sha],
             symbols=frozenset(symbols),
+            ranges=tuple(ranges),
+            **_union(defs),
         )
     return result
 

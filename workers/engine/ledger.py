@@ -10,7 +10,8 @@ Entry points:
   files -- upstream changes with blobs (kept per commit between runs); a candidate whose
   nearest same-file upstream commit has the same blobs is matched at once, the rest by
   ``patch-id`` among commits that share a file set, nearest first, in at most three batches.
-* ``load_status(pair, config) -> (Metrics, warnings)`` -- what ``forksync status`` prints.
+* ``load_status(pair, config) -> StatusView`` -- what ``forksync status`` prints (metrics,
+  warnings, and the pins the fork states itself: ``UPSTREAM_HASH``, ``UPSTREAM_FRONTIER_HASH``).
 * ``compute_ledger(...)`` -- the pure core, for tests and for callers that already hold history.
 
 For the bundling engine: ``Ledger.backlog_commits`` (holes behind the frontier, oldest first)
@@ -25,15 +26,16 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from core.config import LedgerConfig
+from workers.engine import dispositions, forkpins, patchmatch, reverts
 from workers.engine import recognisers as rec
-from workers.engine.decisions import Decision, Decisions, Disposition, read_decisions
+from workers.engine.decisions import Decisions, Disposition, read_decisions
 from workers.engine.history import (
     Change,
     Commit,
@@ -55,6 +57,7 @@ __all__ = [
     "LedgerEntry",
     "Metrics",
     "Pick",
+    "StatusView",
     "build_ledger",
     "compute_ledger",
     "load_ledger",
@@ -62,7 +65,7 @@ __all__ = [
 ]
 
 # Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
-LEDGER_VERSION = 5  # 4: fbtriton fixes (cut titles, GitHub reverts, bundle lists); 5: [Hotfix] is upstream's tag
+LEDGER_VERSION = 6  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins
 _KEEP_CACHED = 8
 
 
@@ -79,6 +82,8 @@ class LedgerEntry:
     disposition: Disposition
     carriers: tuple[str, ...]  # fork commits that carry it now (reverted picks excluded)
     reason: str
+    recognisers: tuple[str, ...] = ()  # per carrier, the recogniser that found it there
+    decided_by: str | None = None  # "notes" or "message" when a recorded decision stands
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +96,8 @@ class LedgerEntry:
             "disposition": self.disposition.value,
             "carriers": list(self.carriers),
             "reason": self.reason,
+            "recognisers": list(self.recognisers),
+            "decided_by": self.decided_by,
         }
 
     @classmethod
@@ -105,6 +112,8 @@ class LedgerEntry:
             disposition=Disposition(d["disposition"]),
             carriers=tuple(d["carriers"]),
             reason=d["reason"],
+            recognisers=tuple(d["recognisers"]),
+            decided_by=d["decided_by"],
         )
 
 
@@ -125,8 +134,9 @@ class Pick:
     sha: str
     subject: str
     upstream: tuple[str, ...]
-    recogniser: str
+    recogniser: str  # the strongest recogniser that found something
     reverted_by: str | None = None
+    found_by: tuple[str, ...] = ()  # per upstream commit, the recogniser that named it
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -135,6 +145,7 @@ class Pick:
             "upstream": list(self.upstream),
             "recogniser": self.recogniser,
             "reverted_by": self.reverted_by,
+            "found_by": list(self.found_by),
         }
 
 
@@ -149,6 +160,7 @@ class Ledger:
     metrics: Metrics
     picks: tuple[Pick, ...] = ()  # fork commits that carry upstream commits, fork order
     warnings: tuple[str, ...] = ()
+    fork_pins: forkpins.ForkPins = field(default_factory=forkpins.ForkPins)  # UPSTREAM_HASH / UPSTREAM_FRONTIER_HASH as stated
     _by_sha: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -195,6 +207,7 @@ class Ledger:
             "entries": [e.as_json() for e in self.entries],
             "picks": [p.as_json() for p in self.picks],
             "warnings": list(self.warnings),
+            "fork_pins": self.fork_pins.as_json(),
         }
 
     @classmethod
@@ -206,19 +219,12 @@ class Ledger:
             entries=tuple(LedgerEntry.from_json(e) for e in d["entries"]),
             metrics=Metrics.from_json(d["metrics"]),
             picks=tuple(
-                Pick(p["sha"], p["subject"], tuple(p["upstream"]), p["recogniser"], p["reverted_by"])
+                Pick(p["sha"], p["subject"], tuple(p["upstream"]), p["recogniser"], p["reverted_by"], tuple(p["found_by"]))
                 for p in d["picks"]
             ),
             warnings=tuple(d["warnings"]),
+            fork_pins=forkpins.ForkPins.from_json(d["fork_pins"]),
         )
-
-
-PatchIds = Callable[[Iterable[str]], dict[str, str]]
-# Given the fork candidates' paths: the changed-file sets of upstream commits (all of them, or
-# at least every one that could touch those paths).
-FilesTouching = Callable[[Iterable[str]], dict[str, frozenset[str]]]
-# An upstream commit's changed files with their blobs, when known (see history.Change).
-ChangesOf = Callable[[str], frozenset[Change] | None]
 
 
 def compute_ledger(
@@ -231,22 +237,24 @@ def compute_ledger(
     base_time: int,
     upstream_tip: str,
     fork_tip: str,
-    patch_id: PatchIds,
-    files_touching: FilesTouching | None = None,
+    patch_id: patchmatch.PatchIds,
+    files_touching: patchmatch.FilesTouching | None = None,
     side: dict[str, str] | None = None,
-    changes_of: ChangesOf | None = None,
+    changes_of: patchmatch.ChangesOf | None = None,
 ) -> Ledger:
     """The pure core: upstream range and fork range (oldest first) → ledger.
 
     ``side`` maps upstream commits merged in off the first-parent line to their merge.
     """
     index = rec.UpstreamIndex(upstream, side)
-    fork_index = rec.ForkIndex(fork)
+    fork_index = reverts.ForkIndex(fork)
     picks: dict[str, rec.Recognition] = {}  # fork sha → what it carries
-    active: dict[str, bool] = {}  # fork pick → not reverted
+    active: dict[str, bool] = {}  # fork pick (or un-pick) → not reverted
     reverted_by: dict[str, str] = {}
-    reverts: dict[str, str] = {}  # revert commit → commit it reverts
+    reverted: dict[str, str] = {}  # revert commit → fork commit it reverts
+    unpicks: dict[str, tuple[str, ...]] = {}  # fork revert → upstream commits it un-picks
     merged: dict[str, str] = {}  # upstream sha reachable from the fork → itself
+    said: dict[str, dispositions.MessageDecision] = {}  # decisions the fork's messages record
     unmatched: list[Commit] = []
     warnings: list[str] = list(decisions.problems)
 
@@ -258,14 +266,30 @@ def compute_ledger(
             continue  # an upstream side commit the fork merged with its merge: carried below
         if commit.is_merge:
             continue
-        target = rec.revert_target(commit, fork_index, index, rules)
-        if isinstance(target, str):
-            reverts[commit.sha] = target
-            _apply_revert(commit.sha, target, active, reverts, reverted_by)
-            continue
-        if target is True:
-            continue  # a revert of something we cannot name: never a pick
+        undo = reverts.revert_of(commit, fork_index, index, rules)
+        if undo is not None:
+            if undo.fork is not None:
+                reverted[commit.sha] = undo.fork
+                _apply_revert(commit.sha, undo.fork, active, reverted, reverted_by)
+                if undo.fork in picks and undo.fork in reverted:
+                    active[undo.fork] = False  # a revert of a reapply (below) undoes it again
+                orphans = [u for u in unpicks.get(undo.fork, ()) if not any(u in f.upstream for f in picks.values())]
+                if orphans and not active.get(undo.fork):
+                    # A revert of a revert whose pick nobody can name: it carries that pick again.
+                    picks[commit.sha] = rec.Recognition(tuple(orphans), reverts.REAPPLY, found_by=(reverts.REAPPLY,) * len(orphans))
+                    active[commit.sha] = True
+            elif undo.upstream:
+                unpicks[commit.sha] = undo.upstream
+                active[commit.sha] = True
+            elif undo.reapplies:
+                picks[commit.sha] = rec.Recognition(
+                    undo.reapplies, reverts.REAPPLY, found_by=(reverts.REAPPLY,) * len(undo.reapplies)
+                )
+                active[commit.sha] = True
+            continue  # a revert is never a pick (one of something we cannot name undoes nothing)
         found = rec.recognise(commit, index, rules)
+        for sha, disposition, where in found.decided:
+            said[sha] = dispositions.MessageDecision(sha, Disposition(disposition), commit.sha, where)
         if found.upstream:
             picks[commit.sha] = found
             active[commit.sha] = True
@@ -274,11 +298,7 @@ def compute_ledger(
             if found.urgent:
                 picks[commit.sha] = found  # keeps the [URGENT] tag for a patch-id match below
 
-    carried: dict[str, list[str]] = {}
-    for sha, found in picks.items():
-        if active.get(sha):
-            for up in found.upstream:
-                carried.setdefault(up, []).append(sha)
+    carried, undone = _carried(picks, active, unpicks, fork_index.position)
     for up in merged:
         carried.setdefault(up, []).append(up)
 
@@ -290,18 +310,19 @@ def compute_ledger(
         if known is not None and known.upstream:
             running = max(running, *(index.position.get(u, -1) for u in known.upstream))
         expected[commit.sha] = running + 1
-    same = _same_change(unmatched, upstream, carried, patch_id, files_touching, expected, changes_of)
+    same = patchmatch.same_change(unmatched, upstream, carried, patch_id, files_touching, expected, changes_of)
     for fork_sha, up_sha, how in same:
         urgent = picks[fork_sha].urgent if fork_sha in picks else False
-        picks[fork_sha] = rec.Recognition((up_sha,), how, urgent)
+        picks[fork_sha] = rec.Recognition((up_sha,), how, urgent, (how,))
         active[fork_sha] = fork_sha not in reverted_by
         if active[fork_sha]:
             carried.setdefault(up_sha, []).append(fork_sha)
 
+    stands = dispositions.standing(decisions, said)
     urgent_by_tag = {up for sha, f in picks.items() if f.urgent and active.get(sha) for up in f.upstream}
     facts: list[Fact] = []
     for c in upstream:
-        decision = decisions.by_sha.get(c.sha)
+        decision = stands[c.sha].decision if c.sha in stands else None
         facts.append(
             Fact(
                 sha=c.sha,
@@ -315,11 +336,15 @@ def compute_ledger(
     metrics, final = compute_metrics(
         facts, base=base, base_time=base_time, upstream_tip=upstream_tip, upstream_tip_time=tip_time, fork_tip=fork_tip
     )
-    frontier = metrics.frontier
-    frontier_pos = index.position.get(frontier, -1)
+    frontier_pos = index.position.get(metrics.frontier, -1)
+    how_found = {(sha, up): how for sha, f in picks.items() for up, how in zip(f.upstream, _found_by(f), strict=True)}
+    all_carriers = _all_carriers(picks, fork_index.position)
     entries = []
-    all_carriers = _all_carriers(picks)
     for i, (c, d) in enumerate(zip(upstream, final, strict=True)):
+        now = _in_fork_order(carried.get(c.sha, ()), fork_index.position)
+        history = [
+            (f, how_found[(f, c.sha)], reverted_by.get(f) or undone.get((f, c.sha))) for f in all_carriers.get(c.sha, ())
+        ]
         entries.append(
             LedgerEntry(
                 sha=c.sha,
@@ -329,16 +354,18 @@ def compute_ledger(
                 committer_time=c.committer_time,
                 pr_number=c.pr_number,
                 disposition=d,
-                carriers=_in_fork_order(carried.get(c.sha, ()), fork_index.position),
-                reason=_reason(
-                    c.sha, d, carried, all_carriers, picks, reverted_by, merged,
-                    decisions.by_sha.get(c.sha), i < frontier_pos,
+                carriers=now,
+                reason=dispositions.reason(
+                    c.sha, d, carriers=history, merged=c.sha in merged, decision=stands.get(c.sha),
+                    carried=c.sha in carried, behind_frontier=i < frontier_pos,
                 ),
+                recognisers=tuple(how_found.get((f, c.sha), rec.MERGE) for f in now),
+                decided_by=stands[c.sha].source if c.sha in stands else None,
             )
         )
     subjects = {c.sha: c.subject for c in fork}
     pick_records = tuple(
-        Pick(sha, subjects[sha], f.upstream, f.recogniser or "", reverted_by.get(sha))
+        Pick(sha, subjects[sha], f.upstream, f.recogniser or "", reverted_by.get(sha), _found_by(f))
         for sha, f in sorted(picks.items(), key=lambda kv: fork_index.position[kv[0]])
         if f.upstream
     )
@@ -350,7 +377,39 @@ def compute_ledger(
         metrics=metrics,
         picks=pick_records,
         warnings=tuple(warnings),
+        fork_pins=forkpins.read_pins(fork, index),
     )
+
+
+def _found_by(found: rec.Recognition) -> tuple[str, ...]:
+    return found.found_by if len(found.found_by) == len(found.upstream) else (found.recogniser or "",) * len(found.upstream)
+
+
+def _carried(
+    picks: dict[str, rec.Recognition],
+    active: dict[str, bool],
+    unpicks: dict[str, tuple[str, ...]],
+    position: dict[str, int],
+) -> tuple[dict[str, list[str]], dict[tuple[str, str], str]]:
+    """Upstream commit → active fork commits carrying it, and (pick, upstream) → the revert
+    that un-picked that one commit from that pick (a revert inside a bundle)."""
+    undoing: dict[str, list[str]] = {}
+    for revert, ups in unpicks.items():
+        if active.get(revert):
+            for up in ups:
+                undoing.setdefault(up, []).append(revert)
+    carried: dict[str, list[str]] = {}
+    undone: dict[tuple[str, str], str] = {}
+    for sha, found in picks.items():
+        if not active.get(sha):
+            continue
+        for up in found.upstream:
+            later = [r for r in undoing.get(up, ()) if position[r] > position[sha]]
+            if later:
+                undone[(sha, up)] = later[0]
+            else:
+                carried.setdefault(up, []).append(sha)
+    return carried, undone
 
 
 def _in_fork_order(shas: Sequence[str], position: dict[str, int]) -> tuple[str, ...]:
@@ -379,151 +438,12 @@ def _apply_revert(
         active[original] = depth % 2 == 1
 
 
-def _all_carriers(picks: dict[str, rec.Recognition]) -> dict[str, list[str]]:
+def _all_carriers(picks: dict[str, rec.Recognition], position: dict[str, int]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for sha, f in picks.items():
-        for up in f.upstream:
+    for sha in sorted(picks, key=position.__getitem__):
+        for up in picks[sha].upstream:
             out.setdefault(up, []).append(sha)
     return out
-
-
-def _reason(
-    sha: str,
-    d: Disposition,
-    carried: dict[str, list[str]],
-    all_carriers: dict[str, list[str]],
-    picks: dict[str, rec.Recognition],
-    reverted_by: dict[str, str],
-    merged: dict[str, str],
-    decision: Decision | None,
-    behind_frontier: bool,
-) -> str:
-    parts: list[str] = []
-    for fork_sha in all_carriers.get(sha, ()):
-        how = picks[fork_sha].recogniser
-        if fork_sha in reverted_by:
-            parts.append(f"pick {fork_sha[:12]} ({how}) reverted by {reverted_by[fork_sha][:12]}")
-        else:
-            parts.append(f"picked by {fork_sha[:12]} ({how})")
-    if sha in merged:
-        parts.append("reachable from the fork (merged)")
-    if decision is not None:
-        text = f"marked {decision.disposition.value}"
-        if decision.reason:
-            text += f": {decision.reason}"
-        if sha in carried and decision.disposition is not Disposition.URGENT:
-            text += " (ignored: the fork carries it)"
-        parts.append(text)
-    elif d is Disposition.URGENT:
-        parts.append("the pick is tagged urgent")
-    if d is Disposition.PENDING and behind_frontier:
-        parts.append("hole behind the frontier (backlog, not marked)")
-    return "; ".join(parts)
-
-
-def _same_change(
-    unmatched: Sequence[Commit],
-    upstream: Sequence[Commit],
-    carried: dict[str, list[str]],
-    patch_id: PatchIds,
-    files_touching: FilesTouching | None,
-    expected: dict[str, int],
-    changes_of: ChangesOf | None = None,
-) -> list[tuple[str, str, str]]:
-    """Picks without markers: same author+date+subject, or equal patch-ids among same-file candidates.
-
-    Patch-ids are computed only for fork commits and upstream commits that share an exact
-    changed-file set (or an author and author date) with each other, nearest first in at most
-    three batches (most picks are found in the first, a handful of patch-ids). Upstream
-    file sets come from ``files_touching`` (cached per commit between runs) unless the
-    upstream records already carry them. A candidate whose nearest pool member changes the
-    same files from and to the same blobs (``changes_of``) has the same diff, hence the same
-    patch-id: it is matched without asking git (most marker-less picks of unmodified files).
-    """
-    fork_side = [c for c in unmatched if c.files]
-    if not fork_side:
-        return []
-    free = {c.sha: c for c in upstream if c.sha not in carried and not c.is_merge}
-    by_author: dict[tuple[str, int], list[Commit]] = {}
-    for c in free.values():
-        by_author.setdefault((c.author_email.lower(), c.author_time), []).append(c)
-
-    matches: list[tuple[str, str, str]] = []
-    taken: set[str] = set()
-    remaining: list[Commit] = []
-    for f in fork_side:
-        same_author = by_author.get((f.author_email.lower(), f.author_time), [])
-        subject = rec.normalise(f.subject)
-        hit = next((u for u in same_author if u.sha not in taken and rec.normalise(u.subject) == subject), None)
-        if hit is not None:
-            matches.append((f.sha, hit.sha, rec.SAME_CHANGE))
-            taken.add(hit.sha)
-        else:
-            remaining.append(f)
-    if not remaining:
-        return matches
-
-    if files_touching is not None:
-        touched = files_touching({p for f in remaining for p in f.files})
-    else:
-        touched = {c.sha: frozenset(c.files) for c in free.values() if c.files}
-    wanted = {frozenset(f.files) for f in remaining}
-    by_files: dict[frozenset[str], list[Commit]] = {}
-    for sha, paths in touched.items():
-        if paths in wanted and sha in free:
-            by_files.setdefault(paths, []).append(free[sha])
-    order = {c.sha: i for i, c in enumerate(upstream)}
-    candidates: list[tuple[Commit, list[Commit]]] = []
-    for f in remaining:
-        same_author = by_author.get((f.author_email.lower(), f.author_time), [])
-        pool = [u for u in dict.fromkeys((*same_author, *by_files.get(frozenset(f.files), ()))) if u.sha not in taken]
-        if pool:
-            # Forks ingest roughly in upstream order: try first the commits next to what the
-            # fork had picked when it made this commit, then widen (rounds of patch-ids).
-            near = expected.get(f.sha, 0)
-            pool.sort(key=lambda u: (abs(order[u.sha] - near), order[u.sha]))
-            candidates.append((f, pool))
-    if changes_of is not None:
-        rest = []
-        for f, pool in candidates:
-            nearest = next((u for u in pool if u.sha not in taken), None)
-            if f.changes and nearest is not None and changes_of(nearest.sha) == f.changes:
-                matches.append((f.sha, nearest.sha, rec.PATCH_ID))
-                taken.add(nearest.sha)
-            else:
-                rest.append((f, pool))
-        candidates = rest
-    if not candidates:
-        return matches
-    ids: dict[str, str] = {}
-    done: set[str] = set()  # fork candidates matched
-    tried: set[str] = set()  # shas whose patch-id was asked for
-    for start, stop in _ROUNDS:
-        want = set()
-        for f, pool in candidates:
-            if f.sha in done:
-                continue
-            want.add(f.sha)
-            want.update(u.sha for u in pool[start:stop] if u.sha not in taken)
-        want -= tried
-        if not want:
-            continue
-        tried |= want
-        ids.update(patch_id(want))
-        for f, pool in candidates:
-            pid = ids.get(f.sha)
-            if f.sha in done or pid is None:
-                continue
-            hit = next((u for u in pool[:stop] if u.sha not in taken and ids.get(u.sha) == pid), None)
-            if hit is not None:
-                matches.append((f.sha, hit.sha, rec.PATCH_ID))
-                taken.add(hit.sha)
-                done.add(f.sha)
-    return matches
-
-
-# Slices of each candidate's pool (nearest first) whose patch-ids are computed per round.
-_ROUNDS = ((0, 2), (2, 10), (10, None))
 
 
 # --------------------------------------------------------------------------- git-backed entry points
@@ -535,6 +455,8 @@ def rules_for(pair: Pair, config: LedgerConfig, upstream_url: str | None = None)
         pr_patterns=config.pr_patterns,
         upstream_url=upstream_url or pair.upstream_url,
         fork_url=pair.fork_url,
+        defer_patterns=config.defer_patterns,
+        wont_port_patterns=config.wont_port_patterns,
     )
 
 
@@ -669,17 +591,31 @@ def load_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = 
     return ledger
 
 
-def load_status(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = None) -> tuple[Metrics, tuple[str, ...]]:
-    """Metrics and warnings only; a warm call reads a small file, not the whole ledger."""
+@dataclass(frozen=True)
+class StatusView:
+    """What ``forksync status`` prints: the metrics, warnings, and the fork's own pins."""
+
+    metrics: Metrics
+    warnings: tuple[str, ...]
+    fork_pins: forkpins.ForkPins
+
+    def as_json(self) -> dict[str, Any]:
+        return {"metrics": self.metrics.as_json(), "warnings": list(self.warnings), "fork_pins": self.fork_pins.as_json()}
+
+
+def load_status(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = None) -> StatusView:
+    """Metrics, warnings and fork pins only; a warm call reads a small file, not the whole ledger."""
     key = cache_key(pair, config, upstream_url)
     path = _cache_path(pair, key, "status")
     try:
         data = json.loads(path.read_text())
-        return Metrics.from_json(data["metrics"]), tuple(data["warnings"])
+        return StatusView(
+            Metrics.from_json(data["metrics"]), tuple(data["warnings"]), forkpins.ForkPins.from_json(data["fork_pins"])
+        )
     except (OSError, ValueError, KeyError, TypeError):
         pass
     ledger = load_ledger(pair, config, upstream_url=upstream_url)
-    return ledger.metrics, ledger.warnings
+    return StatusView(ledger.metrics, ledger.warnings, ledger.fork_pins)
 
 
 def _store(pair: Pair, key: str, ledger: Ledger) -> None:
@@ -689,7 +625,7 @@ def _store(pair: Pair, key: str, ledger: Ledger) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for kind, data in (
             ("ledger", ledger.as_json()),
-            ("status", {"metrics": ledger.metrics.as_json(), "warnings": list(ledger.warnings)}),
+            ("status", StatusView(ledger.metrics, ledger.warnings, ledger.fork_pins).as_json()),
         ):
             path = _cache_path(pair, key, kind)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")

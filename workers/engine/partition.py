@@ -1,40 +1,48 @@
 """The partition: pending upstream commits → large low-risk bundles and ordered risky chains.
 
 Pure: it decides from plain data (the commits to place in upstream order with their paths,
-symbols and size; the config; the open chains recorded by earlier runs) and one narrow
-interface, :class:`Trial`, that answers "does this commit pick cleanly onto the fork tip plus
-everything bundled before it?". Each commit, in upstream order:
+hunk dependencies, definitions and size; the config; the open chains recorded by earlier runs)
+and one narrow interface, :class:`Trial`, that answers "does this commit pick cleanly onto the
+fork tip plus everything bundled before it?". Each commit, in upstream order:
 
-1. **dependency** — it touches a file or a symbol of an open chain: it joins it (linking several
-   chains merges them into the oldest one, upstream order preserved); reason ``file``/``symbol``;
+1. **dependency** — it depends on an open chain (:mod:`workers.engine.links`; ``risk.link``):
+   its hunks overlap lines a chain member changed (``line``), it changes a definition a member
+   changes or uses a name a member introduces (``symbol``), or — once its trial pick conflicts —
+   it picks cleanly on top of a chain that touches the conflicting files (``pick``). Linking
+   several chains merges them into the oldest one, upstream order preserved. Sharing a file is
+   not a dependency (it is with ``risk.link: file``, the earlier rule, reason ``file``);
 2. **risk seed** — otherwise it starts a new chain when it touches a diverged zone
-   (``diverged_zone``), a risky path (``risky_path``), exceeds ``risk.max_lines`` (``size``), or
-   its trial pick conflicts (``conflict``, naming the files). The cheap checks run first so the
-   trial pick is only paid for commits that would otherwise be bundled;
+   (``diverged_zone``), a risky path (``risky_path``), or its trial pick conflicts
+   (``conflict``, naming the files). Size alone (``risk.max_lines``) seeds only with
+   ``risk.size_seeds: true`` (``size``); a large clean commit is otherwise bundled, alone when it
+   exceeds ``bundle.max_lines``. The cheap checks run first so the trial pick is only paid for
+   commits that would otherwise be bundled;
 3. **otherwise** it joins the current bundle, which closes at ``bundle.max_commits`` commits or
    ``bundle.max_lines`` changed lines.
 
 Recorded chains (``chains.py``) make the partition durable and idempotent: a recorded member is
-placed in its chain when the walk reaches it (so a chain's footprint grows in upstream order
-exactly as in the run that recorded it, and planning twice gives the same plan); members
-already picked lend their files and symbols from the start; a commit removed by hand from a
-chain (``excluded``) is never linked back into that chain, though it may still join another
-chain or seed its own when it is risky by itself.
+placed in its chain when the walk reaches it (so planning twice gives the same plan); a commit
+removed by hand from a chain (``excluded``) is never linked back into that chain, though it may
+still join another chain or seed its own when it is risky by itself. Healing (a recorded chain
+whose members no longer depend on each other) is :mod:`workers.engine.healing`'s job, before
+the walk.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from core.config import RepoConfig
+from workers.engine.lines import LineDep
+from workers.engine.links import ChainLinks
+from workers.engine.paths import first_match, path_matches
 
-REASON_KINDS = ("conflict", "diverged_zone", "risky_path", "size", "file", "symbol", "manual")
+__all__ = ["first_match", "path_matches"]  # re-exported: the globs moved to paths.py
+
+REASON_KINDS = ("conflict", "diverged_zone", "risky_path", "size", "line", "symbol", "pick", "file", "manual")
 
 
 @dataclass(frozen=True)
@@ -43,8 +51,13 @@ class Change:
 
     sha: str
     paths: tuple[str, ...]
-    symbols: frozenset[str] = frozenset()
+    symbols: frozenset[str] = frozenset()  # file mode: function contexts and definitions
     lines: int = 0
+    # Line mode: the earlier commits whose lines its hunks overlap, and its definitions and uses.
+    depends: tuple[LineDep, ...] = ()
+    defined: frozenset[str] = frozenset()
+    introduced: frozenset[str] = frozenset()
+    used: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -180,58 +193,31 @@ class Trial(Protocol):
         ...
 
 
-# --------------------------------------------------------------------------- path globs
+@runtime_checkable
+class ChainTrial(Protocol):
+    """A :class:`Trial` that also keeps one target per open chain, for the ``pick`` rule."""
 
+    def try_pick(self, sha: str) -> tuple[str, ...]: ...
 
-@lru_cache(maxsize=1024)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """``**`` spans directories, ``*``/``?``/``[...]`` stay inside one path component."""
-    out = []
-    i = 0
-    pat = pattern.strip().lstrip("/")
-    if pat.endswith("/"):
-        pat += "**"
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pat[i] == "[":
-            end = pat.find("]", i + 1)
-            if end < 0:
-                out.append(re.escape(pat[i]))
-                i += 1
-            else:
-                out.append(fnmatch.translate(pat[i : end + 1]).removeprefix("(?s:").removesuffix(")\\Z"))
-                i = end + 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+    def chain_add(self, chain_id: str, sha: str) -> None:
+        """Pick ``sha`` onto ``chain_id``'s target (made from the running bundle at its first member)."""
+        ...
 
+    def chain_merge(self, keep: str, other: str, members: Sequence[str]) -> None:
+        """``other`` merged into ``keep``: ``members`` (upstream order) now ride on ``keep``'s target."""
+        ...
 
-def path_matches(path: str, pattern: str) -> bool:
-    """Whether ``path`` matches a config glob (``lib/Foo/**``, ``**/*.td``, ``cmake/llvm-hash.txt``)."""
-    return _glob_regex(pattern).match(path) is not None
-
-
-def first_match(paths: Iterable[str], patterns: Sequence[str]) -> tuple[str, str] | None:
-    for path in paths:
-        for pattern in patterns:
-            if path_matches(path, pattern):
-                return path, pattern
-    return None
+    def picks_with(self, chain_id: str, sha: str) -> bool:
+        """Whether ``sha`` picks cleanly on top of ``chain_id``'s target (nothing advances)."""
+        ...
 
 
 # --------------------------------------------------------------------------- the walk
+
+# Chains tried by the ``pick`` rule for one conflicting commit: those touching its conflicting
+# files, oldest first. Each try is one in-memory pick; the bound keeps a busy file from costing
+# a pick per open chain.
+MAX_PICK_CANDIDATES = 3
 
 
 @dataclass
@@ -241,8 +227,6 @@ class _Open:
     picked: list[Reason]
     members: list[str]
     reasons: dict[str, Reason]
-    files: set[str]
-    symbols: set[str]
     excluded: set[str]
 
 
@@ -261,166 +245,171 @@ def partition(
     """Place every commit of ``commits`` (upstream order) in exactly one bundle or chain.
 
     ``chains`` are the open chains recorded by earlier runs; ``history`` gives the changes of
-    their members that are no longer to place (already picked), whose files and symbols keep
-    linking. Members neither to place nor in ``history`` (won't port, deferred, gone) drop out.
+    their members that are no longer to place (already picked): with ``risk.link: file`` their
+    files and symbols keep linking. Members neither to place nor in ``history`` (won't port,
+    deferred, gone) drop out.
     """
-    history = history or {}
-    position = {c.sha: i for i, c in enumerate(commits)}
-    if len(position) != len(commits):
-        raise ValueError("a commit appears twice in the walk")
-    risk = config.risk
+    walk = _Walk(commits, config, trial)
+    walk.restore(chains, history or {})
+    for change in commits:
+        walk.place(change)
+    return walk.plan(deferred)
 
-    opened: dict[str, _Open] = {}
-    alias: dict[str, str] = {}  # merged chain id → surviving id
-    forced: dict[str, str] = {}  # sha → recorded chain id
-    taken_ids: set[str] = set()
 
-    def find(chain_id: str) -> str:
-        while chain_id in alias:
-            chain_id = alias[chain_id]
+class _Walk:
+    """The state of one partition walk: open chains, their link index, the current bundle."""
+
+    def __init__(self, commits: Sequence[Change], config: RepoConfig, trial: Trial) -> None:
+        self.position = {c.sha: i for i, c in enumerate(commits)}
+        if len(self.position) != len(commits):
+            raise ValueError("a commit appears twice in the walk")
+        self.config = config
+        self.trial = trial
+        self.chain_trial = trial if isinstance(trial, ChainTrial) else None
+        self.opened: dict[str, _Open] = {}
+        self.alias: dict[str, str] = {}  # merged chain id → surviving id
+        self.forced: dict[str, str] = {}  # sha → recorded chain id
+        self.taken_ids: set[str] = set()
+        self.links = ChainLinks(config.risk.link)
+        self.touched: dict[str, set[str]] = {}  # path → chains touching it: candidates of the pick rule
+        self.bundles: list[Bundle] = []
+        self.current: list[str] = []
+        self.current_lines = 0
+        self.planned = 0
+
+    # ---- chains
+
+    def find(self, chain_id: str) -> str:
+        while chain_id in self.alias:
+            chain_id = self.alias[chain_id]
         return chain_id
 
-    for record in sorted(chains, key=lambda r: r.id):
-        taken_ids.add(record.id)
-        pending = [sha for sha in record.commits if sha in position and sha not in forced]
-        if not pending:
-            continue  # every member picked (or dropped): the chain is closed
-        chain = _Open(record.id, min(position[s] for s in pending), [], [], {}, set(), set(), set(record.excluded))
-        for sha in record.commits:
-            if sha in position and sha not in forced:
-                forced[sha] = record.id
-                chain.reasons[sha] = record.reason(sha) or Reason(sha, "manual", f"recorded in {record.id}")
-            elif sha in history and sha not in position:
-                chain.picked.append(record.reason(sha) or Reason(sha, "manual", f"recorded in {record.id}"))
-                chain.order = -1
-                chain.files.update(history[sha].paths)
-                chain.symbols.update(history[sha].symbols)
-        opened[record.id] = chain
+    def restore(self, records: Sequence[ChainRecord], history: Mapping[str, Change]) -> None:
+        """Open the recorded chains that still have members to place."""
+        position = self.position
+        for record in sorted(records, key=lambda r: r.id):
+            self.taken_ids.add(record.id)
+            pending = [sha for sha in record.commits if sha in position and sha not in self.forced]
+            if not pending:
+                continue  # every member picked (or dropped): the chain is closed
+            chain = _Open(record.id, min(position[s] for s in pending), [], [], {}, set(record.excluded))
+            for sha in record.commits:
+                reason = record.reason(sha) or Reason(sha, "manual", f"recorded in {record.id}")
+                if sha in position and sha not in self.forced:
+                    self.forced[sha] = record.id
+                    chain.reasons[sha] = reason
+                elif sha in history and sha not in position:
+                    chain.picked.append(reason)
+                    chain.order = -1
+                    old = history[sha]
+                    self.links.add(record.id, sha, old.paths, old.symbols, pending=False)
+            self.opened[record.id] = chain
 
-    def new_chain(change: Change, reason: Reason) -> None:
+    def new_chain(self, change: Change, reason: Reason) -> None:
         base = f"chain-{short(change.sha)}"
         chain_id, n = base, 2
-        while chain_id in taken_ids:
+        while chain_id in self.taken_ids:
             chain_id, n = f"{base}-{n}", n + 1
-        taken_ids.add(chain_id)
-        opened[chain_id] = _Open(chain_id, position[change.sha], [], [], {}, set(), set(), set())
-        join(chain_id, change, reason)
+        self.taken_ids.add(chain_id)
+        self.opened[chain_id] = _Open(chain_id, self.position[change.sha], [], [], {}, set())
+        self.join(chain_id, change, reason)
 
-    # Which chains own each file and symbol: a commit's links are found by lookup, not by
-    # scanning every open chain, so the walk stays linear in the number of commits. Ids may be
-    # stale after a merge; find() resolves them.
-    file_owner: dict[str, set[str]] = {}
-    symbol_owner: dict[str, set[str]] = {}
-
-    def own(chain_id: str, paths: Iterable[str], symbols: Iterable[str]) -> None:
-        for path in paths:
-            file_owner.setdefault(path, set()).add(chain_id)
-        for symbol in symbols:
-            symbol_owner.setdefault(symbol, set()).add(chain_id)
-
-    for chain in opened.values():
-        own(chain.id, chain.files, chain.symbols)
-
-    def join(chain_id: str, change: Change, reason: Reason) -> None:
-        chain = opened[find(chain_id)]
+    def join(self, chain_id: str, change: Change, reason: Reason) -> None:
+        chain = self.opened[self.find(chain_id)]
         chain.members.append(change.sha)
         chain.reasons[change.sha] = reason
-        chain.files.update(change.paths)
-        chain.symbols.update(change.symbols)
-        own(chain.id, change.paths, change.symbols)
-
-    def links_of(change: Change) -> list[tuple[str, Reason]]:
-        """The open chains ``change`` links to, each with its reason (first file, else first symbol)."""
-        files: dict[str, list[str]] = {}
-        symbols: dict[str, list[str]] = {}
+        self.links.add(chain.id, change.sha, change.paths, change.symbols, change.defined, change.introduced)
         for path in change.paths:
-            for owner in file_owner.get(path, ()):
-                files.setdefault(find(owner), []).append(path)
-        for symbol in change.symbols:
-            for owner in symbol_owner.get(symbol, ()):
-                symbols.setdefault(find(owner), []).append(symbol)
-        found = []
-        for chain_id in sorted({*files, *symbols}):
-            if change.sha in opened[chain_id].excluded:
-                continue
-            if chain_id in files:
-                what = min(files[chain_id])
-                found.append((chain_id, Reason(change.sha, "file", f"touches {what} of {chain_id}")))
-            else:
-                what = min(symbols[chain_id])
-                found.append((chain_id, Reason(change.sha, "symbol", f"touches symbol {what} of {chain_id}")))
-        return found
+            self.touched.setdefault(path, set()).add(chain.id)
+        if self.chain_trial is not None:
+            self.chain_trial.chain_add(chain.id, change.sha)
 
-    def merge(ids: list[str]) -> str:
-        ids = sorted(set(ids), key=lambda i: (opened[i].order, i))
-        keep = opened[ids[0]]
-        for other_id in ids[1:]:
-            other = opened.pop(other_id)
-            alias[other_id] = keep.id
+    def merge(self, ids: Sequence[str]) -> str:
+        """Merge chains into the oldest; its id survives, members stay in upstream order."""
+        order = sorted(set(ids), key=lambda i: (self.opened[i].order, i))
+        keep = self.opened[order[0]]
+        for other_id in order[1:]:
+            other = self.opened.pop(other_id)
+            self.alias[other_id] = keep.id
             keep.picked.extend(other.picked)
-            keep.members = sorted({*keep.members, *other.members}, key=position.__getitem__)
+            keep.members = sorted({*keep.members, *other.members}, key=self.position.__getitem__)
             keep.reasons.update(other.reasons)
-            keep.files |= other.files
-            keep.symbols |= other.symbols
             keep.excluded |= other.excluded
             keep.order = min(keep.order, other.order)
+            if self.chain_trial is not None:
+                self.chain_trial.chain_merge(keep.id, other_id, other.members)
         return keep.id
 
-    bundles: list[Bundle] = []
-    current: list[str] = []
-    current_lines = 0
-    planned = 0
+    # ---- one commit
 
-    def close_bundle() -> None:
-        nonlocal current, current_lines
-        if current:
-            bundles.append(Bundle(f"bundle-{short(current[0])}", tuple(current), current_lines))
-        current, current_lines = [], 0
-
-    for change in commits:
+    def place(self, change: Change) -> None:
         sha = change.sha
-        if sha in forced:
-            chain_id = find(forced[sha])
-            join(chain_id, change, opened[chain_id].reasons[sha])
-            continue
-
-        links = links_of(change)
+        if sha in self.forced:
+            chain_id = self.find(self.forced[sha])
+            self.join(chain_id, change, self.opened[chain_id].reasons[sha])
+            return
+        links = {
+            chain_id: link for chain_id, link in self.links.links_of(change, self.find).items()
+            if sha not in self.opened[chain_id].excluded
+        }
         if links:
-            target = merge([chain_id for chain_id, _ in links])
-            join(target, change, _link_reason(change, links))
-            continue
-
-        seed = _risk_seed(change, risk.diverged_zones, risk.risky_paths, risk.max_lines)
+            target = self.merge(sorted(links))
+            self.join(target, change, _link_reason(sha, [(c, Reason(sha, ln.kind, ln.detail)) for c, ln in links.items()]))
+            return
+        seed = risk_seed(change, self.config)
         if seed is None:
-            conflicts = trial.try_pick(sha)
+            conflicts = self.trial.try_pick(sha)
             if conflicts:
+                host = self.pick_host(change, conflicts)
+                if host is not None:
+                    self.join(host, change, Reason(
+                        sha, "pick", f"its trial pick conflicts in {', '.join(conflicts)} onto the fork tip + "
+                        f"{self.planned} planned commit(s) and picks cleanly on top of {host}"))
+                    return
                 seed = Reason(
-                    sha,
-                    "conflict",
-                    f"trial pick onto the fork tip + {planned} planned commit(s) conflicts in "
-                    + ", ".join(conflicts),
+                    sha, "conflict",
+                    f"trial pick onto the fork tip + {self.planned} planned commit(s) conflicts in " + ", ".join(conflicts),
                 )
         if seed is not None:
-            new_chain(change, seed)
-            continue
+            self.new_chain(change, seed)
+            return
+        self.bundle(change)
 
-        if current and (
-            len(current) + 1 > config.bundle.max_commits or current_lines + change.lines > config.bundle.max_lines
+    def pick_host(self, change: Change, conflicts: Sequence[str]) -> str | None:
+        """The open chain that ``change`` picks cleanly on top of (the ``pick`` rule), if any."""
+        if self.chain_trial is None or self.config.risk.link == "file":
+            return None
+        candidates = {self.find(c) for path in conflicts for c in self.touched.get(path, ())}
+        candidates = {c for c in candidates if c in self.opened and change.sha not in self.opened[c].excluded}
+        ordered = sorted(candidates, key=lambda c: (self.opened[c].order, c))[:MAX_PICK_CANDIDATES]
+        return next((c for c in ordered if self.chain_trial.picks_with(c, change.sha)), None)
+
+    def bundle(self, change: Change) -> None:
+        bound = self.config.bundle
+        if self.current and (
+            len(self.current) + 1 > bound.max_commits or self.current_lines + change.lines > bound.max_lines
         ):
-            close_bundle()
-        current.append(sha)
-        current_lines += change.lines
-        planned += 1
-    close_bundle()
+            self.close_bundle()
+        self.current.append(change.sha)
+        self.current_lines += change.lines
+        self.planned += 1
 
-    out = []
-    for chain in opened.values():
-        if not chain.members:
-            continue
-        members = sorted(chain.members, key=position.__getitem__)
-        out.append(
-            (
-                position[members[0]],
+    def close_bundle(self) -> None:
+        if self.current:
+            self.bundles.append(Bundle(f"bundle-{short(self.current[0])}", tuple(self.current), self.current_lines))
+        self.current, self.current_lines = [], 0
+
+    # ---- the result
+
+    def plan(self, deferred: Sequence[str]) -> Plan:
+        self.close_bundle()
+        out = []
+        for chain in self.opened.values():
+            if not chain.members:
+                continue
+            members = sorted(chain.members, key=self.position.__getitem__)
+            out.append((
+                self.position[members[0]],
                 Chain(
                     chain.id,
                     tuple(members),
@@ -428,31 +417,31 @@ def partition(
                     picked=tuple({r.commit: r for r in chain.picked}.values()),
                     excluded=tuple(sorted(chain.excluded)),
                 ),
-            )
-        )
-    out.sort(key=lambda item: item[0])
-    return Plan(tuple(bundles), tuple(chain for _, chain in out), tuple(deferred))
+            ))
+        out.sort(key=lambda item: item[0])
+        return Plan(tuple(self.bundles), tuple(chain for _, chain in out), tuple(deferred))
 
 
-def _link_reason(change: Change, links: list[tuple[str, Reason]]) -> Reason:
-    reasons = sorted(links, key=lambda link: (link[1].kind != "file", link[0]))
+def _link_reason(sha: str, links: list[tuple[str, Reason]]) -> Reason:
+    order = {"line": 0, "symbol": 1, "file": 2}
+    reasons = sorted(links, key=lambda link: (order.get(link[1].kind, 3), link[0]))
     first = reasons[0][1]
     if len(links) == 1:
         return first
     others = ", ".join(sorted(chain_id for chain_id, _ in links))
-    return Reason(change.sha, first.kind, f"{first.detail}; links and merges {others}")
+    return Reason(sha, first.kind, f"{first.detail}; links and merges {others}")
 
 
-def _risk_seed(
-    change: Change, zones: Sequence[str], risky: Sequence[str], max_lines: int
-) -> Reason | None:
+def risk_seed(change: Change, config: RepoConfig) -> Reason | None:
+    """Why ``change`` is risky by itself (zone, risky path, size when ``risk.size_seeds``), if it is."""
+    risk = config.risk
     paths = sorted(change.paths)
-    hit = first_match(paths, zones)
+    hit = first_match(paths, risk.diverged_zones)
     if hit:
         return Reason(change.sha, "diverged_zone", f"{hit[0]} is in diverged zone {hit[1]}")
-    hit = first_match(paths, risky)
+    hit = first_match(paths, risk.risky_paths)
     if hit:
         return Reason(change.sha, "risky_path", f"touches risky path {hit[0]} ({hit[1]})")
-    if change.lines > max_lines:
-        return Reason(change.sha, "size", f"{change.lines} changed lines > risk.max_lines {max_lines}")
+    if risk.size_seeds and change.lines > risk.max_lines:
+        return Reason(change.sha, "size", f"{change.lines} changed lines > risk.max_lines {risk.max_lines}")
     return None

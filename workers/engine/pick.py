@@ -13,17 +13,34 @@ after another, like a ``git cherry-pick`` loop would, but entirely in the object
 * binary or non-UTF-8 files, and anything the per-file rules do not cover, fall back to a
   whole-tree ``merge_trees(ancestor=parent tree, ours=target, theirs=commit tree)``.
 
+**Agreeing with git.** ``git cherry-pick`` (merge-ort) merges file contents with the histogram
+diff and detects renames; libgit2 offers neither histogram (only myers and patience) nor the
+same rename rules, and on real history the two verdicts differ (docs/bundling.md). So a target
+given a :class:`GitMerger` (what planning and builds use) hands every pick that needs a real
+merge — a file changed on both sides, a path missing in the target (a fork-side rename), a file
+added into a directory the target no longer has — to ``git merge-tree`` on the same three trees,
+which is git's own merge: the same verdict and tree as ``git cherry-pick`` on the same inputs.
+The fast path is unchanged: there git's result is the same by construction. Rename detection is
+bounded by :data:`RENAME_LIMIT` (git's ``merge.renameLimit``).
+
 A conflicting pick leaves the target unchanged and reports the conflicting paths.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 import pygit2
 from pygit2.index import MergeFileResult
 
 from workers.engine.changes import CommitChanges, Entry, FileDelta
+from workers.engine.git import run_git
+
+# Files git compares for renames in one merge (``merge.renameLimit``): renames among more
+# added/deleted files than this are not detected, and the pick is judged without them.
+RENAME_LIMIT = 1000
 
 
 class _Marker:
@@ -48,11 +65,60 @@ class PickResult:
         return not self.conflicts and not self.error
 
 
+@dataclass(frozen=True)
+class MergeOutcome:
+    """A three-way merge of whole trees: the merged tree when clean, else the conflicting paths."""
+
+    tree: pygit2.Oid | None
+    conflicts: tuple[str, ...] = ()
+
+
+class TreeMerger(Protocol):
+    """Merges ``theirs`` into ``ours`` with ``base`` as the ancestor, as a cherry-pick does."""
+
+    def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome: ...
+
+
+class GitMerger:
+    """git's own merge (``git merge-tree --write-tree``, merge-ort) on three trees, in the object database.
+
+    git 2.38+ merges commits and finds their merge base itself, so the three trees get throwaway
+    commits (the ancestor as the root, ours and theirs on it): the merge base is the ancestor,
+    exactly a cherry-pick's. Nothing but objects is written; no ref, index or work tree.
+    """
+
+    _SIG = pygit2.Signature("forksync", "forksync@users.noreply.github.com", 0, 0)
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+        self.path = Path(repo.path)
+        self.calls = 0
+
+    def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome:
+        self.calls += 1
+        root = self.repo.create_commit(None, self._SIG, self._SIG, "base", base, [])
+        one = self.repo.create_commit(None, self._SIG, self._SIG, "ours", ours, [root])
+        two = self.repo.create_commit(None, self._SIG, self._SIG, "theirs", theirs, [root])
+        out = run_git(
+            self.path,
+            ["-c", "merge.renames=true", "-c", f"merge.renameLimit={RENAME_LIMIT}", "-c", "merge.conflictStyle=merge",
+             "merge-tree", "--write-tree", "--name-only", "--no-messages", str(one), str(two)],
+            check=False,
+        ).decode("utf-8", "surrogateescape")
+        lines = [line for line in out.split("\n") if line]
+        if not lines:
+            raise pygit2.GitError("git merge-tree gave no result")
+        tree = pygit2.Oid(hex=lines[0])
+        conflicts = tuple(sorted(set(lines[1:])))
+        return MergeOutcome(None if conflicts else tree, conflicts)
+
+
 class PickTarget:
     """A tree that cherry-picks are applied to in memory, in order."""
 
-    def __init__(self, repo: pygit2.Repository, tree: pygit2.Oid) -> None:
+    def __init__(self, repo: pygit2.Repository, tree: pygit2.Oid, merger: TreeMerger | None = None) -> None:
         self.repo = repo
+        self.merger = merger
         base = repo.get(tree)
         if not isinstance(base, pygit2.Tree):
             raise KeyError(f"{tree} is not a tree")
@@ -114,8 +180,14 @@ class PickTarget:
             self._dirs = {"": tree}
         return self._tree.id
 
+    def scratch(self) -> PickTarget:
+        """A copy to try picks on without moving this target."""
+        return PickTarget(self.repo, self.tree(), self.merger)
+
     def pick(self, change: CommitChanges) -> PickResult:
         """Cherry-pick ``change`` onto the target; advance it when clean."""
+        if self.merger is not None and not self._trivial(change):
+            return self._merge_with(self.merger, change)
         if not self._fits(change):
             return self._merge_trees(change)
         updates: dict[str, Entry | None] = {}
@@ -199,6 +271,56 @@ class PickTarget:
             else:
                 updates[delta.path] = (item.id, int(item.mode))
         self._pending.update(updates)
+        self._since.update(updates)
+        return PickResult(change.sha)
+
+    def _trivial(self, change: CommitChanges) -> bool:
+        """Whether every path is decided without a merge, the same way git decides it: unchanged
+        in the target (take theirs) or already as the commit leaves it; no file/directory clash; no
+        file added into a directory the target lost (git's directory-rename rules apply there)."""
+        if not self._fits(change):
+            return False
+        parent: pygit2.Tree | None = None
+        for delta in change.deltas:
+            ours = self.entry(delta.path)
+            if ours != delta.old and ours != delta.new:
+                return False
+            if delta.old is None and delta.new is not None and "/" in delta.path:
+                folder = delta.path.rpartition("/")[0]
+                if self._dir(folder) is None:
+                    if parent is None:
+                        got = self.repo.get(change.parent_tree)
+                        assert isinstance(got, pygit2.Tree)
+                        parent = got
+                    try:
+                        parent[folder]
+                    except KeyError:
+                        continue  # a new directory on both sides: no rename to follow
+                    return False
+        return True
+
+    def _merge_with(self, merger: TreeMerger, change: CommitChanges) -> PickResult:
+        """The pick by ``merger`` (git's merge); on success the target becomes the merged tree."""
+        before = self.tree()
+        try:
+            outcome = merger.merge(change.parent_tree, before, change.tree)
+        except (pygit2.GitError, ValueError) as exc:
+            return PickResult(change.sha, error=f"git could not merge: {exc}")
+        if outcome.tree is None:
+            return PickResult(change.sha, conflicts=outcome.conflicts or ("(unnamed conflict)",))
+        old, new = self.repo.get(before), self.repo.get(outcome.tree)
+        assert isinstance(old, pygit2.Tree) and isinstance(new, pygit2.Tree)
+        updates: dict[str, Entry | None] = {}
+        for delta in old.diff_to_tree(new).deltas:
+            if delta.status == pygit2.enums.DeltaStatus.DELETED:
+                updates[delta.old_file.path] = None
+            else:
+                if delta.old_file.path != delta.new_file.path:
+                    updates[delta.old_file.path] = None
+                updates[delta.new_file.path] = (delta.new_file.id, int(delta.new_file.mode))
+        self._tree = new
+        self._looked_up = {}
+        self._dirs = {"": new}
         self._since.update(updates)
         return PickResult(change.sha)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pygit2
@@ -29,9 +29,10 @@ from workers.engine.changes import CommitChanges, commit_changes, commit_changes
 from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.ledger import Ledger, load_ledger
+from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition, short
-from workers.engine.pick import PickTarget
+from workers.engine.pick import GitMerger, PickTarget
 from workers.engine.symbols import stoplist
 
 
@@ -47,14 +48,33 @@ class Planned:
 
 
 class _TipTrial:
-    """Trial picks onto the fork tip plus everything bundled so far (one in-memory target)."""
+    """Trial picks onto the fork tip plus everything bundled so far (one in-memory target), and
+    one target per open chain for the partition's ``pick`` rule (``partition.ChainTrial``)."""
 
     def __init__(self, target: PickTarget, changes: dict[str, CommitChanges]) -> None:
         self.target = target
         self.changes = changes
+        self.chains: dict[str, PickTarget] = {}
 
     def try_pick(self, sha: str) -> tuple[str, ...]:
         return _conflicts(self.target, self.changes[sha])
+
+    def chain_add(self, chain_id: str, sha: str) -> None:
+        target = self.chains.get(chain_id)
+        if target is None:
+            target = self.chains[chain_id] = self.target.scratch()
+        target.pick(self.changes[sha])  # a conflicting member waits for its resolution: not applied
+
+    def chain_merge(self, keep: str, other: str, members: Sequence[str]) -> None:
+        self.chains.pop(other, None)
+        for sha in members:
+            self.chain_add(keep, sha)
+
+    def picks_with(self, chain_id: str, sha: str) -> bool:
+        target = self.chains.get(chain_id)
+        if target is None:
+            return False
+        return target.scratch().pick(self.changes[sha]).clean
 
 
 def _conflicts(target: PickTarget, change: CommitChanges) -> tuple[str, ...]:
@@ -78,11 +98,21 @@ def urgent_trial(repo: pygit2.Repository, fork_tip: str, change: CommitChanges) 
     """Conflicting paths of ``change`` picked alone onto the fork tip (empty: it picks cleanly)."""
     tip = repo.get(fork_tip)
     assert isinstance(tip, pygit2.Commit)
-    return _conflicts(PickTarget(repo, tip.tree.id), change)
+    return _conflicts(PickTarget(repo, tip.tree.id, GitMerger(repo)), change)
 
 
-def _as_change(c: CommitChanges) -> Change:
-    return Change(c.sha, c.paths, c.symbols, c.lines)
+def _as_change(c: CommitChanges, depends: Mapping[str, tuple[LineDep, ...]] | None = None) -> Change:
+    return Change(
+        c.sha, c.paths, c.symbols, c.lines,
+        depends=(depends or {}).get(c.sha, ()), defined=c.defined, introduced=c.introduced, used=c.used,
+    )
+
+
+def history_dependencies(
+    ledger: Ledger, changes: Mapping[str, CommitChanges], context: int
+) -> dict[str, tuple[LineDep, ...]]:
+    """Line dependencies of every upstream commit after the base, in one pass over the history."""
+    return line_dependencies([(e.sha, changes[e.sha].ranges) for e in ledger.entries if e.sha in changes], context)
 
 
 def walk_of(ledger: Ledger, decided_deferred: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -120,7 +150,10 @@ def make_plan(
     hurried_set = set(urgent)
     walk = tuple(s for s in walk if s not in hurried_set)
     stop = stoplist(config.risk.symbol_stoplist)
-    changes = commit_changes_many(repo, pair.repo, (*urgent, *walk), stop)
+    line_mode = config.risk.link == "line"
+    everything = (*urgent, *walk, *(e.sha for e in ledger.entries)) if line_mode else (*urgent, *walk)
+    changes = commit_changes_many(repo, pair.repo, everything, stop)
+    depends = history_dependencies(ledger, changes, config.risk.context_lines) if line_mode else {}
     in_walk = set(walk)
     history: dict[str, Change] = {}
     for record in store.records:
@@ -132,8 +165,8 @@ def make_plan(
                 history[sha] = _as_change(commit_changes(repo, sha, stop))
     fork_tip = repo.get(pair.fork_tip)
     assert isinstance(fork_tip, pygit2.Commit)
-    trial = _TipTrial(PickTarget(repo, fork_tip.tree.id), changes)
-    plan = partition([_as_change(changes[s]) for s in walk], config, trial, store.records, history, deferred)
+    trial = _TipTrial(PickTarget(repo, fork_tip.tree.id, GitMerger(repo)), changes)
+    plan = partition([_as_change(changes[s], depends) for s in walk], config, trial, store.records, history, deferred)
     hurried = tuple(Urgent(f"urgent-{short(s)}", s, urgent_trial(repo, pair.fork_tip, changes[s])) for s in urgent)
     plan = dataclasses.replace(plan, urgent=hurried)
     return Planned(plan, walk, changes, store, ledger)

@@ -1,27 +1,27 @@
 """Recognise which upstream commits a fork commit carries, from its message alone.
 
-Recognisers run in order and the first that finds something wins, so a weaker signal never
-adds to a stronger one (a cherry-picked upstream body that links other upstream PRs must not
-make those PRs "picked"):
+A fork commit carries the union of what its strong signals name (a bundle carries what its
+title, its list items and its trailers name, not what the first of them names):
 
-1. ``trailer``    -- ``(cherry picked from commit <sha>)``, ``Reactor Backport Revision: <sha>``,
-   ``Upstream-Commit: <sha>`` (configurable; several per commit are fine);
-2. ``bundle``     -- ``[Cherry-pick][BUNDLE] Cherry-pick K upstream(#a #b ...)`` plus the PRs and
-   shas listed in the body outside Deferred / Won't-port sections;
-3. ``pr-subject`` -- ``[Cherry-pick] '<upstream subject> (#N)' (#M)``: N is upstream's PR, M is
-   the fork's own and is never read as an upstream reference;
-4. ``subject``    -- the fork subject is an upstream subject verbatim (optionally followed by the
-   fork's own ``(#M)``);
-5. ``pr-pattern`` -- configured regexes with a group ``pr``;
-6. ``body-link``  -- ``<upstream url>/pull/N`` in the body, outside excluded sections and not
-   after prose that says the PR is only related ("regression from <link>", "similar to <link>").
+1. ``trailer``    -- ``Reactor Cherry-pick|Backport Revision: <sha>``, ``(cherry picked from
+   commit <sha>)``, ``Upstream-Commit: <sha>``, ``Original Commit: <sha>`` (configurable;
+   several per commit are fine);
+2. ``bundle``     -- a bundle title's list (``Cherry-pick K upstream(#a #b ...)``, ``#a #b (#M)``,
+   ``... dependents (#a #b ...)``, lists GitHub cut with ``…`` and continued in the body) plus
+   the PRs and shas of the body's Picked lists (not its Deferred / Won't-port sections, whose
+   items become decisions, nor items marked NO-OP);
+3. ``pr-subject`` -- ``[Cherry-pick] '<upstream subject> (#N)' (#M)`` after any fork prefix
+   (titles.py): N is upstream's PR, M is the fork's own and is never read as upstream's.
 
-A fork's own ``(#M)`` (GitHub's squash-merge suffix, also after a title GitHub cut with ``…``)
-is never read as an upstream PR. Fork reverts are named by ``This reverts commit <sha>``, by the
-reverted subject, or as GitHub's Revert button writes them (PR title, ``Reverts owner/repo#M``).
+Only when those name nothing: 4. ``subject`` -- the fork subject is an upstream subject
+verbatim (optionally + the fork's ``(#M)``); 5. ``pr-pattern`` -- configured regexes with a
+group ``pr``; 6. ``body-link`` -- ``<upstream url>/pull/N`` in the body, outside excluded
+sections and not after prose that says the PR is only related ("regression from <link>").
 
-Patch-id equality (the recogniser of last resort) needs git and lives in ``ledger.py``.
-Everything here is pure: plain strings in, references out.
+Text the message quotes from upstream (fenced blocks, ``>`` lines) is never read. Decisions the
+message records (``Reactor Defer|WontPort Revision``, a bundle's Deferred / Won't-port items)
+come back in :attr:`Recognition.decided`. Reverts are read in ``reverts.py``; patch-id equality
+(the recogniser of last resort) needs git and lives in ``ledger.py``. Everything here is pure.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from core.config import DEFAULT_TRAILER_PATTERNS
+from core.config import DEFAULT_DEFER_PATTERNS, DEFAULT_TRAILER_PATTERNS, DEFAULT_WONT_PORT_PATTERNS
 from workers.engine.history import Commit
+from workers.engine.titles import bundle_numbers, parse_title
 
 TRAILER = "trailer"
 BUNDLE = "bundle"
@@ -44,29 +45,15 @@ SAME_CHANGE = "same-change"  # same author, author date and subject
 PATCH_ID = "patch-id"
 MERGE = "merge"
 
-# Leading "[Tag]" groups of a pick subject: "[Cherry-pick][RESOLVED][URGENT] rest".
-_PICK_TAG = re.compile(r"(?i)^cherry[\s_-]?pick(?:ed)?$|^backport$|^pick$")
+# Leading "[Tag]" groups of upstream's subject inside a pick title (titles.py takes the title apart).
 _LEADING_TAG = re.compile(r"^\s*\[([^\]\n]*)\]\s*")
-_PROCESS_TAG = re.compile(
-    r"(?i)^(cherry[\s_-]?pick(?:ed)?|backport|pick|bundle|resolved|conflicts?|urgent|manual|wip|forksync)$"
-)
-_BUNDLE_TAG = re.compile(r"(?i)^bundle$")
-# "[Hotfix]" is not ours: upstream subjects use it (it stays part of the subject to match).
-_URGENT_TAG = re.compile(r"(?i)^urgent$")
-# The list ends at its ")"; a title GitHub cut has none, and the "(#M)" merge suffix that follows
-# the cut is the fork's own PR, not part of the list.
-_BUNDLE_LIST = re.compile(r"(?i)\bupstream[^(]{0,40}?\(([^()]*#\d[^()]*)(\))?")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\|)\s*")
-_CUT_NUMBER = re.compile(r"#\d+\s*(?:…|\.\.\.)?\s*$")
 _TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
 _HASH_NUM = re.compile(r"#(\d+)\b")
 _SHA_TOKEN = re.compile(r"(?<![0-9a-zA-Z])([0-9a-f]{7,40})(?![0-9a-zA-Z])")
 _PULL_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/pull/(\d+)")
 _COMMIT_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/commit/([0-9a-f]{7,40})")
 _SLUG_REF = re.compile(r"(?<![\w/.-])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
-_REVERTS_SHA = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
-_REVERTS_PR = re.compile(r"(?m)^\s*Reverts ([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
-_REVERT_SUBJECT = re.compile(r"^Revert\s+[\"'“‘](.*)[\"'”’]\s*(?:\(#\d+\))?\s*$")
 _QUOTES = {"'": "'", '"': '"', "“": "”", "‘": "’", "`": "`"}
 
 # Section headings in pick bodies whose references are NOT picks.
@@ -89,6 +76,8 @@ class Rules:
     pr_patterns: tuple[re.Pattern[str], ...]
     upstream_slug: str | None  # "owner/repo" of upstream on GitHub, lower case, when known
     fork_slug: str | None
+    defer_patterns: tuple[re.Pattern[str], ...] = ()
+    wont_port_patterns: tuple[re.Pattern[str], ...] = ()
 
     @classmethod
     def build(
@@ -97,12 +86,16 @@ class Rules:
         pr_patterns: Sequence[str] = (),
         upstream_url: str | None = None,
         fork_url: str | None = None,
+        defer_patterns: Sequence[str] = DEFAULT_DEFER_PATTERNS,
+        wont_port_patterns: Sequence[str] = DEFAULT_WONT_PORT_PATTERNS,
     ) -> Rules:
         return cls(
             trailer_patterns=tuple(re.compile(p) for p in trailer_patterns),
             pr_patterns=tuple(re.compile(p) for p in pr_patterns),
             upstream_slug=_slug(upstream_url),
             fork_slug=_slug(fork_url),
+            defer_patterns=tuple(re.compile(p) for p in defer_patterns),
+            wont_port_patterns=tuple(re.compile(p) for p in wont_port_patterns),
         )
 
 
@@ -176,64 +169,100 @@ def normalise(subject: str) -> str:
 
 @dataclass(frozen=True)
 class Recognition:
-    """What one fork commit carries: upstream shas (upstream order) and the recogniser used."""
+    """What one fork commit carries: upstream shas (upstream order) and the recogniser used.
+
+    ``found_by`` names, per upstream sha, the recogniser that found it (a bundle's title, its
+    trailers and its lists each add to the union); ``recogniser`` is the strongest of them.
+    ``decided`` holds the decisions the message records: (upstream sha, "deferred" or
+    "wont_port", where: "trailer" or "section").
+    """
 
     upstream: tuple[str, ...]
     recogniser: str | None
     urgent: bool = False
+    found_by: tuple[str, ...] = ()
+    decided: tuple[tuple[str, str, str], ...] = ()
 
 
 NOTHING = Recognition((), None)
+_ORDER = (TRAILER, BUNDLE, PR_SUBJECT, SUBJECT, PR_PATTERN, BODY_LINK)
 
 
 def recognise(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recognition:
-    """Apply the recognisers in order to one fork commit; the first that finds something wins."""
+    """What a fork commit carries: the union of what its trailers, its pick title (a bundle's
+    list, or the quoted upstream subject) and, for bundles, its body lists name; then, only
+    when those name nothing, an upstream subject verbatim, configured PR patterns, body links.
+
+    Text quoted from upstream (fenced blocks, ``>`` lines: "Upstream commit message: ```> ...```")
+    is never read: links and trailers in upstream's own message are not picks of this commit.
+    """
     message = commit.message or commit.subject
     subject = commit.subject
-    tags, rest = _split_tags(subject)
-    urgent = any(_URGENT_TAG.match(t) for t in tags)
+    title = parse_title(subject)
+    body = own_text(message.split("\n", 1)[1] if "\n" in message else "")
+    own = f"{subject}\n{body}"
+    named: dict[str, str] = {}
 
-    found = _trailers(message, index, rules)
-    if found:
-        return _result(found, TRAILER, index, urgent)
-    is_pick = any(_PICK_TAG.match(t) for t in tags)
-    if is_pick and any(_BUNDLE_TAG.match(t) for t in tags):
-        found = _bundle(rest, message, index, rules)
-        if found:
-            return _result(found, BUNDLE, index, urgent)
-    if is_pick:
-        found = _pick_subject(rest, index)
-        if found:
-            return _result(found, PR_SUBJECT, index, urgent)
-    found = _same_subject(subject, index)
-    if found:
-        return _result(found, SUBJECT, index, urgent)
-    found = _pr_patterns(message, index, rules)
-    if found:
-        return _result(found, PR_PATTERN, index, urgent)
-    found = _body_links(message, index, rules)
-    if found:
-        return _result(found, BODY_LINK, index, urgent)
-    return Recognition((), None, urgent)
+    def add(shas: Iterable[str | None], how: str) -> None:
+        for sha in shas:
+            if sha:
+                named.setdefault(sha, how)
+
+    add(_trailers(own, index, rules), TRAILER)
+    decided = _decision_trailers(own, index, rules)
+    if title.is_pick and title.bundle:
+        sections = _bundle_sections(body, index, rules)
+        not_carried = sections.not_carried | {sha for sha, _, _ in (*decided, *sections.decided)}
+        listed = [index.pr(n) for n in bundle_numbers(title.rest, _continuation(body))]
+        add((s for s in listed if s not in not_carried), BUNDLE)
+        add((s for s in sections.picked if s not in not_carried), BUNDLE)
+        if not named:
+            add(sections.links, BUNDLE)
+        decided = sections.decided + decided  # a trailer is the more explicit record: it is read last
+    elif title.is_pick:
+        add(_pick_subject(title.rest, index), PR_SUBJECT)
+    if not named:
+        add(_same_subject(subject, index), SUBJECT)
+    if not named:
+        add(_pr_patterns(own, index, rules), PR_PATTERN)
+    if not named:
+        add(_body_links(body, index, rules), BODY_LINK)
+    decided = tuple(d for d in dict.fromkeys(decided) if d[0] not in named)
+    if not named:
+        return Recognition((), None, title.urgent, (), decided)
+    ordered = tuple(sorted(named, key=index.position.__getitem__))
+    strongest = min(named.values(), key=_ORDER.index)
+    return Recognition(ordered, strongest, title.urgent, tuple(named[s] for s in ordered), decided)
 
 
-def _result(found: Iterable[str], how: str, index: UpstreamIndex, urgent: bool) -> Recognition:
-    ordered = tuple(sorted(set(found), key=index.position.__getitem__))
-    return Recognition(ordered, how, urgent)
+_FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)")
 
 
-def _split_tags(subject: str) -> tuple[list[str], str]:
-    """Leading process tags (``[Cherry-pick]``, ``[BUNDLE]``, ``[RESOLVED]``, ``[URGENT]``) and
-    the rest of the subject, which keeps upstream's own tags (``[AMD] ...``) for matching."""
-    tags: list[str] = []
-    rest = subject.strip()
-    while (m := _LEADING_TAG.match(rest)) is not None:
-        tag = m.group(1).strip()
-        if not _PROCESS_TAG.match(tag):
-            break
-        tags.append(tag)
-        rest = rest[m.end() :]
-    return tags, rest.strip()
+def own_text(body: str) -> str:
+    """The body without what it quotes: fenced blocks and ``>`` lines (upstream's own message)."""
+    body = _FENCE.sub("", body)
+    return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith(">"))
+
+
+def _continuation(body: str) -> str:
+    """The first body line when it continues a title GitHub cut (``...#9619 #9657)``)."""
+    for line in body.splitlines():
+        text = line.strip()
+        if not text or _OWN_REVIEW_LINE.match(text) or text.lower() == "summary:":
+            continue
+        return text if text.startswith(("...", "…")) else ""
+    return ""
+
+
+def _decision_trailers(message: str, index: UpstreamIndex, rules: Rules) -> tuple[tuple[str, str, str], ...]:
+    found: list[tuple[str, str, str]] = []
+    for disposition, patterns in (("deferred", rules.defer_patterns), ("wont_port", rules.wont_port_patterns)):
+        for pattern in patterns:
+            for m in pattern.finditer(message):
+                sha = index.sha(m.group("sha"))
+                if sha:
+                    found.append((sha, disposition, "trailer"))
+    return tuple(found)
 
 
 def _trailers(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
@@ -246,31 +275,99 @@ def _trailers(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
     return found
 
 
-def _bundle(rest: str, message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
-    found: list[str] = []
-    m = _BUNDLE_LIST.search(rest)
-    suffix = _TRAILING_PR.search(rest)
-    if m and suffix and suffix.group(0)[0].isspace() and m.start(1) - 1 == rest.index("(", suffix.start()):
-        m = None  # "Cherry-pick 3 upstream PRs (#M)": GitHub's merge suffix, the fork's own PR, is no list
-    if m:
-        listed = m.group(1)
-        if not m.group(2):  # a title cut short: its last number may be cut too
-            listed = _CUT_NUMBER.sub("", listed)
-        found.extend(s for s in (index.pr(int(n)) for n in _HASH_NUM.findall(listed)) if s)
-    body = message.split("\n", 1)[1] if "\n" in message else ""
-    for line, listy in _included(body):
-        # "#N" only in lists of picks ("- #123 ...", "Picked: #1 #2", table rows): in prose it
-        # may be a fork PR or an issue ("follows #1870"). Links and shas are unambiguous anywhere.
-        for n in _listed_numbers(line) if listy else ():
-            sha = index.pr(int(n))
-            if sha:
-                found.append(sha)
-        for token in _SHA_TOKEN.findall(line):
-            sha = index.sha(token)
-            if sha:
-                found.append(sha)
-        found.extend(_links_in(line, index, rules))
-    return found
+@dataclass(frozen=True)
+class BundleSections:
+    """What a bundle body's sections name: picks, decisions, items marked as not carried."""
+
+    picked: tuple[str, ...]
+    decided: tuple[tuple[str, str, str], ...]  # (sha, "deferred" | "wont_port", "section")
+    not_carried: frozenset[str]  # items marked NO-OP / dropped / skipped: not in this bundle
+    links: tuple[str, ...]  # body links: read only when nothing else names a pick
+
+
+_DEFERRED_LABEL = re.compile(r"(?i)defer|backlog")
+_WONT_LABEL = re.compile(r"(?i)won['’]?t|\bwont\b|not[\s_-]*port")
+_PICKED_LABEL = re.compile(
+    r"(?i)picked|applied|adopted|satisfied|included|carried|landed|keystone|ported|upstream prs?\b|reactor[\s-]*bundle"
+)
+# A section whose name comes first on its line with a count and a dash or colon after it:
+# "Deferred (8) — recorded in the backlog:", "Won't-port (1): #10054 ...", "Picked (7)".
+_SECTION_LEAD = re.compile(
+    r"(?i)^\s*(?:#{1,6}\s*|[-*+]\s+)?(?:\*\*|__)?\s*((?:still\s+)?(?:picked|deferred|won['’]?t[\s-]*port(?:ed)?|"
+    r"wont[\s-]*port|backlog|not[\s-]*(?:picked|ported|included)|skipped|dropped))\b\s*(?:\([^)]*\))?\s*(?:\*\*|__)?"
+    r"\s*(?:[:—–]\s*|-\s+|\.?\s*$)(.*)$"
+)
+# A list item the bundle says it did not carry: "- [3] 880b4e4d PR #9337 '...' — NO-OP (...)".
+_NOT_CARRIED_ITEM = re.compile(r"(?i)\bNO-?OPs?\b|\bnot (?:attempted|picked|applied|included)\b|\bdropped from this bundle\b")
+_ITEM_NUMBERS = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\[\d+\])?\s*(?:\[\d+\]\s*)?(?:[0-9a-f]{7,40}\s+)?(?:PR\s*)?(?:\*\*|__|`)?((?:#\d+\b(?:\*\*|__|`)?[\s,;&/]*|and\s+)+)")
+
+
+def _section_kind(label: str) -> str:
+    if _DEFERRED_LABEL.search(label):
+        return "deferred"
+    if _WONT_LABEL.search(label):
+        return "wont_port"
+    if _PICKED_LABEL.search(label):
+        return "picked"
+    if _EXCLUDED_SECTION.search(label):
+        return "excluded"
+    return "neutral"
+
+
+def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSections:
+    """Read a bundle body by sections: Picked (and keystone / applied / already-satisfied
+    lists, Reactor-Bundle items) carry; Deferred and Won't-port sections decide; other
+    sections (conflicts, follow-ups, pins, prose) name nothing. ``#N`` counts only in list
+    items and after a section label (in prose it may be a fork PR or an issue); shas in list
+    items count; body links are kept aside (see :func:`recognise`)."""
+    picked: list[str] = []
+    decided: list[tuple[str, str, str]] = []
+    not_carried: set[str] = set()
+    links: list[str] = []
+    kind = "neutral"
+    for line in body.splitlines():
+        if _OWN_REVIEW_LINE.match(line) or _is_pin_line(line):
+            continue
+        lead = _SECTION_LEAD.match(line)
+        if lead is not None:
+            label, after = lead.group(1), lead.group(2).strip()
+            is_heading = not _HASH_NUM.search(after)
+        else:
+            label_or_none, after, is_heading = _heading(line)
+            label = label_or_none or ""
+        if label:
+            this = _section_kind(label)
+            if is_heading:
+                kind = this
+                continue
+            items = after
+        else:
+            this, items = kind, line
+        listy = bool(label) or bool(_LIST_ITEM.match(items))  # prose under a heading names nothing
+        shas = [s for s in (index.pr(int(n)) for n in _item_numbers(items)) if s] if listy else []
+        if listy:
+            shas += [s for s in (index.sha(t) for t in _SHA_TOKEN.findall(items)) if s]
+        if this == "picked" or (this == "neutral" and _LIST_ITEM.match(items)):
+            if _NOT_CARRIED_ITEM.search(items):
+                not_carried.update(shas)
+            else:
+                picked.extend(shas)
+                links.extend(_links_in(_carried_part(items), index, rules))
+        elif this in ("deferred", "wont_port"):
+            decided.extend((s, this, "section") for s in shas)
+        elif this == "neutral":
+            links.extend(_links_in(_carried_part(items), index, rules))
+    return BundleSections(tuple(picked), tuple(decided), frozenset(not_carried), tuple(links))
+
+
+def _item_numbers(line: str) -> list[str]:
+    """The PR numbers a list line names: a leading run (``- #1 and #2: ...``, ``- **#9851** ...``,
+    ``- [1] <sha> PR #9415 '...'``), else an upstream subject's trailing ``(#N)``, else every
+    ``#N`` outside quotes (see :func:`_listed_numbers`)."""
+    run = _ITEM_NUMBERS.match(line)
+    if run is not None:
+        return _HASH_NUM.findall(run.group(1))
+    return _listed_numbers(line)
 
 
 _QUOTED_TEXT = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”")
@@ -397,7 +494,10 @@ def _body_links(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
 _NOT_CARRIED_PROSE = re.compile(
     r"(?i)\b(?:related|similar|like|unlike|follow[\s-]?ups?|regress\w*|introduced|caused|broke\w*|"
     r"break(?:s|ing|age)?|depend\w*|prerequisite|see also|inspired|supersed\w*|revert\w*|"
-    r"conflict\w*|workaround|works? around|because|once|until|blocked|waiting)\b"
+    r"conflict\w*|workaround|works? around|because|once|until|blocked|waiting|"
+    # partial ports and the fork's own work sent upstream ("Port of <link>" stays a pick):
+    # "Port the non-LLVM portions of owner/repo#N", "Mirrors the fix from <link>", "upstreaming <link>"
+    r"partial\w*|portions?|parts? of|mirror\w*|re-?implement\w*|upstreaming|upstreamed)\b"
 )
 
 
@@ -499,73 +599,3 @@ def _heading(line: str) -> tuple[str | None, str, bool]:
         after = m.group(4).strip()
         return m.group(2).strip(), after, not after
     return None, "", False
-
-
-# --------------------------------------------------------------------------- reverts
-
-
-class ForkIndex:
-    """Lookups over fork commits for revert resolution: by sha prefix and by subject."""
-
-    def __init__(self, commits: Sequence[Commit]) -> None:
-        self.position = {c.sha: i for i, c in enumerate(commits)}
-        self._sorted = sorted(self.position)
-        self.by_subject: dict[str, list[str]] = {}
-        # A squash-merged fork PR is "<PR title> (#M)", and GitHub's Revert button titles its
-        # revert after the PR title: 'Revert "<PR title>"', with a body "Reverts owner/repo#M".
-        self.by_title: dict[str, list[str]] = {}
-        self.by_number: dict[int, list[str]] = {}
-        for c in commits:
-            self.by_subject.setdefault(normalise(c.subject), []).append(c.sha)
-            m = _TRAILING_PR.search(c.subject)
-            if m is not None:
-                self.by_title.setdefault(normalise(c.subject[: m.start()]), []).append(c.sha)
-                self.by_number.setdefault(int(m.group(1)), []).append(c.sha)
-
-    def sha(self, text: str) -> str | None:
-        i = bisect.bisect_left(self._sorted, text.lower())
-        hits = [h for h in self._sorted[i : i + 2] if h.startswith(text.lower())]
-        return hits[0] if len(hits) == 1 else None
-
-
-def revert_target(commit: Commit, fork: ForkIndex, index: UpstreamIndex, rules: Rules) -> str | bool | None:
-    """The fork commit that ``commit`` reverts; True when it is a revert of something unknown.
-
-    A revert of an *upstream* commit (``This reverts commit <upstream sha>``, or a subject that
-    is an upstream revert's subject) is not a fork revert: it may be a pick of that revert.
-    """
-    message = commit.message or commit.subject
-    for m in _REVERTS_SHA.finditer(message):
-        target = fork.sha(m.group(1))
-        if target and target != commit.sha:
-            return target
-        if index.sha(m.group(1)):
-            return None
-    subj = _REVERT_SUBJECT.match(commit.subject)
-    if not subj:
-        return None
-    if _trailers(message, index, rules) or _same_subject(commit.subject, index):
-        return None
-    inner = subj.group(1)
-    here = fork.position.get(commit.sha, len(fork.position))
-
-    def newest_before(shas: Sequence[str] | None) -> str | None:
-        earlier = [s for s in shas or () if fork.position[s] < here]
-        return earlier[-1] if earlier else None
-
-    for text in (inner, _TRAILING_PR.sub("", inner)):
-        target = newest_before(fork.by_subject.get(normalise(text)))
-        if target:
-            return target
-    # GitHub's Revert button: the inner text is the fork PR's title, and "Reverts <fork>#M" its
-    # number (an upstream commit the fork merged may end in the same number: never a target).
-    target = newest_before(fork.by_title.get(normalise(inner)))
-    if target:
-        return target
-    for slug, number in _REVERTS_PR.findall(message):
-        if not (rules.upstream_slug and slug.lower() == rules.upstream_slug):
-            own = [s for s in fork.by_number.get(int(number), ()) if s not in index.position and s not in index.side]
-            target = newest_before(own)
-            if target:
-                return target
-    return True

@@ -289,3 +289,66 @@ def parse_hunks(patch: str) -> list[Hunk]:
     if context is not None:
         hunks.append(Hunk(context, tuple(added), tuple(removed)))
     return hunks
+
+
+# --------------------------------------------------------------------------- definitions and uses
+
+
+@dataclass(frozen=True)
+class FileSymbols:
+    """What one file's diff defines and uses, for line-mode links.
+
+    ``introduced``: defined on added lines and not on removed ones (a new name); ``defined``:
+    every name whose definition line is added or removed (introduced, changed or deleted);
+    ``used``: identifiers on changed lines, a use of whatever they name.
+    """
+
+    introduced: frozenset[str] = frozenset()
+    defined: frozenset[str] = frozenset()
+    used: frozenset[str] = frozenset()
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_USE_KEYWORDS = _CPP_KEYWORDS | frozenset(
+    ["def", "class", "import", "from", "as", "return", "yield", "lambda", "pass", "and", "or", "not", "is", "in", "None", "True", "False", "self", "cls", "def", "defm", "let", "multiclass", "include", "field", "bit", "bits", "list", "dag", "code", "string"]
+)
+
+
+def _line_definitions(lang: str, line: str, header: bool, cls: str | None) -> list[str]:
+    if len(line) > MAX_LINE:
+        return []
+    if lang == "cpp":
+        return _cpp_line(line, header)
+    if lang == "python":
+        return _py_line(line, cls)
+    return _td_line(line)
+
+
+def file_definitions(path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BUILTIN_STOPLIST) -> FileSymbols:
+    """Definitions on the changed lines of one file (never the hunk's enclosing context: that is
+    where a change is, not what it defines), and the identifiers those lines use."""
+    lang = language(path)
+    if lang is None:
+        return FileSymbols()
+    header = path[path.rfind(".") :].lower() in _HEADER_EXT
+    plus: set[str] = set()
+    minus: set[str] = set()
+    used: set[str] = set()
+    for hunk in hunks:
+        cls = _py_class_of(hunk.context) if lang == "python" else None
+        for lines, into in ((hunk.added, plus), (hunk.removed, minus)):
+            for line in lines:
+                into.update(_line_definitions(lang, line, header, cls))
+                if len(line) <= MAX_LINE and not line.lstrip().startswith(("//", "#", "*", "/*")):
+                    used.update(_IDENTIFIER.findall(line))
+    keep = {s for s in plus | minus if _keep(s, stop)}
+    return FileSymbols(
+        introduced=frozenset(s for s in plus - minus if s in keep),
+        defined=frozenset(keep),
+        used=frozenset(u for u in used if u not in _USE_KEYWORDS and _keep(u, stop)),
+    )
+
+
+def last_name(symbol: str) -> str:
+    """``Foo::bar`` → ``bar``, ``Cls.method`` → ``method``: what a call site writes."""
+    return re.split(r"::|\.", symbol)[-1].lstrip("~")

@@ -23,10 +23,13 @@ from core.github.records import Annotation, CheckOutput, CheckRunInfo
 from core.github.roles import GitHubPort
 from core.render import l1 as render
 from core.render import marker
+from core.store import Store, open_store
 from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
 from workers.engine.git import GitError, Repository
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conclude, run_l1_for_ref
+from workers.testing.suite_plan import SuitePlan, plan_suites
+from workers.testing.triage import TrunkResults
 from workers.testing.watchdog import CheckRunState, coverage
 
 log = logging.getLogger(__name__)
@@ -88,13 +91,18 @@ def run_l1_job(
     token: str | None,
     clone_url_for: Callable[[str], str] | None = None,
     canary: Callable[[], CanaryResult] | None = None,
+    host_canary: Callable[[], CanaryResult] | None = None,
     max_infra_retries: int | None = None,
     log_url: Callable[[str], str | None] | None = None,
     own_login: str | None = None,
+    store: Store | None = None,
 ) -> L1JobResult:
     """Run L1 for ``job`` and publish it. Never leaves a check run in progress: any failure of
     ours completes it with the reason before the exception goes on to the task's retry logic.
-    ``own_login``: the App's bot login; an outside PR's ``/approve`` record counts only from it."""
+    ``own_login``: the App's bot login; an outside PR's ``/approve`` record counts only from it.
+    ``store``: the shared SQL store (``WorkerSettings.store()``; default: the embedded one under
+    ``data_dir``), where trunk results and baselines live."""
+    store = store or open_store(None, data_dir)
     with caches.open(cache_key(job.repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
         if not job.trunk and job.pr_number is None:
@@ -112,7 +120,9 @@ def run_l1_job(
                 conclusion="cancelled",
             )
         try:
-            config = _config_at(cache, job.head_sha)
+            head_config = _config_at(cache, job.head_sha)
+            trunk_ref = None if job.trunk else _trunk_ref(github, cache, job, head_config)
+            trunk_config = head_config if trunk_ref is None else _config_at(cache, trunk_ref)
         except ConfigError as exc:
             if job.trunk:
                 return L1JobResult("config_error", None, message=exc.one_line())
@@ -122,8 +132,10 @@ def run_l1_job(
                 summary=f"{marker('l1', job.head_sha)}\n`{exc.one_line()}`",
             ))
             return L1JobResult("config_error", check.id, message=exc.one_line())
-        if job.trunk and job.push_ref != f"refs/heads/{config.fork.branch}":
-            return L1JobResult("skipped", message=f"{job.push_ref} is not the trunk branch {config.fork.branch}")
+        if job.trunk and job.push_ref != f"refs/heads/{head_config.fork.branch}":
+            return L1JobResult("skipped", message=f"{job.push_ref} is not the trunk branch {head_config.fork.branch}")
+        plan = plan_suites(trunk_config, head_config, drop_approved_by=_drop_approval(github, job, own_login))
+        config = plan.apply(trunk_config)
         names = [s.name for s in config.l1.suites]
         kept: dict[str, str] = {}
         chosen = names
@@ -140,7 +152,8 @@ def run_l1_job(
         try:
             run = run_l1_for_ref(
                 cache.path, job.head_sha, config, data_dir=data_dir, base_ref=config.fork.branch,
-                trunk=job.trunk, canary=canary, infra_retries=0, suite_names=chosen if kept else None,
+                trunk=job.trunk, canary=canary, host_canary=host_canary, infra_retries=0, suite_names=chosen if kept else None,
+                results=TrunkResults(store, job.repo),
             )
         except Exception as exc:
             if check_id is not None:
@@ -152,8 +165,11 @@ def run_l1_job(
     _close_recovered_infra_issues(github, job, run, config.l2.recover_after)
     if job.trunk:
         _track_trunk_failures(github, job, run, config.l2.recover_after)
+    if plan.blocked:
+        run = replace(run, conclusion=FAILURE)
     if check_id is not None:
-        out = _with_kept(render.l1_check_run(run, log_url=log_url), kept, suite_conclusions(run))
+        out = _with_plan(render.l1_check_run(run, log_url=log_url), plan)
+        out = _with_kept(out, kept, suite_conclusions(run))
         if run.conclusion == CANCELLED and job.attempt < retries:
             out = _retrying(out, job.attempt + 1, retries)
         github.update_check_run(
@@ -304,6 +320,39 @@ def _with_kept(out: render.CheckRunOutput, kept: Mapping[str, str], ran: Mapping
     return replace(out, conclusion=conclusion, title=title, summary=summary)
 
 
+def _trunk_ref(github: GitHubPort, cache: Repository, job: L1Job, head_config: RepoConfig) -> str | None:
+    """The ref whose config decides what L1 runs on ``job``: the PR's base branch, else the trunk
+    branch the commit's own config names (None: no such branch here, the commit's config decides)."""
+    branch = head_config.fork.branch
+    if job.pr_number is not None:
+        branch = github.get_pull_request(job.repo, job.pr_number).base_ref
+    ref = f"refs/heads/{branch}"
+    return ref if cache.rev_parse(ref) is not None else None
+
+
+def _drop_approval(github: GitHubPort, job: L1Job, own_login: str | None) -> str | None:
+    """The maintainer whose ``/approve`` names this very head (what a PR dropping a suite needs)."""
+    if job.pr_number is None or job.trunk:
+        return None
+    from workers.commands.approval import read_approval
+    from workers.commands.github import AdapterCommentGitHub
+
+    approval = read_approval(AdapterCommentGitHub(github, own_login), job.repo, job.pr_number)
+    return approval.by if approval is not None and approval.head_sha == job.head_sha else None
+
+
+def _with_plan(out: render.CheckRunOutput, plan: SuitePlan) -> render.CheckRunOutput:
+    """The check run saying which suites the PR's config adds or drops (and failing an unapproved drop)."""
+    if not plan.changes:
+        return out
+    note = render.suite_changes_note(
+        added=plan.added, dropped=plan.dropped, changed=plan.changed, required_added=plan.required_added,
+        required_dropped=plan.required_dropped, approved_by=plan.drop_approved_by,
+    )
+    title = render.unapproved_drop_title(out.title, (*plan.dropped, *plan.required_dropped)) if plan.blocked else out.title
+    return replace(out, title=title, summary=out.summary + note)
+
+
 def _config_at(cache: Repository, sha: str) -> RepoConfig:
     spec = f"{sha}:{CONFIG_PATH}"
     if not cache.ok("cat-file", "-e", spec):
@@ -407,12 +456,18 @@ OWN_CHECKS = (render.L1_CHECK, render.COVERAGE_CHECK)
 
 
 def coverage_from_github(github: GitHubPort, repo: str, sha: str) -> CheckRunInfo | None:
-    """``forksync / coverage`` with the required checks of the config at ``sha`` (None: none configured)."""
-    text = github.read_file(repo, CONFIG_PATH, ref=sha)
-    config = load_repo_config(text, f"{CONFIG_PATH} at {sha[:12]}") if text else RepoConfig()
-    if not config.l1.required_checks:
+    """``forksync / coverage`` with the required checks of the trunk (the default branch's config)
+    and of the config at ``sha`` together: a PR cannot drop a required check by editing its own
+    config (None: none configured)."""
+    required: list[str] = []
+    for ref in (None, sha):
+        text = github.read_file(repo, CONFIG_PATH, ref=ref)
+        where = f"{CONFIG_PATH} at {(ref or 'the default branch')[:12]}"
+        config = load_repo_config(text, where) if text else RepoConfig()
+        required += [c for c in config.l1.required_checks if c.lower() not in {r.lower() for r in required}]
+    if not required:
         return None
-    return publish_coverage(github, repo, sha, config.l1.required_checks)
+    return publish_coverage(github, repo, sha, required)
 
 
 def publish_coverage(github: GitHubPort, repo: str, sha: str, required: Sequence[str]) -> CheckRunInfo:

@@ -4,6 +4,7 @@ Each job fetches the fork into the worker's own git cache (``l2:owner/name``, lo
 job), reads ``.github/forksync.yml`` at the commit it tests, runs the engine in
 ``workers/testing`` and publishes through the GitHub adapter. The Celery tasks in
 ``workers/tasks/l2.py`` are thin shells around these functions, which tests call directly.
+``store``: the shared SQL store (``WorkerSettings.store()``); default the embedded one in ``data_dir``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
 from core.github.roles import GitHubPort
 from core.render.tracking import SuspectFacts, bisect_comment
+from core.store import Store, open_store
 from workers.adapters.gitcache import GitCache
 from workers.engine.git import Repository
 from workers.testing.l2 import bisect_benchmark, run_trunk
@@ -80,6 +82,7 @@ def run_l2_job(
     sha: str | None = None,
     only: tuple[str, ...] = (),
     now: str | None = None,
+    store: Store | None = None,
 ) -> L2JobResult:
     """Run the L2 benchmarks at trunk (or ``sha``), record them, bisect new breaks, file/update issues."""
     at = now or _now()
@@ -93,8 +96,8 @@ def run_l2_job(
             return L2JobResult("no_trunk", sha, message=f"no trunk branch {config.fork.branch!r} in {repo}")
         if not config.l2.benchmarks:
             return L2JobResult("no_benchmarks", target, message="no l2.benchmarks in the config")
-        store = ResultStore.in_data_dir(data_dir)
-        outcomes = run_trunk(cache, repo, target, config, store, recorded_at=at, only=only)
+        results = ResultStore(store or open_store(None, data_dir))
+        outcomes = run_trunk(cache, repo, target, config, results, recorded_at=at, only=only)
     issues: list[int] = []
     benches = {b.name: b for b in config.l2.benchmarks}
     for outcome in outcomes:
@@ -125,17 +128,18 @@ def run_bisect_job(
     good: str | None = None,
     bad: str | None = None,
     issue_number: int | None = None,
+    store: Store | None = None,
 ) -> str:
     """On-demand bisection of one benchmark (``/bisect``); answers on ``issue_number`` and returns the text.
 
     ``good`` defaults to the newest good run in the result store and ``bad`` to the newest run;
     a metric regression is judged against the stored baseline as the nightly would.
     """
-    store = ResultStore.in_data_dir(data_dir)
+    results = ResultStore(store or open_store(None, data_dir))
     with caches.open(cache_key(repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
-        history = store.history(repo, benchmark)
-        last_good = store.last_good(repo, benchmark)
+        history = results.history(repo, benchmark)
+        last_good = results.last_good(repo, benchmark)
         good_sha = good or (last_good.sha if last_good else None)
         bad_sha = bad or (history[-1].sha if history else None)
         try:

@@ -58,7 +58,7 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id),
         clone_url_for=lambda other: settings.map_url(app.push_url_template.format(repo=other)),
-        own_login=app.bot_login(),
+        own_login=app.bot_login(), store=settings.store(),
     )
     log.info("L1 %s@%s: %s %s", repo, head_sha[:12], result.status, result.run.conclusion if result.run else "")
     if result.status == "needs_gpu":

@@ -51,6 +51,7 @@ def run_l2(self: Any, installation_id: int | None = None, repo: str | None = Non
         github, GitCache(settings.data_dir / "git"), settings.data_dir, repo,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id), sha=sha, only=tuple(benchmarks or ()),
+        store=settings.store(),
     )
     log.info("L2 %s@%s: %s %s", repo, (result.sha or "")[:12], result.status, result.benchmarks)
     return result.as_json()
@@ -66,6 +67,7 @@ def bisect(self: Any, installation_id: int, repo: str, benchmark: str, good: str
         github, GitCache(settings.data_dir / "git"), settings.data_dir, repo, benchmark,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id), good=good, bad=bad, issue_number=issue_number,
+        store=settings.store(),
     )
 
 

@@ -28,6 +28,8 @@ class CanaryResult:
     seconds: float
 
     def describe(self) -> str:
+        if self.backend == "host":
+            return "the host canary passed" if self.ok else f"the host canary failed: {self.reason}"
         if self.ok and self.backend == "skipped":
             return f"runner canary skipped ({self.reason})"
         if self.ok:
@@ -70,3 +72,49 @@ def run_canary(
     except (ValueError, KeyError, TypeError):
         tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
         return CanaryResult(False, "unknown", f"the canary crashed (exit {proc.returncode}): {tail[0][:300]}", elapsed)
+
+
+# The host canary's floors: below these the runner itself is the problem, whatever the suite did.
+HOST_MIN_FREE_BYTES = 256 * 1024 * 1024
+HOST_MIN_AVAILABLE_MEMORY = 128 * 1024 * 1024
+HOST_SPAWN_TIMEOUT_S = 30.0
+
+
+def run_host_canary(path: str | os.PathLike[str], *, python: str = sys.executable) -> CanaryResult:
+    """The CPU runner's canary, re-run after a suspected infrastructure failure of a CPU suite: the
+    disk under ``path`` has room, memory is available, and a child process starts and exits."""
+    import shutil
+
+    started = time.monotonic()
+
+    def result(ok: bool, reason: str) -> CanaryResult:
+        return CanaryResult(ok, "host", reason, time.monotonic() - started)
+
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError as exc:
+        return result(False, f"cannot read the disk usage of {path}: {exc.strerror or exc}")
+    if free < HOST_MIN_FREE_BYTES:
+        return result(False, f"only {free // (1024 * 1024)} MiB free on the runner's disk")
+    available = _available_memory()
+    if available is not None and available < HOST_MIN_AVAILABLE_MEMORY:
+        return result(False, f"only {available // (1024 * 1024)} MiB of memory available on the runner")
+    try:
+        code = subprocess.run([python, "-c", "pass"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=HOST_SPAWN_TIMEOUT_S, check=False).returncode
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return result(False, f"the runner cannot start a process: {exc}")
+    if code != 0:
+        return result(False, f"a trivial child process exited with {code}")
+    return result(True, "")
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

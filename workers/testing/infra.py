@@ -1,8 +1,10 @@
 """Known infrastructure causes in a suite's log: the runner failed, not the PR under test.
 
-Each cause is a regex over the log and a short name used in summaries and in the title of the
-infrastructure tracking issue. A suite whose log matches one (and that did not pass) has status
-``infrastructure``: it is retried on another runner, bounded, and the PR is not blamed.
+Only the runner's and the harness's own signals count, never text a test wrote into its own
+failure: a suite process killed by a signal (:func:`signal_cause`), a known cause in the log of a
+run that wrote no results at all (:func:`infrastructure_cause`), the canary failing after the
+suite. Each makes the suite a *suspected* infrastructure failure; the runner canary, re-run after
+the suite, settles it (``workers.testing.l1``): canary passes, the failure is the change's.
 """
 
 from __future__ import annotations
@@ -81,6 +83,23 @@ def infrastructure_cause(log_text: str) -> InfraMatch | None:
             line = log_text[start : end if end != -1 else len(log_text)].strip()
             return InfraMatch(cause.name, line[:300], cause.remedy)
     return None
+
+
+def signal_cause(exit_code: int | None) -> InfraMatch | None:
+    """The suite's process died of a signal (a negative exit code from the runner): the kernel's
+    OOM killer, a lost device, someone killing the job. None for an ordinary exit."""
+    if exit_code is None or exit_code >= 0:
+        return None
+    import signal
+
+    try:
+        name = signal.Signals(-exit_code).name
+    except ValueError:
+        name = f"signal {-exit_code}"
+    return InfraMatch(
+        f"killed by {name}", f"the suite's process exited by signal {-exit_code} ({name})",
+        "check the runner's memory (OOM killer: dmesg) and whether another job killed it",
+    )
 
 
 def log_tail(path: Path, limit: int = TAIL_BYTES) -> str:

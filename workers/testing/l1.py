@@ -17,10 +17,11 @@ from typing import Any
 
 from core.config import RepoConfig, Suite
 from core.errors import ForksyncError
+from core.store import open_store
 from workers.engine.git import Repository
 from workers.testing import suites as suites_mod
 from workers.testing import triage
-from workers.testing.canary import CanaryResult, run_canary
+from workers.testing.canary import CanaryResult, run_canary, run_host_canary
 from workers.testing.suites import FAILED, INFRASTRUCTURE, OMITTED, TIMED_OUT, SuiteOutcome
 
 SUCCESS, FAILURE, CANCELLED, NEUTRAL = "success", "failure", "cancelled", "neutral"
@@ -118,6 +119,8 @@ def run_l1_for_ref(
     canary: CanaryFn | None = None,
     infra_retries: int | None = None,
     env: Mapping[str, str] | None = None,
+    results: triage.TrunkResults | None = None,
+    host_canary: CanaryFn | None = None,
 ) -> L1Run:
     """Run L1 on ``ref`` of ``repo`` exactly as a worker does.
 
@@ -127,6 +130,10 @@ def run_l1_for_ref(
     check before GPU suites (default: the kernel-pack canary on the GPU). ``infra_retries``:
     how often a suite that died of an infrastructure cause is rerun here (default
     ``l1.max_infra_retries``; a worker that reschedules on another runner passes 0).
+    ``results``: the trunk results of this repository in the shared store (default: the
+    embedded store under ``data_dir``, as ``forksync l1`` on one machine uses).
+    ``host_canary``: the CPU runner's canary, re-run after a suspected infrastructure failure of
+    a CPU suite (default :func:`run_host_canary` on the data dir); a GPU suite re-runs ``canary``.
     """
     started = time.monotonic()
     chosen = select_suites(config, suite_names)
@@ -141,12 +148,14 @@ def run_l1_for_ref(
         base_sha = git.rev_parse(base_ref)
         if base_sha is not None:
             merge_base = git.text("merge-base", sha, base_sha) or None
-    store = triage.TrunkResults(data_dir / "l1" / "results.sqlite")
+    store = results or triage.TrunkResults(open_store(None, data_dir))
     log_dir = data_dir / "l1" / "logs" / sha[:12]
 
     canary_result: CanaryResult | None = None
-    if l1.canary and any(s.gpu for s in chosen):
-        canary_result = (canary or run_canary)()
+    gpu_canary = (canary or run_canary) if l1.canary else None
+    host = host_canary or (lambda: run_host_canary(data_dir))
+    if gpu_canary is not None and any(s.gpu for s in chosen):
+        canary_result = gpu_canary()
 
     outcomes: list[SuiteOutcome] = []
     suite_s, suite_runs = 0.0, 0
@@ -163,10 +172,12 @@ def run_l1_for_ref(
             baseline = store.baseline(suite.name, l1.baseline_window)
 
             def once(attempt: int, tag: str = "", suite: Suite = suite, baseline: int | None = baseline) -> SuiteOutcome:
-                return suites_mod.run_suite(
+                outcome = suites_mod.run_suite(
                     suite, workdir, log_dir, baseline=baseline, fraction=l1.baseline_fraction,
                     env=env, attempt=attempt, tag=tag,
                 )
+                # A flaky-test rerun is evidence only: the canary settles the suite's own run.
+                return outcome if tag else _settle(outcome, suite, gpu_canary, host)
 
             outcome = once(1)
             suite_s, suite_runs = suite_s + outcome.duration_s, suite_runs + 1
@@ -193,6 +204,21 @@ def run_l1_for_ref(
         suite_s=suite_s,
         suite_runs=suite_runs,
     )
+
+
+def _settle(outcome: SuiteOutcome, suite: Suite, gpu_canary: CanaryFn | None, host: CanaryFn) -> SuiteOutcome:
+    """Infrastructure from the runner's own signals: a suspected one (exit by signal, a cause in
+    the log of a run without results) is settled by re-running the canary (GPU suites: the GPU
+    canary; CPU suites: the host canary), and a GPU suite that failed is checked with the canary
+    after it (a GPU that died mid-suite fails tests whose text says nothing about it)."""
+    if outcome.unconfirmed is not None:
+        probe = gpu_canary if suite.gpu and gpu_canary is not None else host
+        return suites_mod.infra_confirmed(outcome, probe())
+    if suite.gpu and gpu_canary is not None and outcome.status in (FAILED, OMITTED, TIMED_OUT):
+        after = gpu_canary()
+        if not after.ok:
+            return suites_mod.canary_failed_after(outcome, after)
+    return outcome
 
 
 def _triage(

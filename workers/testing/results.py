@@ -1,48 +1,22 @@
-"""The durable L2 result store: every benchmark run per trunk commit, as time series, in SQLite.
+"""The durable L2 result store: every benchmark run per trunk commit, as time series.
 
-One file under the data dir (``<data_dir>/l2-results.sqlite``), written by L2 workers and read
-by the dashboard, the beat and the tracking planner. Redis may cache reads; it never holds the
-only copy. WAL mode lets readers read while a worker writes.
+The rows live in the shared SQL store (:mod:`core.store`: PostgreSQL when distributed, SQLite
+under the data dir on the embedded default), written by L2 workers and read by the dashboard,
+the beat and the tracking planner. Redis may cache reads; it never holds the only copy.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sqlalchemy import select
+
+from core.store import Store, open_store
+from core.store.models import L2MetricRow, L2RunRow
 from workers.testing.regression import OK, L2Run
 from workers.testing.signatures import Failure
-
-FILENAME = "l2-results.sqlite"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    repo TEXT NOT NULL,
-    benchmark TEXT NOT NULL,
-    sha TEXT NOT NULL,
-    status TEXT NOT NULL,
-    verdict TEXT NOT NULL,
-    exit_code INTEGER,
-    duration_s REAL NOT NULL,
-    reason TEXT NOT NULL,
-    output_tail TEXT NOT NULL,
-    failures TEXT NOT NULL,
-    recorded_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_benchmark ON runs (repo, benchmark, id);
-CREATE INDEX IF NOT EXISTS runs_by_sha ON runs (repo, sha);
-CREATE TABLE IF NOT EXISTS metrics (
-    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    name TEXT NOT NULL,
-    value REAL NOT NULL,
-    PRIMARY KEY (run_id, name)
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -59,42 +33,27 @@ class Point:
 class ResultStore:
     """L2 runs keyed by repository and benchmark, in the order they were recorded."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._db() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
     @classmethod
-    def in_data_dir(cls, data_dir: str | Path) -> ResultStore:
-        return cls(Path(data_dir) / FILENAME)
-
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30)
-        try:
-            db.execute("PRAGMA foreign_keys=ON")
-            with db:  # one transaction: committed on success, rolled back on error
-                yield db
-        finally:
-            db.close()
+    def in_data_dir(cls, data_dir: str | Path, database_url: str | None = None) -> ResultStore:
+        """The L2 results of ``FORKSYNC_DATABASE_URL`` (``database_url``), else of the embedded store."""
+        return cls(open_store(database_url, data_dir))
 
     def record(self, repo: str, run: L2Run) -> L2Run:
         """Append ``run``; returns it with its ``run_id``."""
         failures = json.dumps([{"test_id": f.test_id, "text": f.text} for f in run.failures])
-        with self._db() as db:
-            cur = db.execute(
-                "INSERT INTO runs (repo, benchmark, sha, status, verdict, exit_code, duration_s, reason,"
-                " output_tail, failures, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (repo, run.benchmark, run.sha, run.status, run.verdict, run.exit_code, run.duration_s,
-                 run.reason, run.output_tail, failures, run.recorded_at),
+        with self.store.session() as db:
+            row = L2RunRow(
+                repo=repo, benchmark=run.benchmark, sha=run.sha, status=run.status, verdict=run.verdict,
+                exit_code=run.exit_code, duration_s=run.duration_s, reason=run.reason, output_tail=run.output_tail,
+                failures=failures, recorded_at=run.recorded_at,
             )
-            run_id = int(cur.lastrowid or 0)
-            db.executemany(
-                "INSERT INTO metrics (run_id, name, value) VALUES (?, ?, ?)",
-                [(run_id, name, value) for name, value in sorted(run.metrics.items())],
-            )
+            db.add(row)
+            db.flush()
+            db.add_all(L2MetricRow(run_id=row.id, name=name, value=value) for name, value in sorted(run.metrics.items()))
+            run_id = row.id
         return replace(run, run_id=run_id)
 
     def history(self, repo: str, benchmark: str, limit: int | None = None) -> list[L2Run]:
@@ -102,45 +61,44 @@ class ResultStore:
         return self._runs(repo, benchmark, "", limit)
 
     def _runs(self, repo: str, benchmark: str, verdict: str, limit: int | None) -> list[L2Run]:
-        where = " AND verdict = ?" if verdict else ""
-        params: tuple[object, ...] = (repo, benchmark, *((verdict,) if verdict else ()), -1 if limit is None else limit)
-        with self._db() as db:
-            rows = db.execute(
-                "SELECT id, benchmark, sha, status, verdict, exit_code, duration_s, reason, output_tail,"
-                f" failures, recorded_at FROM runs WHERE repo = ? AND benchmark = ?{where} ORDER BY id DESC LIMIT ?",
-                params,
-            ).fetchall()
-            ids = [r[0] for r in rows]
+        query = select(L2RunRow).where(L2RunRow.repo == repo, L2RunRow.benchmark == benchmark)
+        if verdict:
+            query = query.where(L2RunRow.verdict == verdict)
+        query = query.order_by(L2RunRow.id.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        with self.store.session() as db:
+            rows = list(db.scalars(query))
+            ids = [r.id for r in rows]
             metrics: dict[int, dict[str, float]] = {i: {} for i in ids}
             if ids:
-                marks = ",".join("?" * len(ids))
-                for run_id, name, value in db.execute(
-                    f"SELECT run_id, name, value FROM metrics WHERE run_id IN ({marks})", ids
-                ):
-                    metrics[run_id][name] = value
+                for m in db.scalars(select(L2MetricRow).where(L2MetricRow.run_id.in_(ids))):
+                    metrics[m.run_id][m.name] = m.value
         return [
             L2Run(
-                benchmark=r[1], sha=r[2], status=r[3], verdict=r[4], exit_code=r[5], duration_s=r[6], reason=r[7],
-                output_tail=r[8], failures=tuple(Failure(f["test_id"], f["text"]) for f in json.loads(r[9])),
-                recorded_at=r[10], metrics=metrics[r[0]], run_id=r[0],
+                benchmark=r.benchmark, sha=r.sha, status=r.status, verdict=r.verdict, exit_code=r.exit_code,
+                duration_s=r.duration_s, reason=r.reason, output_tail=r.output_tail,
+                failures=tuple(Failure(f["test_id"], f["text"]) for f in json.loads(r.failures)),
+                recorded_at=r.recorded_at, metrics=metrics[r.id], run_id=r.id,
             )
             for r in reversed(rows)
         ]
 
     def series(self, repo: str, benchmark: str, metric: str) -> list[Point]:
         """The metric's values over trunk commits, oldest first, with each run's verdict."""
-        with self._db() as db:
-            rows = db.execute(
-                "SELECT r.sha, m.value, r.verdict, r.recorded_at, r.id FROM runs r JOIN metrics m ON m.run_id = r.id"
-                " WHERE r.repo = ? AND r.benchmark = ? AND m.name = ? ORDER BY r.id",
-                (repo, benchmark, metric),
-            ).fetchall()
-        return [Point(*row) for row in rows]
+        query = (
+            select(L2RunRow.sha, L2MetricRow.value, L2RunRow.verdict, L2RunRow.recorded_at, L2RunRow.id)
+            .join(L2MetricRow, L2MetricRow.run_id == L2RunRow.id)
+            .where(L2RunRow.repo == repo, L2RunRow.benchmark == benchmark, L2MetricRow.name == metric)
+            .order_by(L2RunRow.id)
+        )
+        with self.store.session() as db:
+            return [Point(*row) for row in db.execute(query).all()]
 
     def benchmarks(self, repo: str) -> list[str]:
-        with self._db() as db:
-            return [r[0] for r in db.execute(
-                "SELECT DISTINCT benchmark FROM runs WHERE repo = ? ORDER BY benchmark", (repo,))]
+        with self.store.session() as db:
+            return list(db.scalars(select(L2RunRow.benchmark).where(L2RunRow.repo == repo).distinct()
+                                   .order_by(L2RunRow.benchmark)))
 
     def last_good(self, repo: str, benchmark: str) -> L2Run | None:
         """The newest run whose verdict was ok: the "good" end of a bisection."""

@@ -24,6 +24,7 @@ from typing import Any
 from core.config import Suite
 from workers.engine.git import GitError, Repository
 from workers.testing import infra, junit, signatures, watchdog
+from workers.testing.canary import CanaryResult
 
 PASSED, FAILED, OMITTED, TIMED_OUT, INFRASTRUCTURE = "passed", "failed", "omitted", "timed_out", "infrastructure"
 STATUSES = (PASSED, FAILED, OMITTED, TIMED_OUT, INFRASTRUCTURE)
@@ -73,10 +74,19 @@ class SuiteOutcome:
     # (crash, timeout, infrastructure): what the check run shows instead of a test failure.
     log_tail: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # Why tests were skipped, with counts (``watchdog.describe_skips``): named in the check.
+    skip_reasons: str = ""
+    # A suspected infrastructure failure: the (status, reason) it is if the canary after it passes.
+    unconfirmed: tuple[str, str] | None = None
 
     @property
     def total(self) -> int:
         return len(self.tests)
+
+    @property
+    def executed(self) -> int:
+        """Tests that ran (passed or failed); skipped ones are reported, not run."""
+        return self.passed + self.failed
 
     def as_json(self) -> dict[str, Any]:
         """The ``forksync l1 --json`` record of a suite (the documented contract, plus details)."""
@@ -86,6 +96,8 @@ class SuiteOutcome:
             "passed": self.passed,
             "failed": self.failed,
             "skipped": self.skipped,
+            "skip_reasons": self.skip_reasons,
+            "executed": self.executed,
             "expected": self.expected,
             "duration_s": round(self.duration_s, 3),
             "reason": self.reason,
@@ -281,39 +293,37 @@ def _judge(
         skipped=report.skipped,
         failures=failures,
         tests=tuple((c.id, c.outcome) for c in report.cases),
+        skip_reasons=watchdog.describe_skips(c.message for c in report.cases if c.outcome == junit.SKIPPED),
     )
     if timed_out:
-        cause = infra.infrastructure_cause(infra.log_tail(log_path))
-        if cause:
-            return _infra(counted, cause)
+        # A hang is the change's until the runner canary says otherwise (``workers.testing.l1``).
         return replace(counted, status=TIMED_OUT,
                        reason=f"killed after its {suite.timeout} s timeout (with its process group)")
     omitted = watchdog.omission(
         suite, ran=True, readable=report.readable, problem=report.problem,
-        total=report.total, baseline=baseline, fraction=fraction,
+        executed=report.passed + report.failed, baseline=baseline, fraction=fraction,
+        skipped=report.skipped, skip_reasons=counted.skip_reasons,
     )
     if report.failures:
-        # Failures whose own text names an infrastructure cause do not blame the PR; one real
-        # failure among them does.
-        causes = [infra.infrastructure_cause(f"{c.message}\n{c.text}") for c in report.failures]
-        if all(causes):
-            return _infra(counted, causes[0])  # type: ignore[arg-type]
+        # A failing test is the change's failure whatever its message says ("Connection reset by
+        # peer" in an assertion is the test's text, not a signal from the runner).
         note = f"; also {omitted}" if omitted else ""
-        return replace(counted, status=FAILED, reason=f"{report.failed} test(s) failed{note}")
+        judged = replace(counted, status=FAILED, reason=f"{report.failed} test(s) failed{note}")
+        return _suspect(judged, infra.signal_cause(exit_code))
     if omitted or (exit_code not in (0, None) and not report.readable):
-        cause = infra.infrastructure_cause(infra.log_tail(log_path))
-        if cause:
-            return _infra(counted, cause)
         code = f" (exit code {exit_code})" if exit_code not in (0, None) else ""
-        return replace(counted, status=OMITTED, reason=f"{omitted or 'crashed'}{code}")
+        judged = replace(counted, status=OMITTED, reason=f"{omitted or 'crashed'}{code}")
+        # Infrastructure signals: death by a signal, or a known cause in the log of a run that
+        # wrote no results at all (nothing a test asserted); the canary confirms either.
+        cause = infra.signal_cause(exit_code) or (
+            infra.infrastructure_cause(infra.log_tail(log_path)) if not report.readable else None)
+        return _suspect(judged, cause)
     if exit_code not in (0, None):
-        cause = infra.infrastructure_cause(infra.log_tail(log_path))
-        if cause:
-            return _infra(counted, cause)
-        return replace(
+        judged = replace(
             counted, status=FAILED,
             reason=f"exited with code {exit_code} although its results show no failing test: see the log",
         )
+        return _suspect(judged, infra.signal_cause(exit_code))
     return replace(counted, status=PASSED, reason="")
 
 
@@ -325,8 +335,41 @@ def _failure(case: junit.TestCase) -> Failure:
     )
 
 
+def _suspect(judged: SuiteOutcome, cause: infra.InfraMatch | None) -> SuiteOutcome:
+    """``judged`` as a suspected infrastructure failure when a runner signal says so: the L1 run
+    re-runs the canary and puts ``judged`` back (the change's failure) if the canary passes."""
+    if cause is None:
+        return judged
+    return replace(
+        _infra(judged, cause), unconfirmed=(judged.status, judged.reason),
+    )
+
+
 def _infra(outcome: SuiteOutcome, cause: infra.InfraMatch) -> SuiteOutcome:
     return replace(
         outcome, status=INFRASTRUCTURE, infra_cause=cause.cause,
         reason=f"infrastructure: {cause.cause} ({cause.line}); {cause.remedy}. Not caused by this change.",
+    )
+
+
+def infra_confirmed(outcome: SuiteOutcome, canary: CanaryResult | None) -> SuiteOutcome:
+    """Settle a suspected infrastructure failure with the canary run after the suite: it passed,
+    so the runner is healthy and the failure is the change's (the status it had before the
+    suspicion, saying so); it failed, so the runner is at fault (the canary's reason). Without a
+    canary the suspicion stands."""
+    if outcome.status != INFRASTRUCTURE or outcome.unconfirmed is None or canary is None:
+        return outcome
+    if canary.ok:
+        status, reason = outcome.unconfirmed
+        why = f"{reason} ({outcome.infra_cause}, but {canary.describe()} after the suite: the runner is healthy)"
+        return replace(outcome, status=status, reason=why, infra_cause=None, unconfirmed=None)
+    return replace(outcome, unconfirmed=None, reason=f"{outcome.reason} Confirmed: {canary.describe()} after the suite.")
+
+
+def canary_failed_after(outcome: SuiteOutcome, canary: CanaryResult) -> SuiteOutcome:
+    """A suite that failed, and then the canary failed too: the runner broke under the suite."""
+    return replace(
+        outcome, status=INFRASTRUCTURE, infra_cause="runner canary failed after the suite", unconfirmed=None,
+        reason=f"infrastructure: {canary.describe()} right after the suite ({outcome.reason}). "
+               "Not caused by this change; the job goes to another runner.",
     )

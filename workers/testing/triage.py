@@ -1,20 +1,22 @@
 """Trunk-aware triage (like PyTorch's Dr. CI): is a PR's failing test new, broken on trunk, or flaky?
 
 L1 runs on trunk pushes too and records every test's outcome per trunk commit in a
-:class:`TrunkResults` store (SQLite under the data dir: durable, one file, no server; Redis is
-only ever a cache). For each PR failure: failing on trunk at the PR's merge-base →
+:class:`TrunkResults` store (the shared SQL store of :mod:`core.store`: one database for every
+worker, so two workers triage from the same past; Redis is only ever a cache). For each PR failure: failing on trunk at the PR's merge-base →
 ``broken_trunk``; passing on an automatic rerun → ``flaky``; otherwise ``new``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 import statistics
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+
+from sqlalchemy import delete, select
+
+from core.store import Store
+from core.store.models import SuiteRunRow, TestResultRow
 
 NEW, FLAKY, BROKEN_TRUNK = "new", "flaky", "broken_trunk"
 CLASSES = (NEW, FLAKY, BROKEN_TRUNK)
@@ -22,89 +24,79 @@ LABELS = {NEW: "new", FLAKY: "flaky", BROKEN_TRUNK: "broken trunk"}
 
 # Outcomes that count as a test failing (JUnit "failure" and "error").
 _FAILING = ("failed", "error")
+# Outcomes of a test that actually ran (a skip is not a run).
+EXECUTED = ("passed", "failed", "error")
 # Trunk runs whose counts make a baseline: a run that crashed or was omitted must not lower it.
 _COUNTED = ("passed", "failed")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS suite_runs (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    commit_sha TEXT NOT NULL,
-    suite TEXT NOT NULL,
-    status TEXT NOT NULL,
-    total INTEGER NOT NULL,
-    recorded_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS suite_runs_by_suite ON suite_runs (suite, seq);
-CREATE TABLE IF NOT EXISTS test_results (
-    commit_sha TEXT NOT NULL,
-    suite TEXT NOT NULL,
-    test_id TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    PRIMARY KEY (commit_sha, suite, test_id)
-);
-"""
+
+def executed_count(tests: Iterable[tuple[str, str]]) -> int:
+    """How many of ``(test id, outcome)`` executed: skipped tests are reported, not run."""
+    return sum(1 for _, outcome in tests if outcome in EXECUTED)
 
 
 class TrunkResults:
-    """Per-test results of L1 runs on trunk commits, and each suite's rolling test-count baseline."""
+    """Per-test results of L1 runs on trunk commits of one repository, and each suite's rolling
+    executed-test baseline, in the shared store (:mod:`core.store`)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with self._db() as db:
-            db.executescript(_SCHEMA)
+    def __init__(self, store: Store, repo: str = "") -> None:
+        self.store = store
+        self.repo = repo
 
-    @contextlib.contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30)
-        try:
-            with db:  # one transaction: committed on success, rolled back on error
-                yield db
-        finally:
-            db.close()
-
-    def record(self, commit: str, suite: str, status: str, tests: Iterable[tuple[str, str]]) -> None:
+    def record(self, commit: str, suite: str, status: str, tests: Iterable[tuple[str, str]], *,
+               pool: str = "", at: float | None = None) -> None:
         """Store a trunk run of ``suite`` at ``commit``; a rerun at the same commit replaces its tests."""
-        rows = list(tests)
-        with self._db() as db:
-            db.execute("DELETE FROM test_results WHERE commit_sha = ? AND suite = ?", (commit, suite))
-            db.executemany(
-                "INSERT OR REPLACE INTO test_results VALUES (?, ?, ?, ?)",
-                [(commit, suite, test_id, outcome) for test_id, outcome in rows],
-            )
-            db.execute(
-                "INSERT INTO suite_runs (commit_sha, suite, status, total, recorded_at) VALUES (?, ?, ?, ?, ?)",
-                (commit, suite, status, len(rows), time.time()),
-            )
+        rows = dict(tests)  # one outcome per test id (the last one reported)
+        with self.store.session() as db:
+            db.execute(delete(TestResultRow).where(
+                TestResultRow.repo == self.repo, TestResultRow.commit_sha == commit, TestResultRow.suite == suite))
+            db.add_all(TestResultRow(repo=self.repo, commit_sha=commit, suite=suite, test_id=test_id, outcome=outcome)
+                       for test_id, outcome in rows.items())
+            db.add(SuiteRunRow(repo=self.repo, commit_sha=commit, suite=suite, status=status, total=len(rows),
+                               executed=executed_count(rows.items()), pool=pool,
+                               recorded_at=time.time() if at is None else at))
 
     def has_run(self, commit: str, suite: str) -> bool:
-        with self._db() as db:
-            row = db.execute(
-                "SELECT 1 FROM suite_runs WHERE commit_sha = ? AND suite = ? LIMIT 1", (commit, suite)
-            ).fetchone()
-        return row is not None
+        with self.store.session() as db:
+            return db.scalar(select(SuiteRunRow.seq).where(
+                SuiteRunRow.repo == self.repo, SuiteRunRow.commit_sha == commit, SuiteRunRow.suite == suite,
+            ).limit(1)) is not None
 
     def failing_at(self, commit: str, suite: str) -> frozenset[str] | None:
         """Tests of ``suite`` that failed on trunk at ``commit``; None when trunk has no run there."""
         if not self.has_run(commit, suite):
             return None
-        with self._db() as db:
-            rows = db.execute(
-                "SELECT test_id FROM test_results WHERE commit_sha = ? AND suite = ? AND outcome IN (?, ?)",
-                (commit, suite, *_FAILING),
-            ).fetchall()
-        return frozenset(r[0] for r in rows)
+        with self.store.session() as db:
+            rows = db.scalars(select(TestResultRow.test_id).where(
+                TestResultRow.repo == self.repo, TestResultRow.commit_sha == commit, TestResultRow.suite == suite,
+                TestResultRow.outcome.in_(_FAILING),
+            ))
+            return frozenset(rows)
+
+    def passing_suites_at(self, commit: str) -> frozenset[str]:
+        """Suites whose newest trunk run at ``commit`` passed."""
+        with self.store.session() as db:
+            rows = db.execute(select(SuiteRunRow.suite, SuiteRunRow.status).where(
+                SuiteRunRow.repo == self.repo, SuiteRunRow.commit_sha == commit).order_by(SuiteRunRow.seq)).all()
+        last = {suite: status for suite, status in rows}
+        return frozenset(s for s, status in last.items() if status == "passed")
 
     def baseline(self, suite: str, window: int = 5) -> int | None:
-        """The median test count of the suite's last ``window`` counted trunk runs (None: no history)."""
-        with self._db() as db:
-            rows = db.execute(
-                "SELECT total FROM suite_runs WHERE suite = ? AND status IN (?, ?) ORDER BY seq DESC LIMIT ?",
-                (suite, *_COUNTED, window),
-            ).fetchall()
-        if not rows:
+        """The median executed-test count of the suite's last ``window`` counted trunk runs
+        (None: no history). Skipped tests never count: the watchdog's share is of what ran."""
+        with self.store.session() as db:
+            counts = list(db.scalars(select(SuiteRunRow.executed).where(
+                SuiteRunRow.repo == self.repo, SuiteRunRow.suite == suite, SuiteRunRow.status.in_(_COUNTED),
+            ).order_by(SuiteRunRow.seq.desc()).limit(window)))
+        if not counts:
             return None
-        return int(statistics.median(r[0] for r in rows))
+        return int(statistics.median(counts))
+
+    def last_recorded_at(self) -> float | None:
+        """When the newest trunk run of this repository was recorded (None: never)."""
+        with self.store.session() as db:
+            return db.scalar(select(SuiteRunRow.recorded_at).where(SuiteRunRow.repo == self.repo)
+                             .order_by(SuiteRunRow.seq.desc()).limit(1))
 
 
 @dataclass(frozen=True)

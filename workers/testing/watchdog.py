@@ -30,29 +30,49 @@ def omission(
     ran: bool,
     readable: bool,
     problem: str,
-    total: int,
+    executed: int,
     baseline: int | None,
     fraction: float,
+    skipped: int = 0,
+    skip_reasons: str = "",
 ) -> str | None:
     """Why the suite counts as omitted, or None when it ran enough tests to be judged.
 
     ``ran``: the command started; ``readable``/``problem``: what reading its results gave;
-    ``total``: the number of test cases; ``baseline``: its rolling trunk count (None: no history).
+    ``executed``: the test cases that actually ran (passed or failed: a skipped test is reported,
+    not run); ``baseline``: its rolling trunk executed count (None: no history); ``skipped`` and
+    ``skip_reasons`` (see :func:`describe_skips`): named in the reason so the author sees why.
     """
     if not ran:
         return problem or "did not run"
     if not readable:
         return f"crashed before writing results ({problem})" if problem else "crashed before writing results"
-    if total == 0:
+    skips = f" ({skipped} skipped: {skip_reasons})" if skipped and skip_reasons else f" ({skipped} skipped)" if skipped else ""
+    if executed == 0:
+        if skipped:
+            return f"executed 0 tests{skips}: a skipped test is not a run"
         return "ran 0 tests: check the command's test selection and the suite's cwd"
-    if suite.min_tests and total < suite.min_tests:
-        return f"ran {total} tests, fewer than min_tests {suite.min_tests}"
-    if baseline and total < math.ceil(baseline * fraction):
+    if suite.min_tests and executed < suite.min_tests:
+        return f"executed {executed} tests, fewer than min_tests {suite.min_tests}{skips}"
+    if baseline and executed < math.ceil(baseline * fraction):
         return (
-            f"ran {total} tests, under {fraction:.0%} of its trunk baseline of {baseline} "
-            f"(at least {math.ceil(baseline * fraction)} expected)"
+            f"executed {executed} tests, under {fraction:.0%} of its trunk baseline of {baseline} executed "
+            f"(at least {math.ceil(baseline * fraction)} expected){skips}"
         )
     return None
+
+
+def describe_skips(reasons: Iterable[str], limit: int = 5) -> str:
+    """``needs a GPU ×3, slow ×1``: each skip reason with its count, most frequent first."""
+    counts: dict[str, int] = {}
+    for reason in reasons:
+        key = " ".join(reason.split())[:120] or "no reason given"
+        counts[key] = counts.get(key, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{r} ×{n}" for r, n in ranked[:limit])
+    if len(ranked) > limit:
+        text += f", and {len(ranked) - limit} more reason(s)"
+    return text
 
 
 # --------------------------------------------------------------------------- coverage

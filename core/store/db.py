@@ -1,0 +1,126 @@
+"""The store's engine, sessions and start-up migrations (see :mod:`core.store`)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+STORE_FILENAME = "store.sqlite"
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+# Any constant: the PostgreSQL advisory lock two workers take while migrating.
+_MIGRATE_LOCK_KEY = 0x666F726B73796E63  # "forksync"
+
+_lock = threading.Lock()
+_stores: dict[str, Store] = {}
+
+
+def database_url_for(database_url: str | None, data_dir: str | Path) -> str:
+    """The SQLAlchemy URL: ``database_url`` (``postgresql://`` is driven by psycopg 3), or the
+    embedded SQLite file under ``data_dir``."""
+    if database_url:
+        url = database_url.strip()
+        for plain in ("postgres://", "postgresql://"):
+            if url.startswith(plain):
+                return "postgresql+psycopg://" + url[len(plain):]
+        return url
+    return f"sqlite:///{Path(data_dir).resolve() / STORE_FILENAME}"
+
+
+class Store:
+    """One database: an engine, a session factory, and the schema at the newest revision."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        parsed = make_url(url)
+        self.dialect = parsed.get_backend_name()
+        kwargs: dict[str, Any] = {"future": True}
+        if self.dialect == "sqlite":
+            if parsed.database:
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"timeout": 30}
+        else:
+            kwargs["pool_pre_ping"] = True
+        self.engine: Engine = create_engine(url, **kwargs)
+        if self.dialect == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.migrate()
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Session]:
+        """One transaction: committed when the block ends, rolled back if it raised."""
+        with self._sessions.begin() as db:
+            yield db
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest Alembic revision (idempotent; serialised across processes)."""
+        from alembic import command
+        from alembic.config import Config
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        with self._migration_lock(), self.engine.begin() as conn:
+            if self.dialect == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATE_LOCK_KEY})
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    @contextlib.contextmanager
+    def _migration_lock(self) -> Iterator[None]:
+        database = make_url(self.url).database
+        if self.dialect != "sqlite" or not database or database == ":memory:":
+            yield
+            return
+        fd = os.open(f"{database}.migrate.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def revision(self) -> str | None:
+        """The schema's current Alembic revision (None before the first migration)."""
+        with self.engine.connect() as conn:
+            from alembic.runtime.migration import MigrationContext
+
+            return MigrationContext.configure(conn).get_current_revision()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # WAL: readers (dashboard, beat) read while a worker writes; foreign keys for the cascades.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def open_store(database_url: str | None, data_dir: str | Path) -> Store:
+    """The process's store for this URL (``FORKSYNC_DATABASE_URL``; None: SQLite under ``data_dir``),
+    created and migrated on first use and cached after that."""
+    url = database_url_for(database_url, data_dir)
+    with _lock:
+        store = _stores.get(url)
+        if store is None:
+            store = _stores[url] = Store(url)
+        return store
+
+
+def forget(url: str) -> None:
+    """Drop the cached store for ``url`` (tests that drop their database)."""
+    with _lock:
+        store = _stores.pop(url, None)
+    if store is not None:
+        store.dispose()

@@ -1,0 +1,100 @@
+"""The store's tables as SQLAlchemy 2.0 typed models (one place; the migrations create them).
+
+Every row is keyed by repository (``owner/name``): one database serves every installation.
+Times are seconds since the epoch (float), written by the worker that recorded the row.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class SuiteRunRow(Base):
+    """One L1 suite run on a trunk commit: its status and how many tests it executed (the baseline)."""
+
+    __tablename__ = "l1_suite_runs"
+    __table_args__ = (Index("l1_suite_runs_by_suite", "repo", "suite", "seq"),
+                      Index("l1_suite_runs_by_commit", "repo", "commit_sha", "suite"))
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    commit_sha: Mapped[str] = mapped_column(String(64))
+    suite: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(32))
+    total: Mapped[int] = mapped_column(Integer)  # test cases reported (skipped included)
+    executed: Mapped[int] = mapped_column(Integer)  # passed + failed: what actually ran
+    pool: Mapped[str] = mapped_column(String(64), default="")
+    recorded_at: Mapped[float] = mapped_column(Float)
+
+
+class TestResultRow(Base):
+    """One test's outcome in the newest trunk run of its suite at a commit."""
+
+    __tablename__ = "l1_test_results"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    commit_sha: Mapped[str] = mapped_column(String(64), primary_key=True)
+    suite: Mapped[str] = mapped_column(String(200), primary_key=True)
+    test_id: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    outcome: Mapped[str] = mapped_column(String(32))
+
+
+class L2RunRow(Base):
+    """One L2 benchmark run on a trunk commit."""
+
+    __tablename__ = "l2_runs"
+    __table_args__ = (Index("l2_runs_by_benchmark", "repo", "benchmark", "id"), Index("l2_runs_by_sha", "repo", "sha"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    benchmark: Mapped[str] = mapped_column(String(200))
+    sha: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(32))
+    verdict: Mapped[str] = mapped_column(String(32))
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    duration_s: Mapped[float] = mapped_column(Float)
+    reason: Mapped[str] = mapped_column(Text)
+    output_tail: Mapped[str] = mapped_column(Text)
+    failures: Mapped[str] = mapped_column(Text)  # JSON list of {test_id, text}
+    recorded_at: Mapped[str] = mapped_column(String(40))
+
+
+class L2MetricRow(Base):
+    """One metric value of an L2 run (the metric series are these, joined to their runs)."""
+
+    __tablename__ = "l2_metrics"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("l2_runs.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[float] = mapped_column(Float)
+
+
+class SeriesPointRow(Base):
+    """One point of a named time series (ingestion metrics, snapshots): a JSON object."""
+
+    __tablename__ = "series_points"
+    __table_args__ = (Index("series_points_by_name", "name", "seq"),)
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(300))
+    point: Mapped[str] = mapped_column(Text)
+
+
+class PendingCheckRow(Base):
+    """An L1 check run we left queued or in progress, until it completes: what the staleness
+    watchdog (beat) reads to find checks that a dead queue will never finish."""
+
+    __tablename__ = "l1_pending_checks"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    check_run_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    head_sha: Mapped[str] = mapped_column(String(64))
+    installation_id: Mapped[int] = mapped_column(BigInteger)
+    queue: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[float] = mapped_column(Float)
+    deadline: Mapped[float] = mapped_column(Float)  # started_at + the suites' timeouts + margin

@@ -1,0 +1,121 @@
+"""Deterministic strategies, one rule per test: what each resolves, and what it must decline."""
+
+from __future__ import annotations
+
+from workers.engine.resolve import model
+from workers.engine.resolve.merge3 import diff3, git_merge, merged_of, parse_conflicts, tokens
+from workers.engine.resolve.model import Hunk
+from workers.engine.resolve.pipeline import Conflict, resolve_text
+from workers.engine.resolve.strategies import (
+    HunkContext,
+    already_applied,
+    list_union,
+    token_merge,
+    whitespace_only,
+)
+
+CTX = HunkContext("x.py")
+
+
+def _hunk(ours: str, base: str, theirs: str) -> Hunk:
+    split = lambda s: tuple(s.splitlines(keepends=True))  # noqa: E731
+    return Hunk(0, split(ours), split(base), split(theirs), 1)
+
+
+def test_tokens_are_lossless() -> None:
+    """Joining the tokens gives the text back, odd whitespace included."""
+    text = "a  =\tb(\r\n  c)\x0c\n"
+    assert "".join(tokens(text)) == text
+
+
+def test_diff3_merges_separate_changes_and_flags_overlaps() -> None:
+    """The sequence diff3: disjoint edits merge, an edit of the same element by both conflicts."""
+    assert merged_of(diff3(list("abc"), list("Abc"), list("abC"))) == list("AbC")
+    assert merged_of(diff3(list("abc"), list("aXc"), list("aYc"))) is None
+
+
+def test_zdiff3_output_is_parsed_into_text_and_hunks() -> None:
+    """git's zdiff3 merge parses into clean parts and hunks with their three sides."""
+    merged = git_merge("a\nB\nc\n", "a\nb\nc\n", "a\nC\nc\n")
+    assert len(merged.hunks) == 1
+    h = merged.hunks[0]
+    assert (h.ours, h.base, h.theirs) == (("B\n",), ("b\n",), ("C\n",))
+    assert merged.texts == (("a\n",), ("c\n",))
+    assert parse_conflicts(merged.raw) == merged
+
+
+def test_token_merge_combines_edits_on_one_line() -> None:
+    """Fork renames a receiver, upstream adds an argument on the same line: both applied."""
+    h = _hunk("    r = testdir.run('-v')\n", "    r = pytester.run('-v')\n", "    r = pytester.run('-v', '-W')\n")
+    res = token_merge(h, CTX)
+    assert res is not None and res.lines == ("    r = testdir.run('-v', '-W')\n",)
+
+
+def test_token_merge_declines_when_a_side_inserts_lines_around_the_other_edit() -> None:
+    """Upstream adds a function before a signature the fork changed: ambiguous, declined."""
+    h = _hunk("def f(a):\n", "def f(a: int):\n", "def g():\n    pass\n\n\ndef f(a: int):\n")
+    assert token_merge(h, CTX) is None
+
+
+def test_token_merge_declines_when_a_side_deletes_whole_lines() -> None:
+    """Upstream deletes a decorator line next to the fork's edit: ambiguous, declined."""
+    h = _hunk("@a\n@b\ndef f(x):\n", "@a\n@b\ndef f(y):\n", "@b2\ndef f(y):\n")
+    assert token_merge(h, CTX) is None
+
+
+def test_token_merge_declines_overlapping_words() -> None:
+    """Both sides rewrite the same word: a real conflict."""
+    assert token_merge(_hunk("x = 1\n", "x = 0\n", "x = 2\n"), CTX) is None
+
+
+def test_whitespace_only_keeps_the_fork_formatting() -> None:
+    """Sides equal but for indentation and blank lines: the fork's text is kept."""
+    res = whitespace_only(_hunk("  a(1)\n\n", "a(0)\n", "a(1)\n"), CTX)
+    assert res is not None and res.lines == ("  a(1)\n", "\n")
+
+
+def test_already_applied_keeps_the_fork_side() -> None:
+    """Upstream's added line is already in the fork (an earlier pick): keep the fork's side."""
+    res = already_applied(_hunk("x = 1\nfix()\ny = 2\n", "x = 1\n", "x = 1\nfix()\n"), CTX)
+    assert res is not None and res.strategy == model.ALREADY_APPLIED
+
+
+def test_already_applied_declines_when_upstream_removes_what_the_fork_keeps() -> None:
+    """The fork still has a line upstream removes: not already applied."""
+    assert already_applied(_hunk("old()\nfix()\n", "old()\n", "fix()\n"), CTX) is None
+
+
+def test_list_union_keeps_both_sides_imports_sorted() -> None:
+    """Both add imports at the same place: union, in sorted order when each side was sorted."""
+    res = list_union(_hunk("import b\nimport d\n", "", "import a\nimport c\n"), CTX)
+    assert res is not None and res.lines == ("import a\n", "import b\n", "import c\n", "import d\n")
+
+
+def test_list_union_declines_code_that_is_not_a_list() -> None:
+    """Both add statements at the same place: not list entries, declined."""
+    assert list_union(_hunk("x = f()\n", "", "y = g()\n"), CTX) is None
+
+
+def test_list_union_declines_mixed_kinds() -> None:
+    """An include on one side and a bullet on the other are not one list."""
+    assert list_union(_hunk("#include <a.h>\n", "", "- item\n"), CTX) is None
+
+
+def test_pipeline_names_each_hunk_and_builds_the_entry() -> None:
+    """A whole file through the pipeline: File/Action/Reason, zdiff3 conflict and resolution diff kept."""
+    base = "import os\n\n\ndef f(name):\n    return 'hi ' + name\n"
+    ours = base.replace("name", "who")
+    theirs = base.replace("'hi '", "'hello '")
+    outcome, _merged = resolve_text(Conflict("m.py", base, ours, theirs))
+    assert outcome.entry is not None, outcome.waiting
+    e = outcome.entry
+    assert e.strategy == model.TOKEN_MERGE and "hunk 1" in e.action and e.reason
+    assert "<<<<<<< ours" in e.diff3 and "+    return 'hello ' + who" in e.resolution_diff
+    assert e.content == ours.replace("'hi '", "'hello '").encode()
+
+
+def test_pipeline_waits_with_the_lines_it_could_not_resolve() -> None:
+    """A real conflict is declined with where it is; no content is proposed."""
+    outcome, _ = resolve_text(Conflict("m.txt", "a\nx\nb\n", "a\ny\nb\n", "a\nz\nb\n"))
+    assert outcome.entry is None and outcome.waiting is not None
+    assert outcome.waiting.hunks_left == 1 and "merge lines 2" in outcome.waiting.reason

@@ -1,0 +1,107 @@
+"""The shared SQL store (core/store): migrations at first use, and each record kind (trunk L1
+results and baselines, L2 runs and metric series, named series) on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+from sqlalchemy import inspect
+
+from core.store import Store, database_url_for, open_store
+from workers.adapters.state import LocalState, SeriesStore
+from workers.testing.regression import L2Run
+from workers.testing.results import ResultStore
+from workers.testing.triage import TrunkResults
+
+
+def test_first_use_migrates_to_the_newest_revision(store: Store) -> None:
+    """Opening a store creates every table through Alembic and records the revision; opening it
+    again (another worker's start-up) changes nothing."""
+    tables = set(inspect(store.engine).get_table_names())
+    assert {"l1_suite_runs", "l1_test_results", "l2_runs", "l2_metrics", "series_points",
+            "l1_pending_checks", "alembic_version"} <= tables
+    assert store.revision() == "0001"
+    again = Store(store.url)
+    again.migrate()
+    again.dispose()
+    assert store.revision() == "0001"
+
+
+def test_trunk_results_are_per_repository_and_baselines_count_executed_tests(store: Store) -> None:
+    """Baselines are the median executed count (skips do not count); failing tests are per commit;
+    two repositories with a suite of the same name never mix."""
+    acme, other = TrunkResults(store, "acme/fork"), TrunkResults(store, "other/fork")
+    acme.record("c1", "unit", "failed", [("t1", "failed"), ("t2", "passed"), ("t3", "skipped")])
+    acme.record("c2", "unit", "passed", [("t1", "passed"), ("t2", "passed"), ("t3", "passed")])
+    other.record("c1", "unit", "passed", [(f"x{i}", "passed") for i in range(10)])
+    assert acme.failing_at("c1", "unit") == frozenset({"t1"})
+    assert acme.failing_at("c2", "unit") == frozenset()
+    assert acme.failing_at("c3", "unit") is None
+    assert other.failing_at("c1", "unit") == frozenset()
+    assert acme.baseline("unit") == 2  # median of 2 executed (c1) and 3 (c2), rounded down
+    assert other.baseline("unit") == 10
+    assert acme.passing_suites_at("c2") == frozenset({"unit"}) and acme.passing_suites_at("c1") == frozenset()
+    acme.record("c1", "unit", "passed", [("t1", "passed")])  # a rerun at c1 replaces its tests
+    assert acme.failing_at("c1", "unit") == frozenset()
+    assert acme.last_recorded_at() is not None and TrunkResults(store, "nobody/x").last_recorded_at() is None
+
+
+def test_l2_history_and_metric_series(store: Store) -> None:
+    """L2 runs come back oldest first with their metrics; the series joins runs and values."""
+    results = ResultStore(store)
+    for i, value in enumerate((100.0, 101.0, 70.0)):
+        results.record("acme/fork", L2Run(benchmark="mm", sha=f"s{i}", status="ok", verdict="ok" if i < 2 else "regressed",
+                                          metrics={"tflops": value}, recorded_at=f"night {i}"))
+    history = results.history("acme/fork", "mm")
+    assert [r.sha for r in history] == ["s0", "s1", "s2"] and history[2].metrics == {"tflops": 70.0}
+    assert [p.value for p in results.series("acme/fork", "mm", "tflops")] == [100.0, 101.0, 70.0]
+    last_good = results.last_good("acme/fork", "mm")
+    assert last_good is not None and last_good.sha == "s1"
+    assert results.benchmarks("acme/fork") == ["mm"] and results.history("other/fork", "mm") == []
+
+
+def test_named_series_keep_order_and_trim(store: Store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Series points come back oldest first, limited to the newest; the oldest beyond the cap go."""
+    import workers.adapters.state as state
+
+    monkeypatch.setattr(state, "SERIES_MAX_POINTS", 3)
+    series = SeriesStore(store)
+    for i in range(5):
+        series.append("metrics:acme/fork", {"t": i})
+    assert [p["t"] for p in series.series("metrics:acme/fork")] == [2, 3, 4]
+    assert [p["t"] for p in series.series("metrics:acme/fork", limit=1)] == [4]
+    assert series.series("metrics:none") == []
+
+
+def test_local_state_series_live_in_the_embedded_store(tmp_path: Path) -> None:
+    """Without a database URL the series are in <data dir>/store.sqlite, not in a file of their own."""
+    LocalState(tmp_path).append("metrics:o/r", {"t": 1})
+    assert SeriesStore(open_store(None, tmp_path)).series("metrics:o/r") == [{"t": 1}]
+    assert not (tmp_path / "state" / "series.sqlite").exists()
+
+
+def _open_and_record(url: str, n: int) -> None:
+    store = Store(url)
+    TrunkResults(store, "acme/fork").record(f"c{n}", "unit", "passed", [("t", "passed")])
+    store.dispose()
+
+
+def test_workers_starting_together_migrate_once(store_url: str) -> None:
+    """Four processes opening a fresh store at once all succeed (the migration is serialised)."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_open_and_record, args=(store_url, n)) for n in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    results = TrunkResults(open_store(store_url, "."), "acme/fork")
+    assert all(results.has_run(f"c{n}", "unit") for n in range(4))
+
+
+def test_postgres_urls_use_psycopg_and_sqlite_lives_in_the_data_dir(tmp_path: Path) -> None:
+    """FORKSYNC_DATABASE_URL postgresql:// is driven by psycopg 3; unset, the store is a data-dir file."""
+    assert database_url_for("postgresql://u@h:5432/db", tmp_path) == "postgresql+psycopg://u@h:5432/db"
+    assert database_url_for("postgres://u@h/db", tmp_path) == "postgresql+psycopg://u@h/db"
+    assert database_url_for(None, tmp_path) == f"sqlite:///{tmp_path.resolve() / 'store.sqlite'}"

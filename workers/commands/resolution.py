@@ -1,0 +1,119 @@
+"""``/resolve [agent]`` and ``/resolve show FILE`` on a forksync pick PR.
+
+``/resolve`` rebuilds the PR's branch: each upstream commit the branch carries (its trailers) is
+cherry-picked again onto the fork's trunk in memory and resolved (memory from the fork's
+``refs/forksync/resolutions``, the deterministic strategies, the agent with ``/resolve agent``),
+behind the rails. When every pick resolves, the branch is replaced, which is allowed only while
+every commit on it is forksync's: a maintainer's own pushed resolution is kept, never
+force-pushed over (it goes into the memory when the PR merges). ``/resolve show FILE`` answers
+one file's conflict and resolution and writes nothing. Every outcome is answered.
+"""
+
+from __future__ import annotations
+
+import pygit2
+
+from core.commands import Command
+from core.render import commands as render
+from core.render import resolution as show
+from workers.commands.actions import fork_auth, open_fork
+from workers.commands.handler import Context
+from workers.engine.bundle import BOT_COMMITTER, PickStyle
+from workers.engine.pair import normalise_web_url
+from workers.engine.resolve.agent import agent_step, from_config
+from workers.engine.resolve.branch import BuildResult, build_through, plan_branch, read_branch
+from workers.engine.resolve.memory import fetch_memory
+from workers.engine.resolve.pick import AgentStep
+from workers.engine.resolve.rails import Check
+
+PR_HEAD_REF = "refs/forksync/pr-head/"
+BRANCH_PREFIX = "forksync/"
+
+
+def _committer(ctx: Context) -> tuple[str, str]:
+    text = ctx.config.bundle.committer
+    name, _, email = text.partition(" <")
+    return (name, email.rstrip(">")) if email else BOT_COMMITTER
+
+
+def resolve_action(ctx: Context, command: Command) -> render.Outcome:
+    """/resolve, /resolve agent, /resolve show FILE (see the module docstring)."""
+    if not ctx.task.is_pull_request:
+        return render.failed(command, "`/resolve` works on forksync's pick pull requests; this is an issue",
+                             "comment it on the PR whose pick conflicts")
+    pull = ctx.pull()
+    if pull.from_outside(ctx.repo) or not pull.head_ref.startswith(BRANCH_PREFIX):
+        return render.failed(command, f"`{pull.head_ref}` is not a forksync pick branch, so there is nothing to resolve",
+                             "use it on a `[Cherry-pick]` PR that forksync opened")
+    with_agent = command.args[:1] == ("agent",)
+    if with_agent and not ctx.config.resolve.agent.configured:
+        return render.failed(command, "no conflict agent is configured",
+                             "set `resolve.agent.command` (or `url` and `key_env`) in `.github/forksync.yml`")
+    pair = open_fork(ctx)
+    head_ref = f"{PR_HEAD_REF}{pull.number}"
+    with fork_auth(ctx):
+        pair.repo.git("fetch", "--quiet", "--no-tags", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
+    repo = pygit2.Repository(str(pair.repo.path))
+    committer = _committer(ctx)
+    plan = plan_branch(read_branch(repo, pair.fork_tip, head_ref), ctx.config.ledger.trailer_patterns, committer[1])
+    upstream = [pair.repo.rev_parse(sha) for sha in plan.upstream]
+    missing = [s for s, full in zip(plan.upstream, upstream, strict=True) if full is None]
+    if not plan.upstream or missing:
+        return render.failed(command, "this branch names no upstream commit that forksync can read "
+                             f"({', '.join(missing) or 'no trailer found'})",
+                             f"the pick commits must carry the trailer `{ctx.config.ledger.trailer}`")
+    shas = [s for s in upstream if s is not None]
+    memory = fetch_memory(pair, ctx.config.resolve.memory_ref)
+    cfg = ctx.config.resolve
+    checks = tuple(Check(suffix, argv) for suffix, argv in cfg.checks)
+    agent = from_config(cfg.agent) if with_agent or cfg.auto_agent else None
+    style = PickStyle(trailer=ctx.config.ledger.trailer,
+                      upstream_url=normalise_web_url(ctx.config.upstream.url) if ctx.config.upstream.url else None,
+                      committer=committer)
+
+    def agent_for(onto: str) -> AgentStep | None:
+        return agent_step(agent, repo, onto=onto, checks=checks, history_commits=cfg.agent.history_commits) if agent else None
+
+    built = build_through(repo, shas, pair.fork_tip, config=ctx.config, style=style, memory=memory, agent_for=agent_for)
+
+    if command.args[:1] == ("show",):
+        return _show(command, built, command.args[1])
+    if plan.human_owned:
+        who = ", ".join(f"`{c.sha[:10]}`" for c in plan.human[:3])
+        return render.done(
+            command,
+            f"a maintainer's commit ({who}) is on this branch: forksync keeps it and will not rewrite the branch; "
+            "once approved and merged, its resolution goes into the resolution memory",
+            details=_details(built),
+        )
+    if built.head is None:
+        waiting = sum(len(o.waiting) for o in built.outcomes)
+        return render.failed(
+            command,
+            f"{waiting} file(s) still need a human{' (the agent included)' if agent else ''}; the branch is unchanged",
+            "push your resolution onto this branch (forksync keeps it), or try `/resolve agent` if an agent is configured",
+            details=_details(built),
+        )
+    with fork_auth(ctx):
+        pair.push_to_fork(built.head, f"refs/heads/{pull.head_ref}", force=True)
+    files = sum(len(o.entries) for o in built.outcomes)
+    return render.done(
+        command,
+        f"resolved {files} file(s) in {len(built.outcomes)} pick(s) and updated `{pull.head_ref}` to `{built.head[:10]}`; "
+        "a maintainer's approval (a review or `/approve`) is still required before merge",
+        details=_details(built),
+    )
+
+
+def _details(built: BuildResult) -> str:
+    return "\n".join(show.conflict_resolution_section(o, with_details=False) for o in built.outcomes if not o.clean)
+
+
+def _show(command: Command, built: BuildResult, path: str) -> render.Outcome:
+    for outcome in built.outcomes:
+        text = show.show_file(outcome, path)
+        if text is not None:
+            return render.done(command, f"`{path}` in the pick of `{outcome.commit[:10]}`", details=text)
+    conflicted = sorted({e.path for o in built.outcomes for e in o.entries} | {w.path for o in built.outcomes for w in o.waiting})
+    listed = ", ".join(f"`{p}`" for p in conflicted[:10]) or "none"
+    return render.failed(command, f"`{path}` does not conflict in this PR's picks", f"conflicted files: {listed}")

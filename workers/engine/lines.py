@@ -1,0 +1,184 @@
+"""Line-level dependencies between upstream commits (git-deps style), computed in one pass.
+
+Commit B depends on an earlier commit A when B's hunks, widened by ``context`` lines (the
+neighbourhood a three-way merge or ``git apply`` needs to place them), overlap lines that A
+was the last to change. This is what ``git blame`` on B's parent would say about those lines,
+computed without blame: one walk over the upstream history in order keeps, per file, which
+commit last wrote each line range (only ranges written after the base are kept), shifting the
+ranges through every commit's hunks. Every commit of the history is walked, picked ones too,
+because they shift lines; the partition decides which owners matter (open chain members).
+
+Pure: it reads only the hunk ranges of each commit (``FileRanges``), never a blob.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+# Lines a dependency looks beyond each side of a hunk. One line is where a three-way merge of
+# two changes starts to conflict (xdiff treats touching regions as one); a larger value links more.
+DEFAULT_CONTEXT = 1
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One zero-context hunk, ``@@ -old_start,old_count +new_start,new_count @@``."""
+
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+
+
+@dataclass(frozen=True)
+class FileRanges:
+    """The hunks of one file in one commit; ``whole`` for a change without hunks (binary, mode)."""
+
+    path: str
+    hunks: tuple[Hunk, ...] = ()
+    whole: bool = False
+
+
+@dataclass(frozen=True)
+class LineDep:
+    """B depends on ``commit``: lines ``start``-``end`` (B's parent's numbering) of ``path``."""
+
+    commit: str
+    path: str
+    start: int
+    end: int
+
+    def describe(self) -> str:
+        where = f"line {self.start}" if self.start == self.end else f"lines {self.start}-{self.end}"
+        if self.start == 0:
+            where = "the whole file"
+        return f"{where} of {self.path}"
+
+
+@dataclass
+class _Segment:
+    start: int  # first line (1-based), current numbering
+    end: int  # one past the last line
+    owner: str
+
+
+class LineOwners:
+    """Who last changed each line range of each file, as commits are applied in order."""
+
+    def __init__(self, context: int = DEFAULT_CONTEXT) -> None:
+        self.context = context
+        self._files: dict[str, list[_Segment]] = {}
+        self._whole: dict[str, str] = {}  # path → commit that last changed it without hunks
+
+    def dependencies(self, files: Iterable[FileRanges]) -> list[LineDep]:
+        """The earlier commits the given changes depend on (before applying them)."""
+        found: list[LineDep] = []
+        for f in files:
+            whole = self._whole.get(f.path)
+            if whole is not None:
+                found.append(LineDep(whole, f.path, 0, 0))
+            segments = self._files.get(f.path)
+            if not segments:
+                continue
+            if f.whole or not f.hunks:
+                found.extend(LineDep(s.owner, f.path, s.start, s.end - 1) for s in segments)
+                continue
+            for lo, hi in self._windows(f.hunks):
+                for s in _overlapping(segments, lo, hi):
+                    found.append(LineDep(s.owner, f.path, max(lo, s.start), min(hi, s.end) - 1))
+        return found
+
+    def _windows(self, hunks: Sequence[Hunk]) -> list[tuple[int, int]]:
+        k = self.context
+        out = []
+        for h in hunks:
+            if h.old_count:
+                out.append((max(1, h.old_start - k), h.old_start + h.old_count + k))
+            else:  # an insertion after line old_start
+                out.append((max(1, h.old_start - k + 1), h.old_start + k + 1))
+        return out
+
+    def apply(self, sha: str, files: Iterable[FileRanges]) -> None:
+        """Record that ``sha`` changed these ranges: shift the others, own the new lines."""
+        for f in files:
+            if f.whole or not f.hunks:
+                self._whole[f.path] = sha
+                self._files.pop(f.path, None)
+                continue
+            self._whole.pop(f.path, None)
+            self._files[f.path] = _shift(self._files.get(f.path, []), f.hunks, sha)
+
+
+def _overlapping(segments: list[_Segment], lo: int, hi: int) -> list[_Segment]:
+    i = bisect_right([s.end for s in segments], lo)
+    out = []
+    while i < len(segments) and segments[i].start < hi:
+        out.append(segments[i])
+        i += 1
+    return out
+
+
+def _shift(segments: list[_Segment], hunks: Sequence[Hunk], sha: str) -> list[_Segment]:
+    """``segments`` carried through ``hunks`` (old numbering → new), plus the lines ``sha`` wrote."""
+    hunks = sorted(hunks, key=lambda h: h.old_start)
+    # Old-numbering boundaries where the shift changes: the end of each removal, and the line
+    # after each insertion point; the shift of line l is the delta of every hunk ending at or before l.
+    ends = [h.old_start + h.old_count if h.old_count else h.old_start + 1 for h in hunks]
+    deltas = []
+    total = 0
+    for h in hunks:
+        total += h.new_count - h.old_count
+        deltas.append(total)
+    removed = [(h.old_start, h.old_start + h.old_count) for h in hunks if h.old_count]
+    cuts = sorted({b for r in removed for b in r} | set(ends))
+    out: list[_Segment] = []
+    for seg in segments:
+        pieces = [(seg.start, seg.end)]
+        for lo, hi in removed:
+            pieces = [p for a, b in pieces for p in ((a, min(b, lo)), (max(a, hi), b)) if p[0] < p[1]]
+        for a, b in pieces:
+            for x, y in _split(a, b, cuts):
+                i = bisect_right(ends, x) - 1
+                d = deltas[i] if i >= 0 else 0
+                out.append(_Segment(x + d, y + d, seg.owner))
+    out.extend(_Segment(h.new_start, h.new_start + h.new_count, sha) for h in hunks if h.new_count)
+    out.sort(key=lambda s: s.start)
+    return _coalesce(out)
+
+
+def _split(a: int, b: int, cuts: Sequence[int]) -> list[tuple[int, int]]:
+    out = []
+    for c in cuts:
+        if a < c < b:
+            out.append((a, c))
+            a = c
+    out.append((a, b))
+    return out
+
+
+def _coalesce(segments: list[_Segment]) -> list[_Segment]:
+    out: list[_Segment] = []
+    for s in segments:
+        if out and out[-1].owner == s.owner and out[-1].end == s.start:
+            out[-1].end = s.end
+        else:
+            out.append(s)
+    return out
+
+
+def line_dependencies(
+    history: Sequence[tuple[str, Sequence[FileRanges]]], context: int = DEFAULT_CONTEXT
+) -> dict[str, tuple[LineDep, ...]]:
+    """For every commit of ``history`` (upstream order), the earlier commits its hunks depend on.
+
+    One dependency per (commit, file, range), sorted; a commit never depends on itself.
+    """
+    owners = LineOwners(context)
+    out: dict[str, tuple[LineDep, ...]] = {}
+    for sha, files in history:
+        deps = owners.dependencies(files)
+        out[sha] = tuple(sorted(set(d for d in deps if d.commit != sha), key=lambda d: (d.path, d.start, d.commit)))
+        owners.apply(sha, files)
+    return out

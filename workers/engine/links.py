@@ -1,0 +1,100 @@
+"""Which open chains a commit depends on, by the configured rule (``risk.link: line | file``).
+
+``line`` (the default) links a commit to a chain only by what really depends:
+
+* **lines** — its hunks (widened by ``risk.context_lines``) overlap lines that a chain member
+  still to pick was the last to change (``Change.depends``, from :mod:`workers.engine.lines`);
+* **symbols** — it changes the definition of a name whose definition a chain member changes, or
+  it uses a name a chain member introduces (definitions only, never a mere mention; the
+  generic-name stop-list applies). Members already picked link nothing: their lines and names
+  are in the fork already.
+
+``file`` is the earlier rule, kept to compare: any shared file, or any shared symbol (function
+context or definition), of any member, picked ones included.
+
+The index is looked up per commit (file, line owner, symbol), never scanned per chain, so the
+walk stays linear in the number of commits. Chain ids may be stale after a merge; the caller's
+``find`` resolves them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from workers.engine.symbols import last_name
+
+if TYPE_CHECKING:
+    from workers.engine.partition import Change
+
+
+@dataclass(frozen=True)
+class Link:
+    """A dependency of a commit on an open chain: ``kind`` (line, symbol, file) and its detail."""
+
+    chain: str
+    kind: str
+    detail: str
+
+
+@dataclass
+class ChainLinks:
+    """The link index of the open chains: who owns which member, file and symbol."""
+
+    mode: str = "line"
+    member: dict[str, str] = field(default_factory=dict)  # pending member sha → chain id
+    files: dict[str, set[str]] = field(default_factory=dict)  # path → chain ids (file mode)
+    symbols: dict[str, set[str]] = field(default_factory=dict)  # file mode: any symbol → chain ids
+    defined: dict[str, dict[str, str]] = field(default_factory=dict)  # line: definition → chain → member
+    introduced: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)  # last name → chain → (symbol, member)
+
+    def add(self, chain_id: str, sha: str, paths: Iterable[str], symbols: Iterable[str],
+            defined: Iterable[str] = (), introduced: Iterable[str] = (), *, pending: bool = True) -> None:
+        """Record that ``sha`` is a member of ``chain_id`` (``pending``: still to pick)."""
+        if self.mode == "file":
+            for path in paths:
+                self.files.setdefault(path, set()).add(chain_id)
+            for symbol in symbols:
+                self.symbols.setdefault(symbol, set()).add(chain_id)
+            return
+        if not pending:
+            return  # picked: its lines and names are in the fork already
+        self.member[sha] = chain_id
+        for symbol in defined:
+            self.defined.setdefault(symbol, {}).setdefault(chain_id, sha)
+        for symbol in introduced:
+            self.introduced.setdefault(last_name(symbol), {}).setdefault(chain_id, (symbol, sha))
+
+    def links_of(self, change: Change, find: Callable[[str], str]) -> dict[str, Link]:
+        """The open chains ``change`` depends on, one reason each (the first found, in a fixed order)."""
+        found: dict[str, Link] = {}
+
+        def note(chain_id: str, kind: str, detail: str) -> None:
+            chain_id = find(chain_id)
+            if chain_id not in found:
+                found[chain_id] = Link(chain_id, kind, detail)
+
+        if self.mode == "file":
+            for path in sorted(change.paths):
+                for owner in sorted(self.files.get(path, ())):
+                    note(owner, "file", f"touches {path} of {find(owner)}")
+            for symbol in sorted(change.symbols):
+                for owner in sorted(self.symbols.get(symbol, ())):
+                    note(owner, "symbol", f"touches symbol {symbol} of {find(owner)}")
+            return found
+        for dep in change.depends:
+            holder = self.member.get(dep.commit)
+            if holder is not None:
+                note(holder, "line", f"{dep.describe()} last changed by {dep.commit[:7]} of {find(holder)}")
+        for symbol in sorted(change.defined):
+            for owner, sha in sorted(self.defined.get(symbol, {}).items()):
+                note(owner, "symbol", f"changes the definition of {symbol}, also changed by {sha[:7]} of {find(owner)}")
+        for name in sorted(change.used):
+            for owner, (symbol, sha) in sorted(self.introduced.get(name, {}).items()):
+                note(owner, "symbol", f"uses {symbol}, introduced by {sha[:7]} of {find(owner)}")
+        return found
+
+    def forget(self, sha: str) -> None:
+        """``sha`` no longer counts as a pending member (taken out of its chain)."""
+        self.member.pop(sha, None)

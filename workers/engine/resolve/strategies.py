@@ -1,0 +1,199 @@
+"""Deterministic per-hunk strategies, cheapest and surest first; each declines rather than guess.
+
+A strategy looks at one conflict :class:`Hunk` (ours = the fork, base = upstream's parent,
+theirs = the upstream commit) and returns a :class:`HunkResolution` with its reason, or None.
+Which rules are here, and which were left out, was decided on real backport conflicts
+(benchmarks/bench_conflicts.py); docs/conflicts.md gives the figures. The guiding rule: a
+wrong resolution that passes the rails is worse than a decline, so every rule has guards.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from workers.engine.resolve import model
+from workers.engine.resolve.merge3 import diff3, merged_of, tokens
+from workers.engine.resolve.model import Hunk, HunkResolution
+
+
+@dataclass(frozen=True)
+class HunkContext:
+    """What a strategy may know besides the hunk: the file's path."""
+
+    path: str
+
+
+Strategy = Callable[[Hunk, HunkContext], HunkResolution | None]
+
+
+def _resolution(hunk: Hunk, strategy: str, lines: Sequence[str], reason: str) -> HunkResolution:
+    return HunkResolution(hunk.index, strategy, tuple(lines), reason, hunk.digest())
+
+
+def _bare(lines: Sequence[str]) -> list[str]:
+    return [line.rstrip("\r\n") for line in lines]
+
+
+def identical_sides(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """Both sides made the same change: take it."""
+    if hunk.ours == hunk.theirs:
+        return _resolution(hunk, model.IDENTICAL, hunk.ours, "the fork and upstream made the same change")
+    return None
+
+
+def _squash(lines: Sequence[str]) -> list[str]:
+    return [" ".join(line.split()) for line in lines if line.strip()]
+
+
+def whitespace_only(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """The sides differ only in whitespace (indentation, blank lines, trailing space): keep the fork's."""
+    if _squash(hunk.ours) == _squash(hunk.theirs):
+        return _resolution(
+            hunk, model.WHITESPACE, hunk.ours,
+            "the two sides differ only in whitespace; the fork's formatting is kept",
+        )
+    return None
+
+
+def _in_order(needle: Sequence[str], hay: Sequence[str]) -> bool:
+    it = iter(hay)
+    return all(any(x == y for y in it) for x in needle)
+
+
+def already_applied(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """Upstream's change is already in the fork (an earlier or out-of-order pick): keep the fork's side.
+
+    Every non-blank line upstream adds is in the fork's side, in order, and no line upstream
+    removes is there more often than upstream itself keeps it.
+    """
+    ours, base, theirs = (_strip(hunk.ours), _strip(hunk.base), _strip(hunk.theirs))
+    cb, ct, co = collections.Counter(base), collections.Counter(theirs), collections.Counter(ours)
+    added = [line for line in theirs if line.strip() and ct[line] > cb[line]]
+    removed = [line for line in (cb - ct) if line.strip()]
+    if not added or not _in_order(added, ours):
+        return None
+    if any(co[line] > ct[line] for line in removed):
+        return None
+    return _resolution(
+        hunk, model.ALREADY_APPLIED, hunk.ours,
+        f"upstream's change ({len(added)} added line(s)) is already in the fork, so the fork's side is kept",
+    )
+
+
+def _strip(lines: Sequence[str]) -> list[str]:
+    return [line.rstrip() for line in lines]
+
+
+# A line that is one entry of a list-like region, per kind. An additive union is only made when
+# every line both sides add is an entry of the same kind.
+_LIST_ENTRY: dict[str, re.Pattern[str]] = {
+    "include": re.compile(r"^\s*#\s*include\s+[<\"][^>\"]+[>\"]\s*(//.*)?$"),
+    "import": re.compile(r"^\s*(import\s+[\w.]+(\s+as\s+\w+)?|from\s+[\w.]+\s+import\s+[\w., ()]+)\s*(#.*)?$"),
+    "pybind": re.compile(r"^\s*\.def(_readonly|_readwrite|_static|_property)?\(\s*\"\w+\".*$"),
+    "cmake": re.compile(r"^\s*[\w./${}-]+\.(c|cc|cpp|cxx|cu|h|hpp|td|py|mlir|txt)\s*\)?\s*$"),
+    "bullet": re.compile(r"^\s*([-*+]|\d+\.)\s+\S.*$"),
+    "enum": re.compile(r"^\s*[A-Za-z_]\w*(\s*=\s*[^,;{}()]+)?\s*,\s*(//.*|#.*)?$"),
+    "registration": re.compile(r"^\s*\w[\w:<>]*\s*(\(|<)[\w:<>, \"]*(\)|>)\s*[;,]?\s*$"),
+}
+
+
+def _entry_kind(line: str) -> str | None:
+    for kind, pattern in _LIST_ENTRY.items():
+        if pattern.match(line):
+            return kind
+    return None
+
+
+def list_union(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """Both sides only add independent entries at the same place of a list: keep both.
+
+    Guards: upstream's parent had nothing there (a pure addition on both sides), every added
+    line is an entry of one kind (includes, imports, pybind ``.def``, CMake sources, enum
+    members, registrations, doc bullets), no entry is added twice. Order is deterministic:
+    sorted when both sides' entries are each sorted, else the fork's entries first.
+    """
+    if any(line.strip() for line in hunk.base):
+        return None
+    ours = [line for line in hunk.ours if line.strip()]
+    theirs = [line for line in hunk.theirs if line.strip()]
+    if not ours or not theirs or len(ours) != len(hunk.ours) or len(theirs) != len(hunk.theirs):
+        return None
+    kinds = {_entry_kind(line.rstrip("\r\n")) for line in ours + theirs}
+    if len(kinds) != 1 or None in kinds:
+        return None
+    if set(_strip(ours)) & set(_strip(theirs)):
+        return None
+    kind = next(iter(kinds))
+
+    def key(line: str) -> str:
+        return line.strip()
+
+    if ours == sorted(ours, key=key) and theirs == sorted(theirs, key=key):
+        lines = sorted(ours + theirs, key=key)
+        order = "in sorted order"
+    else:
+        lines = ours + theirs
+        order = "the fork's first"
+    lines = [line if line.endswith("\n") else line + "\n" for line in lines[:-1]] + lines[-1:]
+    return _resolution(
+        hunk, model.LIST_UNION, lines,
+        f"both sides only add independent {kind} entries ({len(ours)} in the fork, {len(theirs)} upstream); "
+        f"both kept, {order}",
+    )
+
+
+def _drops_lines(base: Sequence[str], side: Sequence[str]) -> bool:
+    """``side`` deletes whole lines of ``base`` (a deletion, or a replacement by fewer lines)."""
+    ops = SequenceMatcher(None, list(base), list(side), autojunk=False).get_opcodes()
+    return any(op != "equal" and (j2 - j1) < (i2 - i1) for op, i1, i2, j1, j2 in ops)
+
+
+def _wraps_base(side: Sequence[str], base: Sequence[str]) -> bool:
+    """``side`` is ``base`` with whole lines inserted around or inside it (base kept contiguous)."""
+    n = len(base)
+    if not n or len(side) <= n:
+        return False
+    return any(tuple(side[i : i + n]) == tuple(base) for i in range(len(side) - n + 1))
+
+
+def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """The sides change different words or lines of the block: merge them token by token.
+
+    git conflicts when changes touch; a diff3 over tokens (words, punctuation, whitespace,
+    newlines) merges a renamed argument with a reformatted call, or a changed decorator with a
+    changed signature below it. Guards, from the cases where humans did otherwise: a side that
+    inserts whole lines around the other's edit, or deletes whole lines, is ambiguous (does the
+    neighbouring edit belong to it?) and declines.
+    """
+    ours, base, theirs = _bare(hunk.ours), _bare(hunk.base), _bare(hunk.theirs)
+    if not base:
+        return None
+    if _wraps_base(ours, base) or _wraps_base(theirs, base):
+        return None
+    if _drops_lines(base, ours) or _drops_lines(base, theirs):
+        return None
+    text = ["".join(side) for side in (hunk.ours, hunk.base, hunk.theirs)]
+    chunks = diff3(tokens(text[1]), tokens(text[0]), tokens(text[2]))
+    merged = merged_of(chunks)
+    if merged is None:
+        return None
+    sides = {c.side for c in chunks} - {"stable"}
+    if not {"ours", "theirs"} <= sides:
+        return None  # one side only: git would not have conflicted; something is off, decline
+    lines = "".join(merged).splitlines(keepends=True)
+    changed_o = sum(1 for c in chunks if c.side == "ours")
+    changed_t = sum(1 for c in chunks if c.side == "theirs")
+    return _resolution(
+        hunk, model.TOKEN_MERGE, lines,
+        f"the sides change different words of the block ({changed_o} fork edit(s), {changed_t} upstream "
+        "edit(s), none overlapping); both applied",
+    )
+
+
+# The deterministic pipeline, in order. Memory (exact fingerprints) runs before these.
+DETERMINISTIC: tuple[Strategy, ...] = (identical_sides, whitespace_only, already_applied, list_union, token_merge)
+
