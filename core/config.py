@@ -128,6 +128,9 @@ class L1Config:
     # Automatic reruns of a suite with failures not explained by trunk (to spot flaky tests).
     flaky_reruns: int = 1
     baseline_window: int = 5  # trunk runs whose median test count is a suite's baseline
+    # The staleness watchdog concludes an L1 check still queued or in progress this long past its
+    # suites' timeouts as timed_out (a dead queue), and files an infrastructure issue for the queue.
+    stale_margin_minutes: int = 15
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,10 @@ class CommandsConfig:
 class ScheduleConfig:
     poll_upstream_minutes: int = 10
     snapshot_minutes: int = 60
+    # Beat's L1 staleness watchdog (checks that never finish, trunk results that stop arriving).
+    l1_watchdog_minutes: int = 5
+    # A trunk push with no trunk L1 result recorded this long after it is reported.
+    trunk_silent_minutes: int = 180
 
 
 @dataclass(frozen=True)
@@ -441,10 +448,23 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     _check_regexes(doc, ("ledger", "wont_port_patterns"), wont_port_patterns, "sha")
 
     cmds = _Section(doc, ("commands",), top.raw("commands"), ("rate_limit", "rate_window_s", "permission_cache_s"))
-    sched = _Section(doc, ("schedule",), top.raw("schedule"), ("poll_upstream_minutes", "snapshot_minutes"))
+    sched = _Section(doc, ("schedule",), top.raw("schedule"),
+                     ("poll_upstream_minutes", "snapshot_minutes", "l1_watchdog_minutes", "trunk_silent_minutes"))
+
+    upstream_url = up.text("url", None)
+    if upstream_url is not None:
+        problem = repo_url_problem(upstream_url)
+        if problem:
+            raise doc.error(("upstream", "url"), problem,
+                            "name the upstream as https://HOST/OWNER/REPO; mirrors and local paths are the "
+                            "operator's to map (FORKSYNC_GIT_URL_MAP), never the repository's")
+    for path in (("upstream", "branch"), ("fork", "branch")):
+        name = (up if path[0] == "upstream" else fork).text("branch", "main")
+        if not valid_branch(name):
+            raise doc.error(path, f"{name!r} is not a branch name", "e.g. branch: main")
 
     return RepoConfig(
-        upstream=UpstreamConfig(url=up.text("url", None), branch=up.text("branch", "main")),
+        upstream=UpstreamConfig(url=upstream_url, branch=up.text("branch", "main")),
         fork=ForkConfig(branch=fork.text("branch", "main")),
         bundle=BundleConfig(
             max_commits=bundle.integer("max_commits", 30, minimum=1),
@@ -479,6 +499,8 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
         schedule=ScheduleConfig(
             poll_upstream_minutes=sched.integer("poll_upstream_minutes", 10, minimum=1),
             snapshot_minutes=sched.integer("snapshot_minutes", 60, minimum=1),
+            l1_watchdog_minutes=sched.integer("l1_watchdog_minutes", 5, minimum=1),
+            trunk_silent_minutes=sched.integer("trunk_silent_minutes", 180, minimum=1),
         ),
         resolve=_resolve(doc, top.raw("resolve")),
     )
@@ -534,6 +556,47 @@ def _resolve(doc: _Doc, raw: Any) -> ResolveConfig:
     )
 
 
+_HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = re.compile(rf"^{_HOST_LABEL}(?:\.{_HOST_LABEL})*(?::[0-9]{{1,5}})?$")
+_PATH_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
+_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[^\x00-\x20\x7f~^:?*\[\\]+(?<![./])(?<!\.lock)$")
+
+
+def repo_url_problem(url: str) -> str | None:
+    """Why ``url`` may not come from a repository's config, or None when it may.
+
+    A repository's config is written by anyone who can push to it, so it may only name a public
+    web address: ``https://host/owner/repo``. Local paths, ``file://``, ``ssh``, ``ext::`` and
+    credentials in URLs could read the worker's disk, another installation's caches, or run
+    commands; those are operator settings.
+    """
+    from urllib.parse import urlsplit
+
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+        return "contains whitespace or control characters"
+    if not url.startswith("https://"):
+        return "only https:// URLs are accepted here (not local paths, file://, ssh or git@host: forms)"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    if "@" in parts.netloc:
+        return "must not carry a user name or credentials (the App authenticates by itself)"
+    if not _HOST.match(parts.netloc):
+        return f"has no valid host name ({parts.netloc!r})"
+    if parts.query or parts.fragment:
+        return "must not carry a query or fragment"
+    segments = [seg for seg in parts.path.split("/") if seg]
+    if len(segments) < 2 or any(seg in (".", "..") or not _PATH_PART.match(seg) for seg in segments):
+        return "must name a repository as https://HOST/OWNER/REPO"
+    return None
+
+
+def valid_branch(name: str) -> bool:
+    """A plain branch name git accepts, never one that reads as an option."""
+    return bool(_BRANCH.match(name)) and not name.startswith("refs/")
+
+
 def _check_regexes(doc: _Doc, path: Path_, patterns: tuple[str, ...], group: str) -> None:
     import re
 
@@ -558,7 +621,7 @@ def _l1(doc: _Doc, raw: Any) -> L1Config:
     sec = _Section(
         doc, ("l1",), raw,
         ("suites", "required_checks", "baseline_fraction", "canary", "max_infra_retries", "fail_on",
-         "flaky_reruns", "baseline_window"),
+         "flaky_reruns", "baseline_window", "stale_margin_minutes"),
     )
     fail_on = sec.strings("fail_on", ("new",))
     for i, klass in enumerate(fail_on):
@@ -595,6 +658,7 @@ def _l1(doc: _Doc, raw: Any) -> L1Config:
         fail_on=fail_on,
         flaky_reruns=sec.integer("flaky_reruns", 1),
         baseline_window=sec.integer("baseline_window", 5, minimum=1),
+        stale_margin_minutes=sec.integer("stale_margin_minutes", 15, minimum=0),
     )
 
 
@@ -694,6 +758,10 @@ class Settings:
     data_dir: str = ".forksync"
     max_body_bytes: int = 25 * 1024 * 1024
     delivery_ttl_s: int = 7 * 24 * 3600
+    # A webhook body must arrive within this many seconds (behind a buffering front it always does).
+    body_read_timeout_s: float = 20.0
+    # Bodies read at once per web process; one more waits half a second, then gets 503.
+    max_concurrent_reads: int = 4
     # The shared SQL store (core/store): PostgreSQL for distributed workers; None = SQLite in data_dir.
     database_url: str | None = field(default=None, repr=False)
 
@@ -719,5 +787,7 @@ class Settings:
             data_dir=env.get("FORKSYNC_DATA_DIR") or ".forksync",
             max_body_bytes=int(env.get("FORKSYNC_MAX_BODY_BYTES") or 25 * 1024 * 1024),
             delivery_ttl_s=int(env.get("FORKSYNC_DELIVERY_TTL_S") or 7 * 24 * 3600),
+            body_read_timeout_s=float(env.get("FORKSYNC_BODY_READ_TIMEOUT_S") or 20.0),
+            max_concurrent_reads=max(1, int(env.get("FORKSYNC_MAX_CONCURRENT_READS") or 4)),
             database_url=env.get("FORKSYNC_DATABASE_URL") or None,
         )

@@ -50,6 +50,7 @@ from core.github.records import (
     cut,
 )
 from core.github.roles import GitFunnel
+from core.render import carries_marker
 
 log = logging.getLogger("forksync.github")
 
@@ -188,6 +189,21 @@ class GitHubAdapter:
 
         return self._call(f"list check runs of {ref}", repo, fetch)
 
+    def required_status_checks(self, repo: str, branch: str) -> tuple[str, ...] | None:
+        """The contexts ``branch``'s protection requires (PyGithub ``Branch.get_required_status_checks``);
+        None when the branch is unprotected or protection does not require status checks (404)."""
+
+        def fetch() -> tuple[str, ...] | None:
+            try:
+                checks = self._repo(repo).get_branch(branch).get_required_status_checks()
+            except GithubException as exc:
+                if exc.status in (403, 404):  # not protected / no required checks / no admin read
+                    return None
+                raise
+            return tuple(checks.contexts or ())
+
+        return self._call(f"read the required status checks of {branch}", repo, fetch)
+
     # ----------------------------------------------------------------- pull requests
 
     def find_pull_request(self, repo: str, head: str, base: str | None = None) -> PullRequestInfo | None:
@@ -256,7 +272,9 @@ class GitHubAdapter:
             if labels:
                 kwargs["labels"] = list(labels)
             for issue in self._repo(repo).get_issues(**kwargs):
-                if issue.pull_request is None and marker in (issue.body or ""):
+                # Only where the bot writes it (the body's leading markers): text an outsider wrote,
+                # or the bot copied from outside, can never pass for the bot's record.
+                if issue.pull_request is None and carries_marker(issue.body or "", marker):
                     return _issue_info(issue)
             return None
 
@@ -276,7 +294,7 @@ class GitHubAdapter:
     def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
                      labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]:
         """Update the issue carrying ``marker`` (reopening it if asked), else create it; True when created."""
-        full_body = body if marker in body else f"{marker}\n{body}"
+        full_body = body if carries_marker(body, marker) else f"{marker}\n{body}"
         existing = self.find_issue(repo, marker)
         if existing is None:
             issue: Issue = self._call(f"open issue {title!r}", repo,
@@ -352,7 +370,7 @@ class GitHubAdapter:
 
         def fetch() -> CommentInfo | None:
             for comment in self._repo(repo).get_issue(issue_number).get_comments():
-                if marker in (comment.body or ""):
+                if carries_marker(comment.body or "", marker):
                     return _comment_info(comment, issue_number)
             return None
 
@@ -360,7 +378,7 @@ class GitHubAdapter:
 
     def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]:
         """Edit the comment carrying ``marker`` in place, else post it; True when posted."""
-        full_body = body if marker in body else f"{marker}\n{body}"
+        full_body = body if carries_marker(body, marker) else f"{marker}\n{body}"
         existing = self.find_comment(repo, issue_number, marker)
         if existing is None:
             return self.create_comment(repo, issue_number, full_body), True
@@ -430,7 +448,7 @@ class GitHubAdapter:
         }
         refspec = f"{'+' if force else ''}{rev}:refs/heads/{branch}"
         try:
-            source.git("push", "--porcelain", url, refspec, env=env)
+            source.git("push", "--porcelain", "--", url, refspec, env=env)
         except ForksyncError as exc:  # the funnel's GitError
             stderr = str(getattr(exc, "stderr", "") or exc)
             raise _classify_push(stderr, repo, branch, (token, basic)) from None

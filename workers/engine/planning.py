@@ -277,7 +277,7 @@ def publish(
     if push:
         where = Repository(pair.fork.path) if pair.fork.path is not None else pair.repo
         try:
-            where.git("ls-remote", "--heads", push)
+            where.git("ls-remote", "--heads", "--", push)
         except GitError as exc:
             raise ForksyncError(
                 f"cannot reach {push!r} to push to (nothing was written): {exc.problem}",
@@ -299,7 +299,7 @@ def publish(
 
 def _push(repo: Repository, remote: str, specs: list[str], where: str) -> None:
     try:
-        repo.git("push", "--quiet", "--atomic", "--no-verify", remote, *specs)
+        repo.git("push", "--quiet", "--atomic", "--no-verify", "--", remote, *specs)
     except GitError as exc:
         if any(word in exc.stderr for word in ("non-fast-forward", "fetch first", "stale info")):
             raise ForksyncError(
