@@ -128,6 +128,9 @@ class L1Config:
     # Automatic reruns of a suite with failures not explained by trunk (to spot flaky tests).
     flaky_reruns: int = 1
     baseline_window: int = 5  # trunk runs whose median test count is a suite's baseline
+    # The staleness watchdog concludes an L1 check still queued or in progress this long past its
+    # suites' timeouts as timed_out (a dead queue), and files an infrastructure issue for the queue.
+    stale_margin_minutes: int = 15
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,10 @@ class CommandsConfig:
 class ScheduleConfig:
     poll_upstream_minutes: int = 10
     snapshot_minutes: int = 60
+    # Beat's L1 staleness watchdog (checks that never finish, trunk results that stop arriving).
+    l1_watchdog_minutes: int = 5
+    # A trunk push with no trunk L1 result recorded this long after it is reported.
+    trunk_silent_minutes: int = 180
 
 
 @dataclass(frozen=True)
@@ -441,7 +448,8 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     _check_regexes(doc, ("ledger", "wont_port_patterns"), wont_port_patterns, "sha")
 
     cmds = _Section(doc, ("commands",), top.raw("commands"), ("rate_limit", "rate_window_s", "permission_cache_s"))
-    sched = _Section(doc, ("schedule",), top.raw("schedule"), ("poll_upstream_minutes", "snapshot_minutes"))
+    sched = _Section(doc, ("schedule",), top.raw("schedule"),
+                     ("poll_upstream_minutes", "snapshot_minutes", "l1_watchdog_minutes", "trunk_silent_minutes"))
 
     upstream_url = up.text("url", None)
     if upstream_url is not None:
@@ -491,6 +499,8 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
         schedule=ScheduleConfig(
             poll_upstream_minutes=sched.integer("poll_upstream_minutes", 10, minimum=1),
             snapshot_minutes=sched.integer("snapshot_minutes", 60, minimum=1),
+            l1_watchdog_minutes=sched.integer("l1_watchdog_minutes", 5, minimum=1),
+            trunk_silent_minutes=sched.integer("trunk_silent_minutes", 180, minimum=1),
         ),
         resolve=_resolve(doc, top.raw("resolve")),
     )
@@ -611,7 +621,7 @@ def _l1(doc: _Doc, raw: Any) -> L1Config:
     sec = _Section(
         doc, ("l1",), raw,
         ("suites", "required_checks", "baseline_fraction", "canary", "max_infra_retries", "fail_on",
-         "flaky_reruns", "baseline_window"),
+         "flaky_reruns", "baseline_window", "stale_margin_minutes"),
     )
     fail_on = sec.strings("fail_on", ("new",))
     for i, klass in enumerate(fail_on):
@@ -648,6 +658,7 @@ def _l1(doc: _Doc, raw: Any) -> L1Config:
         fail_on=fail_on,
         flaky_reruns=sec.integer("flaky_reruns", 1),
         baseline_window=sec.integer("baseline_window", 5, minimum=1),
+        stale_margin_minutes=sec.integer("stale_margin_minutes", 15, minimum=0),
     )
 
 

@@ -40,6 +40,8 @@ POLL_UPSTREAM: Final = "forksync.poll_upstream"
 """(no kwargs) beat: ingest every installed repository whose upstream moved"""
 L1_COVERAGE: Final = "forksync.l1_coverage"
 """installation_id, repo, head_sha: recompute ``forksync / coverage`` (another CI's suite finished)"""
+L1_WATCHDOG: Final = "forksync.l1_watchdog"
+"""(no kwargs) beat: conclude L1 checks a dead queue never finished; report trunk runs that stopped"""
 L3_RESET: Final = "forksync.l3_reset"
 """installation_id, repo, before, after: reset L3 sign-offs of a branch that moved"""
 
@@ -68,6 +70,7 @@ TASK_ROUTES: Final[dict[str, dict[str, str]]] = {
     POLL_UPSTREAM: {"queue": Q_INGEST},
     L1_COVERAGE: {"queue": Q_GITHUB},  # API calls only
     L3_RESET: {"queue": Q_GITHUB},  # API calls only
+    L1_WATCHDOG: {"queue": Q_GITHUB},  # store reads and API calls only
 }
 
 WEBHOOK_TASKS: Final[tuple[str, ...]] = (

@@ -141,6 +141,8 @@ class State:
     check_runs: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict)
     annotations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     permissions: dict[str, dict[str, str]] = field(default_factory=dict)
+    # repo -> branch -> the status check contexts its protection requires
+    protection: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     next_number: dict[str, int] = field(default_factory=dict)
 
 
@@ -265,6 +267,11 @@ class LoopbackGitHub:
     def head(self, repo: str, branch: str) -> str | None:
         sha = _git(self.bare(repo), "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).strip()
         return sha or None
+
+    def protect(self, repo: str, branch: str, contexts: Iterable[str]) -> None:
+        """Protect ``branch`` requiring these status checks (as a repository admin would)."""
+        with self.lock:
+            self.state.protection.setdefault(repo, {})[branch] = list(contexts)
 
     def set_permission(self, repo: str, login: str, permission: str) -> None:
         """Make ``login`` a collaborator with a role: admin, maintain, write, triage, read (or none)."""
@@ -1171,6 +1178,32 @@ def _list_reactions(gh: LoopbackGitHub, h: _Handler, repo: str, cid: str, query:
               "created_at": r["created_at"]} for r in gh.state.reactions.get(int(cid), [])]
     chunk, links = _paginate(h, items, query)
     return 200, chunk, links
+
+
+@route("GET", "/repos/{repo}/branches/(?P<branch>[^/]+)")
+def _get_branch(gh: LoopbackGitHub, h: _Handler, repo: str, branch: str, **_: Any) -> Any:
+    h.installation(repo)
+    sha = gh.head(repo, branch)
+    if sha is None:
+        raise _error(404, "Branch not found")
+    protected = branch in gh.state.protection.get(repo, {})
+    url = f"{gh.url}/repos/{repo}/branches/{branch}"
+    return 200, {"name": branch, "protected": protected, "protection_url": f"{url}/protection",
+                 "commit": {"sha": sha, "url": f"{gh.url}/repos/{repo}/commits/{sha}"},
+                 "_links": {"self": url, "html": f"https://github.com/{repo}/tree/{branch}"}}
+
+
+# The shape of GitHub's answer as recorded by PyGithub (tests/ReplayData/Branch.testEditRequiredStatusChecks.txt,
+# LGPL, https://github.com/PyGithub/PyGithub): url, strict, contexts, contexts_url; 404 "Branch not protected".
+@route("GET", "/repos/{repo}/branches/(?P<branch>[^/]+)/protection/required_status_checks")
+def _required_status_checks(gh: LoopbackGitHub, h: _Handler, repo: str, branch: str, **_: Any) -> Any:
+    h.installation(repo)
+    contexts = gh.state.protection.get(repo, {}).get(branch)
+    if contexts is None:
+        raise _error(404, "Branch not protected")
+    url = f"{gh.url}/repos/{repo}/branches/{branch}/protection/required_status_checks"
+    return 200, {"url": url, "strict": True, "contexts": list(contexts), "contexts_url": f"{url}/contexts",
+                 "checks": [{"context": c, "app_id": None} for c in contexts]}
 
 
 @route("GET", "/repos/{repo}/git/ref/(?P<ref>.+)")

@@ -15,9 +15,10 @@ import pytest
 from tests.fixtures.commands import FakeCommentGitHub
 from tests.gitrepo import GitRepo
 from workers.cli import main as forksync
-from workers.commands.actions import Services, default_actions
+from workers.commands.actions import Services
 from workers.commands.gate import MemoryGate
 from workers.commands.handler import Answer, CommentTask, PullInfo, handle
+from workers.commands.registry import default_actions
 
 UPSTREAM_URL = "https://github.com/up/stream"
 

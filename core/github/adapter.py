@@ -189,6 +189,21 @@ class GitHubAdapter:
 
         return self._call(f"list check runs of {ref}", repo, fetch)
 
+    def required_status_checks(self, repo: str, branch: str) -> tuple[str, ...] | None:
+        """The contexts ``branch``'s protection requires (PyGithub ``Branch.get_required_status_checks``);
+        None when the branch is unprotected or protection does not require status checks (404)."""
+
+        def fetch() -> tuple[str, ...] | None:
+            try:
+                checks = self._repo(repo).get_branch(branch).get_required_status_checks()
+            except GithubException as exc:
+                if exc.status in (403, 404):  # not protected / no required checks / no admin read
+                    return None
+                raise
+            return tuple(checks.contexts or ())
+
+        return self._call(f"read the required status checks of {branch}", repo, fetch)
+
     # ----------------------------------------------------------------- pull requests
 
     def find_pull_request(self, repo: str, head: str, base: str | None = None) -> PullRequestInfo | None:

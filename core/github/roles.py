@@ -49,6 +49,11 @@ class Checks(Protocol):
 
     def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]: ...
 
+    def required_status_checks(self, repo: str, branch: str) -> tuple[str, ...] | None:
+        """The status checks ``branch``'s protection requires (None: the branch is not protected
+        or requires none)."""
+        ...
+
 
 class Pulls(Protocol):
     """Pull requests, found by head branch before one is created."""

@@ -439,3 +439,51 @@ def suite_changes_note(*, added: Sequence[str], dropped: Sequence[str], changed:
 
 def unapproved_drop_title(title: str, dropped: Sequence[str]) -> str:
     return f"Drops {', '.join(dropped)} without a maintainer's /approve; {title}"[:255]
+
+
+def stale_check_title(queue: str) -> str:
+    return f"Timed out: no runner finished L1 (waited on the {queue} queue)"
+
+
+def stale_queue_issue(queue: str, runs: Sequence[tuple[str, int, str, float]]) -> tuple[str, str]:
+    """(title, body) of the infrastructure issue of a queue that left L1 checks unfinished;
+    ``runs``: (repo, check run id, head sha, minutes waited) of each."""
+    title = f"[infra] L1 queue {queue}: checks never finished"
+    rows = "\n".join(f"| {_cell(repo)} | {cid} | `{sha[:12]}` | {minutes:.0f} min |" for repo, cid, sha, minutes in runs)
+    body = (
+        f"The L1 staleness watchdog concluded {len(runs)} check run(s) as timed out: they waited on the "
+        f"`{queue}` queue past their suites' timeouts plus `l1.stale_margin_minutes`, and no worker finished them.\n\n"
+        "| repository | check run | commit | waited |\n| --- | ---: | --- | ---: |\n"
+        f"{rows}\n\n"
+        f"Check that a worker consumes `{queue}` (`celery -A workers.app.celery_app inspect active_queues`) and "
+        "that its runners are up; then `/retest` the affected PRs."
+    )
+    return title, body
+
+
+def trunk_silent_issue(repo: str, sha: str, waited_minutes: float, last_recorded: str | None) -> tuple[str, str]:
+    """(title, body) of the issue that says trunk L1 results stopped arriving."""
+    title = "[infra] trunk L1 results stopped arriving"
+    since = f"the last one was recorded {last_recorded}" if last_recorded else "none was ever recorded"
+    body = (
+        f"Trunk `{sha[:12]}` of `{repo}` was pushed {waited_minutes:.0f} min ago and no trunk L1 result has been "
+        f"recorded since ({since}). Without them PR failures cannot be told apart from broken trunk, and suite "
+        "baselines go stale. Check the L1 queues' workers (`l1-cpu`, `l1-gpu`) and their logs."
+    )
+    return title, body
+
+
+def protection_note(branch: str, only_in_protection: Sequence[str], only_in_config: Sequence[str]) -> str:
+    """Where ``l1.required_checks`` and ``branch``'s protection rules disagree (empty when they agree)."""
+    def names(items: Sequence[str]) -> str:
+        return ", ".join(f"`{_cell(n)}`" for n in items)
+
+    lines = []
+    if only_in_protection:
+        lines.append(f"- ⚠️ `{branch}`'s branch protection requires {names(only_in_protection)}, which "
+                     "`l1.required_checks` does not list: required here too; add them to the config")
+    if only_in_config:
+        lines.append(f"- ⚠️ `l1.required_checks` lists {names(only_in_config)}, which `{branch}`'s branch "
+                     "protection does not require: GitHub would merge without them; require them in the "
+                     "branch's protection rules")
+    return ("\n\n**Required checks vs branch protection**\n" + "\n".join(lines)) if lines else ""

@@ -73,6 +73,12 @@ class SeriesStore:
             if cutoff is not None:
                 db.execute(delete(SeriesPointRow).where(SeriesPointRow.name == series, SeriesPointRow.seq <= cutoff))
 
+    def names(self, prefix: str) -> list[str]:
+        """The series whose name starts with ``prefix``, sorted."""
+        with self.store.session() as db:
+            return list(db.scalars(select(SeriesPointRow.name).where(SeriesPointRow.name.startswith(prefix))
+                                   .distinct().order_by(SeriesPointRow.name)))
+
     def series(self, series: str, limit: int = 1000) -> list[dict[str, Any]]:
         with self.store.session() as db:
             rows = list(db.scalars(select(SeriesPointRow.point).where(SeriesPointRow.name == series)

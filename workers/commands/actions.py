@@ -33,7 +33,7 @@ from workers.commands.approval import (
     needs_approval,
     read_approval,
 )
-from workers.commands.handler import Action, Context
+from workers.commands.handler import Context
 from workers.engine.decisions import Disposition, write_decision
 from workers.engine.ledger import Ledger, LedgerEntry, load_ledger, matching
 from workers.engine.pair import FORK_NOTES_REF, Pair, normalise_web_url, open_pair
@@ -532,32 +532,3 @@ def approve(ctx: Context, command: Command) -> render.Outcome:
         command,
         f"approved head `{pull.head_sha[:10]}` of @{pull.author}'s PR for the self-hosted runners; a new push needs a new `/approve`",
     )
-
-
-# --------------------------------------------------------------------------- the table
-
-
-def default_actions() -> dict[str, Action]:
-    """Every command this deployment can run; a missing name answers "not available yet"."""
-    return {
-        "help": help_,
-        "status": status,
-        "skip": decide,
-        "defer": decide,
-        "urgent": decide,
-        "approve": approve,
-        "chain": chain,
-        "unchain": chain,
-        "bundle": bundle,
-        "retest": retest,
-        "bisect": bisect,
-        "l3": l3,
-        "signoff": l3,
-        "resolve": _resolve_action,
-    }
-
-
-def _resolve_action(ctx: Context, command: Command) -> render.Outcome:
-    from workers.commands.resolution import resolve_action  # the engine's resolver loads on first use
-
-    return resolve_action(ctx, command)

@@ -79,3 +79,11 @@ class AdapterCommentGitHub:
             if info is not None and info.state == "open":
                 out.append((branch, info.number, info.title, info.html_url))
         return out
+
+    def pull_text(self, repo: str, number: int) -> tuple[str, str]:
+        """(title, body) of PR #number, for the resolution section edited in place."""
+        info = self.adapter.get_pull_request(repo, number)
+        return str(info.title), str(info.body or "")
+
+    def update_pull_text(self, repo: str, number: int, title: str, body: str) -> None:
+        self.adapter.update_issue(repo, number, title=title, body=body)

@@ -13,12 +13,14 @@ import json
 import logging
 import re
 import socket
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
+from core import tasknames
+from core.config import CONFIG_PATH, ConfigError, RepoConfig, Suite, load_repo_config
 from core.github.records import Annotation, CheckOutput, CheckRunInfo
 from core.github.roles import GitHubPort
 from core.render import l1 as render
@@ -28,9 +30,10 @@ from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
 from workers.engine.git import GitError, Repository
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conclude, run_l1_for_ref
+from workers.testing.staleness import PendingCheck, PendingChecks, deadline_for
 from workers.testing.suite_plan import SuitePlan, plan_suites
 from workers.testing.triage import TrunkResults
-from workers.testing.watchdog import CheckRunState, coverage
+from workers.testing.watchdog import CheckRunState, RequiredChecks, coverage, cross_check
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,8 @@ class L1Job:
     pr_number: int | None = None
     # /retest SUITE …: only these run; the others keep their results on this commit.
     suite_names: tuple[str, ...] = ()
+    # The installation the job acts as: what the staleness watchdog needs to conclude its check.
+    installation_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,7 @@ def run_l1_job(
         if job.trunk and job.push_ref != f"refs/heads/{head_config.fork.branch}":
             return L1JobResult("skipped", message=f"{job.push_ref} is not the trunk branch {head_config.fork.branch}")
         plan = plan_suites(trunk_config, head_config, drop_approved_by=_drop_approval(github, job, own_login))
+        trunk_branch = (trunk_ref or f"refs/heads/{head_config.fork.branch}").removeprefix("refs/heads/")
         config = plan.apply(trunk_config)
         names = [s.name for s in config.l1.suites]
         kept: dict[str, str] = {}
@@ -142,11 +148,16 @@ def run_l1_job(
         if job.suite_names and not job.trunk:
             kept, chosen = _partial(github, job, names)
         check_id: int | None = None
+        suites = [s for s in config.l1.suites if s.name in chosen]
+        pending = PendingChecks(store)
         if not job.trunk:
             progress = render.l1_in_progress(job.head_sha, chosen)
             check_id = _upsert_check(github, job.repo, job.head_sha, _with_kept(progress, kept, {}),
                                      external_id=_external_id(job)).id
-        suites = [s for s in config.l1.suites if s.name in chosen]
+            # Until it completes, the staleness watchdog (beat) knows this check and its deadline.
+            # A CPU worker hands GPU suites over (below): then the check waits on the GPU queue.
+            queue = tasknames.Q_L1_GPU if job.gpu_runner or any(s.gpu for s in suites) else tasknames.Q_L1_CPU
+            pending.remember(_pending(job, check_id, queue, suites, config.l1.stale_margin_minutes))
         if not job.gpu_runner and any(s.gpu for s in suites):
             return L1JobResult("needs_gpu", check_id, message="GPU suites: the job goes to the l1-gpu queue")
         try:
@@ -159,6 +170,7 @@ def run_l1_job(
             if check_id is not None:
                 github.update_check_run(job.repo, check_id, conclusion="failure", output=CheckOutput(
                     "L1 could not run (forksync error)", f"{type(exc).__name__}: {exc}"[:2000]))
+                pending.forget(job.repo, check_id)
             raise
     retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
     _file_infra_issues(github, job, run)
@@ -176,9 +188,21 @@ def run_l1_job(
             job.repo, check_id, status=out.status, conclusion=out.conclusion if out.status == "completed" else None,
             output=_output(out),
         )
-        if config.l1.required_checks:
-            publish_coverage(github, job.repo, job.head_sha, config.l1.required_checks)
+        if out.status == "completed":
+            pending.forget(job.repo, check_id)
+        else:  # retried on another runner: it may wait once more for every suite
+            pending.remember(_pending(job, check_id, tasknames.Q_L1_GPU if job.gpu_runner else tasknames.Q_L1_CPU,
+                                      suites, config.l1.stale_margin_minutes))
+        required = required_checks_for(github, job.repo, trunk_branch, config.l1.required_checks)
+        if required.checks or required.only_in_config:
+            publish_coverage(github, job.repo, job.head_sha, required)
     return L1JobResult("done", check_id, run, max_infra_retries=retries)
+
+
+def _pending(job: L1Job, check_id: int, queue: str, suites: Sequence[Suite], margin_minutes: int) -> PendingCheck:
+    now = time.time()
+    return PendingCheck(job.repo, check_id, job.head_sha, job.installation_id, queue, now,
+                        deadline_for([s.timeout for s in suites], margin_minutes, now=now))
 
 
 def _refuse(github: GitHubPort, job: L1Job, status: str, title: str, summary: str,
@@ -457,25 +481,38 @@ OWN_CHECKS = (render.L1_CHECK, render.COVERAGE_CHECK)
 
 def coverage_from_github(github: GitHubPort, repo: str, sha: str) -> CheckRunInfo | None:
     """``forksync / coverage`` with the required checks of the trunk (the default branch's config)
-    and of the config at ``sha`` together: a PR cannot drop a required check by editing its own
-    config (None: none configured)."""
+    and of the config at ``sha`` together, cross-checked against the trunk branch's protection: a
+    PR cannot drop a required check by editing its own config (None: none required anywhere)."""
     required: list[str] = []
+    branch = "main"
     for ref in (None, sha):
         text = github.read_file(repo, CONFIG_PATH, ref=ref)
         where = f"{CONFIG_PATH} at {(ref or 'the default branch')[:12]}"
         config = load_repo_config(text, where) if text else RepoConfig()
+        if ref is None:
+            branch = config.fork.branch
         required += [c for c in config.l1.required_checks if c.lower() not in {r.lower() for r in required}]
-    if not required:
+    checks = required_checks_for(github, repo, branch, required)
+    if not checks.checks and not checks.only_in_config:
         return None
-    return publish_coverage(github, repo, sha, required)
+    return publish_coverage(github, repo, sha, checks)
 
 
-def publish_coverage(github: GitHubPort, repo: str, sha: str, required: Sequence[str]) -> CheckRunInfo:
-    """Compute ``forksync / coverage`` from the check runs on ``sha`` and create or update it."""
+def required_checks_for(github: GitHubPort, repo: str, branch: str, configured: Sequence[str]) -> RequiredChecks:
+    """``configured`` cross-checked against ``branch``'s protection rules (read from GitHub)."""
+    return cross_check(configured, github.required_status_checks(repo, branch), branch=branch, own=OWN_CHECKS)
+
+
+def publish_coverage(github: GitHubPort, repo: str, sha: str, required: Sequence[str] | RequiredChecks) -> CheckRunInfo:
+    """Compute ``forksync / coverage`` from the check runs on ``sha`` and create or update it;
+    with :class:`RequiredChecks`, the summary says where config and branch protection disagree."""
+    checks = required if isinstance(required, RequiredChecks) else RequiredChecks(tuple(required))
     runs = [
         CheckRunState(r.name, r.status, r.conclusion)
         for r in github.list_check_runs(repo, sha) if r.name not in OWN_CHECKS
     ]
-    result = coverage(required, runs)
-    return _upsert_check(github, repo, sha, render.coverage_check_run(sha, result))
+    result = coverage(checks.checks, runs)
+    out = render.coverage_check_run(sha, result)
+    note = render.protection_note(checks.branch, checks.only_in_protection, checks.only_in_config)
+    return _upsert_check(github, repo, sha, replace(out, summary=out.summary + note) if note else out)
 

@@ -13,10 +13,11 @@ from typing import Any
 from core import tasknames
 from core.settings import WorkerSettings
 from workers.app.handlers import handles
-from workers.commands.actions import Services, default_actions
+from workers.commands.actions import Services
 from workers.commands.gate import Gate, MemoryGate, RedisGate
 from workers.commands.github import AdapterCommentGitHub
 from workers.commands.handler import Answer, CommentTask, handle
+from workers.commands.registry import default_actions
 
 log = logging.getLogger("forksync.commands")
 

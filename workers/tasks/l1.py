@@ -52,7 +52,8 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     github = app.adapter(installation_id)
     queue = (self.request.delivery_info or {}).get("routing_key")
     job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries,
-                gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number, suite_names=tuple(suites or ()))
+                gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number, suite_names=tuple(suites or ()),
+                installation_id=installation_id)
     result = run_l1_job(
         github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, job,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
@@ -96,6 +97,39 @@ def l1_on_trunk_push(installation_id: int, repo: str, ref: str, after: str,
     if ref.startswith("refs/heads/") and not ref.startswith("refs/heads/forksync/") and after != ZERO_SHA:
         run_l1.delay(installation_id=installation_id, repo=repo, head_sha=after, trunk=True, push_ref=ref,
                      delivery=delivery)
+        _record_push(installation_id, repo, ref, after)
+
+
+def _record_push(installation_id: int, repo: str, ref: str, sha: str) -> None:
+    """Remember the push in the store: the staleness watchdog reports trunk runs that never came."""
+    import time
+
+    from workers.adapters.state import SeriesStore
+    from workers.testing.staleness import trunk_push_series
+
+    try:
+        settings = celery_app.settings_of(run_l1.app)
+    except RuntimeError:  # not in a worker made by create_celery (a unit test calling the handler)
+        return
+    SeriesStore(settings.store()).append(trunk_push_series(repo), {
+        "sha": sha, "ref": ref, "t": round(time.time(), 3), "installation_id": installation_id})
+
+
+@shared_task(name=tasknames.L1_WATCHDOG, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+def l1_watchdog(self: Any, **_: Any) -> dict[str, int]:
+    """Beat: conclude L1 checks that a dead queue never finished, report trunk runs that stopped."""
+    from core.github.app import app_for
+    from workers.jobs.l1_watchdog import run_l1_watchdog
+
+    settings = celery_app.settings_of(self.app)
+    app = app_for(settings.bot)
+    trunk_silent_s = settings.process_config.schedule.trunk_silent_minutes * 60
+    actions = run_l1_watchdog(settings.store(), app.adapter, trunk_silent_s=trunk_silent_s)
+    counts: dict[str, int] = {}
+    for action in actions:
+        counts[type(action).__name__] = counts.get(type(action).__name__, 0) + 1
+    log.info("L1 watchdog: %s", counts or "nothing stale")
+    return counts
 
 
 @handles(tasknames.ON_CHECK_RUN)

@@ -150,3 +150,32 @@ def coverage(required: Sequence[str], runs: Iterable[CheckRunState]) -> Coverage
         # Only skipped / neutral / cancelled / stale runs: the check produced no verdict.
         gaps.append(CoverageGap(name, sorted(conclusions)[0]))
     return CoverageResult(required=tuple(required), gaps=tuple(gaps), present=tuple(present))
+
+
+@dataclass(frozen=True)
+class RequiredChecks:
+    """What ``forksync / coverage`` requires on a commit: ``l1.required_checks`` and the checks
+    the branch's protection requires, cross-checked (the seed's saturated validation)."""
+
+    checks: tuple[str, ...]
+    branch: str = ""
+    only_in_protection: tuple[str, ...] = ()  # GitHub blocks merging on them; forksync was not told
+    only_in_config: tuple[str, ...] = ()  # forksync requires them; GitHub would merge without them
+    protected: bool = False
+
+
+def cross_check(configured: Sequence[str], protection: Sequence[str] | None, *, branch: str = "",
+                own: Sequence[str] = ()) -> RequiredChecks:
+    """The union of configured and protected checks (forksync's own ``own`` checks left out: they
+    are not for coverage to judge), and which side lacks which (names compare case-insensitively)."""
+    own_l = {o.lower() for o in own}
+    conf = [c for c in configured if c.lower() not in own_l]
+    prot = [c for c in (protection or ()) if c.lower() not in own_l]
+    conf_l, prot_l = {c.lower() for c in conf}, {c.lower() for c in prot}
+    union = list(conf) + [c for c in prot if c.lower() not in conf_l]
+    return RequiredChecks(
+        checks=tuple(union), branch=branch,
+        only_in_protection=tuple(c for c in prot if c.lower() not in conf_l),
+        only_in_config=tuple(c for c in conf if c.lower() not in prot_l) if protection is not None else (),
+        protected=protection is not None,
+    )
