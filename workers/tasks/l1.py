@@ -115,7 +115,8 @@ def _record_push(installation_id: int, repo: str, ref: str, sha: str) -> None:
         "sha": sha, "ref": ref, "t": round(time.time(), 3), "installation_id": installation_id})
 
 
-@shared_task(name=tasknames.L1_WATCHDOG, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+@shared_task(name=tasknames.L1_WATCHDOG, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+             time_limit=tasknames.time_limit_for(tasknames.L1_WATCHDOG))
 def l1_watchdog(self: Any, **_: Any) -> dict[str, int]:
     """Beat: conclude L1 checks that a dead queue never finished, report trunk runs that stopped."""
     from core.github.app import app_for
