@@ -35,3 +35,27 @@ def test_another_apps_approval_record_is_not_trusted_without_our_login(command_w
     assert approval_marker(pr) in approval_body(pr, head, "maint")
     assert not is_approved(adapter, FORK, pr)
     assert not is_approved(adapter, FORK, pr, own_login="forksync[bot]")
+
+
+def test_rate_limit_is_taken_before_the_thread_is_searched(fake_github: Any) -> None:
+    """An outsider's 30 command comments cost at most ``rate_limit`` searches of the thread (each
+    search pages through it): the rest are refused by the gate before any search."""
+    from workers.commands.handler import CommentTask, handle
+
+    gh = fake_github
+    gh.config = "commands: {rate_limit: 3, rate_window_s: 600}\n"
+    searches = [0]
+    original = gh.find_comment
+
+    def counting(repo: str, issue: int, marker: str) -> int | None:
+        searches[0] += 1
+        return original(repo, issue, marker)
+
+    gh.find_comment = counting
+    gate = MemoryGate()
+    for _ in range(30):
+        cid = gh.add(5, "/status")
+        task = CommentTask(installation_id=1, repo="o/fork", issue_number=5, comment_id=cid, author="rita",
+                           author_type="User", is_pull_request=False)
+        handle(task, gh, gate, {})
+    assert searches[0] <= 3
