@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workers.engine.resolve.memory import MemoryIndex, MemoryRecord, learn
 from workers.engine.resolve.pipeline import Conflict, resolve_text
 
 DEFAULT_SET = Path("/work/shared/conflict-bench")
@@ -81,17 +82,22 @@ class FileResult:
     baselines: dict[str, bool] = field(default_factory=dict)
 
 
-def run_case(case_dir: Path, write_to: Path | None = None) -> list[FileResult]:
+def run_case(case_dir: Path, write_to: Path | None = None, memory: MemoryIndex | None = None) -> list[FileResult]:
+    """Score one case; with ``memory``, lookups see what earlier cases taught and this case is learned after."""
     meta = json.loads((case_dir / "meta.json").read_text())
     number = int(meta["case"].split("-")[1])
     half = "design (odd)" if number % 2 else "held out (even)"
     results = []
+    learned: list[MemoryRecord] = []
     for f in meta["files"]:
         names = f["files"]
         paths = {k: case_dir / names[k] for k in ("base", "ours", "theirs", "expected")}
         text = {k: p.read_bytes().decode("utf-8", "surrogateescape") for k, p in paths.items()}
-        outcome, _ = resolve_text(Conflict(f["path"], text["base"], text["ours"], text["theirs"]))
+        conflict = Conflict(f["path"], text["base"], text["ours"], text["theirs"])
+        outcome, merged = resolve_text(conflict, memory=memory)
         expected = text["expected"]
+        if memory is not None and merged is not None:
+            learned.extend(learn(f["path"], merged, expected, f"{meta['case']} ({meta['backport_sha'][:10]})"))
         proposed = outcome.entry is not None and outcome.entry.content is not None
         got = outcome.entry.content.decode("utf-8", "surrogateescape") if proposed and outcome.entry and outcome.entry.content else ""
         if proposed and write_to is not None:
@@ -115,6 +121,8 @@ def run_case(case_dir: Path, write_to: Path | None = None) -> list[FileResult]:
             strategy=outcome.entry.strategy if outcome.entry else "",
             baselines=baselines,
         ))
+    if memory is not None:
+        memory.add(learned)  # after the whole case: a case never answers itself
     return results
 
 
@@ -147,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("setdir", nargs="?", default=str(DEFAULT_SET))
     parser.add_argument("--json", metavar="OUT", help="per-file results as JSON")
     parser.add_argument("--write-resolved", metavar="DIR", help="write proposed files for the set's baselines.py --resolved")
+    parser.add_argument("--memory", action="store_true",
+                        help="also run with resolution memory learned chronologically: each case (by backport date) "
+                        "sees only what the humans committed in earlier cases")
     args = parser.parse_args(argv)
     setdir = Path(args.setdir)
     cases = sorted(p for p in setdir.iterdir() if p.name.startswith("case-") and (p / "meta.json").exists())
@@ -165,6 +176,16 @@ def main(argv: list[str] | None = None) -> int:
     print("\nproposed files by strategy (exact / wrong): "
           + ", ".join(f"{s} {ok}/{bad}" for s, (ok, bad) in sorted(by_strategy.items())))
     print(f"{len(results)} files in {len(cases)} cases, {elapsed:.1f}s")
+    if args.memory:
+        memory = MemoryIndex()
+        dated = sorted(cases, key=lambda c: (json.loads((c / "meta.json").read_text())["backport_date"], c.name))
+        with_memory = [r for c in dated for r in run_case(c, None, memory)]
+        with_memory.sort(key=lambda r: (r.case, r.path))
+        print("\nWith resolution memory learned chronologically from earlier cases' human resolutions "
+              f"({len(memory)} hunk records at the end):\n")
+        print(table(with_memory))
+        used = sum(1 for r in with_memory if r.proposed and "memory" in r.strategy)
+        print(f"\nfiles where memory answered at least one hunk: {used}")
     if args.json:
         Path(args.json).write_text(json.dumps([r.__dict__ for r in results], indent=1) + "\n")
     return 0

@@ -25,8 +25,10 @@ def create_app(
     from flask import Flask
 
     from bot import dispatch, webhooks
+    from core import logsafe
     from core.config import Settings
 
+    logsafe.install()
     settings = Settings.from_mapping(config)
     app = Flask("forksync")
     webhooks.register(

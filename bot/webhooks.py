@@ -8,17 +8,23 @@ answer is one line of text starting with its outcome (``accepted``, ``ignored``,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import html
 import json
 import logging
-from collections.abc import Mapping
+import re
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 from flask import Blueprint, Flask, Response, current_app, request
+from werkzeug.exceptions import ClientDisconnected
 
 from bot.dispatch import AtomicSender, DeliveryStore, DispatchError, TaskSender
 from bot.events import (
@@ -38,6 +44,7 @@ from bot.events import (
 )
 from core import tasknames
 from core.config import Settings
+from core.logsafe import one_line
 
 log = logging.getLogger("forksync.webhooks")
 
@@ -67,7 +74,8 @@ def state() -> BotState:
 
 
 def _answer(status: int, text: str) -> Response:
-    return Response(text + "\n", status=status, mimetype="text/plain")
+    """One line of text: what a payload put in it (CR, LF, NUL...) is escaped, never a new line."""
+    return Response(one_line(text) + "\n", status=status, mimetype="text/plain")
 
 
 def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
@@ -150,23 +158,107 @@ class _TooLarge(Exception):
     pass
 
 
-def _read_body(limit: int) -> bytes:
-    """Read the request body, refusing (before and while reading) anything over ``limit`` bytes."""
+class _TooSlow(Exception):
+    pass
+
+
+class _BadSignature(Exception):
+    pass
+
+
+# Kept in memory up to this size while the signature is unchecked; beyond, on disk.
+_SPOOL_BYTES = 256 * 1024
+_SIGNATURE = re.compile(r"^sha256=[0-9a-fA-F]{64}$")
+_READ_SLOTS: dict[int, threading.BoundedSemaphore] = {}
+_SLOTS_LOCK = threading.Lock()
+
+
+def _read_slots(count: int) -> threading.BoundedSemaphore:
+    """This process's cap on bodies being read at once (a slow sender holds one slot, not the server)."""
+    with _SLOTS_LOCK:
+        slots = _READ_SLOTS.get(count)
+        if slots is None:
+            slots = _READ_SLOTS[count] = threading.BoundedSemaphore(count)
+        return slots
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[threading.Event]:
+    """Shut the client's socket when ``seconds`` pass (gunicorn gives the app its socket), so a
+    sender that trickles its body cannot hold a thread for longer; the event says it fired."""
+    fired = threading.Event()
+    sock = request.environ.get("gunicorn.socket") or request.environ.get("werkzeug.socket")
+    timer = None
+    if sock is not None and seconds > 0:
+        def expire() -> None:
+            fired.set()
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RD)  # reads end; the 408 can still be written
+
+        timer = threading.Timer(seconds, expire)
+        timer.daemon = True
+        timer.start()
+    try:
+        yield fired
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+def _read_verified(secret: str, header: str | None, limit: int, timeout_s: float) -> bytes:
+    """The request body, read in chunks through HMAC-SHA256, returned only when the signature
+    matches. While unchecked, it is kept on disk past a small buffer: an unsigned 25 MB body never
+    sits in memory. Refuses (before and while reading) anything over ``limit`` bytes."""
     length = request.content_length
     if length is not None and length > limit:
         raise _TooLarge
+    if not header or not _SIGNATURE.match(header.strip()):
+        raise _BadSignature
+    mac = hmac.new(secret.encode(), digestmod=hashlib.sha256)
     stream = request.stream
-    chunks: list[bytes] = []
     total = 0
-    while True:
-        chunk = stream.read(_READ_CHUNK)
-        if not chunk:
-            break
-        total += len(chunk)
-        if total > limit:  # chunked bodies, or a Content-Length that lied
-            raise _TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool, _deadline(timeout_s) as fired:
+        try:
+            while True:
+                chunk = stream.read(_READ_CHUNK)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > limit:  # chunked bodies, or a Content-Length that lied
+                    raise _TooLarge
+                mac.update(chunk)
+                spool.write(chunk)
+        except (OSError, ValueError, ClientDisconnected) as exc:
+            if fired.is_set():
+                raise _TooSlow from None
+            raise _TooSlow from exc
+        if fired.is_set() or (length is not None and total < length):
+            raise _TooSlow
+        expected = "sha256=" + mac.hexdigest()
+        if not hmac.compare_digest(expected.encode(), header.strip().lower().encode()):
+            raise _BadSignature
+        spool.seek(0)
+        return spool.read()
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """True when a string in the payload holds a lone UTF-16 surrogate (``"\\ud800"``): valid JSON,
+    but no UTF-8 text, so nothing downstream (queue, log, GitHub) could carry it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _decode(body: bytes, content_type: str) -> Mapping[str, Any]:
@@ -185,6 +277,8 @@ def _decode(body: bytes, content_type: str) -> Mapping[str, Any]:
         raise ValueError("body is JSON nested too deeply to be a GitHub payload") from None
     if not isinstance(data, dict):
         raise ValueError(f"body is JSON but not an object ({type(data).__name__})")
+    if b"\\u" in body and _has_lone_surrogate(data):
+        raise ValueError("body holds a lone UTF-16 surrogate escape (such as \\ud800), which is no text")
     return data
 
 
@@ -205,14 +299,24 @@ def webhook() -> Response:
     if not settings.webhook_secret:
         log.error("webhook refused: FORKSYNC_WEBHOOK_SECRET is not set")
         return _answer(503, "unavailable: the server has no webhook secret; set FORKSYNC_WEBHOOK_SECRET")
+    slots = _read_slots(settings.max_concurrent_reads)
+    if not slots.acquire(timeout=0.5):
+        log.warning("delivery %s refused: %d bodies are being read already", delivery, settings.max_concurrent_reads)
+        return _answer(503, "busy: too many webhook bodies are being read at once; GitHub may redeliver it")
     try:
-        body = _read_body(settings.max_body_bytes)
+        body = _read_verified(settings.webhook_secret, request.headers.get("X-Hub-Signature-256"),
+                              settings.max_body_bytes, settings.body_read_timeout_s)
     except _TooLarge:
         log.warning("delivery %s refused: body over %d bytes", delivery, settings.max_body_bytes)
         return _answer(413, f"too large: webhook bodies are limited to {settings.max_body_bytes} bytes")
-    if not signature_ok(settings.webhook_secret, body, request.headers.get("X-Hub-Signature-256")):
+    except _TooSlow:
+        log.warning("delivery %s refused: body not received within %s s", delivery, settings.body_read_timeout_s)
+        return _answer(408, f"timeout: the body did not arrive within {settings.body_read_timeout_s:g} s")
+    except _BadSignature:
         log.warning("delivery %s refused: missing or wrong X-Hub-Signature-256", delivery)
         return _answer(401, "unauthorized: missing or wrong X-Hub-Signature-256; check the App's webhook secret")
+    finally:
+        slots.release()
     if not event_name:
         return _answer(400, "bad request: missing X-GitHub-Event header")
     try:

@@ -444,6 +444,10 @@ def closest(word: str) -> str | None:
     return matches[0] if matches else None
 
 
+# NUL and other C0/C1 controls (tab aside) can reach no git message, argv or log line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def parse(text: str) -> list[Command]:
     """Every command in a comment, in order; never raises (bad input becomes ``error``)."""
     commands: list[Command] = []
@@ -476,6 +480,14 @@ def parse(text: str) -> list[Command]:
                     suggestion=suggestion,
                 )
             )
+            continue
+        control = _CONTROL.search(rest)
+        if control:
+            commands.append(Command(
+                name=name, raw=_CONTROL.sub(" ", line), line=number,
+                error=f"the arguments hold a control character (U+{ord(control.group()):04X}); "
+                      "write the command again without it",
+            ))
             continue
         try:
             args, options = _validate(spec, split_words(rest))

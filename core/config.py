@@ -451,8 +451,20 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     sched = _Section(doc, ("schedule",), top.raw("schedule"),
                      ("poll_upstream_minutes", "snapshot_minutes", "l1_watchdog_minutes", "trunk_silent_minutes"))
 
+    upstream_url = up.text("url", None)
+    if upstream_url is not None:
+        problem = repo_url_problem(upstream_url)
+        if problem:
+            raise doc.error(("upstream", "url"), problem,
+                            "name the upstream as https://HOST/OWNER/REPO; mirrors and local paths are the "
+                            "operator's to map (FORKSYNC_GIT_URL_MAP), never the repository's")
+    for path in (("upstream", "branch"), ("fork", "branch")):
+        name = (up if path[0] == "upstream" else fork).text("branch", "main")
+        if not valid_branch(name):
+            raise doc.error(path, f"{name!r} is not a branch name", "e.g. branch: main")
+
     return RepoConfig(
-        upstream=UpstreamConfig(url=up.text("url", None), branch=up.text("branch", "main")),
+        upstream=UpstreamConfig(url=upstream_url, branch=up.text("branch", "main")),
         fork=ForkConfig(branch=fork.text("branch", "main")),
         bundle=BundleConfig(
             max_commits=bundle.integer("max_commits", 30, minimum=1),
@@ -542,6 +554,47 @@ def _resolve(doc: _Doc, raw: Any) -> ResolveConfig:
         memory_ref=memory_ref,
         auto_agent=sec.flag("auto_agent", False),
     )
+
+
+_HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = re.compile(rf"^{_HOST_LABEL}(?:\.{_HOST_LABEL})*(?::[0-9]{{1,5}})?$")
+_PATH_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
+_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[^\x00-\x20\x7f~^:?*\[\\]+(?<![./])(?<!\.lock)$")
+
+
+def repo_url_problem(url: str) -> str | None:
+    """Why ``url`` may not come from a repository's config, or None when it may.
+
+    A repository's config is written by anyone who can push to it, so it may only name a public
+    web address: ``https://host/owner/repo``. Local paths, ``file://``, ``ssh``, ``ext::`` and
+    credentials in URLs could read the worker's disk, another installation's caches, or run
+    commands; those are operator settings.
+    """
+    from urllib.parse import urlsplit
+
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url):
+        return "contains whitespace or control characters"
+    if not url.startswith("https://"):
+        return "only https:// URLs are accepted here (not local paths, file://, ssh or git@host: forms)"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    if "@" in parts.netloc:
+        return "must not carry a user name or credentials (the App authenticates by itself)"
+    if not _HOST.match(parts.netloc):
+        return f"has no valid host name ({parts.netloc!r})"
+    if parts.query or parts.fragment:
+        return "must not carry a query or fragment"
+    segments = [seg for seg in parts.path.split("/") if seg]
+    if len(segments) < 2 or any(seg in (".", "..") or not _PATH_PART.match(seg) for seg in segments):
+        return "must name a repository as https://HOST/OWNER/REPO"
+    return None
+
+
+def valid_branch(name: str) -> bool:
+    """A plain branch name git accepts, never one that reads as an option."""
+    return bool(_BRANCH.match(name)) and not name.startswith("refs/")
 
 
 def _check_regexes(doc: _Doc, path: Path_, patterns: tuple[str, ...], group: str) -> None:
@@ -705,6 +758,10 @@ class Settings:
     data_dir: str = ".forksync"
     max_body_bytes: int = 25 * 1024 * 1024
     delivery_ttl_s: int = 7 * 24 * 3600
+    # A webhook body must arrive within this many seconds (behind a buffering front it always does).
+    body_read_timeout_s: float = 20.0
+    # Bodies read at once per web process; one more waits half a second, then gets 503.
+    max_concurrent_reads: int = 4
     # The shared SQL store (core/store): PostgreSQL for distributed workers; None = SQLite in data_dir.
     database_url: str | None = field(default=None, repr=False)
 
@@ -730,5 +787,7 @@ class Settings:
             data_dir=env.get("FORKSYNC_DATA_DIR") or ".forksync",
             max_body_bytes=int(env.get("FORKSYNC_MAX_BODY_BYTES") or 25 * 1024 * 1024),
             delivery_ttl_s=int(env.get("FORKSYNC_DELIVERY_TTL_S") or 7 * 24 * 3600),
+            body_read_timeout_s=float(env.get("FORKSYNC_BODY_READ_TIMEOUT_S") or 20.0),
+            max_concurrent_reads=max(1, int(env.get("FORKSYNC_MAX_CONCURRENT_READS") or 4)),
             database_url=env.get("FORKSYNC_DATABASE_URL") or None,
         )

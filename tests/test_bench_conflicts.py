@@ -13,15 +13,18 @@ SUBSET = Path(__file__).parent / "data" / "conflict-bench"
 
 
 def test_subset_scores_exact_matches_and_proposes_nothing_wrong() -> None:
-    """On the subset: the two files a rule can take match the humans exactly; nothing wrong is proposed."""
+    """On the subset: the three files a rule can take match the humans exactly; nothing wrong is proposed."""
     results = [r for c in sorted(SUBSET.glob("case-*")) for r in run_case(c)]
     assert len(results) == 7
     exact = sorted((r.case, r.path) for r in results if r.exact)
-    assert exact == [("case-044", "requirements/doc.txt"), ("case-081", "src/functions.h")]
+    assert exact == [("case-005", ".github/workflows/deploy.yml"), ("case-044", "requirements/doc.txt"),
+                     ("case-081", "src/functions.h")]
     assert not [r for r in results if r.proposed and not r.exact]
-    # The baselines are computed from git on the same files: --ours is right on case-005 (a version the
-    # branch already had newer), which the pipeline declines rather than guess.
-    assert any(r.baselines["ours"] for r in results if r.case == "case-005")
+    # The baselines are computed from git on the same files: --ours is right on case-005 (the branch already
+    # pinned a newer action than upstream's bump), --theirs is not; the pin rule keeps the newer one.
+    assert [(r.baselines["ours"], r.baselines["theirs"]) for r in results if r.case == "case-005"] == [(True, False)]
+    # case-085: a product version (#define) is the branch's own: no rule takes it.
+    assert not [r for r in results if r.case == "case-085" and r.proposed]
 
 
 def test_report_and_json(tmp_path: Path) -> None:

@@ -180,7 +180,9 @@ def test_chain_remove_is_durable_and_not_linked_back(triton_pair: TritonPair) ->
         assert s["dependent"] not in chain["commits"]
         own = next(c for c in plan["chains"] if s["dependent"] in c["commits"])
         assert own["id"] == f"chain-{s['dependent'][:7]}" and own["reasons"][0]["kind"] == "conflict"
-        assert s["header"] in chain["commits"]  # recorded there when the move was made
+        # header was recorded there for its symbol link to dependent; with dependent gone that link
+        # is gone too, so healing releases it and the rules put it beside dependent again.
+        assert s["header"] in own["commits"] and s["header"] not in chain["commits"]
 
 
 def test_chain_add_into_existing_chain_is_manual_and_durable(triton_pair: TritonPair) -> None:
@@ -372,3 +374,30 @@ def test_fork_given_as_url_reads_and_writes_through_fetch_and_push(triton_pair: 
     assert rc == 0, err
     chain = next(c for c in json.loads(out)["chains"] if c["id"] == f"chain-{s['conflict'][:7]}")
     assert s["dependent"] not in chain["commits"]
+
+
+def test_chain_dissolve_drops_the_record_and_members_are_placed_afresh(triton_pair: TritonPair) -> None:
+    """``chain ID dissolve`` removes the chain from the record; an unknown id is a one-line error naming the open ones."""
+    s = triton_pair.shas
+    assert triton_pair.cli("bundle", *triton_pair.args)[0] == 0
+    chain_id = f"chain-{s['llvm'][:7]}"
+    rc, out, err = triton_pair.cli("chain", *triton_pair.args, chain_id, "dissolve")
+    assert rc == 0, err
+    assert out.startswith(f"dissolved {chain_id}: 1 commit(s)")
+    record = json.loads(triton_pair.fork.git("show", f"{CHAINS_REF}:chains.json"))
+    assert chain_id not in [c["id"] for c in record["chains"]]
+    assert chain_id in [c["id"] for c in plan_json(triton_pair)["chains"]]  # still risky by itself: the rules re-seed it
+    rc, out, err = triton_pair.cli("chain", *triton_pair.args, "chain-nope", "dissolve")
+    assert rc != 0 and "there is no open chain 'chain-nope'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_recorded_chain_heals_when_its_seed_is_carried(triton_pair: TritonPair) -> None:
+    """The fork takes the chain's seed by hand: its dependents no longer hold the chain, the plan says so."""
+    s = triton_pair.shas
+    assert triton_pair.cli("bundle", *triton_pair.args)[0] == 0
+    fork = triton_pair.fork
+    fork.commit(f"[fbtriton] take #102 by hand\n\n(cherry picked from commit {s['conflict']})",
+                {COALESCE: triton_pair.upstream.git("show", f"{s['conflict']}:{COALESCE}")})
+    rc, out, err = triton_pair.cli("plan", *triton_pair.args)
+    assert rc == 0, err
+    assert "is carried by the fork now" in out

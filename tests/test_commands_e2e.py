@@ -355,8 +355,9 @@ def test_ambiguous_sha_prefix_lists_the_candidates(command_world: CommandWorld) 
     cid = w.say(f"/skip {prefix} which one?")
     body = w.reply(cid)
     assert f"ambiguous ref: `{prefix}` matches 2 upstream commits" in body
-    # (upstream here is a local path: no web links, so the candidates are listed by sha and subject)
-    assert f"- `{pair[0][:10]}` Tweak" in body and f"- `{pair[1][:10]}` Tweak" in body
+    # (upstream is named by its web address, so each candidate links to its commit)
+    web = "https://upstream.example/acme/upstream/commit/"
+    assert all(f"- [`{sha[:10]}`]({web}{sha}) Tweak" in body for sha in pair)
     assert "give more hex digits" in body and w.reactions(cid) == ["eyes", "confused"]
     assert w.status()["wont_port"] == 0
     cid = w.say(f"/skip {pair[1][:8]} this one")

@@ -229,7 +229,8 @@ def test_closest_prefers_unique_prefix() -> None:
 # --------------------------------------------------------------------------- properties
 
 _line_free_text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
+    # No control characters: a command holding one (NUL...) is refused with a reply (issue 14).
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\u2028\u2029"),
     max_size=40,
 )
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from core.github.ingest import DryGitHub
 from core.settings import WorkerSettings
-from tests.fixtures.ingest import IngestPair
+from tests.fixtures.ingest import UPSTREAM_URL, IngestPair
 from workers.adapters.gitcache import GitCache
 from workers.adapters.state import LocalState
 from workers.engine.git import Repository
@@ -20,7 +21,9 @@ REPO = "acme/fork"
 
 def make_env(pair: IngestPair, tmp_path: Path) -> tuple[IngestEnv, DryGitHub]:
     gh = DryGitHub(remotes={REPO: str(pair.fork_bare)})
-    settings = WorkerSettings.from_mapping({"FORKSYNC_DATA_DIR": str(tmp_path / "data")})
+    settings = WorkerSettings.from_mapping(
+        {"FORKSYNC_DATA_DIR": str(tmp_path / "data"), "FORKSYNC_GIT_URL_MAP": json.dumps(pair.url_map)}
+    )
     env = IngestEnv(settings, gh, GitCache(settings.data_dir / "git"), LocalState(settings.data_dir), run_engine)
     return env, gh
 
@@ -153,7 +156,7 @@ def test_unreachable_upstream_fails_the_check_with_the_reason(ingest_pair: Inges
     """An upstream.url that cannot be fetched gives a failing check naming the problem, not a silent
     task failure; nothing is pushed or opened."""
     good = ingest_pair.fork.git("show", "HEAD:.github/forksync.yml")
-    bad = good.replace(str(ingest_pair.upstream_bare), str(tmp_path / "no-such-upstream.git"))
+    bad = good.replace(UPSTREAM_URL, UPSTREAM_URL.replace("upstream.git", "no-such-upstream.git"))
     ingest_pair.fork.commit("point upstream nowhere", {".github/forksync.yml": bad})
     ingest_pair.push_fork()
     env, gh = make_env(ingest_pair, tmp_path)

@@ -82,3 +82,17 @@ def test_show_file_opens_one_file_or_says_none() -> None:
     waiting = show_file(outcome, "lib/x.cpp")
     assert waiting is not None and "Rail `markers`" in waiting
     assert show_file(outcome, "nope.c") is None
+
+
+def test_section_is_replaced_in_place_and_title_retitled() -> None:
+    """A second rendering replaces the first between its markers; text around it is kept."""
+    from core.render.resolution import replace_section, retitle_resolved
+
+    first = conflict_resolution_section(ResolveOutcome("a" * 40, "b", False, None, (), (WAIT,)), with_details=False)
+    body = replace_section("Intro\n\ntrailer", first, "a" * 40)
+    assert body.startswith("Intro\n\ntrailer\n\n<!-- forksync:resolution:aaaaaaaaaaaa -->")
+    second = conflict_resolution_section(ResolveOutcome("a" * 40, "b", True, "t", (ENTRY,)), with_details=False)
+    again = replace_section(body, second, "a" * 40)
+    assert again.count("forksync:resolution:aaaaaaaaaaaa") == 2  # one start, one end marker
+    assert "Waiting for a human" not in again and "Conflict Resolution:" in again and again.startswith("Intro")
+    assert retitle_resolved("[x] [Cherry-pick][CONFLICTS] 'A (#1)'") == "[x] [Cherry-pick][RESOLVED] 'A (#1)'"

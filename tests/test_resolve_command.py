@@ -140,3 +140,52 @@ def test_resolve_on_an_issue_or_a_foreign_branch_is_refused(make_repo: Callable[
     w = _world(make_repo, fake_github, BASE.replace("name", "who"))
     fake_github.pulls[5] = PullInfo(5, "0" * 40, "feature/x", "o/fork", "bob", "MEMBER")
     assert "is not a forksync pick branch" in w.say("/resolve").body
+
+
+def _fork_memory(w: World) -> list[str]:
+    import pygit2
+
+    from workers.engine.resolve.memory import ResolutionMemory
+
+    return [r.source for r in ResolutionMemory(pygit2.Repository(str(w.fork.path))).records()]
+
+
+def test_approve_on_a_pick_pr_records_it_and_teaches_the_memory(make_repo: Callable[[str], GitRepo],
+                                                                 fake_github: FakeCommentGitHub) -> None:
+    """/approve on a pick PR: a marked record at the head, and the maintainer's resolution in the fork's memory."""
+    from workers.commands.resolution import resolution_approved
+
+    w = _world(make_repo, fake_github, BASE.replace("'hi '", "'hey '"))
+    w.fork.git("checkout", "-q", BRANCH)
+    w.fork.commit("resolve by hand", {"app.py": "def greet(name):\n    return 'hey there ' + name\n"})
+    w.fork.git("checkout", "-q", "main")
+    head = w.branch_head()
+    fake_github.pulls[5] = PullInfo(5, head, BRANCH, "o/fork", "forksync[bot]", "NONE")
+    answer = w.say("/approve")
+    assert answer.reactions == ("+1",), answer.body
+    assert "approved the resolution" in answer.body and "1 hunk resolution(s) added" in answer.body
+    assert resolution_approved(fake_github, "o/fork", 5, head)
+    assert not resolution_approved(fake_github, "o/fork", 5, "f" * 40)  # a later push needs a new approval
+    assert _fork_memory(w) == ["approved #5 by @alice"]
+    # The next /resolve of the same conflict replays the maintainer's answer from the memory.
+    w.fork.git("branch", "-f", BRANCH, f"{BRANCH}~1")
+    fake_github.pulls[5] = PullInfo(5, w.branch_head(), BRANCH, "o/fork", "forksync[bot]", "NONE")
+    again = w.say("/resolve")
+    assert "resolution memory" in again.body and again.reactions == ("+1",)
+    assert w.fork.git("show", f"{BRANCH}:app.py") == "def greet(name):\n    return 'hey there ' + name"
+
+
+def test_a_merged_pick_teaches_the_memory(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:
+    """Squash-merged as `... (#5)` on the trunk: learn_from_merge records its resolution in the fork."""
+    from core.config import load_repo_config
+    from workers.tasks.resolution import learn_from_merge
+
+    w = _world(make_repo, fake_github, BASE.replace("'hi '", "'hey '"))
+    w.fork.git("merge", "-q", "--squash", BRANCH)
+    w.fork.git("rm", "-q", "-f", "--", "CONFLICTS.md")
+    w.fork.write({"app.py": "def greet(name):\n    return 'hey there ' + name\n"})
+    w.fork.git("commit", "-q", "-m", f"Say hello (#42) (#5)\n\n(cherry picked from commit {w.pick})")
+    config = load_repo_config(f"upstream: {{url: {UPSTREAM_URL}}}\n")
+    assert learn_from_merge(config, str(w.fork.path), str(w.upstream.path), 5) == 1
+    assert _fork_memory(w) == ["merged #5"]
+    assert learn_from_merge(config, str(w.fork.path), str(w.upstream.path), 5) == 0  # idempotent

@@ -119,3 +119,22 @@ def test_pipeline_waits_with_the_lines_it_could_not_resolve() -> None:
     outcome, _ = resolve_text(Conflict("m.txt", "a\nx\nb\n", "a\ny\nb\n", "a\nz\nb\n"))
     assert outcome.entry is None and outcome.waiting is not None
     assert outcome.waiting.hunks_left == 1 and "merge lines 2" in outcome.waiting.reason
+
+
+def test_dependency_pins_keep_the_newer_version_per_line() -> None:
+    """Both sides bump pins: each line keeps the newer version, whichever side has it."""
+    from workers.engine.resolve.strategies import dependency_pins
+
+    h = _hunk("pytest==4.0.2\nuses: actions/checkout@v4.2.0\n", "pytest==4.5.0\nuses: actions/checkout@v3.1.0\n",
+              "pytest==4.5.1\nuses: actions/checkout@v4.1.0\n")
+    res = dependency_pins(h, CTX)
+    assert res is not None and res.lines == ("pytest==4.5.1\n", "uses: actions/checkout@v4.2.0\n")
+
+
+def test_dependency_pins_decline_product_versions_and_other_edits() -> None:
+    """A #define'd product version is the branch's own; a renamed package is not a bump."""
+    from workers.engine.resolve.strategies import dependency_pins
+
+    assert dependency_pins(_hunk('#define V "6.0.8"\n', '#define V "999.0"\n', '#define V "255.0"\n'), CTX) is None
+    assert dependency_pins(_hunk("pytest==4.0\n", "pytest==4.5\n", "pytest-cov==4.6\n"), CTX) is None
+    assert dependency_pins(_hunk("a==1\n", "a==2\nb==1\n", "a==3\n"), CTX) is None

@@ -50,6 +50,7 @@ from core.github.records import (
     cut,
 )
 from core.github.roles import GitFunnel
+from core.render import carries_marker
 
 log = logging.getLogger("forksync.github")
 
@@ -271,7 +272,9 @@ class GitHubAdapter:
             if labels:
                 kwargs["labels"] = list(labels)
             for issue in self._repo(repo).get_issues(**kwargs):
-                if issue.pull_request is None and marker in (issue.body or ""):
+                # Only where the bot writes it (the body's leading markers): text an outsider wrote,
+                # or the bot copied from outside, can never pass for the bot's record.
+                if issue.pull_request is None and carries_marker(issue.body or "", marker):
                     return _issue_info(issue)
             return None
 
@@ -291,7 +294,7 @@ class GitHubAdapter:
     def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
                      labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]:
         """Update the issue carrying ``marker`` (reopening it if asked), else create it; True when created."""
-        full_body = body if marker in body else f"{marker}\n{body}"
+        full_body = body if carries_marker(body, marker) else f"{marker}\n{body}"
         existing = self.find_issue(repo, marker)
         if existing is None:
             issue: Issue = self._call(f"open issue {title!r}", repo,
@@ -367,7 +370,7 @@ class GitHubAdapter:
 
         def fetch() -> CommentInfo | None:
             for comment in self._repo(repo).get_issue(issue_number).get_comments():
-                if marker in (comment.body or ""):
+                if carries_marker(comment.body or "", marker):
                     return _comment_info(comment, issue_number)
             return None
 
@@ -375,7 +378,7 @@ class GitHubAdapter:
 
     def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]:
         """Edit the comment carrying ``marker`` in place, else post it; True when posted."""
-        full_body = body if marker in body else f"{marker}\n{body}"
+        full_body = body if carries_marker(body, marker) else f"{marker}\n{body}"
         existing = self.find_comment(repo, issue_number, marker)
         if existing is None:
             return self.create_comment(repo, issue_number, full_body), True
@@ -445,7 +448,7 @@ class GitHubAdapter:
         }
         refspec = f"{'+' if force else ''}{rev}:refs/heads/{branch}"
         try:
-            source.git("push", "--porcelain", url, refspec, env=env)
+            source.git("push", "--porcelain", "--", url, refspec, env=env)
         except ForksyncError as exc:  # the funnel's GitError
             stderr = str(getattr(exc, "stderr", "") or exc)
             raise _classify_push(stderr, repo, branch, (token, basic)) from None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from core.commands import SPECS, Command, Spec
-from core.render import marker
+from core.render import marker, neutral
 
 OK = "ok"  # done: 👍
 STARTED = "started"  # accepted, work queued or running: 🚀
@@ -92,8 +92,8 @@ class PlannedGroup:
 
 
 def code(text: str) -> str:
-    """``text`` as an inline code span, whatever backticks it contains."""
-    text = " ".join(text.split())
+    """``text`` as an inline code span, whatever backticks it contains (and no marker can hide in it)."""
+    text = neutral(" ".join(text.split()), refs=False, mentions=False)
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
@@ -101,7 +101,8 @@ def code(text: str) -> str:
 
 
 def fenced(text: str) -> str:
-    """``text`` as a code block whose fence no line inside can close."""
+    """``text`` as a code block whose fence no line inside can close (and no marker can hide in it)."""
+    text = neutral(text, refs=False, mentions=False)
     longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
     fence = "`" * (longest + 1)
     return f"{fence}text\n{text}\n{fence}"
@@ -170,7 +171,7 @@ def bad_command(command: Command) -> Outcome:
         remedy = f"did you mean `/{command.suggestion}`? " if command.suggestion else ""
         remedy += "`/help` lists every command"
         return failed(command, f"unknown command {code('/' + command.name)}", remedy)
-    return failed(command, command.error or "bad arguments", f"write it as {code(spec.usage)}; `/help {spec.name}` explains it")
+    return failed(command, inline(command.error or "bad arguments"), f"write it as {code(spec.usage)}; `/help {spec.name}` explains it")
 
 
 def denied(command: Command, user: str, repo: str, have: str | None) -> Outcome:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.render import marker
+from core.render import marker, neutral
 
 TITLE_MAX = 250  # GitHub rejects titles over 256 characters
 CHECK_NAME = "forksync / ingestion"
@@ -77,8 +77,8 @@ def _pr_ref(row: CommitRow) -> str:
 
 
 def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return " ".join(text.replace("|", "\\|").split())
+    """Text from upstream made safe inside a Markdown table cell (no marker, no ping)."""
+    return " ".join(neutral(text, refs=False).replace("|", "\\|").split())
 
 
 def bundle_title(bundle: BundleView) -> str:

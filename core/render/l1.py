@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.render import marker
+from core.render import marker, neutral
 
 L1_CHECK = "forksync / L1"
 COVERAGE_CHECK = "forksync / coverage"
@@ -367,11 +367,11 @@ def infra_issue(cause: str, runner: str, suite: str, sha: str, detail: str) -> t
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return neutral(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _fence_safe(text: str) -> str:
-    return text.replace("```", "`\u200b``")
+    return neutral(text, refs=False, mentions=False).replace("```", "`\u200b``")
 
 
 def _truncate(text: str) -> str:

@@ -148,8 +148,12 @@ def waiting_lines(waiting: Sequence[WaitingLike]) -> list[str]:
     return lines
 
 
+def end_marker(commit: str) -> str:
+    return f"<!-- /forksync:resolution:{commit[:12]} -->"
+
+
 def conflict_resolution_section(outcome: OutcomeLike, *, with_details: bool = True) -> str:
-    """The ``Conflict Resolution:`` section of a pick (marked, so it is edited in place)."""
+    """The ``Conflict Resolution:`` section of a pick (between markers, so it is edited in place)."""
     lines = [marker("resolution", outcome.commit[:12])]
     if outcome.entries:
         lines.append("Conflict Resolution:")
@@ -168,7 +172,22 @@ def conflict_resolution_section(outcome: OutcomeLike, *, with_details: bool = Tr
                 text += "\n(more conflicts and diffs left out: `/resolve show FILE` shows one)\n"
                 break
             text += "\n" + block + "\n"
-    return text.rstrip("\n") + "\n"
+    return text.rstrip("\n") + "\n" + end_marker(outcome.commit) + "\n"
+
+
+def replace_section(body: str, section: str, commit: str) -> str:
+    """``body`` with the pick's section replaced in place (or added at the end when it has none)."""
+    start, end = marker("resolution", commit[:12]), end_marker(commit)
+    i = body.find(start)
+    j = body.find(end, i) if i >= 0 else -1
+    if i >= 0 and j >= 0:
+        return body[:i] + section.rstrip("\n") + body[j + len(end):]
+    return body.rstrip("\n") + ("\n\n" if body.strip() else "") + section
+
+
+def retitle_resolved(title: str) -> str:
+    """``[Cherry-pick][CONFLICTS] …`` becomes ``[Cherry-pick][RESOLVED] …`` (other titles unchanged)."""
+    return title.replace("[Cherry-pick][CONFLICTS]", "[Cherry-pick][RESOLVED]", 1)
 
 
 def details_waiting(w: WaitingLike) -> str:

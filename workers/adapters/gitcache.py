@@ -49,6 +49,13 @@ class GitCache:
     def __init__(self, root: Path) -> None:
         self.root = root
 
+    @classmethod
+    def for_installation(cls, root: Path, installation_id: int | None) -> GitCache:
+        """The caches of one installation: ``root/installation-<id>``. A job of one installation
+        never opens another's (one may hold a private repository the other cannot read), even for
+        the same upstream URL."""
+        return cls(root / f"installation-{int(installation_id) if installation_id is not None else 'none'}")
+
     @contextlib.contextmanager
     def open(self, key: str) -> Iterator[Repository]:
         """The cache for ``key``, locked for this task and reset to a known state."""
@@ -71,7 +78,7 @@ class GitCache:
 
     def fetch(self, repo: Repository, url: str, refspecs: Sequence[str], token: str | None = None) -> None:
         """``git fetch --prune --no-tags url refspecs`` (incremental: only new objects move)."""
-        remote_git(repo, token, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", url, *refspecs)
+        remote_git(repo, token, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", "--", url, *refspecs)
 
 
 # git's words for a server or network that failed (worth a retry), not a refusal.

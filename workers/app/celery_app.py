@@ -196,6 +196,9 @@ def create_celery(source: Any = None) -> Celery:
     ``flask_app.extensions["celery"]`` (Flask's Celery pattern).
     """
     embedded.register()
+    from core import logsafe
+
+    logsafe.install()  # payload text in task logs cannot forge lines
     settings, flask_app = _settings_from(source)
     task_cls = type("ForksyncTask", (ForksyncTask,), {"flask_app": flask_app, "retry_base_s": settings.retry_base_s})
     app = Celery("forksync", task_cls=task_cls)

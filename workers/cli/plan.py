@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from core.render.plan import plan_text
 from workers.cli.pairargs import add_pair_arguments, one_line_errors, open_from_args
 from workers.engine.planning import Planned, make_plan
 
@@ -41,32 +42,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render_plan(planned: Planned) -> str:
-    """The readable plan: each bundle and chain with its commits; chains with their reasons."""
-    plan, ledger = planned.plan, planned.ledger
-
-    def subject(sha: str) -> str:
-        entry = ledger.entry(sha)
-        return entry.subject[:80] if entry else ""
-
-    lines: list[str] = []
-    for hurried in plan.urgent:
-        state = f"conflicts in {', '.join(hurried.conflicts)}" if hurried.conflicts else "picks cleanly"
-        lines.append(f"{hurried.id}  urgent, alone on the fork tip ({state})")
-        lines.append(f"  {hurried.commit[:12]}  {subject(hurried.commit)}")
-    for bundle in plan.bundles:
-        lines.append(f"{bundle.id}  {len(bundle.commits)} commit(s), {bundle.lines} changed lines")
-        lines.extend(f"  {sha[:12]}  {subject(sha)}" for sha in bundle.commits)
-    for chain in plan.chains:
-        lines.append(f"{chain.id}  {len(chain.commits)} commit(s), risky chain")
-        for reason in chain.reasons:
-            lines.append(f"  {reason.commit[:12]}  {subject(reason.commit)}")
-            lines.append(f"      {reason.kind}: {reason.detail}")
-    if plan.deferred:
-        lines.append(f"deferred (backlog, in no bundle or chain): {len(plan.deferred)}")
-        lines.extend(f"  {sha[:12]}  {subject(sha)}" for sha in plan.deferred)
-    if not lines:
-        lines.append("nothing to place: every upstream commit is picked, deferred or won't port")
-    placed = sum(len(b.commits) for b in plan.bundles) + sum(len(c.commits) for c in plan.chains) + len(plan.urgent)
-    urgent = f", {len(plan.urgent)} urgent" if plan.urgent else ""
-    lines.append(f"{placed} commit(s): {len(plan.bundles)} bundle(s), {len(plan.chains)} chain(s){urgent}")
-    return "\n".join(lines)
+    """The readable plan: summary first, then each bundle and chain with its commits and reasons."""
+    subjects = {e.sha: e.subject[:100] for e in planned.ledger.entries}
+    return plan_text(planned.plan, subjects, [n.text for n in planned.notes])

@@ -287,7 +287,7 @@ def _bundles(ctx: Context, pair: Pair) -> tuple[render.OpenItem, ...]:
     import re
 
     with fork_auth(ctx):
-        out = pair.repo.text("ls-remote", pair.fork.remote, "refs/heads/forksync/bundle/*")
+        out = pair.repo.text("ls-remote", "--", pair.fork.remote, "refs/heads/forksync/bundle/*")
     branches = sorted(line.split("\t", 1)[1].removeprefix("refs/heads/") for line in out.splitlines() if "\t" in line)
     lister = getattr(ctx.gh, "pulls_for_branches", None)
     pulls = {b: (n, t, u) for b, n, t, u in lister(ctx.repo, branches)} if lister is not None else {}

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.config import CONFIG_PATH
+from core.render import carries_marker
 from workers.commands.handler import CommentInfo, PullInfo, is_bot
 
 
@@ -46,7 +47,7 @@ class AdapterCommentGitHub:
         when ``own_login`` is known: another App's bot may echo text a user wrote)."""
         found = None
         for info in self.adapter.list_comments(repo, issue_number):
-            if marker not in info.body:
+            if not carries_marker(info.body, marker):
                 continue
             if self.own_login and info.author.lower() != self.own_login.lower():
                 continue
@@ -78,3 +79,11 @@ class AdapterCommentGitHub:
             if info is not None and info.state == "open":
                 out.append((branch, info.number, info.title, info.html_url))
         return out
+
+    def pull_text(self, repo: str, number: int) -> tuple[str, str]:
+        """(title, body) of PR #number, for the resolution section edited in place."""
+        info = self.adapter.get_pull_request(repo, number)
+        return str(info.title), str(info.body or "")
+
+    def update_pull_text(self, repo: str, number: int, title: str, body: str) -> None:
+        self.adapter.update_issue(repo, number, title=title, body=body)

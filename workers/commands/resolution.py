@@ -15,13 +15,16 @@ import pygit2
 
 from core.commands import Command
 from core.render import commands as render
+from core.render import marker as render_marker
 from core.render import resolution as show
 from workers.commands.actions import fork_auth, open_fork
+from workers.commands.approval import ApprovalGitHub
 from workers.commands.handler import Context
 from workers.engine.bundle import BOT_COMMITTER, PickStyle
 from workers.engine.pair import normalise_web_url
 from workers.engine.resolve.agent import agent_step, from_config
 from workers.engine.resolve.branch import BuildResult, build_through, plan_branch, read_branch
+from workers.engine.resolve.learning import learn_branch, record_in_fork
 from workers.engine.resolve.memory import fetch_memory
 from workers.engine.resolve.pick import AgentStep
 from workers.engine.resolve.rails import Check
@@ -96,6 +99,7 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
         )
     with fork_auth(ctx):
         pair.push_to_fork(built.head, f"refs/heads/{pull.head_ref}", force=True)
+    _update_pr_text(ctx, pull.number, built)
     files = sum(len(o.entries) for o in built.outcomes)
     return render.done(
         command,
@@ -103,6 +107,19 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
         "a maintainer's approval (a review or `/approve`) is still required before merge",
         details=_details(built),
     )
+
+
+def _update_pr_text(ctx: Context, number: int, built: BuildResult) -> None:
+    """The PR's sections replaced in place and its title retitled RESOLVED (where the adapter can)."""
+    read = getattr(ctx.gh, "pull_text", None)
+    write = getattr(ctx.gh, "update_pull_text", None)
+    if read is None or write is None:
+        return
+    title, body = read(ctx.repo, number)
+    for outcome in built.outcomes:
+        if not outcome.clean:
+            body = show.replace_section(body, show.conflict_resolution_section(outcome), outcome.commit)
+    write(ctx.repo, number, show.retitle_resolved(title), body)
 
 
 def _details(built: BuildResult) -> str:
@@ -117,3 +134,50 @@ def _show(command: Command, built: BuildResult, path: str) -> render.Outcome:
     conflicted = sorted({e.path for o in built.outcomes for e in o.entries} | {w.path for o in built.outcomes for w in o.waiting})
     listed = ", ".join(f"`{p}`" for p in conflicted[:10]) or "none"
     return render.failed(command, f"`{path}` does not conflict in this PR's picks", f"conflicted files: {listed}")
+
+
+# --------------------------------------------------------------------------- approval of a resolution
+
+
+def resolution_marker(pr: int) -> str:
+    return render_marker("resolution-approval", str(pr))
+
+
+def approve_resolution(ctx: Context, command: Command) -> render.Outcome:
+    """/approve on a forksync pick PR: the maintainer's word on its resolution, at the current head.
+
+    Recorded as a marked bot comment (naming the head sha: a later push needs a new approval),
+    and the branch's resolutions go into the fork's memory at once ("approved proposals").
+    """
+    pull = ctx.pull()
+    pair = open_fork(ctx)
+    head_ref = f"{PR_HEAD_REF}{pull.number}"
+    with fork_auth(ctx):
+        pair.repo.git("fetch", "--quiet", "--no-tags", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
+    repo = pygit2.Repository(str(pair.repo.path))
+    records = learn_branch(repo, pair.fork_tip, head_ref, ctx.config.ledger.trailer_patterns,
+                           f"approved #{pull.number} by @{ctx.author}")
+    with fork_auth(ctx):
+        learned = record_in_fork(pair, records, f"forksync: learn {len(records)} resolution(s) approved in #{pull.number}",
+                                 ctx.config.resolve.memory_ref)
+    body = (
+        f"{resolution_marker(pull.number)}\n**Resolution approved** (forksync `/approve`).\n\n"
+        f"Approved by: @{ctx.author}\nApproved head: `{pull.head_sha}`\n\n"
+        "A new push needs a new `/approve` (or an approving review) before merge."
+    )
+    existing = ctx.gh.find_comment(ctx.repo, pull.number, resolution_marker(pull.number))
+    ctx.gh.post_comment(ctx.repo, pull.number, body, existing)
+    return render.done(
+        command,
+        f"approved the resolution at head `{pull.head_sha[:10]}`; {learned} hunk resolution(s) added to the "
+        "resolution memory; merge once L1 is green",
+    )
+
+
+def resolution_approved(gh: ApprovalGitHub, repo: str, pr: int, head_sha: str) -> bool:
+    """True when a maintainer approved PR #pr's resolution at ``head_sha`` (for whoever merges)."""
+    comment_id = gh.find_comment(repo, pr, resolution_marker(pr))
+    if comment_id is None:
+        return False
+    comment = gh.comment(repo, comment_id)
+    return comment is not None and comment.author_type == "Bot" and f"Approved head: `{head_sha}`" in comment.body

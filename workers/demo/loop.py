@@ -92,7 +92,7 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str) -> 
     print("not shown: L1/L2 handlers of the same webhooks (they need a GitHub App and test runners)\n")
     remote = root / "github" / f"{FORK_REPO}.git"
     remote.parent.mkdir(parents=True, exist_ok=True)
-    run_git(root, ["clone", "--quiet", "--mirror", "--no-local", str(fork), str(remote)])
+    run_git(root, ["clone", "--quiet", "--mirror", "--no-local", "--", str(fork), str(remote)])
     data = root / "data"
     settings = WorkerSettings.from_mapping(
         {"FORKSYNC_DATA_DIR": str(data), "FORKSYNC_GIT_URL_MAP": json.dumps({upstream_url: str(upstream)})}

@@ -290,7 +290,7 @@ def make_sample(root: Path) -> Sample:
     fork_path.mkdir(parents=True, exist_ok=True)
     fork_repo.git("init", "--quiet", "-b", "main")
     fork_repo.git("config", "remote.origin.url", f"{FORK_URL}.git")
-    fork_repo.git("fetch", "--quiet", "--no-tags", str(up_path), f"{fork_ref}:refs/heads/sample-import")
+    fork_repo.git("fetch", "--quiet", "--no-tags", "--", str(up_path), f"{fork_ref}:refs/heads/sample-import")
     fork_repo.git("checkout", "--quiet", "-B", "main", "refs/heads/sample-import")
     fork_repo.git("branch", "--quiet", "-D", "sample-import")
     upstream_repo.git("update-ref", "-d", fork_ref)

@@ -132,7 +132,7 @@ def _fork_tip(pair: Pair) -> str | None:
         return out[0] if out else None
     try:
         pair.repo.git(
-            "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", fork.remote, f"+{CHAINS_REF}:{CACHE_CHAINS_REF}"
+            "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", fork.remote, f"+{CHAINS_REF}:{CACHE_CHAINS_REF}"
         )
     except GitError as exc:
         if "couldn't find remote ref" in exc.stderr:

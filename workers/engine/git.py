@@ -65,7 +65,7 @@ class Repository:
     def rev_parse(self, rev: str) -> str | None:
         """The full sha of ``rev`` (peeled to a commit), or None when it does not resolve."""
         proc = subprocess.run(
-            ["git", "-C", str(self.path), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            ["git", "-C", str(self.path), "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
             capture_output=True,
             env=_env(None),
             check=False,

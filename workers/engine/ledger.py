@@ -341,13 +341,17 @@ def compute_ledger(
     all_carriers = _all_carriers(picks, fork_index.position)
     entries = []
     for i, (c, d) in enumerate(zip(upstream, final, strict=True)):
-        now = _in_fork_order(carried.get(c.sha, ()), fork_index.position)
-        history = [
-            (f, how_found[(f, c.sha)], reverted_by.get(f) or undone.get((f, c.sha))) for f in all_carriers.get(c.sha, ())
-        ]
+        sha = c.sha
+        now = _in_fork_order(carried[sha], fork_index.position) if sha in carried else ()
+        stand = stands.get(sha)
+        if not now and stand is None and sha not in all_carriers and sha not in merged:
+            why = "hole behind the frontier (backlog, not marked)" if i < frontier_pos and d is Disposition.PENDING else ""
+            entries.append(LedgerEntry(sha, c.subject, c.author, c.author_time, c.committer_time, c.pr_number, d, (), why))
+            continue  # most of a long upstream range: nothing carries it and nobody decided
+        history = [(f, how_found[(f, sha)], reverted_by.get(f) or undone.get((f, sha))) for f in all_carriers.get(sha, ())]
         entries.append(
             LedgerEntry(
-                sha=c.sha,
+                sha=sha,
                 subject=c.subject,
                 author=c.author,
                 author_time=c.author_time,
@@ -356,11 +360,11 @@ def compute_ledger(
                 disposition=d,
                 carriers=now,
                 reason=dispositions.reason(
-                    c.sha, d, carriers=history, merged=c.sha in merged, decision=stands.get(c.sha),
-                    carried=c.sha in carried, behind_frontier=i < frontier_pos,
+                    sha, d, carriers=history, merged=sha in merged, decision=stand,
+                    carried=sha in carried, behind_frontier=i < frontier_pos,
                 ),
-                recognisers=tuple(how_found.get((f, c.sha), rec.MERGE) for f in now),
-                decided_by=stands[c.sha].source if c.sha in stands else None,
+                recognisers=tuple(how_found.get((f, sha), rec.MERGE) for f in now),
+                decided_by=stand.source if stand is not None else None,
             )
         )
     subjects = {c.sha: c.subject for c in fork}

@@ -6,7 +6,8 @@
   still to pick was the last to change (``Change.depends``, from :mod:`workers.engine.lines`);
 * **symbols** — it changes the definition of a name whose definition a chain member changes, or
   it uses a name a chain member introduces (definitions only, never a mere mention; the
-  generic-name stop-list applies). Members already picked link nothing: their lines and names
+  generic-name stop-list applies; a use names a new free function, class, macro or record, never a
+  method, and file-local definitions never link across files). Members already picked link nothing: their lines and names
   are in the fork already.
 
 ``file`` is the earlier rule, kept to compare: any shared file, or any shared symbol (function
@@ -27,6 +28,10 @@ from workers.engine.symbols import last_name
 
 if TYPE_CHECKING:
     from workers.engine.partition import Change
+
+
+# A qualified C++ name links its uses by its last part only from this length on.
+SPECIFIC_NAME = 8
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,13 @@ class ChainLinks:
         for symbol in defined:
             self.defined.setdefault(symbol, {}).setdefault(chain_id, sha)
         for symbol in introduced:
-            self.introduced.setdefault(last_name(symbol), {}).setdefault(chain_id, (symbol, sha))
+            # A use is a bare identifier: it names a new function, class, macro or record. A Python
+            # method never (``x.add(`` cannot say whose ``add`` it calls); a C++ ``A::b`` (method or
+            # namespaced function) only when ``b`` is specific enough to name one thing.
+            name = last_name(symbol)
+            if "." in symbol or ("::" in symbol and len(name) < SPECIFIC_NAME):
+                continue
+            self.introduced.setdefault(name, {}).setdefault(chain_id, (symbol, sha))
 
     def links_of(self, change: Change, find: Callable[[str], str]) -> dict[str, Link]:
         """The open chains ``change`` depends on, one reason each (the first found, in a fixed order)."""

@@ -114,7 +114,7 @@ class Pair:
         """
         spec = f"{'+' if force else ''}{src}:{dst_ref}"
         try:
-            self.repo.git("push", "--quiet", "--no-verify", self.fork.remote, spec)
+            self.repo.git("push", "--quiet", "--no-verify", "--", self.fork.remote, spec)
         except GitError as exc:
             if "non-fast-forward" in exc.stderr or "rejected" in exc.stderr or "fetch first" in exc.stderr:
                 raise ForksyncError(
@@ -263,7 +263,7 @@ def _branches(loc: Location) -> list[str]:
         if loc.path is not None:
             out = run_git(loc.path, ["for-each-ref", "--format=%(refname:short)", "refs/heads/"]).decode()
             return out.split()
-        out = run_git(".", ["ls-remote", "--heads", loc.remote]).decode()
+        out = run_git(".", ["ls-remote", "--heads", "--", loc.remote]).decode()
     except GitError:
         return []
     return [line.split("refs/heads/", 1)[1] for line in out.splitlines() if "refs/heads/" in line]
@@ -331,7 +331,7 @@ def _sync_branch(
 
 def _fetch_branch(repo: Repository, loc: Location, branch: str, ref: str, flag: str) -> str:
     try:
-        repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", loc.remote, f"+refs/heads/{branch}:{ref}")
+        repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", loc.remote, f"+refs/heads/{branch}:{ref}")
     except GitError as exc:
         if "couldn't find remote ref" in exc.stderr:
             raise _unknown_branch(loc, branch, flag) from None
@@ -361,7 +361,7 @@ def _sync_fork(
         return tip, notes
     tip = _fetch_branch(repo, fk, branch, ref, "--fork-branch")
     try:
-        repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", fk.remote, f"+{notes_ref}:{FORK_NOTES_REF}")
+        repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", fk.remote, f"+{notes_ref}:{FORK_NOTES_REF}")
         notes = repo.rev_parse(FORK_NOTES_REF)
     except GitError as exc:
         if "couldn't find remote ref" not in exc.stderr:

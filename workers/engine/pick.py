@@ -310,6 +310,22 @@ class PickTarget:
             return PickResult(change.sha, conflicts=outcome.conflicts or ("(unnamed conflict)",))
         old, new = self.repo.get(before), self.repo.get(outcome.tree)
         assert isinstance(old, pygit2.Tree) and isinstance(new, pygit2.Tree)
+        self._adopt(old, new)
+        return PickResult(change.sha)
+
+    def replace(self, updates: dict[str, Entry | None]) -> None:
+        """Set paths by hand (path → entry, None removes): a resolution's files, say."""
+        self._pending.update(updates)
+        self._since.update(updates)
+
+    def move_to(self, tree: pygit2.Oid) -> None:
+        """Make ``tree`` (a resolved pick's) the target; the paths that differ count as updates."""
+        before = self.tree()
+        old, new = self.repo.get(before), self.repo.get(tree)
+        assert isinstance(old, pygit2.Tree) and isinstance(new, pygit2.Tree)
+        self._adopt(old, new)
+
+    def _adopt(self, old: pygit2.Tree, new: pygit2.Tree) -> None:
         updates: dict[str, Entry | None] = {}
         for delta in old.diff_to_tree(new).deltas:
             if delta.status == pygit2.enums.DeltaStatus.DELETED:
@@ -322,7 +338,6 @@ class PickTarget:
         self._looked_up = {}
         self._dirs = {"": new}
         self._since.update(updates)
-        return PickResult(change.sha)
 
     def take_updates(self) -> dict[str, Entry | None]:
         """The paths replaced since the last call (path → entry, None: removed), sorted by path.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pygit2
@@ -28,12 +28,13 @@ from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_c
 from workers.engine.changes import CommitChanges, commit_changes, commit_changes_many
 from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
+from workers.engine.healing import HealNote, heal
 from workers.engine.ledger import Ledger, load_ledger
 from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition, short
 from workers.engine.pick import GitMerger, PickTarget
-from workers.engine.symbols import stoplist
+from workers.engine.symbols import last_name, stoplist
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,10 @@ class Planned:
     changes: dict[str, CommitChanges]
     store: ChainStore
     ledger: Ledger
+    notes: tuple[HealNote, ...] = ()  # what healing did to the recorded chains this run
 
 
-class _TipTrial:
+class TipTrial:
     """Trial picks onto the fork tip plus everything bundled so far (one in-memory target), and
     one target per open chain for the partition's ``pick`` rule (``partition.ChainTrial``)."""
 
@@ -101,11 +103,27 @@ def urgent_trial(repo: pygit2.Repository, fork_tip: str, change: CommitChanges) 
     return _conflicts(PickTarget(repo, tip.tree.id, GitMerger(repo)), change)
 
 
-def _as_change(c: CommitChanges, depends: Mapping[str, tuple[LineDep, ...]] | None = None) -> Change:
+def _as_change(
+    c: CommitChanges, depends: Mapping[str, tuple[LineDep, ...]] | None = None, known: frozenset[str] = frozenset()
+) -> Change:
     return Change(
-        c.sha, c.paths, c.symbols, c.lines,
-        depends=(depends or {}).get(c.sha, ()), defined=c.defined, introduced=c.introduced, used=c.used,
+        c.sha, c.paths, c.symbols, c.lines, depends=(depends or {}).get(c.sha, ()), defined=c.defined,
+        introduced=frozenset(s for s in c.introduced if last_name(s) not in known), used=c.used,
     )
+
+
+def names_in_tree(repo: Repository, tree: str, names: Iterable[str]) -> frozenset[str]:
+    """Which of ``names`` already occur, as whole words, in the files of ``tree`` (one ``git grep``).
+
+    A name a chain member "introduces" that the fork already has (another ``builder``, ``target``,
+    ``add``) is no new dependency for whoever uses it: only uses of names the fork lacks link.
+    """
+    wanted = sorted({n for n in names if n.isidentifier()})
+    if not wanted:
+        return frozenset()
+    out = repo.git("grep", "-I", "-w", "-o", "-h", "-F", "--no-color", "-f", "-", tree, "--",
+                   input="".join(f"{n}\n" for n in wanted).encode(), check=False)
+    return frozenset(out.decode("utf-8", "replace").split()) & frozenset(wanted)
 
 
 def history_dependencies(
@@ -165,11 +183,17 @@ def make_plan(
                 history[sha] = _as_change(commit_changes(repo, sha, stop))
     fork_tip = repo.get(pair.fork_tip)
     assert isinstance(fork_tip, pygit2.Commit)
-    trial = _TipTrial(PickTarget(repo, fork_tip.tree.id, GitMerger(repo)), changes)
-    plan = partition([_as_change(changes[s], depends) for s in walk], config, trial, store.records, history, deferred)
+    trial = TipTrial(PickTarget(repo, fork_tip.tree.id, GitMerger(repo)), changes)
+    known = names_in_tree(pair.repo, pair.fork_tip, (last_name(n) for s in walk for n in changes[s].introduced))
+    walk_changes = [_as_change(changes[s], depends, known) for s in walk]
+    carried = frozenset(
+        sha for r in store.records for sha in r.commits if (e := ledger.entry(sha)) is not None and e.carriers
+    )
+    records, notes = heal(store.records, {c.sha: c for c in walk_changes}, walk, config.risk.link, carried)
+    plan = partition(walk_changes, config, trial, records, history, deferred)
     hurried = tuple(Urgent(f"urgent-{short(s)}", s, urgent_trial(repo, pair.fork_tip, changes[s])) for s in urgent)
     plan = dataclasses.replace(plan, urgent=hurried)
-    return Planned(plan, walk, changes, store, ledger)
+    return Planned(plan, walk, changes, store, ledger, notes)
 
 
 def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:
@@ -245,7 +269,7 @@ def publish(
     if push:
         where = Repository(pair.fork.path) if pair.fork.path is not None else pair.repo
         try:
-            where.git("ls-remote", "--heads", push)
+            where.git("ls-remote", "--heads", "--", push)
         except GitError as exc:
             raise ForksyncError(
                 f"cannot reach {push!r} to push to (nothing was written): {exc.problem}",
@@ -267,7 +291,7 @@ def publish(
 
 def _push(repo: Repository, remote: str, specs: list[str], where: str) -> None:
     try:
-        repo.git("push", "--quiet", "--atomic", "--no-verify", remote, *specs)
+        repo.git("push", "--quiet", "--atomic", "--no-verify", "--", remote, *specs)
     except GitError as exc:
         if any(word in exc.stderr for word in ("non-fast-forward", "fetch first", "stale info")):
             raise ForksyncError(
@@ -328,6 +352,23 @@ def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str
     if commit:
         publish(pair, [(commit, CHAINS_REF, False)])
     return result
+
+
+def dissolve_chain(pair: Pair, config: RepoConfig, chain_id: str) -> ChainRecord:
+    """``forksync chain ID dissolve``: drop the chain from the record; its commits go back to the
+    walk (bundled, or in other chains, by the rules), none excluded. Returns the dissolved chain."""
+    planned = make_plan(pair, config)
+    records = {r.id: r for r in _records(planned, [c.record() for c in planned.plan.chains])}
+    if chain_id not in records:
+        known = ", ".join(sorted(records)) or "none"
+        raise ForksyncError(f"there is no open chain {chain_id!r}", f"use one of: {known} (forksync plan lists them)")
+    gone = records.pop(chain_id)
+    repo = pygit2.Repository(str(pair.repo.path))
+    commit = prepare_chains(repo, planned.store, sorted(records.values(), key=lambda r: r.id),
+                            f"forksync chain {chain_id} dissolve")
+    if commit:
+        publish(pair, [(commit, CHAINS_REF, False)])
+    return gone
 
 
 def _without(record: ChainRecord, sha: str, exclude: bool) -> ChainRecord:

@@ -240,6 +240,8 @@ _FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)")
 
 def own_text(body: str) -> str:
     """The body without what it quotes: fenced blocks and ``>`` lines (upstream's own message)."""
+    if "```" not in body and "~~~" not in body and ">" not in body:
+        return body
     body = _FENCE.sub("", body)
     return "\n".join(line for line in body.splitlines() if not line.lstrip().startswith(">"))
 

@@ -42,6 +42,7 @@ _LAYERS = (
     re.compile(r"^Back\s+out\s+(?P<diff>D\d+)\s*(?:\(#\d+\))?\s*$"),
 )
 REAPPLY = "reapply"
+_MAYBE = re.compile(r"(?i)^(?:revert|back\s+out)\b")
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ def layers(subject: str) -> tuple[list[str | None], str]:
 def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: rec.Rules) -> Revert | None:
     """What ``commit`` reverts, or None when it is no revert (it may be a pick)."""
     message = commit.message or commit.subject
+    if not _MAYBE.match(commit.subject) and "This reverts commit" not in message:
+        return None  # the cold path: most fork commits are no revert
     own = commit.subject + "\n" + rec.own_text(message.split("\n", 1)[1] if "\n" in message else "")
     is_upstream_pick = bool(rec._trailers(own, index, rules) or rec._same_subject(commit.subject, index))
     here = fork.position.get(commit.sha, len(fork.position))

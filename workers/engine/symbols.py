@@ -315,12 +315,20 @@ _USE_KEYWORDS = _CPP_KEYWORDS | frozenset(
 
 
 def _line_definitions(lang: str, line: str, header: bool, cls: str | None) -> list[str]:
+    """Definitions on one changed line that can matter outside the file: a macro of a .cpp, a
+    Python name that is private (``_x``) or nested (an indented ``def`` whose class is unknown)
+    is local to its file, where line links see it already."""
     if len(line) > MAX_LINE:
         return []
     if lang == "cpp":
+        if not header and _CPP_MACRO.match(line):
+            return []
         return _cpp_line(line, header)
     if lang == "python":
-        return _py_line(line, cls)
+        names = _py_line(line, cls)
+        if names and line[:1].isspace() and "." not in names[0]:
+            return []  # nested def, or a method of a class the hunk does not name
+        return [n for n in names if not n.rsplit(".", 1)[-1].startswith("_")]
     return _td_line(line)
 
 

@@ -112,7 +112,7 @@ class IngestReport:
 
 def default_branch(cache: Repository, url: str, token: str | None) -> str:
     """The remote's default branch (``HEAD`` symref), or ``main`` when it does not say."""
-    out = remote_git(cache, token, "ls-remote", "--symref", url, "HEAD").decode("utf-8", "replace")
+    out = remote_git(cache, token, "ls-remote", "--symref", "--", url, "HEAD").decode("utf-8", "replace")
     for line in out.splitlines():
         if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
             return line[len("ref: refs/heads/") : -len("\tHEAD")]
@@ -295,7 +295,7 @@ def close_stale(
             if number is not None:
                 closed.append({"kind": "pull", "number": number, "branch": branch})
     if stale:
-        remote_git(fork, token, "push", "--quiet", "--no-verify", fork_url, "--delete", *stale)
+        remote_git(fork, token, "push", "--quiet", "--no-verify", "--delete", "--", fork_url, *stale)
     for chain_id in sorted(closed_chains):
         number = gh.close_issue(
             repo,
@@ -320,11 +320,11 @@ def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: En
             raise ForksyncError(f"the engine did not write {branch} into the fork cache", "this is a bug; report it")
         specs.append(f"+refs/heads/{branch}:refs/heads/{branch}")
     if specs:
-        remote_git(fork, token, "push", "--quiet", "--no-verify", fork_url, *specs)
+        remote_git(fork, token, "push", "--quiet", "--no-verify", "--", fork_url, *specs)
     notes = fork.text("for-each-ref", "--format=%(refname)", "refs/notes/", "refs/forksync/")
     if notes:
         try:
-            remote_git(fork, token, "push", "--quiet", "--no-verify", fork_url, *[f"{ref}:{ref}" for ref in notes.splitlines()])
+            remote_git(fork, token, "push", "--quiet", "--no-verify", "--", fork_url, *[f"{ref}:{ref}" for ref in notes.splitlines()])
         except GitError as exc:
             # Someone recorded a decision meanwhile: our notes are stale. Rerun from fresh state
             # (retryable: the task runs again after a short backoff and re-reads everything).

@@ -26,7 +26,7 @@ def env_for(task: Any, installation_id: int) -> IngestEnv:
     return IngestEnv(
         settings=settings,
         github=runtime.github_for(settings, installation_id),
-        caches=GitCache(settings.data_dir / "git"),
+        caches=GitCache.for_installation(settings.data_dir / "git", installation_id),
         state=open_state(settings),
         engine=runtime.engine(),
     )

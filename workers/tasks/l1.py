@@ -56,7 +56,7 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
                 installation_id=installation_id)
     eject, rebuild = _split_wiring(settings, app, installation_id, repo)
     result = run_l1_job(
-        github, GitCache(settings.data_dir / "git"), settings.data_dir, job,
+        github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, job,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id),
         clone_url_for=lambda other: settings.map_url(app.push_url_template.format(repo=other)),

@@ -48,7 +48,7 @@ def run_l2(self: Any, installation_id: int | None = None, repo: str | None = Non
         return count
     app, github, settings = _github(self, installation_id)
     result = run_l2_job(
-        github, GitCache(settings.data_dir / "git"), settings.data_dir, repo,
+        github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, repo,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id), sha=sha, only=tuple(benchmarks or ()),
         store=settings.store(),
@@ -64,7 +64,7 @@ def bisect(self: Any, installation_id: int, repo: str, benchmark: str, good: str
     """``/bisect BENCHMARK [GOOD BAD]``: bisect on the l2 queue and answer on ``issue_number``."""
     app, github, settings = _github(self, installation_id)
     return run_bisect_job(
-        github, GitCache(settings.data_dir / "git"), settings.data_dir, repo, benchmark,
+        github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, repo, benchmark,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id), good=good, bad=bad, issue_number=issue_number,
         store=settings.store(),
@@ -77,7 +77,7 @@ def run_l3(self: Any, installation_id: int, repo: str, head_sha: str, workload: 
     """Run an L3 workload's command at the PR head and attach its metrics to the sign-off check."""
     app, github, settings = _github(self, installation_id)
     reply = run_l3_job(
-        github, GitCache(settings.data_dir / "git"), repo, head_sha, workload,
+        github, GitCache.for_installation(settings.data_dir / "git", installation_id), repo, head_sha, workload,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id),
     )

@@ -7,15 +7,17 @@ with a timeout: a wedged driver must not hang or crash the worker.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+
+from workers.testing import sandbox
 
 CANARY_TIMEOUT_S = 180
 
@@ -46,32 +48,27 @@ def run_canary(
 ) -> CanaryResult:
     """Run the canary program; every way it can fail comes back as ``ok=False`` with a reason."""
     argv = [python, "-m", "workers.kernels.canary"] + (["--interpret"] if interpret else [])
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            env=full_env, start_new_session=True,
-        )
-    except OSError as exc:
-        return CanaryResult(False, "none", f"cannot start the canary: {exc}", 0.0)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+    # Our own program, but it runs beside suites on the runner: the same allow-listed environment,
+    # never the worker's secrets, plus where to import forksync from.
+    package_root = str(Path(__file__).resolve().parents[2])
+    with tempfile.TemporaryDirectory(prefix="forksync-canary-") as home:
+        full_env = sandbox.child_env(Path(home), {"PYTHONPATH": package_root, **(env or {})})
+        ran, errs = sandbox.run_bounded(argv, package_root, full_env, timeout=timeout, limit=1024 * 1024,
+                                        stderr_apart=True)
+    if ran.start_error:
+        return CanaryResult(False, "none", f"cannot start the canary: {ran.start_error}", 0.0)
+    if ran.timed_out:
         return CanaryResult(False, "unknown", f"the canary hung for {timeout:.0f} s (driver or device wedged?)",
-                            time.monotonic() - started)
-    elapsed = time.monotonic() - started
+                            ran.duration_s)
+    elapsed = ran.duration_s
+    out, err = ran.output, errs.output if errs is not None else b""
     last = next((ln for ln in reversed(out.decode("utf-8", "replace").splitlines()) if ln.strip()), "")
     try:
         data = json.loads(last)
         return CanaryResult(bool(data["ok"]), str(data["backend"]), str(data["reason"]), elapsed)
     except (ValueError, KeyError, TypeError):
         tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
-        return CanaryResult(False, "unknown", f"the canary crashed (exit {proc.returncode}): {tail[0][:300]}", elapsed)
+        return CanaryResult(False, "unknown", f"the canary crashed (exit {ran.exit_code}): {tail[0][:300]}", elapsed)
 
 
 # The host canary's floors: below these the runner itself is the problem, whatever the suite did.

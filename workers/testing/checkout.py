@@ -4,25 +4,22 @@ Trunk tests and bisection run a command at many commits. ``CleanCheckout`` adds 
 beside the repository (never touching the user's own work tree), and before each run checks out
 the commit with ``--force`` and removes every untracked or ignored file, so one run's build
 output cannot leak into the next. ``run_command`` starts the command in its own process group
-and kills the whole group on timeout, so a hung benchmark cannot leave children behind.
+and kills the whole group on timeout, so a hung benchmark cannot leave children behind; it
+runs with the sandbox's allow-listed environment (:mod:`workers.testing.sandbox`), never the
+worker's secrets.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
 from core.errors import ForksyncError
 from workers.engine.git import Repository
+from workers.testing import sandbox
 
 # How much of a command's output is kept: the tail is where failures and metrics are.
 OUTPUT_LIMIT = 256 * 1024
@@ -56,53 +53,29 @@ def run_command(
     A command that cannot be started (not found, not executable) is the user's to fix, so it
     raises :class:`ForksyncError` naming it rather than passing for a failing commit.
     """
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    start = time.monotonic()
-    # Output goes to files, not pipes: a chatty benchmark cannot fill the worker's memory.
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        try:
-            proc = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                env=full_env,
-                stdout=out,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
-            raise ForksyncError(
-                f"cannot run {argv[0]!r} in {cwd}: {exc.strerror or exc}",
-                "check the command (it runs in a clean checkout of the commit, without a shell)",
-            ) from None
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid)
-            proc.wait()
-        return CommandResult(
-            argv=tuple(argv),
-            exit_code=None if timed_out else proc.returncode,
-            stdout=_tail(out),
-            stderr=_tail(err),
-            duration_s=time.monotonic() - start,
-            timed_out=timed_out,
+    with tempfile.TemporaryDirectory(prefix="forksync-job-") as home:
+        # Never the worker's environment: the command is code from the commit under test.
+        full_env = sandbox.child_env(Path(home), env)
+        sandbox.give_tree(Path(cwd))
+        out, err = sandbox.run_bounded(argv, cwd, full_env, timeout=timeout, limit=2 * OUTPUT_LIMIT, stderr_apart=True)
+    if out.start_error:
+        raise ForksyncError(
+            f"cannot run {argv[0]!r} in {cwd}: {out.start_error}",
+            "check the command (it runs in a clean checkout of the commit, without a shell)",
         )
+    assert err is not None
+    return CommandResult(
+        argv=tuple(argv),
+        exit_code=None if out.timed_out else out.exit_code,
+        stdout=_tail(out.output),
+        stderr=_tail(err.output),
+        duration_s=out.duration_s,
+        timed_out=out.timed_out,
+    )
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):  # already gone
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _tail(f: IO[bytes]) -> str:
-    size = f.seek(0, os.SEEK_END)
-    f.seek(max(0, size - OUTPUT_LIMIT))
-    return f.read().decode("utf-8", "replace")
+def _tail(data: bytes) -> str:
+    return data[-OUTPUT_LIMIT:].decode("utf-8", "replace")
 
 
 class CleanCheckout:

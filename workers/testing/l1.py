@@ -19,8 +19,8 @@ from core.config import RepoConfig, Suite
 from core.errors import ForksyncError
 from core.store import open_store
 from workers.engine.git import Repository
+from workers.testing import sandbox, triage
 from workers.testing import suites as suites_mod
-from workers.testing import triage
 from workers.testing.canary import CanaryResult, run_canary, run_host_canary
 from workers.testing.suites import FAILED, INFRASTRUCTURE, OMITTED, TIMED_OUT, SuiteOutcome
 
@@ -159,7 +159,7 @@ def run_l1_for_ref(
 
     outcomes: list[SuiteOutcome] = []
     suite_s, suite_runs = 0.0, 0
-    with suites_mod.checkout(repo, sha, data_dir / "l1" / "worktrees") as (workdir, _):
+    with suites_mod.checkout(repo, sha, sandbox.worktree_parent(data_dir / "l1" / "worktrees")) as (workdir, _):
         for suite in chosen:
             if suite.gpu and canary_result is not None and not canary_result.ok:
                 outcomes.append(SuiteOutcome(

@@ -12,8 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
-import subprocess
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -23,7 +22,7 @@ from typing import Any
 
 from core.config import Suite
 from workers.engine.git import GitError, Repository
-from workers.testing import infra, junit, signatures, watchdog
+from workers.testing import infra, junit, sandbox, signatures, watchdog
 from workers.testing.canary import CanaryResult
 
 PASSED, FAILED, OMITTED, TIMED_OUT, INFRASTRUCTURE = "passed", "failed", "omitted", "timed_out", "infrastructure"
@@ -199,15 +198,21 @@ def run_suite(
         log_path.write_text(f"forksync: cwd {suite.cwd!r} does not exist in the checkout\n")
         return replace(base, reason=f"did not run: cwd {suite.cwd!r} does not exist at this commit")
 
-    argv = [arg.replace("{junit}", str(results)) for arg in suite.run]
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    full_env.update({k: v.replace("{junit}", str(results)) for k, v in suite.env.items()})
-    full_env["FORKSYNC_JUNIT"] = str(results)
-
-    started = time.monotonic()
-    exit_code, timed_out, start_error = _run_in_group(argv, cwd, full_env, log_path, suite.timeout)
-    duration = time.monotonic() - started
+    with tempfile.TemporaryDirectory(prefix="forksync-job-") as job:
+        # The suite writes its results in its own home; the worker copies them to the log dir,
+        # which (like the rest of the data dir) the suite user cannot read or write.
+        home = Path(job)
+        own_results = home / "results" / results.name
+        own_results.parent.mkdir()
+        argv = [arg.replace("{junit}", str(own_results)) for arg in suite.run]
+        config_env = {k: v.replace("{junit}", str(own_results)) for k, v in suite.env.items()}
+        full_env = sandbox.child_env(home, {**(env or {}), **config_env, "FORKSYNC_JUNIT": str(own_results)})
+        sandbox.give_tree(workdir)
+        started = time.monotonic()
+        exit_code, timed_out, start_error = _run_in_group(argv, cwd, full_env, log_path, suite.timeout)
+        duration = time.monotonic() - started
+        if own_results.is_file() and not own_results.is_symlink():
+            shutil.copyfile(own_results, results)
     if start_error:
         return replace(base, duration_s=duration, reason=f"did not run: {start_error}")
 
@@ -233,42 +238,16 @@ def last_lines(text: str, count: int) -> str:
 def _run_in_group(
     argv: list[str], cwd: Path, env: Mapping[str, str], log_path: Path, timeout: int
 ) -> tuple[int | None, bool, str]:
-    """Run argv in its own session; returns (exit code, timed out, error starting it)."""
+    """Run argv in its own session (see :mod:`workers.testing.sandbox`); returns (exit code, timed
+    out, error starting it). The log keeps at most ``sandbox.OUTPUT_LIMIT`` bytes, head and tail."""
+    ran, _ = sandbox.run_bounded(argv, cwd, env, timeout=timeout, kill_grace_s=KILL_GRACE_S)
     with log_path.open("wb") as log:
-        try:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        except FileNotFoundError:
-            log.write(f"forksync: command not found: {argv[0]}\n".encode())
-            return None, False, f"command not found: {argv[0]!r} (is it installed on the runner, on PATH?)"
-        except PermissionError:
-            log.write(f"forksync: permission denied: {argv[0]}\n".encode())
-            return None, False, f"permission denied running {argv[0]!r}"
-        except OSError as exc:
-            log.write(f"forksync: cannot start {argv[0]}: {exc}\n".encode())
-            return None, False, f"cannot start {argv[0]!r}: {exc.strerror or exc}"
-        timed_out = False
-        try:
-            code: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _signal_group(proc.pid, signal.SIGTERM)
-            try:
-                code = proc.wait(timeout=KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                _signal_group(proc.pid, signal.SIGKILL)
-                code = proc.wait()
+        log.write(ran.output)
+        if ran.start_error:
+            log.write(f"forksync: {ran.start_error}\n".encode())
+        if ran.timed_out:
             log.write(f"\nforksync: killed after {timeout} s (suite timeout), with its process group\n".encode())
-        # Whatever the suite left running in its group (daemons, stray grandchildren) goes too.
-        _signal_group(proc.pid, signal.SIGKILL)
-        return code, timed_out, ""
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+    return ran.exit_code, ran.timed_out, ran.start_error
 
 
 def _judge(

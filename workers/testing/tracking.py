@@ -18,7 +18,7 @@ from typing import Protocol
 
 from core.config import Benchmark
 from core.github.roles import Comments, Issues
-from core.render import marker
+from core.render import leading_markers, marker
 from core.render.tracking import (
     LABEL,
     IssueFacts,
@@ -88,7 +88,7 @@ class KnownIssue:
 
     @property
     def key(self) -> str | None:
-        m = _KEY.search(self.body or "")
+        m = next(filter(None, (_KEY.fullmatch(line) for line in leading_markers(self.body or ""))), None)
         return m.group("key") if m else None
 
 

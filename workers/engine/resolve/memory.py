@@ -177,14 +177,18 @@ def _blob_text(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> str | N
     return blob.data.decode("utf-8", "surrogateescape") if isinstance(blob, pygit2.Blob) and not blob.is_binary else None
 
 
-def learn_from_commit(repo: pygit2.Repository, fork_commit: str, upstream_commit: str, source: str | None = None) -> list[MemoryRecord]:
-    """Records from a merged pick: the conflict of ``upstream_commit`` onto the pick's parent, answered by the pick."""
+def learn_from_commit(repo: pygit2.Repository, fork_commit: str, upstream_commit: str, source: str | None = None,
+                      onto: str | None = None) -> list[MemoryRecord]:
+    """Records from a merged pick: the conflict of ``upstream_commit`` onto ``onto`` (default: the
+    pick's parent), answered by the pick's tree."""
     pick = repo.revparse_single(fork_commit).peel(pygit2.Commit)
     up = repo.revparse_single(upstream_commit).peel(pygit2.Commit)
     assert isinstance(pick, pygit2.Commit) and isinstance(up, pygit2.Commit)
-    if not pick.parents or not up.parents:
+    if not up.parents or (onto is None and not pick.parents):
         return []
-    index = repo.merge_trees(up.parents[0].tree, pick.parents[0].tree, up.tree)
+    target = repo.revparse_single(onto).peel(pygit2.Commit) if onto is not None else pick.parents[0]
+    assert isinstance(target, pygit2.Commit)
+    index = repo.merge_trees(up.parents[0].tree, target.tree, up.tree)
     if index.conflicts is None:
         return []
     out: list[MemoryRecord] = []
@@ -193,7 +197,7 @@ def learn_from_commit(repo: pygit2.Repository, fork_commit: str, upstream_commit
             continue
         path = ours.path
         texts = [_blob_text(repo, t, p) for t, p in (
-            (up.parents[0].tree, ancestor.path if ancestor else path), (pick.parents[0].tree, path), (up.tree, theirs.path),
+            (up.parents[0].tree, ancestor.path if ancestor else path), (target.tree, path), (up.tree, theirs.path),
         )]
         resolved = _blob_text(repo, pick.tree, path)
         if texts[1] is None or texts[2] is None or resolved is None:
@@ -252,3 +256,24 @@ def fetch_memory(pair: Pair, ref: str = DEFAULT_REF) -> ResolutionMemory:
     """The fork's memory, fetched into the pair's cache (an empty memory when the fork has none yet)."""
     run_git(pair.repo.path, ["fetch", "--quiet", "--no-tags", pair.fork.remote, f"+{ref}:{CACHE_MEMORY_REF}"], check=False)
     return ResolutionMemory(pygit2.Repository(str(pair.repo.path)), CACHE_MEMORY_REF)
+
+
+class MemoryIndex:
+    """Records held in memory only (a benchmark's running memory, or records not yet written)."""
+
+    def __init__(self, records: Iterable[MemoryRecord] = ()) -> None:
+        self._by = {r.fingerprint: r for r in records}
+
+    def add(self, records: Iterable[MemoryRecord]) -> None:
+        for r in records:
+            self._by[r.fingerprint] = r
+
+    def __len__(self) -> int:
+        return len(self._by)
+
+    def lookup(self, hunk: Hunk) -> HunkResolution | None:
+        record = self._by.get(hunk_fingerprint(hunk))
+        if record is None:
+            return None
+        return HunkResolution(hunk.index, model.MEMORY, record.resolution,
+                              f"a maintainer resolved the same conflict this way before ({record.source})", hunk.digest())

@@ -194,6 +194,55 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     )
 
 
-# The deterministic pipeline, in order. Memory (exact fingerprints) runs before these.
-DETERMINISTIC: tuple[Strategy, ...] = (identical_sides, whitespace_only, already_applied, list_union, token_merge)
 
+
+
+# A dependency pin on one line: requirements (``pkg==1.2``), GitHub Actions (``uses: o/r@v1.2.3``),
+# package.json (``"pkg": "^1.2.3"``), pre-commit (``rev: v1.2.3``). Product versions (``#define
+# VERSION "6.0.8"``) are not pins: a maintenance branch keeps its own.
+_PIN = re.compile(
+    r"^\s*(-\s*)?("
+    r"[A-Za-z0-9][\w.\-\[\],]*\s*(==|>=|~=|<=)\s*v?\d[\w.]*(\s*;.*)?"
+    r"|(-\s*)?uses:\s*[\w.\-]+/[\w.\-/]+@v?\d[\w.]*"
+    r"|\"[@\w.\-/]+\":\s*\"[~^]?\d[\w.\-]*\",?"
+    r"|rev:\s*v?\d[\w.]*"
+    r")\s*(#.*)?$"
+)
+_VERSION = re.compile(r"\d+(?:\.\d+)*")
+
+
+def _version_key(line: str) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(p) for p in v.split(".")) for v in _VERSION.findall(line))
+
+
+def dependency_pins(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """Both sides moved the same dependency pins: on each line keep the newer version.
+
+    Guards: the three sides have the same lines, every line is a pin, and the sides of a line
+    differ only in version numbers (same package, same operator).
+    """
+    ours, base, theirs = _bare(hunk.ours), _bare(hunk.base), _bare(hunk.theirs)
+    if not base or not (len(ours) == len(base) == len(theirs)):
+        return None
+    out: list[str] = []
+    picked = {"fork": 0, "upstream": 0}
+    for o, b, t, raw_o, raw_t in zip(ours, base, theirs, hunk.ours, hunk.theirs, strict=True):
+        if not all(_PIN.match(x) for x in (o, b, t)):
+            return None
+        if len({_VERSION.sub("#", x) for x in (o, b, t)}) != 1:
+            return None
+        if _version_key(t) > _version_key(o):
+            out.append(raw_t)
+            picked["upstream"] += 1
+        else:
+            out.append(raw_o)
+            picked["fork"] += 1
+    return _resolution(
+        hunk, "dependency-pins", out,
+        f"both sides only move dependency pins; the newer version is kept on each line "
+        f"({picked['fork']} from the fork, {picked['upstream']} from upstream)",
+    )
+
+
+# The deterministic pipeline, in order. Memory (exact fingerprints) runs before these.
+DETERMINISTIC: tuple[Strategy, ...] = (identical_sides, whitespace_only, already_applied, dependency_pins, list_union, token_merge)

@@ -1,0 +1,330 @@
+"""Real-history replay: forksync's partition on Triton's own upstream history, beside a line-level oracle.
+
+The history is facebookexperimental/triton's pre-fork upstream first-parent history (the
+triton-lang commits before the fork's first own commit, ``[TLX-rebase][1/2]``; its parent
+``2ac060b8b`` is the pre-fork tip). Bring it with the search tool's ``fetch`` (a bare mirror)
+and pass ``--mirror``.
+
+Replay (``snapshot``): the fork is cut 1,000 commits before the pre-fork tip (the base); the
+first 600 upstream commits are ingested by a real ``git cherry-pick -x`` loop in a work tree,
+leaving **holes** (every commit whose sha's first 8 hex digits are divisible by 25, ~4%, is
+skipped) and **conflicts** behind (a pick that conflicts because of a hole is aborted and
+skipped). The fork carries a ``.github/forksync.yml`` with diverged zones and risky paths in
+the style of fbtriton's. Then ``forksync plan`` (engine, in process) places the backlog holes
+and the 400 pending commits; once with ``risk.link: line`` (default) and once with ``file``.
+
+**The oracle** (git-deps style, independent of forksync's link code): walk the same commits in
+upstream order with one running bundle tree (the fork tip, then every bundled commit picked onto
+it by git's own merge, ``git merge-tree``). Commit B goes to the chain when ``git blame
+BASE..B^`` over B's hunks, widened by one line of context (``git diff -U1``), names an earlier
+chain commit; or when it touches a diverged zone or risky path; or when its real trial pick onto
+the running bundle conflicts. Otherwise it is bundled and the running tree advances.
+
+**Continuous** (``weekly``): the 1,000 commits cut into calendar weeks (committer date); for
+each week the fork is upstream as of the week's start (everything earlier landed) and the week's
+commits are planned; forksync's pure partition (line mode, git trial picks) and the oracle, side
+by side. Chain conflict counts: each chain built through commit by commit on the bundle it would
+be built on (see bundle.py), a conflict "resolved" by taking the upstream side of the files, and
+counted.
+
+    python -m benchmarks.replay_triton --mirror /work/.mirror/facebookexperimental+triton/repo --work /tmp/replay
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from core.config import load_repo_config
+from workers.engine.changes import CommitChanges, commit_changes_many
+from workers.engine.git import Repository, run_git
+from workers.engine.lines import line_dependencies
+from workers.engine.pair import open_configured
+from workers.engine.partition import Change, partition
+from workers.engine.paths import first_match
+from workers.engine.pick import GitMerger, PickTarget
+from workers.engine.planning import TipTrial, make_plan
+from workers.engine.symbols import stoplist
+
+PRE_FORK_TIP = "2ac060b8b"
+CUT = 1000
+INGESTED = 600
+
+CONFIG = """\
+upstream: {url: https://github.com/triton-lang/triton, branch: main}
+fork: {branch: main}
+bundle: {max_commits: 30, max_lines: 5000}
+risk:
+  diverged_zones:
+    - "lib/Dialect/TritonGPU/Transforms/WarpSpecialization/**"
+    - "lib/Dialect/TritonGPU/IR/LinearLayoutConversions.cpp"
+    - "third_party/nvidia/lib/TritonNVIDIAGPUToLLVM/TensorMemoryToLLVM.cpp"
+  risky_paths: ["cmake/llvm-hash.txt"]
+  link: LINK
+"""
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> str:
+    return run_git(cwd, list(args), check=check).decode("utf-8", "replace")
+
+
+def first_parent(mirror: Path, tip: str) -> list[str]:
+    return git(mirror, "rev-list", "--first-parent", "--reverse", tip, "--").split()
+
+
+def is_hole(sha: str) -> bool:
+    return int(sha[:8], 16) % 25 == 0
+
+
+def build_replay(mirror: Path, work: Path) -> dict[str, Any]:
+    """The upstream (alternates on the mirror) and the fork (600 ingested with holes), made once."""
+    marker = work / "replay.json"
+    if marker.exists():
+        return dict(json.loads(marker.read_text()))
+    work.mkdir(parents=True, exist_ok=True)
+    tip = git(mirror, "rev-parse", "--verify", PRE_FORK_TIP + "^{commit}").strip()
+    history = first_parent(mirror, tip)
+    base, upstream = history[-CUT - 1], history[-CUT:]
+    objects = str((mirror / "objects").resolve())
+    up = work / "upstream.git"
+    git(work, "init", "-q", "--bare", str(up))
+    (up / "objects" / "info" / "alternates").write_text(objects + "\n")
+    git(up, "update-ref", "refs/heads/main", tip)
+    fork = work / "fork"
+    git(work, "init", "-q", "-b", "main", str(fork))
+    (fork / ".git" / "objects" / "info" / "alternates").write_text(objects + "\n")
+    env = {"GIT_AUTHOR_NAME": "fork", "GIT_AUTHOR_EMAIL": "fork@example.com", "GIT_COMMITTER_NAME": "fork",
+           "GIT_COMMITTER_EMAIL": "fork@example.com"}
+    os.environ.update(env)
+    git(fork, "reset", "-q", "--hard", base)
+    (fork / ".github").mkdir(exist_ok=True)
+    (fork / ".github" / "forksync.yml").write_text(CONFIG.replace("LINK", "line"))
+    git(fork, "add", ".github/forksync.yml")
+    git(fork, "commit", "-q", "-m", "[fork] forksync config")
+    holes, left = [], []
+    started = time.monotonic()
+    for sha in upstream[:INGESTED]:
+        if is_hole(sha):
+            holes.append(sha)
+            continue
+        out = subprocess.run(["git", "-C", str(fork), "cherry-pick", "-x", "--allow-empty", sha],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            git(fork, "cherry-pick", "--abort", check=False)
+            git(fork, "reset", "-q", "--hard", "HEAD", check=False)
+            left.append(sha)
+    info = {"base": base, "tip": tip, "upstream": upstream, "holes": holes, "left_behind": left,
+            "ingest_seconds": round(time.monotonic() - started, 1)}
+    marker.write_text(json.dumps(info, indent=1))
+    return info
+
+
+# --------------------------------------------------------------------------- the oracle
+
+
+def blame_owners(repo: Path, since: str, sha: str, files: dict[str, list[tuple[int, int]]]) -> set[str]:
+    """Commits after ``since`` that last changed the given line ranges of ``sha``'s parent (git blame)."""
+    owners: set[str] = set()
+    for path, ranges in files.items():
+        args = ["blame", "--porcelain", "-s"]
+        for a, b in ranges:
+            args += ["-L", f"{a},{b}"]
+        out = run_git(repo, [*args, f"{since}..{sha}^", "--", path], check=False).decode("utf-8", "replace")
+        for line in out.splitlines():
+            head = line.split(" ", 1)[0]
+            if len(head) == 40 and all(c in "0123456789abcdef" for c in head) and not line.startswith("\t"):
+                owners.add(head)
+    return owners
+
+
+def hunk_ranges(repo: Path, sha: str, context: int = 1) -> dict[str, list[tuple[int, int]]]:
+    """Per file B modifies (present in its parent): old-side line ranges of its hunks with context."""
+    out = git(repo, "diff", f"-U{context}", "--no-renames", "--no-color", f"{sha}^", sha)
+    files: dict[str, list[tuple[int, int]]] = {}
+    path: str | None = None
+    for line in out.splitlines():
+        if line.startswith("--- "):
+            path = None if line == "--- /dev/null" else line[6:]
+        elif line.startswith("@@") and path is not None:
+            old = line.split(" ")[1][1:]
+            start, _, count = old.partition(",")
+            a, n = int(start), int(count) if count else 1
+            if n == 0:
+                a, n = max(a, 1), 1
+            files.setdefault(path, []).append((max(a, 1), a + n - 1))
+    return files
+
+
+def oracle(repo_path: Path, pg: pygit2.Repository, walk: Sequence[str], since: str, tree: pygit2.Oid,
+           changes: dict[str, CommitChanges], zones: Sequence[str]) -> dict[str, Any]:
+    running = PickTarget(pg, tree, GitMerger(pg))
+    chain: list[str] = []
+    members: set[str] = set()
+    bundled = 0
+    for sha in walk:
+        deps = blame_owners(repo_path, since, sha, hunk_ranges(repo_path, sha)) if members else set()
+        if deps & members or first_match(changes[sha].paths, zones) or not running.pick(changes[sha]).clean:
+            chain.append(sha)
+            members.add(sha)
+        else:
+            bundled += 1
+    return {"placed": len(walk), "bundled": bundled, "chain": len(chain), "members": chain}
+
+
+# --------------------------------------------------------------------------- build-through counts
+
+
+def chain_conflicts(pg: pygit2.Repository, tree: pygit2.Oid, order: Sequence[str], bundles: Sequence[Sequence[str]],
+                    chains: Sequence[Sequence[str]], changes: dict[str, CommitChanges]) -> list[int]:
+    """Conflicts met building each chain through on its bundle (a conflict resolved by upstream's files)."""
+    position = {s: i for i, s in enumerate(order)}
+    merger = GitMerger(pg)
+    running = PickTarget(pg, tree, merger)
+    stack: list[tuple[int, pygit2.Oid]] = []
+    for bundle in bundles:
+        for sha in bundle:
+            running.pick(changes[sha])
+        stack.append((position[bundle[0]], running.tree()))
+    counts = []
+    for members in chains:
+        base = tree
+        for start, bundle_tree in stack:
+            if start < position[members[0]]:
+                base = bundle_tree
+        target = PickTarget(pg, base, merger)
+        conflicts = 0
+        for sha in members:
+            result = target.pick(changes[sha])
+            if not result.clean:
+                conflicts += 1
+                # resolved by taking the upstream side of its files
+                target.replace({d.path: d.new for d in changes[sha].deltas})
+        counts.append(conflicts)
+    return counts
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"holes": len(info["holes"]), "left_behind": len(info["left_behind"]),
+                           "ingest_loop_seconds": info["ingest_seconds"]}
+    fork, up = work / "fork", work / "upstream.git"
+    for link in ("line", "file"):
+        cfg_file = work / f"forksync-{link}.yml"
+        cfg_file.write_text(CONFIG.replace("LINK", link))
+        pair, config = open_configured(str(up), str(fork), config_file=str(cfg_file))
+        started = time.monotonic()
+        planned = make_plan(pair, config)
+        seconds = time.monotonic() - started
+        plan = planned.plan
+        bundled = sum(len(b.commits) for b in plan.bundles)
+        placed = len(planned.order)
+        pg = pygit2.Repository(str(pair.repo.path))
+        tip = pg.get(pair.fork_tip)
+        assert isinstance(tip, pygit2.Commit)
+        kinds: dict[str, int] = {}
+        for c in plan.chains:
+            for r in c.reasons:
+                kinds[r.kind] = kinds.get(r.kind, 0) + 1
+        counts = chain_conflicts(pg, tip.tree.id, planned.order, [b.commits for b in plan.bundles],
+                                 [c.commits for c in plan.chains], planned.changes) if link == "line" else []
+        out[link] = {
+            "placed": placed, "bundled": bundled, "share": round(bundled / placed, 3) if placed else 0,
+            "bundles": [len(b.commits) for b in plan.bundles], "chains": sorted((len(c.commits) for c in plan.chains), reverse=True),
+            "reasons": kinds, "plan_seconds": round(seconds, 2), "chain_conflicts": sum(counts),
+            "chain_conflicts_each": counts,
+        }
+        if link == "line" and not skip_oracle:
+            started = time.monotonic()
+            result = oracle(Path(pair.repo.path), pg, planned.order, info["base"], tip.tree.id, planned.changes,
+                            config.risk.diverged_zones + config.risk.risky_paths)
+            ours = {s for c in plan.chains for s in c.commits}
+            theirs = set(result.pop("members"))
+            result["seconds"] = round(time.monotonic() - started, 1)
+            result["share"] = round(result["bundled"] / result["placed"], 3)
+            result["ours_chained_oracle_bundled"] = len(ours - theirs)
+            result["oracle_chained_ours_bundled"] = len(theirs - ours)
+            out["oracle"] = result
+    return out
+
+
+def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) -> dict[str, Any]:
+    up = work / "upstream.git"
+    pg = pygit2.Repository(str(up))
+    config = load_repo_config(CONFIG.replace("LINK", "line"))
+    stop = stoplist(config.risk.symbol_stoplist)
+    commits: list[str] = info["upstream"]
+    changes = commit_changes_many(pg, Repository(up), commits, stop)
+    weeks: dict[str, list[str]] = {}
+    for sha in commits:
+        c = pg.get(sha)
+        assert isinstance(c, pygit2.Commit)
+        week = datetime.fromtimestamp(c.commit_time, UTC).strftime("%G-W%V")
+        weeks.setdefault(week, []).append(sha)
+    ours_b = oracle_b = total = 0
+    chain_sizes: list[int] = []
+    oracle_sizes: list[int] = []
+    conflicts = 0
+    for _week, shas in sorted(weeks.items()):
+        first = pg.get(shas[0])
+        assert isinstance(first, pygit2.Commit)
+        tree, since = first.parents[0].tree.id, str(first.parents[0].id)
+        deps = line_dependencies([(s, changes[s].ranges) for s in shas], config.risk.context_lines)
+        walk = [Change(s, changes[s].paths, changes[s].symbols, changes[s].lines, depends=deps[s],
+                       defined=changes[s].defined, introduced=changes[s].introduced, used=changes[s].used) for s in shas]
+        trial = TipTrial(PickTarget(pg, tree, GitMerger(pg)), changes)
+        plan = partition(walk, config, trial)
+        total += len(shas)
+        ours_b += sum(len(b.commits) for b in plan.bundles)
+        chain_sizes += [len(c.commits) for c in plan.chains]
+        conflicts += sum(chain_conflicts(pg, tree, shas, [b.commits for b in plan.bundles],
+                                         [c.commits for c in plan.chains], changes))
+        if not skip_oracle:
+            result = oracle(up, pg, shas, since, tree, changes, config.risk.diverged_zones + config.risk.risky_paths)
+            oracle_b += result["bundled"]
+            if result["chain"]:
+                oracle_sizes.append(result["chain"])
+    return {
+        "weeks": len(weeks), "commits": total, "bundled": ours_b, "share": round(ours_b / total, 3),
+        "chains": len(chain_sizes), "median_chain": statistics.median(chain_sizes) if chain_sizes else 0,
+        "largest_chains": sorted(chain_sizes, reverse=True)[:6], "chain_conflicts": conflicts,
+        "oracle": None if skip_oracle else {
+            "bundled": oracle_b, "share": round(oracle_b / total, 3),
+            "median_chain": statistics.median(oracle_sizes) if oracle_sizes else 0,
+            "largest_chains": sorted(oracle_sizes, reverse=True)[:6],
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mirror", type=Path, required=True, help="bare mirror of facebookexperimental/triton")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/forksync-replay"))
+    parser.add_argument("--only", choices=("snapshot", "weekly"), default=None)
+    parser.add_argument("--no-oracle", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("FORKSYNC_CACHE_DIR", str(args.work / "cache"))
+    info = build_replay(args.mirror, args.work)
+    load = os.getloadavg()
+    result: dict[str, Any] = {"load_before": [round(x, 2) for x in load]}
+    if args.only in (None, "snapshot"):
+        result["snapshot"] = snapshot(args.mirror, args.work, info, args.no_oracle)
+    if args.only in (None, "weekly"):
+        result["weekly"] = weekly(args.mirror, args.work, info, args.no_oracle)
+    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
