@@ -36,6 +36,8 @@ def create_app(
 
     logsafe.install()
     settings = Settings.from_mapping(config)
+    if dedup is None:  # our own Redis dedup: it must survive a restart (docs/security.md)
+        dispatch.check_redis_persistence(settings.redis_url, os.environ if config is None else config)
     if (config or os.environ).get("FORKSYNC_LOG_FORMAT"):
         logs.configure(log_format=str((config or os.environ).get("FORKSYNC_LOG_FORMAT")))
     app = Flask("forksync")
