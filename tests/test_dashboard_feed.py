@@ -116,3 +116,30 @@ def test_picks_are_dated_by_when_the_fork_first_had_them() -> None:
     assert second["landed_at"] == {"a": 1000.0, "b": now}
     assert [i["fork_sha"] for i in second["landed"]] == ["b"] and second["picks"][1]["t"] == now
     assert landing_times(facts("b"), second, now + 5)["landed_at"] == {"b": now}
+
+
+def test_the_snapshot_clock_rebuilds_the_feed_with_githubs_state(tmp_path, loopback_github) -> None:  # type: ignore[no-untyped-def]
+    """The beat's snapshot refreshes the feed: open tracking issues and the L1 check on an open
+    bundle's head come from GitHub, the figures from the recorded points."""
+    from core.dashboard.store import SqliteFeedStore
+    from core.render.tracking import LABEL
+    from core.settings import WorkerSettings
+    from workers.adapters.state import open_state
+    from workers.tasks.ingest import refresh_feed
+
+    gh = loopback_github
+    settings = WorkerSettings.from_mapping({**gh.settings(), "FORKSYNC_DATA_DIR": str(tmp_path)})
+    state = open_state(settings)
+    state.append("metrics:acme/fork", {"t": 100.0, "days_behind": 2.5, "backlog": 3, "pending": 1})
+    head = gh.head("acme/fork", "main")
+    feeds = SqliteFeedStore(tmp_path / "dashboard.sqlite")
+    feeds.put_facts("acme/fork", {"private": False, "in_flight": [
+        {"kind": "bundle", "key": "b1", "title": "bundle", "number": 5, "url": None, "size": 2, "head_sha": head}]})
+    gh.add_issue("acme/fork", "[trunk] lit: test_x fails", labels=[LABEL])
+    port = gh.adapter(gh.installation)
+    port.create_check_run("acme/fork", name="forksync / L1", head_sha=head, status="completed", conclusion="success")
+    refresh_feed(settings, state, gh.app(), gh.installation, "acme/fork")
+    feed = feeds.get("acme/fork")
+    assert feed is not None and feed.series[-1].days_behind == 2.5 and not feed.private
+    assert [t.title for t in feed.tracking] == ["[trunk] lit: test_x fails"]
+    assert feed.in_flight[0].l1 == "success" and feed.in_flight[0].l1_url
