@@ -9,6 +9,7 @@ from workers.engine.resolve.pipeline import Conflict, resolve_text
 from workers.engine.resolve.strategies import (
     HunkContext,
     already_applied,
+    fork_unchanged,
     list_union,
     token_merge,
     whitespace_only,
@@ -138,3 +139,31 @@ def test_dependency_pins_decline_product_versions_and_other_edits() -> None:
     assert dependency_pins(_hunk('#define V "6.0.8"\n', '#define V "999.0"\n', '#define V "255.0"\n'), CTX) is None
     assert dependency_pins(_hunk("pytest==4.0\n", "pytest==4.5\n", "pytest-cov==4.6\n"), CTX) is None
     assert dependency_pins(_hunk("a==1\n", "a==2\nb==1\n", "a==3\n"), CTX) is None
+
+
+# Real extract: pytest-dev/pytest (MIT), conflict-bench case-008, src/_pytest/config/__init__.py, backport
+# to 7.0.x: the branch had dropped a blank line where upstream added a cached _get_directory.
+_CASE_008_THEIRS = (
+    "\n"
+    "        # _getconftestmodules()'s call to _get_directory() causes a stat\n"
+    "        # storm when it's called potentially thousands of times in a test\n"
+    "        # session (#9478), often with the same path, so cache it.\n"
+    "        self._get_directory = lru_cache(256)(_get_directory)\n"
+    "\n"
+)
+
+
+def test_fork_unchanged_takes_upstream_where_the_fork_only_reformatted() -> None:
+    """case-008: the fork's side is its parent minus a blank line; the maintainer took upstream's side."""
+    res = fork_unchanged(_hunk("", "\n", _CASE_008_THEIRS), HunkContext("src/_pytest/config/__init__.py"))
+    assert res is not None and res.strategy == model.FORK_UNCHANGED
+    assert "".join(res.lines) == _CASE_008_THEIRS
+
+
+def test_fork_unchanged_declines_a_real_fork_change_or_a_python_reindent() -> None:
+    """A fork edit of substance, or a re-indent where indentation is meaning, is not 'unchanged'."""
+    assert fork_unchanged(_hunk("x = 2\n", "x = 1\n", "x = 3\n"), CTX) is None
+    assert fork_unchanged(_hunk("    run()\n", "run()\n", "run(1)\n"), HunkContext("a.py")) is None
+    assert fork_unchanged(_hunk("", "", "new()\n"), CTX) is None
+    # Where indentation carries no meaning (C), a re-indented fork side counts as unchanged.
+    assert fork_unchanged(_hunk("    run();\n", "run();\n", "run(1);\n"), HunkContext("a.c")) is not None

@@ -88,6 +88,36 @@ def _strip(lines: Sequence[str]) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
+# Files where leading whitespace carries meaning: there a side "equal to base" must keep its indentation.
+_INDENT_SENSITIVE = (".py", ".pyi", ".pyx", ".yml", ".yaml", ".rst", ".md", ".mk", "Makefile", ".cfg", ".toml.j2")
+
+
+def _content(lines: Sequence[str], *, keep_indent: bool) -> list[str]:
+    if keep_indent:
+        return [line.rstrip() for line in lines if line.strip()]
+    return _squash(lines)
+
+
+def fork_unchanged(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """The fork's side is upstream's parent up to whitespace: take upstream's change.
+
+    git conflicts when the fork only reformatted the region (a dropped blank line, trailing
+    spaces, re-wrapped spacing) and upstream changed it. The fork made no change of substance
+    there, so upstream's side is the three-way answer. Guards: upstream's parent has lines
+    there; in indentation-sensitive files (Python, YAML, reST, Markdown, Makefiles) the fork's
+    indentation must equal the parent's, since a re-indent there can be a change of meaning.
+    """
+    if not hunk.base:
+        return None
+    keep = ctx.path.endswith(_INDENT_SENSITIVE)
+    if _content(hunk.ours, keep_indent=keep) != _content(hunk.base, keep_indent=keep):
+        return None
+    return _resolution(
+        hunk, model.FORK_UNCHANGED, hunk.theirs,
+        "the fork's side equals upstream's parent up to whitespace, so upstream's change is taken",
+    )
+
+
 # A line that is one entry of a list-like region, per kind. An additive union is only made when
 # every line both sides add is an entry of the same kind.
 _LIST_ENTRY: dict[str, re.Pattern[str]] = {
@@ -245,4 +275,6 @@ def dependency_pins(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
 
 
 # The deterministic pipeline, in order. Memory (exact fingerprints) runs before these.
-DETERMINISTIC: tuple[Strategy, ...] = (identical_sides, whitespace_only, already_applied, dependency_pins, list_union, token_merge)
+DETERMINISTIC: tuple[Strategy, ...] = (
+    identical_sides, whitespace_only, already_applied, fork_unchanged, dependency_pins, list_union, token_merge,
+)
