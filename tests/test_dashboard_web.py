@@ -160,3 +160,28 @@ def test_oauth_callback_query_is_what_github_sends(loopback_github: LoopbackGitH
                         allow_redirects=False, timeout=10)
     query = parse_qs(urlsplit(back.headers["Location"]).query)
     assert query["state"] == ["s1"] and len(query["code"][0]) == 20
+
+
+def test_feed_stores_keep_feed_version_and_facts(tmp_path: Path) -> None:
+    """SQLite (embedded) and Redis stores answer the same: feed, version without the feed, facts."""
+    import uuid
+
+    import redis as redis_lib
+
+    from core.dashboard.store import FACTS_KEY, REDIS_KEY, VERSIONS_KEY, RedisFeedStore
+
+    repo = f"acme/store-{uuid.uuid4().hex[:8]}"
+    feed = recorded_feed(repo)
+    url = "redis://127.0.0.1:6379/13"
+    stores: list[Any] = [SqliteFeedStore(tmp_path / "f.sqlite"), RedisFeedStore(url)]
+    try:
+        for store in stores:
+            assert store.get(repo) is None and store.version(repo) is None and store.facts(repo) == {}
+            store.put(feed)
+            store.put_facts(repo, {"landed_at": {"a": 1.0}})
+            assert store.get(repo) == feed and store.version(repo) == feed.version()
+            assert store.facts(repo) == {"landed_at": {"a": 1.0}} and repo in store.repos()
+    finally:
+        client = redis_lib.Redis.from_url(url)
+        for key in (REDIS_KEY, FACTS_KEY, VERSIONS_KEY):
+            client.hdel(key, repo.lower())

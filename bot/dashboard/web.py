@@ -48,11 +48,18 @@ class PageCache:
     """Rendered fork pages keyed by (repo, feed version); stale after ``ttl_s`` for the ages shown."""
 
     ttl_s: float = PAGE_TTL_S
-    pages: dict[str, tuple[str, float, str]] = field(default_factory=dict)  # repo -> (version, made at, html)
+    # repo -> (version, made at, html, the feed it was made from)
+    pages: dict[str, tuple[str, float, str, ForkFeed]] = field(default_factory=dict)
     renders: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, repo: str, version: str, now: float, render: Callable[[], str]) -> str:
+    def feed(self, repo: str, version: str) -> ForkFeed | None:
+        """The feed of the cached page when it is still at ``version``."""
+        with self.lock:
+            hit = self.pages.get(repo.lower())
+        return hit[3] if hit is not None and hit[0] == version else None
+
+    def get(self, repo: str, version: str, now: float, render: Callable[[], str], feed: ForkFeed) -> str:
         key = repo.lower()
         with self.lock:
             hit = self.pages.get(key)
@@ -60,7 +67,7 @@ class PageCache:
             return hit[2]
         page = render()
         with self.lock:
-            self.pages[key] = (version, now, page)
+            self.pages[key] = (version, now, page, feed)
             self.renders += 1
         return page
 
@@ -128,13 +135,17 @@ def fork(owner: str, name: str) -> Response:
     dash = _state()
     now = dash.clock()
     repo = f"{owner}/{name}"
-    feed = dash.store.get(repo)
     viewer = _viewer()
+    # The stored version says whether the cached page (and its feed) is current: a hit reads no feed.
+    version = dash.store.version(repo)
+    feed = dash.cache.feed(repo, version) if version else None
+    if feed is None:
+        feed = dash.store.get(repo)
     if feed is None or not may_view(feed, viewer, public_allowed=dash.settings.dashboard_public, now=now):
         return _not_found()
     page = dash.cache.get(
-        feed.repo, feed.version(), now,
-        lambda: render_template("dashboard/fork.html", v=view.fork_view(feed, now), now=now),
+        feed.repo, version or feed.version(), now,
+        lambda: render_template("dashboard/fork.html", v=view.fork_view(feed, now), now=now), feed,
     )
     who = render_template("dashboard/_who.html", viewer=viewer, now=now, login=dash.oauth is not None)
     response = Response(page.replace("<!--who-->", who, 1), mimetype="text/html")

@@ -17,6 +17,7 @@ from core.dashboard.feed import ForkFeed
 
 REDIS_KEY = "forksync:dashboard:feeds"
 FACTS_KEY = "forksync:dashboard:facts"
+VERSIONS_KEY = "forksync:dashboard:versions"
 FILENAME = "dashboard.sqlite"
 
 
@@ -28,6 +29,10 @@ class FeedStore(Protocol):
         ...
 
     def facts(self, repo: str) -> dict[str, Any]: ...
+
+    def version(self, repo: str) -> str | None:
+        """The stored feed's version (``ForkFeed.version``) without reading the feed; None if none."""
+        ...
 
     def get(self, repo: str) -> ForkFeed | None: ...
 
@@ -62,6 +67,13 @@ class SqliteFeedStore:
                 "INSERT OR REPLACE INTO feeds (repo, version, doc, updated_at) VALUES (?, ?, ?, ?)",
                 (feed.repo.lower(), feed.version(), json.dumps(feed.as_json(), sort_keys=True), feed.updated_at),
             )
+
+    def version(self, repo: str) -> str | None:
+        if not self.path.exists():
+            return None
+        with self._db() as db:
+            row = db.execute("SELECT version FROM feeds WHERE repo = ?", (repo.lower(),)).fetchone()
+        return str(row[0]) if row else None
 
     def get(self, repo: str) -> ForkFeed | None:
         if not self.path.exists():
@@ -99,7 +111,14 @@ class RedisFeedStore:
         self.redis = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=10)
 
     def put(self, feed: ForkFeed) -> None:
-        self.redis.hset(REDIS_KEY, feed.repo.lower(), json.dumps(feed.as_json(), sort_keys=True))
+        pipe = self.redis.pipeline()
+        pipe.hset(REDIS_KEY, feed.repo.lower(), json.dumps(feed.as_json(), sort_keys=True))
+        pipe.hset(VERSIONS_KEY, feed.repo.lower(), feed.version())
+        pipe.execute()
+
+    def version(self, repo: str) -> str | None:
+        raw = self.redis.hget(VERSIONS_KEY, repo.lower())
+        return raw.decode() if isinstance(raw, bytes) else raw
 
     def get(self, repo: str) -> ForkFeed | None:
         raw = self.redis.hget(REDIS_KEY, repo.lower())
