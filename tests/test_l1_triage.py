@@ -7,7 +7,7 @@ from pathlib import Path
 
 from core.config import L1Config, RepoConfig
 from core.store import Store, database_url_for, open_store
-from tests.fixtures.l1 import FAILING_TEST, passing_tests, pytest_suite
+from tests.fixtures.l1 import FAILING_TEST, PYTEST_ENV, passing_tests, pytest_suite
 from tests.gitrepo import GitRepo
 from workers.testing.l1 import run_l1_for_ref
 from workers.testing.triage import TrunkResults, classify
@@ -49,12 +49,15 @@ def test_failure_also_on_trunk_at_merge_base_is_broken_trunk(make_repo: MakeRepo
     assert "1 broken trunk" in suite.reason
 
 
-def test_failure_that_passes_on_rerun_is_flaky(make_repo: MakeRepo, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_failure_that_passes_on_rerun_is_flaky(make_repo: MakeRepo, tmp_path: Path) -> None:
     """A failure not on trunk that passes on the automatic rerun is 'flaky', and does not fail the check."""
-    monkeypatch.setenv("FLAKY_DIR", str(tmp_path))
     repo = make_repo("r")
     repo.commit("flaky", {"tests/test_a.py": FLAKY_TEST + "\n" + passing_tests(1)})
-    run = run_l1_for_ref(repo.path, "HEAD", config(), data_dir=tmp_path / "data")
+    # The suite sees only its allow-listed environment plus its config's ``env:``, so the marker
+    # directory is named there, as a real config would.
+    suite_env = {**PYTEST_ENV, "FLAKY_DIR": str(tmp_path)}
+    flaky_config = RepoConfig(l1=L1Config(suites=(pytest_suite(env=suite_env),)))
+    run = run_l1_for_ref(repo.path, "HEAD", flaky_config, data_dir=tmp_path / "data")
     (suite,) = run.suites
     assert [(f.test_id, f.triage) for f in suite.failures] == [("tests.test_a::test_sometimes", "flaky")]
     assert run.conclusion == "success"

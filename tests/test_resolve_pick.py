@@ -93,3 +93,22 @@ def test_onto_may_be_a_tree(make_repo: Callable[[str], GitRepo]) -> None:
     tree = repo.git("rev-parse", f"{fork}^{{tree}}")
     out = resolve_pick(pygit2.Repository(str(repo.path)), pick, tree)
     assert out.resolved and out.tree
+
+
+def test_markers_anywhere_in_the_picks_files_are_refused(make_repo: Callable[[str], GitRepo]) -> None:
+    """The tree-wide markers rail: a marker line in any file the pick changes, new on both sides, is refused."""
+    from workers.engine.resolve.pick import _markers_in_tree
+
+    repo, pick, fork = _fork_and_pick(make_repo, {"other.txt": "x\n"}, {"gen/out.txt": "fine\n"})
+    r = pygit2.Repository(str(repo.path))
+    fork_tree = r.revparse_single(fork).peel(pygit2.Tree)
+    pick_tree = r.revparse_single(pick).peel(pygit2.Tree)
+    builder = r.TreeBuilder(fork_tree)
+    gen = r.TreeBuilder()
+    gen.insert("out.txt", r.create_blob(b"<<<<<<< ours\nfine\n"), pygit2.enums.FileMode.BLOB)
+    builder.insert("gen", gen.write(), pygit2.enums.FileMode.TREE)
+    bad = r.get(builder.write())
+    waiting = _markers_in_tree(r, pick_tree, pick_tree, fork_tree, bad)
+    assert waiting is not None and waiting.path == "gen/out.txt" and waiting.rails[0].rail == "markers"
+    good = r.get(resolve_pick(r, pick, fork).tree or "")
+    assert _markers_in_tree(r, pick_tree, pick_tree, fork_tree, good) is None

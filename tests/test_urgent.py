@@ -42,7 +42,9 @@ def test_plan_puts_an_urgent_commit_in_its_own_urgent_bundle_only(triton_pair: T
     assert sorted(placed) == sorted([*others, td]) and len(placed) == len(others) + 1
     assert plan["bundles"][1]["commits"] == [s["docs"], s["python"]]
     rc, text, _ = triton_pair.cli("plan", *triton_pair.args)
-    assert rc == 0 and text.startswith(f"urgent-{td[:7]}  urgent, alone on the fork tip (picks cleanly)")
+    summary, details = text.split("\nDetails\n")
+    assert rc == 0 and f"  urgent-{td[:7]}: urgent, alone on the fork tip, picks cleanly\n" in summary
+    assert details.startswith(f"urgent-{td[:7]}  urgent\n")
     assert text.rstrip().endswith("9 commit(s): 1 bundle(s), 4 chain(s), 1 urgent")
 
 
