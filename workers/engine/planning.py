@@ -23,7 +23,7 @@ import pygit2
 
 from core.config import RepoConfig
 from core.errors import ForksyncError
-from workers.engine.bundle import BuildResult, PickStyle, build
+from workers.engine.bundle import BuildResult, PickStyle, Resolver, build
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
 from workers.engine.changes import CommitChanges, commit_changes, commit_changes_many
 from workers.engine.decisions import Disposition, read_decisions
@@ -221,11 +221,19 @@ def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:
     )
 
 
-def build_and_record(pair: Pair, config: RepoConfig, planned: Planned, push: str | None = None) -> BuildResult:
-    """Build every branch and write them with the chain record to the fork in one atomic push."""
+def build_and_record(
+    pair: Pair, config: RepoConfig, planned: Planned, push: str | None = None, resolver: Resolver | None = None
+) -> BuildResult:
+    """Build every branch and write them with the chain record to the fork in one atomic push.
+
+    Chains are built through their conflicts by ``resolver`` (the conflict-resolution pipeline,
+    ``workers.engine.resolve.resolve_pick``, unless another is given)."""
     style = pick_style(pair, config)
     repo = pygit2.Repository(str(pair.repo.path))
-    result = build(repo, planned.plan, pair.fork_tip, pair.fork_branch, planned.changes, planned.order, style)
+    from workers.engine.resolve.pick import resolve_pick  # resolve imports bundle: here, not at the top
+
+    result = build(repo, planned.plan, pair.fork_tip, pair.fork_branch, planned.changes, planned.order, style,
+                   resolver=resolver or resolve_pick, resolver_config=config)
     records = _records(planned, [c.record() for c in result.open_chains])
     updates: list[tuple[str, str, bool]] = [
         (b.head, f"refs/heads/{b.branch}", True) for b in (*result.bundles, *result.chains)

@@ -26,7 +26,7 @@ ZERO_SHA = "0" * 40
 # job to another runner.
 INFRA_RETRY_S = 60
 # Above any suite timeout we accept (l1 suites default to 30 min; the job runs several).
-L1_TIME_LIMIT_S = 6 * 3600
+L1_TIME_LIMIT_S = tasknames.QUEUE_TIME_LIMIT_S[tasknames.Q_L1_CPU]
 
 
 def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
@@ -74,7 +74,8 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     return result.as_json()
 
 
-@shared_task(name=L1_COVERAGE, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+@shared_task(name=L1_COVERAGE, bind=True, acks_late=True, reject_on_worker_lost=True,
+             time_limit=tasknames.time_limit_for(L1_COVERAGE), soft_time_limit=tasknames.time_limit_for(L1_COVERAGE) - 5)  # type: ignore[untyped-decorator]
 def l1_coverage(self: Any, installation_id: int, repo: str, head_sha: str, **_: Any) -> str:
     """Recompute ``forksync / coverage`` on a commit (another CI system's checks finished)."""
     app, _settings = _adapter(self, installation_id)
@@ -142,7 +143,8 @@ def _record_push(installation_id: int, repo: str, ref: str, sha: str) -> None:
         "sha": sha, "ref": ref, "t": round(time.time(), 3), "installation_id": installation_id})
 
 
-@shared_task(name=tasknames.L1_WATCHDOG, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+@shared_task(name=tasknames.L1_WATCHDOG, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+             time_limit=tasknames.time_limit_for(tasknames.L1_WATCHDOG))
 def l1_watchdog(self: Any, **_: Any) -> dict[str, int]:
     """Beat: conclude L1 checks that a dead queue never finished, report trunk runs that stopped."""
     from core.github.app import app_for
