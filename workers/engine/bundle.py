@@ -9,6 +9,12 @@ carries the upstream message, the upstream PR link and the configured trailer, a
 committed by the bot at the upstream commit's committer time: the same plan gives the same
 shas, so a rerun updates branches instead of duplicating them.
 
+**Chains are built through**: commit by commit; at a conflict the injected :class:`Resolver`
+(``workers.engine.resolve.resolve_pick`` in production, wired by ``planning``) is asked for a
+resolution of that pick onto the chain so far. A resolved member is committed with the resolved
+tree and its file entries are kept for the chain's PR (Conflict Resolution notes); without a
+resolution the chain stops there and says which commit and files wait, and how to reproduce it.
+
 A bundle commit that fails at build time (the fork moved since planning, or libgit2 could not
 merge it) is ejected to a chain (a new one, or one ejected earlier in this build that it links
 to by file or symbol) and the build goes on.
@@ -23,17 +29,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pygit2
 
 from workers.engine.changes import CommitChanges, Entry
 from workers.engine.git import Repository
 from workers.engine.partition import Bundle, Chain, Plan, Reason, short
-from workers.engine.pick import GitMerger, PickTarget
+from workers.engine.pick import GitMerger, PickResult, PickTarget
 
 BUNDLE_BRANCH = "forksync/bundle/"
 CHAIN_BRANCH = "forksync/chain/"
@@ -42,6 +48,55 @@ BOT_COMMITTER = ("forksync", "forksync@users.noreply.github.com")
 
 _SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
 _MERGE_PR = re.compile(r"^Merge pull request #(\d+)\b")
+
+
+class ResolvedFile(Protocol):
+    """One file of a resolution: fbtriton's File / Action / Reason, and the strategy that made it."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def action(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class WaitingFile(Protocol):
+    """A conflicted file nothing may resolve: a human must."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+class Resolution(Protocol):
+    """What a resolver answers for one pick (``workers.engine.resolve.model.ResolveOutcome``)."""
+
+    @property
+    def resolved(self) -> bool: ...
+    @property
+    def tree(self) -> str | None: ...
+    @property
+    def entries(self) -> Sequence[ResolvedFile]: ...
+    @property
+    def waiting(self) -> Sequence[WaitingFile]: ...
+
+
+class Resolver(Protocol):
+    """Resolves cherry-picking ``commit`` onto ``onto`` (a commit or tree sha), in the object database."""
+
+    def __call__(self, repo: pygit2.Repository, commit: str, onto: str, *, config: Any) -> Resolution: ...
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A chain member whose conflict a resolver resolved, with its outcome (for the PR's notes)."""
+
+    commit: str
+    outcome: Resolution
 
 
 @dataclass(frozen=True)
@@ -57,8 +112,18 @@ class Built:
     commits: tuple[str, ...]  # upstream shas carried, in order
     picks: tuple[str, ...]  # the fork commits made, one per carried upstream commit
     ejected: tuple[str, ...] = ()  # bundle commits that failed and went to a chain
-    stopped_at: str | None = None  # chain, urgent: the first commit that did not pick cleanly
+    stopped_at: str | None = None  # chain, urgent: the first commit that did not pick (nor resolve)
     conflicts: tuple[str, ...] = ()  # chain, urgent: the paths it conflicts in
+    resolved: tuple[Resolved, ...] = ()  # chain: members picked through a resolution
+    waiting: tuple[tuple[str, str], ...] = ()  # chain: (path, why) of the stopping commit's files
+
+    @property
+    def reproduce(self) -> str:
+        """How to meet the stopping conflict by hand, from the chain branch."""
+        if self.stopped_at is None:
+            return ""
+        return (f"git fetch origin {self.branch} && git checkout -B resolve-{self.id} FETCH_HEAD && "
+                f"git cherry-pick -x {self.stopped_at}")
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -74,6 +139,14 @@ class Built:
         else:
             out["stopped_at"] = self.stopped_at
             out["conflicts"] = list(self.conflicts)
+        if self.kind == "chain":
+            out["resolved"] = [
+                {"commit": r.commit, "entries": [{"path": e.path, "strategy": e.strategy, "action": e.action,
+                                                  "reason": e.reason} for e in r.outcome.entries]}
+                for r in self.resolved
+            ]
+            out["waiting"] = [{"path": p, "reason": why} for p, why in self.waiting]
+            out["reproduce"] = self.reproduce
         return out
 
 
@@ -211,12 +284,17 @@ class _Builder:
         self.style = style
         self.ref = ref
         self.stream = _Stream()
+        self.resolved: dict[str, Resolution] = {}
+        self.waiting: dict[str, tuple[tuple[str, str], ...]] = {}
 
-    def run(self, target: PickTarget, base: str, commits: Sequence[str], stop_at_conflict: bool) -> tuple[
+    def run(self, target: PickTarget, base: str, commits: Sequence[str], stop_at_conflict: bool,
+            resolve: Callable[[str, str], Resolution | None] | None = None) -> tuple[
         str, list[str], list[str], list[tuple[str, tuple[str, ...], str]]
     ]:
         """Pick ``commits`` onto ``target`` whose tree is ``base``'s (a sha, or a mark of this stream).
 
+        ``resolve(sha, onto_tree)`` is asked at a conflict (chains); a resolved pick is committed
+        with the resolved tree and recorded in ``self.resolved``, one that is not stops the run.
         Returns (head, carried upstream shas, pick marks, failures as (sha, conflicting paths, error)).
         """
         target.take_updates()
@@ -226,6 +304,14 @@ class _Builder:
         failures: list[tuple[str, tuple[str, ...], str]] = []
         for sha in commits:
             result = target.pick(self.changes[sha])
+            if not result.clean and resolve is not None:
+                outcome = resolve(sha, str(target.tree()))
+                if outcome is not None and outcome.resolved and outcome.tree:
+                    target.move_to(pygit2.Oid(hex=outcome.tree))
+                    self.resolved[sha] = outcome
+                    result = PickResult(sha)
+                elif outcome is not None:
+                    self.waiting[sha] = tuple((w.path, w.reason) for w in outcome.waiting)
             if not result.clean:
                 failures.append((sha, result.conflicts, result.error))
                 if stop_at_conflict:
@@ -251,6 +337,8 @@ def build(
     changes: Mapping[str, CommitChanges],
     order: Sequence[str],
     style: PickStyle = PickStyle(),
+    resolver: Resolver | None = None,
+    resolver_config: Any = None,
 ) -> BuildResult:
     """Build every bundle and chain of ``plan`` as commits in ``repo`` (no branch is written).
 
@@ -287,8 +375,11 @@ def build(
         for start, bundle_head, bundle_branch, bundle_tree in stack:
             if start < first:
                 base, base_name, tree = bundle_head, bundle_branch, bundle_tree
+        ask = None if resolver is None else (
+            lambda sha, onto: resolver(repo, sha, onto, config=resolver_config)
+        )
         chain_head, carried, picks, failures = builder.run(
-            PickTarget(repo, tree, merger), base, chain.commits, stop_at_conflict=True
+            PickTarget(repo, tree, merger), base, chain.commits, stop_at_conflict=True, resolve=ask
         )
         chains.append((chain, base, base_name, chain_head, carried, picks, failures[0] if failures else None))
 
@@ -313,7 +404,10 @@ def build(
     built_chains = tuple(
         Built("chain", chain.id, CHAIN_BRANCH + chain.id.removeprefix("chain-"), sha_of(base), base_name,
               sha_of(chain_head), tuple(carried), tuple(sha_of(p) for p in picks),
-              stopped_at=stopped[0] if stopped else None, conflicts=stopped[1] if stopped else ())
+              stopped_at=stopped[0] if stopped else None, conflicts=stopped[1] if stopped else (),
+              resolved=tuple(Resolved(s, builder.resolved[s]) for s in carried if s in builder.resolved),
+              waiting=builder.waiting.get(stopped[0], tuple((p, "conflicts; no resolution") for p in stopped[1]))
+              if stopped else ())
         for chain, base, base_name, chain_head, carried, picks, stopped in chains
     )
     built_urgent = tuple(

@@ -23,7 +23,7 @@ import pygit2
 
 from core.config import RepoConfig
 from core.errors import ForksyncError
-from workers.engine.bundle import BuildResult, PickStyle, build
+from workers.engine.bundle import BuildResult, PickStyle, Resolver, build
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
 from workers.engine.changes import CommitChanges, commit_changes, commit_changes_many
 from workers.engine.decisions import Disposition, read_decisions
@@ -221,11 +221,19 @@ def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:
     )
 
 
-def build_and_record(pair: Pair, config: RepoConfig, planned: Planned, push: str | None = None) -> BuildResult:
-    """Build every branch and write them with the chain record to the fork in one atomic push."""
+def build_and_record(
+    pair: Pair, config: RepoConfig, planned: Planned, push: str | None = None, resolver: Resolver | None = None
+) -> BuildResult:
+    """Build every branch and write them with the chain record to the fork in one atomic push.
+
+    Chains are built through their conflicts by ``resolver`` (the conflict-resolution pipeline,
+    ``workers.engine.resolve.resolve_pick``, unless another is given)."""
     style = pick_style(pair, config)
     repo = pygit2.Repository(str(pair.repo.path))
-    result = build(repo, planned.plan, pair.fork_tip, pair.fork_branch, planned.changes, planned.order, style)
+    from workers.engine.resolve.pick import resolve_pick  # resolve imports bundle: here, not at the top
+
+    result = build(repo, planned.plan, pair.fork_tip, pair.fork_branch, planned.changes, planned.order, style,
+                   resolver=resolver or resolve_pick, resolver_config=config)
     records = _records(planned, [c.record() for c in result.open_chains])
     updates: list[tuple[str, str, bool]] = [
         (b.head, f"refs/heads/{b.branch}", True) for b in (*result.bundles, *result.chains)
@@ -305,7 +313,8 @@ def _push(repo: Repository, remote: str, specs: list[str], where: str) -> None:
         ) from None
 
 
-def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str | None = None) -> ChainRecord | None:
+def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str | None = None,
+                detail: str | None = None) -> ChainRecord | None:
     """``forksync chain REF add [--into ID] | remove``: record the move durably; return the chain.
 
     ``add`` puts the commit into chain ``ID`` (or a new chain of its own) with reason ``manual``;
@@ -327,7 +336,7 @@ def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str
             return records[current.id]
         if current is not None:
             records[current.id] = _without(records[current.id], sha, exclude=True)
-        reason = Reason(sha, "manual", f"added by hand (forksync chain add{' --into ' + into if into else ''})")
+        reason = Reason(sha, "manual", detail or f"added by hand (forksync chain add{' --into ' + into if into else ''})")
         if into is None:
             base = f"chain-{sha[:7]}"
             into, n = base, 2

@@ -54,12 +54,13 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries,
                 gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number, suite_names=tuple(suites or ()),
                 installation_id=installation_id)
+    eject, rebuild = _split_wiring(settings, app, installation_id, repo)
     result = run_l1_job(
         github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, job,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id),
         clone_url_for=lambda other: settings.map_url(app.push_url_template.format(repo=other)),
-        own_login=app.bot_login(), store=settings.store(),
+        own_login=app.bot_login(), store=settings.store(), eject=eject, rebuild=rebuild,
     )
     log.info("L1 %s@%s: %s %s", repo, head_sha[:12], result.status, result.run.conclusion if result.run else "")
     if result.status == "needs_gpu":
@@ -98,6 +99,33 @@ def l1_on_trunk_push(installation_id: int, repo: str, ref: str, after: str,
         run_l1.delay(installation_id=installation_id, repo=repo, head_sha=after, trunk=True, push_ref=ref,
                      delivery=delivery)
         _record_push(installation_id, repo, ref, after)
+
+
+def _split_wiring(settings: Any, app: Any, installation_id: int, repo: str) -> tuple[Any, Any]:
+    """How a red bundle's split ejects culprits (the fork's chains ref, like /chain) and has the
+    bundle rebuilt in its PR (an ingest); (None, None) without an upstream in the trunk's config."""
+    from workers.jobs.l1_split import chain_ejector
+
+    try:
+        config = settings.process_config
+        text = app.adapter(installation_id).read_file(repo, ".github/forksync.yml")
+        if text:
+            from core.config import load_repo_config
+
+            config = load_repo_config(text, ".github/forksync.yml on the default branch")
+    except Exception as exc:  # the split still reports its culprits; it just cannot eject them
+        log.warning("L1 %s: no split wiring (%s)", repo, exc)
+        return None, None
+    if not config.upstream.url:
+        return None, None
+    fork = settings.map_url(app.push_url_template.format(repo=repo))
+    eject = chain_ejector(config, settings.map_url(config.upstream.url), fork, app.installation_token(installation_id))
+
+    def rebuild() -> None:
+        run_l1.app.send_task(tasknames.INGEST, kwargs={"installation_id": installation_id, "repo": repo,
+                                                           "reason": "l1-split"})
+
+    return eject, rebuild
 
 
 def _record_push(installation_id: int, repo: str, ref: str, sha: str) -> None:
