@@ -82,6 +82,12 @@ def test_resolve_rebuilds_the_bot_branch_with_the_resolution(make_repo: Callable
     assert w.fork.git("rev-parse", f"{head}^") == w.fork.git("rev-parse", "main")
     assert f"(cherry picked from commit {w.pick})" in w.fork.message(head)
     assert w.fork.git("log", "-1", "--format=%an|%cn", head) == "Test User|forksync"
+    message = w.fork.message(head)
+    assert message.rstrip().endswith("Resolved-By: deterministic"), "who resolved it, in the trailers"
+    # The dashboard counts resolutions by that trailer: it reads back what was written.
+    from workers.jobs.dashboard_feed import classify_pick
+
+    assert classify_pick(message.splitlines()[0], message, 1) == ("single", True, "deterministic")
 
 
 def test_a_maintainers_commit_is_never_rewritten(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:
@@ -133,6 +139,7 @@ def test_resolve_agent_runs_the_configured_agent(make_repo: Callable[[str], GitR
     answer = w.say("/resolve agent")
     assert answer.reactions == ("+1",), answer.body
     assert "the agent `scripted_agent.py` (checked by the rails)" in answer.body
+    assert w.fork.message(w.branch_head()).rstrip().endswith("Resolved-By: agent")
 
 
 def test_resolve_on_an_issue_or_a_foreign_branch_is_refused(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:

@@ -83,14 +83,17 @@ class BuildResult:
 
 
 def commit_pick(repo: pygit2.Repository, upstream: pygit2.Commit, parent: str, tree: str, style: PickStyle,
-                when: int | None = None) -> str:
-    """A pick commit: upstream's author and message (plus link and trailer), forksync as committer."""
+                when: int | None = None, resolved_by: str | None = None) -> str:
+    """A pick commit: upstream's author and message (plus link and trailer), forksync as committer;
+    a resolved pick also carries ``Resolved-By: <deterministic|memory|agent>`` in its trailers."""
     import time
 
     name, email = style.committer
     stamp = int(time.time()) if when is None else when
     committer = pygit2.Signature(name, email, stamp, 0)
     message = pick_message(upstream.message, str(upstream.id), style)
+    if resolved_by:
+        message = message.rstrip("\n") + f"\nResolved-By: {resolved_by}\n"
     oid = repo.create_commit(None, upstream.author, committer, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=parent)])
     return str(oid)
 
@@ -118,5 +121,5 @@ def build_through(
             return BuildResult(None, tuple(outcomes))
         up = repo.revparse_single(outcome.commit).peel(pygit2.Commit)
         assert isinstance(up, pygit2.Commit)
-        current = commit_pick(repo, up, current, outcome.tree, style, when)
+        current = commit_pick(repo, up, current, outcome.tree, style, when, outcome.resolved_by)
     return BuildResult(current, tuple(outcomes))

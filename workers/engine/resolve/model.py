@@ -146,6 +146,21 @@ class ResolveOutcome:
     error: str = ""
     notes: tuple[str, ...] = field(default=())
 
+    @property
+    def resolved_by(self) -> str | None:
+        """Who resolved this pick's conflicts, as the ``Resolved-By:`` trailer names it (the
+        dashboard counts resolutions by it): ``agent`` when any file came from the agent, else
+        ``memory`` when any hunk was replayed from memory, else ``deterministic``; None for a pick
+        that needed no resolution."""
+        if not self.resolved or not self.entries:
+            return None
+        strategies = [part for e in self.entries for part in e.strategy.split("+")]
+        if any(s == AGENT or s.startswith(AGENT + ":") for s in strategies):
+            return "agent"
+        if MEMORY in strategies:
+            return "memory"
+        return "deterministic"
+
     def as_json(self, text: bool = False) -> dict[str, Any]:
         return {
             "commit": self.commit,
