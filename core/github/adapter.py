@@ -197,7 +197,11 @@ class GitHubAdapter:
             try:
                 checks = self._repo(repo).get_branch(branch).get_required_status_checks()
             except GithubException as exc:
-                if exc.status in (403, 404):  # not protected / no required checks / no admin read
+                if exc.status == 403:  # the App may not read protection rules
+                    log.warning("%s: cannot read %s's branch protection (403): grant the App "
+                                "'Administration: read' for the required-checks cross-check", repo, branch)
+                    return None
+                if exc.status == 404:  # not protected, or no required status checks
                     return None
                 raise
             return tuple(checks.contexts or ())

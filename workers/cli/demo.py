@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ForksyncError
+from core.github.records import cut
 from workers.cli.pairargs import one_line_errors
 from workers.cli.status import render_table
 from workers.demo.sample import Sample, make_sample
@@ -95,5 +96,5 @@ def run_demo(root: Path, *, as_json: bool = False) -> Sample:
     print(render_table(pair, ledger.metrics, ledger.fork_pins))
     print("\nledger (upstream order):")
     for e in ledger.entries:
-        print(f"  {e.sha[:10]}  {e.disposition.value:<9}  {e.subject[:64]:<64}  {e.reason[:70]}")
+        print(f"  {e.sha[:10]}  {e.disposition.value:<9}  {cut(e.subject, 64):<64}  {cut(e.reason, 70)}")
     return sample
