@@ -345,6 +345,38 @@ class ResolveConfig:
     auto_agent: bool = False  # run the agent without a /resolve agent command
 
 
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def _weekday(doc: _Doc, path: Path_, value: str) -> None:
+    if value not in WEEKDAYS:
+        raise doc.error(path, f"unknown day {value!r}", "use monday ... sunday (lower case)")
+
+
+def _notify_url(doc: _Doc, path: Path_, value: str | None) -> None:
+    problem = notify_url_problem(value) if value is not None else None
+    if problem:
+        raise doc.error(path, problem, "e.g. https://hooks.slack.com/services/...")
+
+
+@dataclass(frozen=True)
+class DashboardConfig:
+    """The fork's dashboard page: may it be public (when the fork is), and the bad values."""
+
+    public: bool = True
+    days_behind_bad: float = 7.0
+    backlog_bad: int = 50
+
+
+@dataclass(frozen=True)
+class DigestConfig:
+    """The pin-update digest issue, and the optional outgoing webhook (Slack-compatible JSON)."""
+
+    every_days: int = key(7, minimum=1)  # a new digest period every N days (edited in place meanwhile)
+    weekday: str = key("monday", check=_weekday)  # the day a weekly period starts (UTC)
+    notify_url: str | None = key(None, check=_notify_url)  # signed with FORKSYNC_NOTIFY_SECRET
+
+
 @dataclass(frozen=True)
 class RepoConfig:
     """Everything ``.github/forksync.yml`` can say; defaults make an empty file valid."""
@@ -360,6 +392,11 @@ class RepoConfig:
     commands: CommandsConfig = CommandsConfig()
     schedule: ScheduleConfig = ScheduleConfig()
     resolve: ResolveConfig = ResolveConfig()
+    dashboard: DashboardConfig = DashboardConfig()
+    digest: DigestConfig = DigestConfig()
+    # Area owners: path glob -> logins or org/team slugs, @-mentioned in digests and asked to
+    # review PRs touching their area (CODEOWNERS of the fork is read when this is empty).
+    owners: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def workload(self, name: str) -> Workload | None:
         return next((w for w in self.l3.workloads if w.name.lower() == name.lower()), None)
@@ -370,7 +407,26 @@ class RepoConfig:
 
 # Checks of a whole record (several keys together), and keys with a reader of their own.
 _RECORD_CHECKS: dict[type, Check] = {AgentConfig: _agent}
-_READERS: dict[tuple[type, str], Callable[[_Doc, Path_, Any], Any]] = {(ResolveConfig, "checks"): _syntax_checks}
+def _area_owners(doc: _Doc, path: Path_, raw: Any) -> dict[str, tuple[str, ...]]:
+    """``owners: {path glob: [login or org/team, ...]}``; a bare string is one owner."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise doc.error(path, f"expected a mapping of path globs to owners, got {_kind(raw)}",
+                        'e.g. owners: {"cmake/llvm-hash.txt": [llvm-team]}')
+    out: dict[str, tuple[str, ...]] = {}
+    for pattern, who in raw.items():
+        names = [who] if isinstance(who, str) else who
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n.strip("@ ") for n in names):
+            raise doc.error((*path, pattern), f"expected a login or a list of logins/teams, got {_kind(who)}")
+        out[str(pattern)] = tuple(n.strip().lstrip("@") for n in names)
+    return out
+
+
+_READERS: dict[tuple[type, str], Callable[[_Doc, Path_, Any], Any]] = {
+    (ResolveConfig, "checks"): _syntax_checks,
+    (RepoConfig, "owners"): _area_owners,
+}
 # Lists of records whose names must be unique, and what to call them in the error.
 _NAMED = {Suite: "suite", Benchmark: "benchmark", Workload: "workload"}
 
@@ -616,6 +672,25 @@ _PATH_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[^\x00-\x20\x7f~^:?*\[\\]+(?<![./])(?<!\.lock)$")
 
 
+def notify_url_problem(url: str) -> str | None:
+    """Why ``url`` may not be a fork's outgoing webhook (anyone who can push writes the config,
+    and the workers POST to it): https only, a host name, no credentials, not this machine."""
+    from urllib.parse import urlsplit
+
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url) or not url.startswith("https://"):
+        return "expected an https:// URL without spaces"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    host = (parts.hostname or "").lower()
+    if "@" in parts.netloc or not _HOST.match(parts.netloc):
+        return "must name a host, without a user name or credentials"
+    if host == "localhost" or host.endswith(".localhost") or re.fullmatch(r"[0-9.]+", host):
+        return "must name a public host by its DNS name, not localhost or an IP address"
+    return None
+
+
 def repo_url_problem(url: str) -> str | None:
     """Why ``url`` may not come from a repository's config, or None when it may.
 
@@ -710,6 +785,15 @@ class Settings:
     max_concurrent_reads: int = 4
     # The shared SQL store (core/store): PostgreSQL for distributed workers; None = SQLite in data_dir.
     database_url: str | None = field(default=None, repr=False)
+    # The dashboard (docs/dashboard.md): GitHub's web origin (OAuth pages, links), the App's
+    # OAuth client, the cookie-signing key, whether public forks' pages need no login, and the
+    # bearer token /metrics asks for (None: open).
+    web_url: str = "https://github.com"
+    oauth_client_id: str | None = None
+    oauth_client_secret: str | None = field(default=None, repr=False)
+    session_secret: str | None = field(default=None, repr=False)
+    dashboard_public: bool = True
+    metrics_token: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> Settings:
@@ -736,4 +820,10 @@ class Settings:
             body_read_timeout_s=float(env.get("FORKSYNC_BODY_READ_TIMEOUT_S") or 20.0),
             max_concurrent_reads=max(1, int(env.get("FORKSYNC_MAX_CONCURRENT_READS") or 4)),
             database_url=env.get("FORKSYNC_DATABASE_URL") or None,
+            web_url=(env.get("GITHUB_WEB_URL") or "https://github.com").rstrip("/"),
+            oauth_client_id=env.get("GITHUB_OAUTH_CLIENT_ID") or None,
+            oauth_client_secret=env.get("GITHUB_OAUTH_CLIENT_SECRET") or None,
+            session_secret=env.get("FORKSYNC_SESSION_SECRET") or None,
+            dashboard_public=str(env.get("FORKSYNC_DASHBOARD_PUBLIC") or "1").lower() not in ("0", "false", "no", "off"),
+            metrics_token=env.get("FORKSYNC_METRICS_TOKEN") or None,
         )

@@ -133,7 +133,33 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
              "broker, git caches) and pair caches (cache/); run again with the same --dir to start over"
              if kept else "all in a temp folder, removed now that the demo ends (keep them with --dir DIR)")
     print(f"\nfiles: {where}")
+    print(f"\ndashboard of the demo's data: {dashboard_url(DASHBOARD_PORT)}\n"
+          "  (served there when the demo runs with --serve, until Ctrl-C)")
     return 0
+
+
+DASHBOARD_PORT = 8000
+
+
+def dashboard_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}/{FORK_REPO}"
+
+
+def serve_dashboard(data: Path, port: int = DASHBOARD_PORT) -> None:
+    """Serve the dashboard (the embedded default's web app) over the demo's data until Ctrl-C."""
+    from werkzeug.serving import make_server
+
+    from bot import create_app
+
+    server = make_server("127.0.0.1", port, create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}),
+                         threaded=True)
+    print(f"serving the dashboard on {dashboard_url(server.server_port)} (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 _SHA_CELL = re.compile(r"\[`(?P<sha>[0-9a-f]{7,40})`\]")
