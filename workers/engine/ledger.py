@@ -86,7 +86,7 @@ class LedgerEntry:
     decided_by: str | None = None  # "notes" or "message" when a recorded decision stands
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "sha": self.sha,
             "subject": self.subject,
             "author": self.author,
@@ -96,9 +96,13 @@ class LedgerEntry:
             "disposition": self.disposition.value,
             "carriers": list(self.carriers),
             "reason": self.reason,
-            "recognisers": list(self.recognisers),
-            "decided_by": self.decided_by,
         }
+        # Only where there is something to say: most entries of a long range have neither.
+        if self.recognisers:
+            out["recognisers"] = list(self.recognisers)
+        if self.decided_by is not None:
+            out["decided_by"] = self.decided_by
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> LedgerEntry:
@@ -112,8 +116,8 @@ class LedgerEntry:
             disposition=Disposition(d["disposition"]),
             carriers=tuple(d["carriers"]),
             reason=d["reason"],
-            recognisers=tuple(d["recognisers"]),
-            decided_by=d["decided_by"],
+            recognisers=tuple(d.get("recognisers", ())),
+            decided_by=d.get("decided_by"),
         )
 
 

@@ -78,6 +78,10 @@ class Rules:
     fork_slug: str | None
     defer_patterns: tuple[re.Pattern[str], ...] = ()
     wont_port_patterns: tuple[re.Pattern[str], ...] = ()
+    # All of the above as one alternation (group "s<i>" per pattern, kinds[i] says which list):
+    # one scan of each message instead of one per pattern. None when they cannot be combined.
+    markers: re.Pattern[str] | None = None
+    marker_kinds: tuple[str, ...] = ()
 
     @classmethod
     def build(
@@ -89,6 +93,10 @@ class Rules:
         defer_patterns: Sequence[str] = DEFAULT_DEFER_PATTERNS,
         wont_port_patterns: Sequence[str] = DEFAULT_WONT_PORT_PATTERNS,
     ) -> Rules:
+        markers, kinds = _combine(
+            [*((p, "carry") for p in trailer_patterns), *((p, "deferred") for p in defer_patterns),
+             *((p, "wont_port") for p in wont_port_patterns)]
+        )
         return cls(
             trailer_patterns=tuple(re.compile(p) for p in trailer_patterns),
             pr_patterns=tuple(re.compile(p) for p in pr_patterns),
@@ -96,7 +104,30 @@ class Rules:
             fork_slug=_slug(fork_url),
             defer_patterns=tuple(re.compile(p) for p in defer_patterns),
             wont_port_patterns=tuple(re.compile(p) for p in wont_port_patterns),
+            markers=markers,
+            marker_kinds=kinds,
         )
+
+
+_GLOBAL_FLAGS = re.compile(r"^\(\?([imsx]+)\)")
+
+
+def _combine(patterns: Sequence[tuple[str, str]]) -> tuple[re.Pattern[str] | None, tuple[str, ...]]:
+    """One regex for every marker pattern: leading ``(?im)`` flags become scoped ``(?im:...)``,
+    each pattern's ``sha`` group becomes ``s<i>``. A pattern that does not fit keeps them apart."""
+    parts = []
+    for i, (pattern, _) in enumerate(patterns):
+        m = _GLOBAL_FLAGS.match(pattern)
+        body = pattern[m.end() :] if m else pattern
+        body = body.replace("(?P<sha>", f"(?P<s{i}>")
+        parts.append(f"(?{m.group(1)}:{body})" if m else f"(?:{body})")
+    try:
+        combined = re.compile("|".join(parts))
+    except re.error:
+        return None, ()
+    if combined.groupindex.keys() != {f"s{i}" for i in range(len(patterns))}:
+        return None, ()
+    return combined, tuple(kind for _, kind in patterns)
 
 
 def _slug(url: str | None) -> str | None:
@@ -209,8 +240,9 @@ def recognise(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recognition
             if sha:
                 named.setdefault(sha, how)
 
-    add(_trailers(own, index, rules), TRAILER)
-    decided = _decision_trailers(own, index, rules)
+    marks = _markers(own, index, rules)
+    add((sha for sha, kind in marks if kind == "carry"), TRAILER)
+    decided = tuple((sha, kind, "trailer") for sha, kind in marks if kind != "carry")
     if title.is_pick and title.bundle:
         sections = _bundle_sections(body, index, rules)
         not_carried = sections.not_carried | {sha for sha, _, _ in (*decided, *sections.decided)}
@@ -257,24 +289,32 @@ def _continuation(body: str) -> str:
     return ""
 
 
-def _decision_trailers(message: str, index: UpstreamIndex, rules: Rules) -> tuple[tuple[str, str, str], ...]:
-    found: list[tuple[str, str, str]] = []
-    for disposition, patterns in (("deferred", rules.defer_patterns), ("wont_port", rules.wont_port_patterns)):
+
+
+def _trailers(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
+    return [sha for sha, kind in _markers(message, index, rules) if kind == "carry"]
+
+
+def _markers(message: str, index: UpstreamIndex, rules: Rules) -> list[tuple[str, str]]:
+    """(upstream sha, "carry" | "deferred" | "wont_port") for every trailer the message has."""
+    found: list[tuple[str, str]] = []
+    if rules.markers is not None:
+        for m in rules.markers.finditer(message):
+            name = m.lastgroup
+            i = int(name[1:]) if name and name.startswith("s") else -1
+            if i < 0:  # the matching pattern's sha group is nested: find the one that matched
+                i = next(j for j in range(len(rules.marker_kinds)) if m.group(f"s{j}") is not None)
+            sha = index.sha(m.group(f"s{i}"))
+            if sha:
+                found.append((sha, rules.marker_kinds[i]))
+        return found
+    for kind, patterns in (("carry", rules.trailer_patterns), ("deferred", rules.defer_patterns),
+                           ("wont_port", rules.wont_port_patterns)):
         for pattern in patterns:
             for m in pattern.finditer(message):
                 sha = index.sha(m.group("sha"))
                 if sha:
-                    found.append((sha, disposition, "trailer"))
-    return tuple(found)
-
-
-def _trailers(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
-    found = []
-    for pattern in rules.trailer_patterns:
-        for m in pattern.finditer(message):
-            sha = index.sha(m.group("sha"))
-            if sha:
-                found.append(sha)
+                    found.append((sha, kind))
     return found
 
 
