@@ -73,6 +73,8 @@ class BundleConfig:
     max_lines: int = 5000
     # Committer of the commits forksync builds ("Name <email>"); the author stays upstream's.
     committer: str = DEFAULT_COMMITTER
+    # Whether a chain with built commits is opened as a [Cherry-pick][CHAIN] PR (else a tracking issue).
+    chain_prs: bool = False
 
 
 @dataclass(frozen=True)
@@ -417,7 +419,7 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
 
     up = _Section(doc, ("upstream",), top.raw("upstream"), ("url", "branch"))
     fork = _Section(doc, ("fork",), top.raw("fork"), ("branch",))
-    bundle = _Section(doc, ("bundle",), top.raw("bundle"), ("max_commits", "max_lines", "committer"))
+    bundle = _Section(doc, ("bundle",), top.raw("bundle"), ("max_commits", "max_lines", "committer", "chain_prs"))
     committer = bundle.text("committer", DEFAULT_COMMITTER)
     if not _IDENTITY.match(committer):
         raise doc.error(("bundle", "committer"), f"expected 'Name <email>', got {committer!r}",
@@ -470,6 +472,7 @@ def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
             max_commits=bundle.integer("max_commits", 30, minimum=1),
             max_lines=bundle.integer("max_lines", 5000, minimum=1),
             committer=committer,
+            chain_prs=bundle.flag("chain_prs", False),
         ),
         risk=RiskConfig(
             diverged_zones=risk.strings("diverged_zones"),
