@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PAYLOAD = Path("/work/shared/github-payloads/push.with-new-branch.json")
+PAYLOAD = ROOT / "tests" / "data" / "github-payloads" / "push.with-new-branch.json"
 SECRET = "bench-secret"
 QUEUE = "github"  # core.tasknames.Q_GITHUB: where forksync.on_push is routed
 

@@ -30,6 +30,10 @@ def create_app(
 
     logsafe.install()
     settings = Settings.from_mapping(config)
+    if dedup is None:  # our own Redis dedup: it must survive a restart (docs/security.md)
+        import os
+
+        dispatch.check_redis_persistence(settings.redis_url, os.environ if config is None else config)
     app = Flask("forksync")
     webhooks.register(
         app,

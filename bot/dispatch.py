@@ -279,3 +279,46 @@ def default_sender(redis_url: str | None, data_dir: str, ttl_s: int) -> TaskSend
     if redis_url:
         return RedisTaskQueue(redis_url, ttl_s)
     return CelerySender(embedded_broker_url(data_dir))
+
+
+REQUIRE_AOF_VAR = "FORKSYNC_REQUIRE_REDIS_AOF"
+
+
+def redis_persistence_problem(redis_url: str) -> str | None:
+    """Why this Redis would lose accepted deliveries and dedup keys on a restart, or None.
+
+    The queue and the dedup keys live in Redis: without the append-only file (``appendonly yes``)
+    a restart forgets queued messages (lost deliveries) and dedup keys (old deliveries run twice).
+    An unreachable server, or one that hides ``CONFIG`` (managed Redis), is reported as unknown.
+    """
+    import redis
+
+    client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        value = client.config_get("appendonly").get("appendonly")
+    except redis.ResponseError:
+        return "cannot check Redis persistence (CONFIG GET is not allowed here); make sure AOF is on"
+    except redis.RedisError as exc:
+        return f"cannot reach Redis to check its persistence ({exc})"
+    finally:
+        client.close()
+    if value != "yes":
+        return ("Redis runs without its append-only file (appendonly no): a restart loses queued "
+                "deliveries and dedup keys")
+    return None
+
+
+def check_redis_persistence(redis_url: str | None, env: Mapping[str, Any]) -> None:
+    """At start-up: warn when Redis would lose deliveries on a restart; refuse to start when
+    ``FORKSYNC_REQUIRE_REDIS_AOF=1`` (docs/security.md, operator's checklist)."""
+    import logging
+
+    if not redis_url:
+        return
+    problem = redis_persistence_problem(redis_url)
+    if problem is None:
+        return
+    remedy = "set appendonly yes (and appendfsync everysec) in redis.conf, or CONFIG SET appendonly yes"
+    if str(env.get(REQUIRE_AOF_VAR) or "") in ("1", "true", "yes"):
+        raise ForksyncError(problem, remedy)
+    logging.getLogger("forksync.dispatch").warning("%s; %s", problem, remedy)

@@ -8,7 +8,10 @@ import time. Extra variables:
 * ``FORKSYNC_GIT_URL_MAP``: JSON object ``{"prefix": "replacement"}`` applied to every git URL
   a worker fetches or pushes (like git's ``url.<base>.insteadOf``), so tests and mirrors can
   point ``https://github.com/...`` at local remotes;
-* ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout; tests lower it to see redelivery;
+* ``FORKSYNC_WORKER_QUEUES``: the queues this worker consumes (as its ``-Q``); they size its
+  Redis visibility timeout (``visibility_for``) and name its own unacked-message index;
+* ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout (overrides the one from the queues);
+  tests lower it to see redelivery;
 * ``FORKSYNC_RETRY_BASE_S``: first backoff step for transient GitHub errors (default 2 s);
 * ``FORKSYNC_LOCK_TTL_S``: how soon a dead holder's repository lock expires (default 60 s;
   a live holder renews it);
@@ -24,15 +27,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core import tasknames
 from core.config import RepoConfig, Settings, load_repo_config_file
 from core.errors import ForksyncError
 from core.store import Store, open_store
 
-# The longest task we run: an L2 benchmark's default timeout (2 h) plus checkout and setup.
-LONGEST_TASK_S = 2 * 3600 + 15 * 60
+# The longest task we run: the hard time limit of the slowest queue (L2, core/tasknames.py).
+LONGEST_TASK_S = max(tasknames.QUEUE_TIME_LIMIT_S.values())
 # Redis re-delivers an unacknowledged (acks_late) message after this long; it must exceed the
-# longest task or a healthy long task would be run twice.
+# longest task or a healthy long task would be run twice. A worker consuming only some queues
+# gets the timeout of those (visibility_for): webhook workers re-run a dead worker's messages
+# within a minute.
 DEFAULT_VISIBILITY_TIMEOUT_S = LONGEST_TASK_S + 3600
+
+
+def visibility_for(queues: tuple[str, ...]) -> int:
+    """The visibility timeout of a worker consuming ``queues``: above their longest time limit
+    (by 5 s for the webhook queue alone, by 15 min otherwise), and no longer."""
+    longest = max(tasknames.QUEUE_TIME_LIMIT_S[q] for q in queues)
+    return longest + (5 if longest < 120 else 15 * 60)
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,9 @@ class WorkerSettings:
     process_config: RepoConfig = field(default_factory=RepoConfig)
     git_url_map: tuple[tuple[str, str], ...] = ()
     visibility_timeout_s: int = DEFAULT_VISIBILITY_TIMEOUT_S
+    # The queues this worker consumes (FORKSYNC_WORKER_QUEUES, as its -Q): they size its
+    # visibility timeout and name its own unacked-message index in Redis.
+    worker_queues: tuple[str, ...] = tasknames.QUEUES
     retry_base_s: float = 2.0
     lock_ttl_s: int = 60
 
@@ -64,11 +80,18 @@ class WorkerSettings:
         # Longest prefix first, so a specific mapping wins over a general one.
         url_map = tuple(sorted(parsed.items(), key=lambda kv: -len(kv[0])))
         timeout = env.get("FORKSYNC_VISIBILITY_TIMEOUT_S")
+        queues = tuple(q.strip() for q in (env.get("FORKSYNC_WORKER_QUEUES") or "").split(",") if q.strip())
+        unknown = [q for q in queues if q not in tasknames.QUEUES]
+        if unknown:
+            raise ForksyncError(f"FORKSYNC_WORKER_QUEUES names unknown queue(s) {', '.join(unknown)}",
+                                f"use some of {', '.join(tasknames.QUEUES)} (the worker's -Q)")
+        queues = queues or tasknames.QUEUES
         return cls(
             bot=Settings.from_mapping(env),
             process_config=load_repo_config_file(env.get("FORKSYNC_CONFIG") or None),
             git_url_map=url_map,
-            visibility_timeout_s=int(timeout) if timeout else DEFAULT_VISIBILITY_TIMEOUT_S,
+            visibility_timeout_s=int(timeout) if timeout else visibility_for(queues),
+            worker_queues=queues,
             retry_base_s=float(env.get("FORKSYNC_RETRY_BASE_S") or 2.0),
             lock_ttl_s=int(env.get("FORKSYNC_LOCK_TTL_S") or 60),
         )

@@ -83,6 +83,24 @@ WEBHOOK_TASKS: Final[tuple[str, ...]] = (
 )
 
 
+# Hard time limit of every task on a queue (seconds): what a worker's visibility timeout is sized
+# from (workers/app/celery_app.py). Webhook tasks are API calls and quick git reads, killed (and
+# answered as failed) past 40 s, so a message whose worker died is delivered again within a
+# minute; the long queues keep timeouts above their longest run, so a healthy run is never redone.
+QUEUE_TIME_LIMIT_S: Final[dict[str, int]] = {
+    Q_GITHUB: 40,
+    Q_INGEST: 40 * 60,
+    Q_L1_CPU: 6 * 3600,
+    Q_L1_GPU: 6 * 3600,
+    Q_L2: 12 * 3600,
+}
+
+
+def time_limit_for(name: str) -> int:
+    """The hard time limit of task ``name`` (its queue's)."""
+    return QUEUE_TIME_LIMIT_S[queue_for(name)]
+
+
 def queue_for(name: str) -> str:
     """The queue a task name is routed to (KeyError names the unknown task)."""
     try:

@@ -11,7 +11,7 @@ import pytest
 from tests.gitrepo import Clock, GitRepo
 
 # Fixture modules of each feature (tests/fixtures/*.py); add yours here.
-pytest_plugins: list[str] = ["tests.fixtures.webhooks", "tests.fixtures.github", "tests.fixtures.trunk", "tests.fixtures.commands", "tests.fixtures.ingest", "tests.fixtures.workers", "tests.fixtures.bundling", "tests.fixtures.ledger", "tests.fixtures.payloads", "tests.fixtures.store"]
+pytest_plugins: list[str] = ["tests.fixtures.webhooks", "tests.fixtures.github", "tests.fixtures.trunk", "tests.fixtures.commands", "tests.fixtures.ingest", "tests.fixtures.workers", "tests.fixtures.bundling", "tests.fixtures.ledger", "tests.fixtures.payloads", "tests.fixtures.store", "tests.fixtures.redis"]
 
 
 @pytest.fixture(autouse=True)

@@ -39,7 +39,7 @@ Fault injection, consumed in order by matching requests: ``gh.fail(status, times
 method=None, path=None, headers=None, message=None)`` (502, 422...), ``gh.secondary_rate_limit
 (retry_after=7)`` (403 + Retry-After), ``gh.rate_limit_exhausted(reset_in=30)`` (403 +
 x-ratelimit-remaining 0 + x-ratelimit-reset), ``gh.slow(seconds)``. Response shapes follow
-GitHub's REST API and the recordings in /work/shared/github-rest-recordings, so PyGithub
+GitHub's REST API and the recordings in tests/data/github-rest-recordings, so PyGithub
 parses them unchanged.
 """
 

@@ -31,12 +31,14 @@ def test_manifest_subscribes_to_every_handled_event() -> None:
 def test_procfile_runs_web_workers_for_every_queue_and_beat() -> None:
     """Procfile: gunicorn serves bot:create_app(); the workers together consume every queue; beat runs."""
     lines = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if line.strip())
-    assert set(lines) == {"web", "worker", "gpu", "beat"}
+    assert set(lines) == {"web", "webhooks", "worker", "gpu", "beat"}
     assert "gunicorn" in lines["web"] and "'bot:create_app()'" in lines["web"]
     consumed: set[str] = set()
-    for name in ("worker", "gpu"):
+    for name in ("webhooks", "worker", "gpu"):
         queues = lines[name].split("-Q", 1)[1].split()[0]
         consumed |= set(queues.split(","))
+        # Each worker declares its queues, which size its visibility timeout (issue 14).
+        assert f"FORKSYNC_WORKER_QUEUES={queues} " in lines[name]
     assert consumed == set(tasknames.QUEUES)
     assert "l1-gpu" not in lines["worker"]  # GPU work only on the GPU worker
     assert "beat" in lines["beat"] and "workers.app.celery_app" in lines["beat"]

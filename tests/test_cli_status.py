@@ -206,6 +206,7 @@ def test_status_warns_about_unreadable_notes(forked: Forked) -> None:
     assert "ignored the note on" in r.err and "unknown disposition" in r.err
 
 
+@pytest.mark.slow
 def test_demo_runs_offline_and_shows_status(tmp_path: Path) -> None:
     """`forksync demo` builds the sample pair and prints its status table."""
     r = run_cli("demo", "--dir", str(tmp_path / "demo"))

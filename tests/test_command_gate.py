@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -19,10 +19,10 @@ class FakeClock:
 
 
 @pytest.fixture
-def redis_gate() -> Iterator[RedisGate]:
+def redis_gate(redis_url: Callable[[int], str]) -> Iterator[RedisGate]:
     import redis
 
-    client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+    client = redis.Redis.from_url(redis_url(0))
     prefix = f"forksync-test:{uuid.uuid4().hex}:"
     yield RedisGate(client, prefix)
     for key in client.scan_iter(f"{prefix}*"):

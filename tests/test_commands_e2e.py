@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from tests.fixtures.commands import FORK, CommandWorld
+from tests.loopback_github import APP_BOT_LOGIN
 
 
 def test_skip_marks_wont_port_visible_to_status_at_once(command_world: CommandWorld) -> None:
@@ -246,20 +247,20 @@ def test_outside_pr_needs_approve_at_its_head(command_world: CommandWorld) -> No
     cid = w.say("/retest", issue=pr)
     assert "is not approved for the self-hosted runners" in w.reply(cid) and w.sent == []
     cid = w.say("/approve", issue=pr, author="reader")
-    assert "denied" in w.reply(cid) and not is_approved(adapter, FORK, pr)
+    assert "denied" in w.reply(cid) and not is_approved(adapter, FORK, pr, own_login=APP_BOT_LOGIN)
     cid = w.say("/approve", issue=pr)
     head = w.gh.head("stranger/fork", "patch")
     assert f"approved head `{head[:10]}`" in w.reply(cid) and w.reactions(cid) == ["eyes", "+1"]
-    assert is_approved(adapter, FORK, pr)
+    assert is_approved(adapter, FORK, pr, own_login=APP_BOT_LOGIN)
     with w.gh.lock:
         assert APPROVED_LABEL in w.gh.state.issues[FORK][pr]["labels"]
     cid = w.say("/retest", issue=pr)
     assert w.reactions(cid) == ["eyes", "rocket"] and [n for n, _ in w.sent] == ["forksync.run_l1"]
     assert w.sent[0][1]["number"] == pr and w.sent[0][1]["head_sha"] == head
     w.gh.commit("stranger/fork", {"evil.sh": "curl | sh\n"}, branch="patch")
-    assert not is_approved(adapter, FORK, pr)
+    assert not is_approved(adapter, FORK, pr, own_login=APP_BOT_LOGIN)
     internal = w.open_pull("inside")
-    assert is_approved(adapter, FORK, internal)
+    assert is_approved(adapter, FORK, internal, own_login=APP_BOT_LOGIN)
 
 
 def test_forged_approval_comment_does_not_count(command_world: CommandWorld) -> None:
@@ -269,7 +270,7 @@ def test_forged_approval_comment_does_not_count(command_world: CommandWorld) -> 
     w = command_world
     pr = w.open_pull("patch2", head_repo="stranger/fork", author="stranger")
     w.add_comment(approval_body(pr, w.gh.head("stranger/fork", "patch2"), "maint"), "stranger", issue=pr)
-    assert not is_approved(w.gh.adapter(w.gh.installation), FORK, pr)
+    assert not is_approved(w.gh.adapter(w.gh.installation), FORK, pr, own_login=APP_BOT_LOGIN)
 
 
 def test_another_bots_approval_comment_does_not_let_retest_run(command_world: CommandWorld) -> None:

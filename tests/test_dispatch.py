@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -13,13 +13,17 @@ import redis
 from bot.dispatch import DispatchError, RedisTaskQueue, _mask_url
 from core import tasknames
 
-URL = "redis://127.0.0.1:6379/14"  # not db 0: other suites use it
+
+@pytest.fixture
+def url(redis_url: Callable[[int], str]) -> str:
+    """Database 14 of the session's private Redis."""
+    return redis_url(14)
 
 
 @pytest.fixture
-def queue() -> Iterator[RedisTaskQueue]:
-    q = RedisTaskQueue(URL, ttl_s=60, prefix=f"forksync-test:{uuid.uuid4().hex}:")
-    client = redis.Redis.from_url(URL)
+def queue(url: str) -> Iterator[RedisTaskQueue]:
+    q = RedisTaskQueue(url, ttl_s=60, prefix=f"forksync-test:{uuid.uuid4().hex}:")
+    client = redis.Redis.from_url(url)
     client.delete(tasknames.Q_GITHUB)
     yield q
     for key in client.scan_iter(match=q.prefix + "*"):
@@ -27,16 +31,16 @@ def queue() -> Iterator[RedisTaskQueue]:
     client.delete(tasknames.Q_GITHUB)
 
 
-def test_send_once_enqueues_once_per_delivery(queue: RedisTaskQueue) -> None:
+def test_send_once_enqueues_once_per_delivery(queue: RedisTaskQueue, url: str) -> None:
     """The same delivery id twice → one message on the routed queue; the id key has the TTL."""
-    client = redis.Redis.from_url(URL)
+    client = redis.Redis.from_url(url)
     assert queue.send_once("d-1", tasknames.ON_PUSH, {"repo": "a/b", "delivery": "d-1"}) is True
     assert queue.send_once("d-1", tasknames.ON_PUSH, {"repo": "a/b", "delivery": "d-1"}) is False
     assert client.llen(tasknames.Q_GITHUB) == 1
     assert 0 < client.ttl(queue.prefix + "d-1") <= 60
 
 
-def test_message_runs_on_a_real_celery_worker(queue: RedisTaskQueue, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_message_runs_on_a_real_celery_worker(queue: RedisTaskQueue, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A message pushed by the fast path is consumed by a Celery worker and calls the task with the kwargs."""
     from celery import Celery
     from celery.contrib.testing.worker import start_worker
@@ -46,7 +50,7 @@ def test_message_runs_on_a_real_celery_worker(queue: RedisTaskQueue, monkeypatch
     # name, imported later by create_celery, would collide with it (DuplicateTaskNameWarning).
     name = f"forksync.test_dispatch_{uuid.uuid4().hex[:8]}"
     monkeypatch.setitem(tasknames.TASK_ROUTES, name, {"queue": tasknames.Q_GITHUB})
-    app = Celery("forksync-test", broker=URL, set_as_current=False)
+    app = Celery("forksync-test", broker=url, set_as_current=False)
     app.conf.update(task_routes=dict(tasknames.TASK_ROUTES), worker_hijack_root_logger=False,
                     broker_connection_retry_on_startup=True)
     received: list[dict[str, Any]] = []

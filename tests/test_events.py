@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +20,9 @@ from bot.events import (
     UnhandledEvent,
     parse_event,
 )
+from tests.datafiles import GITHUB_PAYLOADS
 
-PAYLOADS = Path("/work/shared/github-payloads")
-if not PAYLOADS.is_dir():  # CI checkouts carry the shared folder next to the repository
-    PAYLOADS = Path(__file__).resolve().parents[2] / "shared" / "github-payloads"
+PAYLOADS = GITHUB_PAYLOADS
 
 EXPECTED_TYPE = {
     "push": PushEvent,

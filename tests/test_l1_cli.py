@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures.l1 import FAILING_TEST, config_yaml, flow_suite, passing_tests
 from tests.gitrepo import GitRepo
 
@@ -86,6 +88,7 @@ def test_l1_gpu_suite_after_failed_canary_is_infrastructure(make_repo: MakeRepo,
     assert "CPU-only build" in data["canary"]["reason"] or "CUDA_VISIBLE_DEVICES is empty" in data["canary"]["reason"]
 
 
+@pytest.mark.slow
 def test_l1_interpreter_canary_lets_gpu_suites_run(make_repo: MakeRepo, tmp_path: Path) -> None:
     """--canary interpreter checks Triton on the CPU (a real kernel compiles and runs), then GPU suites run."""
     repo = make_repo("r")
@@ -98,6 +101,7 @@ def test_l1_interpreter_canary_lets_gpu_suites_run(make_repo: MakeRepo, tmp_path
     assert data["suites"][0]["status"] == "passed"
 
 
+@pytest.mark.slow
 def test_kernel_pack_runs_in_interpreter_and_writes_junit(tmp_path: Path) -> None:
     """`forksync kernels --junitxml` with no GPU sets TRITON_INTERPRET=1, says so, runs every kernel
     for fp32/fp16/bf16, skips only bf16 matmul with its reason, and prints one summary line."""

@@ -25,7 +25,7 @@ def run_job(gh: LoopbackGitHub, tmp_path: Path, sha: str, host_canary: Any = Non
     return run_l1_job(
         gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha, **kw),
         clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), clone_url_for=gh.git_url,
-        host_canary=host_canary,
+        host_canary=host_canary, own_login=gh.app().bot_login(),
     )
 
 

@@ -55,7 +55,7 @@ def test_nightly_job_files_then_closes_a_tracking_issue(loopback_github: Loopbac
         if i == 9:
             assert result.culprits == {"matmul-sweep": shas[7]}
     assert verdicts == ["ok", "ok", "regressed", "regressed", "ok"]
-    [issue] = gh.state.issues[REPO].values()
+    [issue] = [i for i in gh.state.issues[REPO].values() if not i.get("is_pull")]
     assert issue["title"] == "[trunk] matmul-sweep: tflops regressed"
     assert "Slow epilogue" in issue["body"] and "| occurrences | 2 |" in issue["body"]
     assert issue["state"] == "open"  # one clean night of the two needed
@@ -149,3 +149,33 @@ def test_l3_job_never_runs_code_that_is_not_on_a_branch_here(loopback_github: Lo
     assert state is not None and state.run == "failed" and state.metrics == {}
     assert "a maintainer can push it here" in run["output"]["summary"]
     assert run["status"] == "in_progress"  # still awaiting the owners, never passed by default
+
+
+def test_a_regression_with_a_culprit_gets_a_revert_pr_linked_from_its_issue(loopback_github: LoopbackGitHub,
+                                                                           tmp_path: Path) -> None:
+    """The culprit found by the nightly's bisection gets one revert PR (built in memory on the trunk
+    tip, never merged), linked from the tracking issue; the next night links it again, no second PR."""
+    gh = loopback_github
+    port = gh.adapter(gh.installation)
+    caches, data = GitCache(tmp_path / "git"), tmp_path / "data"
+    shas = [gh.commit(REPO, {".github/forksync.yml": CONFIG, "bench.py": BENCH, "speed": "100\n"})]
+    for i in range(1, 9):
+        shas.append(gh.commit(REPO, {"speed": "60\n" if i >= 5 else "100\n", f"m{i}.py": "x\n"},
+                              message="Slow epilogue (#55)" if i == 5 else f"change {i}"))
+    run_l2_job(port, caches, data, REPO, sha=shas[2], now="night 1", **job_args(gh, tmp_path))
+    result = run_l2_job(port, caches, data, REPO, now="night 2", **job_args(gh, tmp_path))
+    assert result.culprits == {"matmul-sweep": shas[5]}
+    pulls = list(gh.state.pulls[REPO].values())
+    assert len(pulls) == 1 and pulls[0]["head"] == f"forksync/revert/{shas[5][:12]}" and not pulls[0].get("merged")
+    pr_issue = gh.state.issues[REPO][pulls[0]["number"]]
+    assert pr_issue["title"] == 'Revert "Slow epilogue (#55)"' and "never merged without a maintainer" in pr_issue["body"]
+    revert = subprocess.run(["git", "--git-dir", str(gh.bare(REPO)), "show", f"{pulls[0]['head']}:speed"],
+                            capture_output=True, text=True, check=True).stdout
+    files = subprocess.run(["git", "--git-dir", str(gh.bare(REPO)), "ls-tree", "--name-only", pulls[0]["head"]],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert revert == "100\n" and "m5.py" not in files and "m8.py" in files
+    [issue] = [i for i in gh.state.issues[REPO].values() if not i.get("is_pull")]
+    links = [c["body"] for c in gh.state.comments[REPO].values() if c["issue_number"] == issue["number"]]
+    assert len(links) == 1 and f"revert PR #{pulls[0]['number']}" in links[0]
+    run_l2_job(port, caches, data, REPO, now="night 3", **job_args(gh, tmp_path))
+    assert len(gh.state.pulls[REPO]) == 1, "no second revert PR for the same culprit"

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
+from tests.datafiles import REST_RECORDINGS
 from tests.loopback_github import LoopbackGitHub
 
-RECORDINGS = Path("/work/shared/github-rest-recordings")
+RECORDINGS = REST_RECORDINGS
 REPO = "acme/fork"
 
 

@@ -7,6 +7,7 @@ import json
 import socket
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,9 +20,10 @@ from bot import create_app
 from bot.dispatch import DispatchError, SqliteDeliveryStore
 from bot.webhooks import signature_ok
 from core import tasknames
+from tests.datafiles import GITHUB_PAYLOADS
 from tests.fixtures.webhooks import SECRET, BotServer, RecordingSender, signed
 
-PAYLOADS = Path("/work/shared/github-payloads")
+PAYLOADS = GITHUB_PAYLOADS
 
 
 def load(name: str) -> dict[str, Any]:
@@ -127,7 +129,7 @@ def test_repeated_delivery_is_200_duplicate_and_processed_once(bot_server: BotSe
     second = post(bot_server.url, body, headers)
     assert first[0] == 202 and second[0] == 200 and second[1].startswith("duplicate")
     assert [name for name, _ in bot_server.sender.sent] == [tasknames.ON_PULL_REQUEST]
-    ttl = redis.Redis.from_url("redis://127.0.0.1:6379/0").ttl(bot_server.store.prefix + headers["X-GitHub-Delivery"])
+    ttl = bot_server.store.client.ttl(bot_server.store.prefix + headers["X-GitHub-Delivery"])
     assert 0 < ttl <= 60
 
 
@@ -313,9 +315,9 @@ def test_healthz_is_200_when_store_is_up_and_503_when_down(tmp_path: Path) -> No
     assert sender.sent == []
 
 
-def test_healthz_checks_real_redis(tmp_path: Path) -> None:
+def test_healthz_checks_real_redis(tmp_path: Path, redis_url: Callable[[int], str]) -> None:
     """With REDIS_URL (the default stores), /healthz pings Redis: up → 200; a dead port → 503."""
-    ok = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": "redis://127.0.0.1:6379/0"})
+    ok = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url(0)})
     assert ok.test_client().get("/healthz").status_code == 200
     dead = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": "redis://127.0.0.1:1/0"})
     assert dead.test_client().get("/healthz").status_code == 503
@@ -349,9 +351,9 @@ def test_signature_ok_is_exact() -> None:
     assert not signature_ok(SECRET, b"{}", None)
 
 
-def test_default_redis_path_over_a_socket_enqueues_one_celery_message(tmp_path: Path) -> None:
+def test_default_redis_path_over_a_socket_enqueues_one_celery_message(tmp_path: Path, redis_url: Callable[[int], str]) -> None:
     """With REDIS_URL and no injected parts: dedup + enqueue in Redis; a redelivery adds no message."""
-    url = "redis://127.0.0.1:6379/15"
+    url = redis_url(15)
     client = redis.Redis.from_url(url)
     client.delete(tasknames.Q_GITHUB)
     app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": url})
@@ -374,11 +376,11 @@ def test_default_redis_path_over_a_socket_enqueues_one_celery_message(tmp_path: 
         client.delete(tasknames.Q_GITHUB, "forksync:delivery:" + headers["X-GitHub-Delivery"])
 
 
-def test_concurrent_redeliveries_are_enqueued_exactly_once(tmp_path: Path) -> None:
+def test_concurrent_redeliveries_are_enqueued_exactly_once(tmp_path: Path, redis_url: Callable[[int], str]) -> None:
     """Twelve simultaneous posts of one delivery over a socket → one 202, eleven duplicates, one message."""
     from concurrent.futures import ThreadPoolExecutor
 
-    url = "redis://127.0.0.1:6379/15"
+    url = redis_url(15)
     client = redis.Redis.from_url(url)
     client.delete(tasknames.Q_GITHUB)
     app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": url})

@@ -18,8 +18,6 @@ from tests.gitrepo import GitRepo
 from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
 from workers.adapters.state import LocalState, LockBusy, RedisState, SeriesStore
 
-REDIS_TEST_URL = "redis://127.0.0.1:6379/3"
-
 
 def _hold_lock_forever(root: str, ready: multiprocessing.synchronize.Event) -> None:
     state = LocalState(Path(root))
@@ -29,9 +27,9 @@ def _hold_lock_forever(root: str, ready: multiprocessing.synchronize.Event) -> N
 
 
 @pytest.mark.parametrize("kind", ["local", "redis"])
-def test_lock_excludes_a_second_holder(kind: str, tmp_path: Path) -> None:
+def test_lock_excludes_a_second_holder(kind: str, tmp_path: Path, redis_url: Callable[[int], str]) -> None:
     """While one task holds a repository's lock, another gets LockBusy; after release it gets it."""
-    state = LocalState(tmp_path) if kind == "local" else RedisState(REDIS_TEST_URL)
+    state = LocalState(tmp_path) if kind == "local" else RedisState(redis_url(3))
     name = f"ingest:o/r-{uuid.uuid4().hex}"
     with state.lock(name, ttl_s=30, wait_s=0.1):
         with pytest.raises(LockBusy), state.lock(name, ttl_s=30, wait_s=0.2):
@@ -61,12 +59,12 @@ def test_file_lock_dies_with_a_killed_holder(tmp_path: Path) -> None:
             proc.kill()
 
 
-def test_redis_lock_expires_after_its_ttl() -> None:
+def test_redis_lock_expires_after_its_ttl(redis_url: Callable[[int], str]) -> None:
     """A Redis lock whose holder vanished expires after its timeout."""
     name = f"ingest:o/r-{uuid.uuid4().hex}"
-    client = redis.Redis.from_url(REDIS_TEST_URL)
+    client = redis.Redis.from_url(redis_url(3))
     client.set(f"forksync:lock:{name}", "dead-holder", px=300)
-    state = RedisState(REDIS_TEST_URL)
+    state = RedisState(redis_url(3))
     with pytest.raises(LockBusy), state.lock(name, ttl_s=5, wait_s=0.05):
         pass
     with state.lock(name, ttl_s=5, wait_s=2):
@@ -74,10 +72,10 @@ def test_redis_lock_expires_after_its_ttl() -> None:
 
 
 @pytest.mark.parametrize("kind", ["local", "redis"])
-def test_series_keeps_points_in_order(kind: str, tmp_path: Path) -> None:
+def test_series_keeps_points_in_order(kind: str, tmp_path: Path, redis_url: Callable[[int], str]) -> None:
     """Appended points come back oldest first; limit keeps the newest."""
     state = LocalState(tmp_path) if kind == "local" else RedisState(
-        REDIS_TEST_URL, SeriesStore(open_store(None, tmp_path)))
+        redis_url(3), SeriesStore(open_store(None, tmp_path)))
     name = f"metrics:o/r-{uuid.uuid4().hex}"
     for i in range(5):
         state.append(name, {"t": i, "days_behind": i / 2})
@@ -131,9 +129,9 @@ def test_cache_recovers_from_a_crashed_task(make_repo: Callable[[str], GitRepo],
         assert repo.rev_parse("refs/heads/main") == newer
 
 
-def test_redis_lock_is_renewed_while_held() -> None:
+def test_redis_lock_is_renewed_while_held(redis_url: Callable[[int], str]) -> None:
     """A holder that outlives the lock's ttl keeps it (renewed in the background); nobody else gets it."""
-    state = RedisState(REDIS_TEST_URL)
+    state = RedisState(redis_url(3))
     name = f"ingest:o/r-{uuid.uuid4().hex}"
     with state.lock(name, ttl_s=1, wait_s=0.1):
         time.sleep(2.2)

@@ -487,3 +487,24 @@ def protection_note(branch: str, only_in_protection: Sequence[str], only_in_conf
                      "protection does not require: GitHub would merge without them; require them in the "
                      "branch's protection rules")
     return ("\n\n**Required checks vs branch protection**\n" + "\n".join(lines)) if lines else ""
+
+
+def split_note(*, commits: int, runs: int, complete: bool, rebuilt: bool,
+               culprits: Sequence[tuple[str, str, str | None, str | None, Sequence[str]]]) -> str:
+    """What the split of a red bundle found and did (check run and PR comment); ``culprits``:
+    (fork sha, subject, upstream sha, chain it went to, the tests it breaks)."""
+    lines = [marker("l1-split", "bundle"), f"**Red bundle split**: bisected {commits} commit(s) with {runs} "
+             "in-memory build(s) and L1 run(s)" + ("" if complete else " (stopped at the run budget)") + "."]
+    if not culprits:
+        lines.append("No single commit makes the failure: it shows only with the whole bundle (flaky, or an "
+                     "interaction). Nothing was ejected; comment `/chain REF` to move commits by hand.")
+        return "\n".join(lines)
+    for fork_sha, subject, upstream, chain, tests in culprits:
+        where = f"ejected into chain `{chain}`" if chain else (
+            "not ejected (no upstream pick trailer)" if upstream is None else "not ejected here: comment `/chain "
+            f"{upstream[:12]}`")
+        shown = ", ".join(f"`{t}`" for t in list(tests)[:3])
+        lines.append(f"- `{fork_sha[:12]}` {_cell(subject)}: breaks {shown}; {where}")
+    lines.append("The bundle is rebuilt without them in this PR and L1 runs again." if rebuilt else
+                 "The bundle was not rebuilt here: the next ingest rebuilds it.")
+    return "\n".join(lines)

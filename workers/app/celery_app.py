@@ -144,6 +144,13 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
         # ZRANGE), and more often when the visibility timeout is short.
         transport_options["unacked_restore_interval"] = max(1, min(10, settings.visibility_timeout_s // 3))
         transport_options["unacked_restore_throttle"] = 1
+        # Each set of queues keeps its own index of unacknowledged messages: a webhook worker
+        # restores a dead peer's webhook messages after its short timeout, and never an L2 run a
+        # healthy long worker is still holding (kombu's one global index would).
+        if set(settings.worker_queues) != set(tasknames.QUEUES):
+            suffix = "-".join(sorted(settings.worker_queues))
+            transport_options.update({"unacked_key": f"unacked:{suffix}", "unacked_index_key": f"unacked_index:{suffix}",
+                                      "unacked_mutex_key": f"unacked_mutex:{suffix}"})
     return {
         "broker_url": broker,
         "result_backend": backend,

@@ -39,10 +39,11 @@ EXIT_USAGE = 2
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with ``only`` (a known subcommand) just that one, so a command
     does not pay for importing every other command's dependencies (status stays fast)."""
-    import argparse
     import importlib
 
-    parser = argparse.ArgumentParser(
+    from workers.cli.usage import OneLineParser
+
+    parser = OneLineParser(
         prog="forksync",
         description="Keep a fork close to a fast-moving upstream: ledger, metrics, bundles, tests.",
     )
@@ -57,6 +58,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    # Flags a subcommand does not know are reported by that subcommand (its --help lists the right ones).
+    for command_parser in sub.choices.values():
+        command_parser.set_defaults(_command_parser=command_parser)
     return parser
 
 
@@ -73,7 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from core.errors import ForksyncError
 
     parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+        parser.error(f"unrecognized arguments: {argv[0]} (options go after the command)")
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        getattr(args, "_command_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return int(args.func(args) or 0)
     except ForksyncError as exc:
@@ -82,6 +90,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("forksync: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a process killed by SIGPIPE (128 + 13), as git's
+
+
+def _reader_went_away() -> int:
+    """``forksync plan | head``: the reader closed the pipe. Stop quietly, like git does; point stdout
+    at /dev/null so that the interpreter's own flush at exit does not print a second traceback."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from core.errors import ForksyncError
 from workers.cli.pairargs import one_line_errors
 from workers.cli.status import render_table
 from workers.demo.sample import Sample, make_sample
@@ -32,24 +35,52 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+# What the demo writes under its folder; a marker file says the folder is the demo's, so that a
+# re-run may clear these (and only these) first.
+MARKER = ".forksync-demo"
+OWN = ("upstream", "fork", "github", "data", "cache")
+
+
+def prepare_dir(root: Path) -> None:
+    """Make ``root`` ready for a (re-)run: new or empty, or a previous demo's, cleared of what it wrote."""
+    if root.exists() and not root.is_dir():
+        raise ForksyncError(f"--dir {root} is a file", "give a folder (new or empty) for the sample")
+    if root.is_dir() and any(root.iterdir()) and not (root / MARKER).exists():
+        raise ForksyncError(f"--dir {root} is not empty and was not made by forksync demo",
+                            "give a new or empty folder (a demo's own folder can be reused)")
+    for part in OWN:
+        shutil.rmtree(root / part, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / MARKER).write_text("made by forksync demo; a re-run clears upstream/, fork/, github/, data/, cache/\n")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.dir:
-        root = Path(args.dir)
-        root.mkdir(parents=True, exist_ok=True)
-        _demo_and_loop(root, args)
+        root = Path(args.dir).resolve()
+        prepare_dir(root)
+        _demo_and_loop(root, args, kept=True)
         return 0
     with tempfile.TemporaryDirectory(prefix="forksync-demo-") as tmp:
-        _demo_and_loop(Path(tmp), args)
+        _demo_and_loop(Path(tmp), args, kept=False)
     return 0
 
 
-def _demo_and_loop(root: Path, args: argparse.Namespace) -> None:
-    sample = run_demo(root, as_json=args.json)
-    if not args.json and not args.no_loop:
-        from workers.demo.loop import run_loop_demo
-        from workers.demo.sample import UPSTREAM_URL
+def _demo_and_loop(root: Path, args: argparse.Namespace, *, kept: bool) -> None:
+    # The demo's pair caches live with the demo (removed with a temp dir), not in ~/.cache/forksync.
+    saved = os.environ.get("FORKSYNC_CACHE_DIR")
+    os.environ["FORKSYNC_CACHE_DIR"] = str(root / "cache")
+    try:
+        sample = run_demo(root, as_json=args.json)
+        if not args.json and not args.no_loop:
+            from workers.demo.loop import run_loop_demo
+            from workers.demo.sample import UPSTREAM_URL
 
-        run_loop_demo(root, sample.upstream, sample.fork, UPSTREAM_URL)
+            run_loop_demo(root, sample.upstream, sample.fork, UPSTREAM_URL, kept=kept)
+    finally:
+        if saved is None:
+            os.environ.pop("FORKSYNC_CACHE_DIR", None)
+        else:
+            os.environ["FORKSYNC_CACHE_DIR"] = saved
 
 
 def run_demo(root: Path, *, as_json: bool = False) -> Sample:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any, NoReturn
 
 from core.config import RepoConfig
+from workers.cli.usage import usage_error
 from workers.engine.pair import Pair, open_configured
 
 EXIT_USAGE = 2
@@ -16,8 +16,7 @@ def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Make argparse's usage errors one line on stderr with exit 2, like every other error."""
 
     def error(message: str) -> NoReturn:
-        print(f"forksync: error: {parser.prog}: {message}; see {parser.prog} --help", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        usage_error(parser.prog, message)
 
     parser.error = error  # type: ignore[method-assign]
     return parser

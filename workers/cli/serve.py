@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 
 from core import tasknames
 from core.errors import ForksyncError
+from core.settings import WorkerSettings
 
 # The GPU queue is left out by default: only machines with a GPU should take l1-gpu work.
 DEFAULT_QUEUES = ",".join(q for q in tasknames.QUEUES if q != tasknames.Q_L1_GPU)
@@ -44,16 +46,47 @@ def worker_command(queues: str, concurrency: int, beat: bool) -> list[str]:
     return cmd
 
 
+def check_settings(settings: WorkerSettings) -> None:
+    """Refuse to start, in one line, without what every delivery needs: the App's id and key, and
+    the webhook secret (otherwise the web process would accept deliveries the worker then fails)."""
+    from core.github.app import GitHubApp
+
+    bot = settings.bot
+    missing = [name for name, value in (
+        ("GITHUB_APP_ID", bot.app_id),
+        ("GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH", bot.private_key),
+        ("FORKSYNC_WEBHOOK_SECRET", bot.webhook_secret),
+    ) if not value]
+    if missing:
+        raise ForksyncError(
+            f"the GitHub App is not configured: {'; '.join(missing)} not set",
+            "set them from the App's settings page (docs/github-app.md, section 2)",
+        )
+    GitHubApp.from_settings(bot)  # a non-numeric id or an unusable key: one line, key never echoed
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Bind and release ``host:port`` as the web server will (werkzeug would print its own text and exit 1)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ForksyncError(f"cannot listen on {host}:{port}: {exc.strerror}",
+                                "pick another --port, or stop what listens there") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from werkzeug.serving import make_server
 
     from bot import create_app
-    from core.settings import WorkerSettings
 
     settings = WorkerSettings.from_mapping(None)
     unknown = set(args.queues.split(",")) - set(tasknames.QUEUES)
     if unknown:
         raise ForksyncError(f"unknown queue(s) {', '.join(sorted(unknown))}", f"use some of {', '.join(tasknames.QUEUES)}")
+    check_settings(settings)
+    check_port_free(args.host, args.port)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     mode = f"Redis at {settings.bot.redis_url.split('@')[-1]}" if settings.bot.redis_url else f"embedded broker in {settings.data_dir}"
     try:

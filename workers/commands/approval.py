@@ -8,12 +8,15 @@ push by the contributor needs a new ``/approve`` (the code that was looked at is
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core.render import marker
 from workers.commands.handler import CommentInfo, PullInfo
+
+log = logging.getLogger("forksync.commands")
 
 APPROVED_LABEL = "forksync:approved"
 # Authors GitHub vouches for: their PRs run without /approve even from a fork of their own.
@@ -85,8 +88,8 @@ def is_approved(gh: Any, repo: str, pr: int, head_sha: str | None = None, own_lo
     For the L1 runner: ``gh`` is the bot's ``GitHubAdapter`` (or the commands' view of it). A PR
     whose branch lives in ``repo`` itself, or whose author is an owner, member or collaborator,
     needs no approval; any other PR from a fork needs a maintainer's ``/approve`` at the very head
-    that is about to run. ``own_login``: the App's login (``GitHubApp.bot_login()``); given, only
-    an approval record written by it counts (the L1 runner always gives it).
+    that is about to run. ``own_login``: the App's login (``GitHubApp.bot_login()``); only an
+    approval record written by it counts, and without it (nor ``gh.own_login``) no record does.
     """
     if not hasattr(gh, "pull"):  # the bot's GitHubAdapter itself (as the L1 runner holds it)
         from workers.commands.github import AdapterCommentGitHub
@@ -95,6 +98,10 @@ def is_approved(gh: Any, repo: str, pr: int, head_sha: str | None = None, own_lo
     pull = gh.pull(repo, pr)
     if not needs_approval(repo, pull.head_repo, pull.author_association):
         return True
+    if not (own_login or getattr(gh, "own_login", None)):
+        # Without our own login any App's bot comment could pass for our record (fail closed).
+        log.warning("%s#%s: approval not checked: the App's own login is unknown", repo, pr)
+        return False
     approval = read_approval(gh, repo, pr)
     if approval is None:
         return False

@@ -39,11 +39,29 @@ def can_write(permission: str | None) -> bool:
 class MemoryGate:
     """In-process gate for one machine without Redis (and for tests that need no server)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    # Entries kept at most (each map); past it, expired ones go first, then the soonest to expire.
+    MAX_ENTRIES = 10_000
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, max_entries: int = MAX_ENTRIES) -> None:
         self._clock = clock
         self._lock = threading.Lock()
         self._perms: dict[tuple[str, str], tuple[float, str]] = {}
         self._windows: dict[tuple[str, str], tuple[float, int]] = {}
+        self._max = max_entries
+
+    def size(self) -> int:
+        """Entries held (permissions and rate windows)."""
+        return len(self._perms) + len(self._windows)
+
+    def _evict(self, table: dict[tuple[str, str], Any], now: float) -> None:
+        """Keep ``table`` (entries ``(expires, value)``) under the cap; call with the lock held."""
+        if len(table) < self._max:
+            return
+        for key in [k for k, v in table.items() if v[0] <= now]:
+            del table[key]
+        if len(table) >= self._max:
+            for key in sorted(table, key=lambda k: table[k][0])[: len(table) - self._max + 1]:
+                del table[key]
 
     def permission(self, repo: str, user: str, ttl_s: int, lookup: Callable[[], str]) -> str:
         key = (repo.lower(), user.lower())
@@ -55,6 +73,7 @@ class MemoryGate:
         value = lookup()
         if ttl_s > 0:
             with self._lock:
+                self._evict(self._perms, now)
                 self._perms[key] = (now + ttl_s, value)
         return value
 
@@ -67,6 +86,8 @@ class MemoryGate:
                 ends, used = now + window_s, 0
             if used + count > limit:
                 return RateDecision(False, used, max(1, int(ends - now + 0.999)))
+            if key not in self._windows:
+                self._evict(self._windows, now)
             self._windows[key] = (ends, used + count)
             return RateDecision(True, used + count, 0)
 

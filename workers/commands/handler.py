@@ -155,20 +155,36 @@ def handle(
     commands = parse(comment.body)
     if not commands:
         return None
-    marker = render.reply_marker(comment.id)
-    if gh.find_comment(task.repo, task.issue_number, marker) is not None:
-        log.info("%s: comment %s was already answered; not running it again", task.repo, comment.id)
-        return None
-    gh.react(task.repo, comment.id, render.SEEN_REACTION)
-
+    # The rate limit is taken before anything costs API calls beyond the comment and the config:
+    # one outsider's comments cannot page through long threads faster than the limit allows.
     try:
-        outcomes = _outcomes(task, comment, commands, gh, gate, actions, services, now())
+        config, refused = _config_and_rate(task, comment, commands, gh, gate, now())
     except Exception as exc:
         if _transient(exc):
-            raise  # GitHub said "later": the task retries (with backoff) and answers then
+            raise
         error_id = uuid.uuid4().hex[:12]
         log.exception("internal error %s answering comment %s on %s", error_id, comment.id, task.repo)
-        outcomes = [render.internal_error(_shown(c), error_id) for c in commands]
+        config, refused = None, [render.internal_error(_shown(c), error_id) for c in commands]
+    if config is not None:
+        marker = render.reply_marker(comment.id)
+        if gh.find_comment(task.repo, task.issue_number, marker) is not None:
+            log.info("%s: comment %s was already answered; not running it again", task.repo, comment.id)
+            return None
+    gh.react(task.repo, comment.id, render.SEEN_REACTION)
+
+    if refused is not None:
+        outcomes = refused
+    else:
+        assert config is not None
+        try:
+            ctx = Context(task=task, author=comment.author, config=config, gh=gh, services=services, now=now())
+            outcomes = [_run_one(ctx, command, gate, actions) for command in commands]
+        except Exception as exc:
+            if _transient(exc):
+                raise  # GitHub said "later": the task retries (with backoff) and answers then
+            error_id = uuid.uuid4().hex[:12]
+            log.exception("internal error %s answering comment %s on %s", error_id, comment.id, task.repo)
+            outcomes = [render.internal_error(_shown(c), error_id) for c in commands]
     body = render.reply(comment.author, comment.id, outcomes)
     gh.post_comment(task.repo, task.issue_number, body)
     added = tuple(render.reactions(outcomes))
@@ -177,39 +193,34 @@ def handle(
     return Answer(body, added, tuple(outcomes))
 
 
-def _outcomes(
+def _config_and_rate(
     task: CommentTask,
     comment: CommentInfo,
     commands: Sequence[Command],
     gh: CommentGitHub,
     gate: Gate,
-    actions: dict[str, Action],
-    services: Any,
     now: datetime,
-) -> list[render.Outcome]:
+) -> tuple[RepoConfig | None, list[render.Outcome] | None]:
+    """(config, None) when the commands may run; (config or None, outcomes) when the answer is a
+    refusal already: a bad config, or the author over the rate limit."""
     author = comment.author
     try:
         text = gh.read_config(task.repo)
         config = load_repo_config(text, CONFIG_PATH) if text is not None else RepoConfig()
     except ConfigError as exc:
         quoted = _quote_line(text, exc.line) if text is not None else None
-        return [render.bad_config(_shown(c), exc.problem, quoted) for c in commands]
+        return None, [render.bad_config(_shown(c), exc.problem, quoted) for c in commands]
 
     rate = gate.take(task.repo, author, len(commands), config.commands.rate_limit, config.commands.rate_window_s)
     if not rate.allowed:
         log.info("%s: %s is rate limited (%d used)", task.repo, author, rate.used)
-        return [
+        return None, [
             render.rate_limited(
                 _shown(c), author, config.commands.rate_limit, config.commands.rate_window_s, rate.retry_after_s, now
             )
             for c in commands
         ]
-
-    ctx = Context(task=task, author=author, config=config, gh=gh, services=services, now=now)
-    outcomes: list[render.Outcome] = []
-    for command in commands:
-        outcomes.append(_run_one(ctx, command, gate, actions))
-    return outcomes
+    return config, None
 
 
 def _shown(command: Command) -> Command | str:

@@ -78,7 +78,7 @@ def _merged_payload(number: int, branch: str, head: str) -> dict[str, Any]:
             "installation": {"id": 1}, "sender": {"login": "maintainer", "type": "User"}}
 
 
-def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str) -> int:
+def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, kept: bool = True) -> int:
     """Run the loop once on the sample (and once more after merging the first bundle); print it all."""
     from celery.contrib.testing.worker import start_worker
 
@@ -126,8 +126,10 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str) -> 
                 print(f"ledger moved: check was '{before}'\n              now       '{after}'")
     finally:
         runtime.use()
-    print(f"\nfiles: sample pair and the fork's bare copy under {root}; worker data (SQLite broker, git caches) "
-          f"under {data} (a temp dir removed on exit, unless --dir)")
+    where = (f"kept under {root}: the sample pair, the fork's bare copy (github/), worker data (data/: SQLite "
+             "broker, git caches) and pair caches (cache/); run again with the same --dir to start over"
+             if kept else "all in a temp folder, removed now that the demo ends (keep them with --dir DIR)")
+    print(f"\nfiles: {where}")
     return 0
 
 

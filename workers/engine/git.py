@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,6 +83,32 @@ def _env(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
+# git commands that talk to a remote: each gets low-speed limits and a wall-clock timeout, so a
+# server (or a socket a config points at) that never answers cannot pin a worker.
+NETWORK_VERBS = frozenset({"fetch", "push", "ls-remote", "clone", "pull", "fetch-pack", "send-pack"})
+# Abort a transfer slower than LOW_SPEED_BYTES/s for LOW_SPEED_S seconds (git's http.lowSpeed*).
+LOW_SPEED_BYTES = 1000
+LOW_SPEED_S = 60
+TIMEOUT_VAR = "FORKSYNC_GIT_TIMEOUT_S"
+DEFAULT_NETWORK_TIMEOUT_S = 900.0
+
+
+def _verb(args: Sequence[str]) -> str:
+    i = 0
+    while i < len(args) and args[i] == "-c":
+        i += 2
+    return args[i] if i < len(args) else ""
+
+
+def network_timeout_s() -> float:
+    """Wall-clock limit of one network git command (``FORKSYNC_GIT_TIMEOUT_S``, default 900 s)."""
+    raw = os.environ.get(TIMEOUT_VAR)
+    try:
+        return float(raw) if raw else DEFAULT_NETWORK_TIMEOUT_S
+    except ValueError:
+        return DEFAULT_NETWORK_TIMEOUT_S
+
+
 def run_git(
     cwd: Path | str,
     args: Sequence[str],
@@ -89,12 +117,36 @@ def run_git(
     check: bool = True,
     env: Mapping[str, str] | None = None,
 ) -> bytes:
-    """Run git in ``cwd`` with a list of arguments (never a shell string)."""
+    """Run git in ``cwd`` with a list of arguments (never a shell string).
+
+    A network command (:data:`NETWORK_VERBS`) runs with ``http.lowSpeedLimit``/``lowSpeedTime``
+    and in its own process group, killed whole (git and its remote helper) after
+    :func:`network_timeout_s`; it then fails with "timed out", which callers treat as transient.
+    """
+    timeout: float | None = None
+    shown = list(args)
+    if _verb(args) in NETWORK_VERBS:
+        args = ["-c", f"http.lowSpeedLimit={LOW_SPEED_BYTES}", "-c", f"http.lowSpeedTime={LOW_SPEED_S}", *args]
+        timeout = network_timeout_s()
     argv = ["git", "-C", str(cwd), *args]
     try:
-        proc = subprocess.run(argv, input=input, capture_output=True, env=_env(env), check=False)
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(env),
+                                start_new_session=timeout is not None)
     except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
         raise ForksyncError("git is not installed or not on PATH", "install git 2.38 or newer") from exc
+    try:
+        out, err = proc.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        raise GitError(shown, 124, f"fatal: git {_verb(args)} timed out after {timeout:g} s (no answer from the remote)",
+                       remedy=f"check that the remote answers; {TIMEOUT_VAR} sets the limit") from None
     if check and proc.returncode != 0:
-        raise GitError(list(args), proc.returncode, proc.stderr.decode("utf-8", "replace"))
-    return proc.stdout
+        raise GitError(shown, proc.returncode, err.decode("utf-8", "replace"))
+    return out

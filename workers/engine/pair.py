@@ -210,6 +210,12 @@ def _locate(given: str, role: str) -> Location:
             ],
         ).decode()
     except GitError:
+        stale = _stale_worktree(path)
+        if stale is not None:
+            raise ForksyncError(
+                f"{role} path {given} is a git worktree whose metadata is gone ({stale} has no HEAD)",
+                f"run git worktree prune in its main clone and add the worktree again, or pass the main clone to {flag}",
+            ) from None
         raise ForksyncError(
             f"{role} path {given} is not a git repository",
             f"pass the root of a git clone to {flag} (git init or git clone it first)",
@@ -226,6 +232,21 @@ def _locate(given: str, role: str) -> Location:
     return Location(
         given=given, role=role, url=None, path=path.resolve(), objects=objects, shallow=shallow.strip() == "true"
     )
+
+
+def _stale_worktree(path: Path) -> Path | None:
+    """The gitdir of a linked worktree at ``path`` whose admin folder lost its HEAD (removed or
+    pruned in the main clone), or None when ``path`` is not such a worktree."""
+    dot_git = path / ".git"
+    if not dot_git.is_file():
+        return None
+    text = dot_git.read_text(errors="replace").strip()
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = Path(text.removeprefix("gitdir:").strip())
+    if not gitdir.is_absolute():
+        gitdir = (path / gitdir).resolve()
+    return None if (gitdir / "HEAD").is_file() else gitdir
 
 
 def _cache_repo(up: Location, fk: Location) -> Repository:

@@ -313,7 +313,8 @@ def _push(repo: Repository, remote: str, specs: list[str], where: str) -> None:
         ) from None
 
 
-def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str | None = None) -> ChainRecord | None:
+def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str | None = None,
+                detail: str | None = None) -> ChainRecord | None:
     """``forksync chain REF add [--into ID] | remove``: record the move durably; return the chain.
 
     ``add`` puts the commit into chain ``ID`` (or a new chain of its own) with reason ``manual``;
@@ -335,7 +336,7 @@ def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str
             return records[current.id]
         if current is not None:
             records[current.id] = _without(records[current.id], sha, exclude=True)
-        reason = Reason(sha, "manual", f"added by hand (forksync chain add{' --into ' + into if into else ''})")
+        reason = Reason(sha, "manual", detail or f"added by hand (forksync chain add{' --into ' + into if into else ''})")
         if into is None:
             base = f"chain-{sha[:7]}"
             into, n = base, 2

@@ -217,7 +217,7 @@ def recognise(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recognition
         add((s for s in listed if s not in not_carried), BUNDLE)
         add((s for s in sections.picked if s not in not_carried), BUNDLE)
         if not named:
-            add(sections.links, BUNDLE)
+            add((s for line in sections.link_lines for s in _links_in(_carried_part(line), index, rules)), BUNDLE)
         decided = sections.decided + decided  # a trailer is the more explicit record: it is read last
     elif title.is_pick:
         add(_pick_subject(title.rest, index), PR_SUBJECT)
@@ -284,7 +284,7 @@ class BundleSections:
     picked: tuple[str, ...]
     decided: tuple[tuple[str, str, str], ...]  # (sha, "deferred" | "wont_port", "section")
     not_carried: frozenset[str]  # items marked NO-OP / dropped / skipped: not in this bundle
-    links: tuple[str, ...]  # body links: read only when nothing else names a pick
+    link_lines: tuple[str, ...]  # lines with links: read only when nothing else names a pick
 
 
 _DEFERRED_LABEL = re.compile(r"(?i)defer|backlog")
@@ -302,6 +302,9 @@ _SECTION_LEAD = re.compile(
 # A list item the bundle says it did not carry: "- [3] 880b4e4d PR #9337 '...' — NO-OP (...)".
 _NOT_CARRIED_ITEM = re.compile(r"(?i)\bNO-?OPs?\b|\bnot (?:attempted|picked|applied|included)\b|\bdropped from this bundle\b")
 _ITEM_NUMBERS = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\[\d+\])?\s*(?:\[\d+\]\s*)?(?:[0-9a-f]{7,40}\s+)?(?:PR\s*)?(?:\*\*|__|`)?((?:#\d+\b(?:\*\*|__|`)?[\s,;&/]*|and\s+)+)")
+
+
+_LEAD_WORDS = ("pick", "defer", "won", "backlog", "not", "skip", "drop")
 
 
 def _section_kind(label: str) -> str:
@@ -325,18 +328,21 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
     picked: list[str] = []
     decided: list[tuple[str, str, str]] = []
     not_carried: set[str] = set()
-    links: list[str] = []
+    link_lines: list[str] = []
     kind = "neutral"
     for line in body.splitlines():
-        if _OWN_REVIEW_LINE.match(line) or _is_pin_line(line):
+        if not line or line.isspace() or _OWN_REVIEW_LINE.match(line) or _is_pin_line(line):
             continue
-        lead = _SECTION_LEAD.match(line)
+        head = line[:40].lower()
+        lead = _SECTION_LEAD.match(line) if any(w in head for w in _LEAD_WORDS) else None
         if lead is not None:
             label, after = lead.group(1), lead.group(2).strip()
             is_heading = not _HASH_NUM.search(after)
-        else:
+        elif ":" in line.replace("://", "") or line.lstrip()[:1] in ("#", "*", "_") or len(line) < 48:
             label_or_none, after, is_heading = _heading(line)
             label = label_or_none or ""
+        else:
+            label, after, is_heading = "", "", False  # a long line without a colon: no heading
         if label:
             this = _section_kind(label)
             if is_heading:
@@ -345,21 +351,24 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
             items = after
         else:
             this, items = kind, line
-        listy = bool(label) or bool(_LIST_ITEM.match(items))  # prose under a heading names nothing
-        shas = [s for s in (index.pr(int(n)) for n in _item_numbers(items)) if s] if listy else []
+        list_item = bool(_LIST_ITEM.match(items))
+        listy = bool(label) or list_item  # prose under a heading names nothing
+        shas = [s for s in (index.pr(int(n)) for n in _item_numbers(items)) if s] if listy and "#" in items else []
         if listy:
             shas += [s for s in (index.sha(t) for t in _SHA_TOKEN.findall(items)) if s]
-        if this == "picked" or (this == "neutral" and _LIST_ITEM.match(items)):
+        if this == "picked" or (this == "neutral" and list_item):
             if _NOT_CARRIED_ITEM.search(items):
                 not_carried.update(shas)
-            else:
-                picked.extend(shas)
-                links.extend(_links_in(_carried_part(items), index, rules))
+                continue
+            picked.extend(shas)
         elif this in ("deferred", "wont_port"):
             decided.extend((s, this, "section") for s in shas)
-        elif this == "neutral":
-            links.extend(_links_in(_carried_part(items), index, rules))
-    return BundleSections(tuple(picked), tuple(decided), frozenset(not_carried), tuple(links))
+            continue
+        elif this != "neutral":
+            continue
+        if "/" in items:
+            link_lines.append(items)
+    return BundleSections(tuple(picked), tuple(decided), frozenset(not_carried), tuple(link_lines))
 
 
 def _item_numbers(line: str) -> list[str]:
@@ -511,7 +520,9 @@ def _carried_part(line: str) -> str:
 
 def _links_in(line: str, index: UpstreamIndex, rules: Rules) -> list[str]:
     """Upstream PRs and commits a line names: ``.../pull/N``, ``.../commit/<sha>``, ``owner/repo#N``."""
-    found = []
+    found: list[str] = []
+    if "/" not in line:
+        return found  # every form has a slash: most list lines have none
     for slug, number in (*_PULL_LINK.findall(line), *_SLUG_REF.findall(line)):
         if _is_upstream(slug, rules):
             sha = index.pr(int(number))

@@ -28,8 +28,10 @@ from core.render import marker
 from core.store import Store, open_store
 from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
 from workers.engine.git import GitError, Repository
+from workers.jobs.l1_split import Eject, SplitOutcome, split_bundle
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conclude, run_l1_for_ref
+from workers.testing.red_bundle import DEFAULT_MAX_RUNS, plan_split
 from workers.testing.staleness import PendingCheck, PendingChecks, deadline_for
 from workers.testing.suite_plan import SuitePlan, plan_suites
 from workers.testing.triage import TrunkResults
@@ -101,12 +103,16 @@ def run_l1_job(
     log_url: Callable[[str], str | None] | None = None,
     own_login: str | None = None,
     store: Store | None = None,
+    eject: Eject | None = None,
+    rebuild: Callable[[], None] | None = None,
 ) -> L1JobResult:
     """Run L1 for ``job`` and publish it. Never leaves a check run in progress: any failure of
     ours completes it with the reason before the exception goes on to the task's retry logic.
     ``own_login``: the App's bot login; an outside PR's ``/approve`` record counts only from it.
     ``store``: the shared SQL store (``WorkerSettings.store()``; default: the embedded one under
-    ``data_dir``), where trunk results and baselines live."""
+    ``data_dir``), where trunk results and baselines live. ``eject(upstream sha, reason)`` and
+    ``rebuild()``: how a red bundle's culprits go to chains and the bundle is rebuilt (the task
+    wires the chains ref and an ingest); without them a split only reports its culprits."""
     store = store or open_store(None, data_dir)
     with caches.open(cache_key(job.repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
@@ -166,6 +172,7 @@ def run_l1_job(
                 trunk=job.trunk, canary=canary, host_canary=host_canary, infra_retries=0, suite_names=chosen if kept else None,
                 results=TrunkResults(store, job.repo),
             )
+            split = _split_if_red_bundle(github, cache, job, run, config, store, data_dir, eject, rebuild)
         except Exception as exc:
             if check_id is not None:
                 github.update_check_run(job.repo, check_id, conclusion="failure", output=CheckOutput(
@@ -181,6 +188,11 @@ def run_l1_job(
         run = replace(run, conclusion=FAILURE)
     if check_id is not None:
         out = _with_plan(render.l1_check_run(run, log_url=log_url), plan)
+        if split is not None:
+            note = _split_note(split)
+            out = replace(out, summary=out.summary + "\n\n" + note)
+            assert job.pr_number is not None
+            github.create_comment(job.repo, job.pr_number, note)
         out = _with_kept(out, kept, suite_conclusions(run))
         if run.conclusion == CANCELLED and job.attempt < retries:
             out = _retrying(out, job.attempt + 1, retries)
@@ -203,6 +215,29 @@ def _pending(job: L1Job, check_id: int, queue: str, suites: Sequence[Suite], mar
     now = time.time()
     return PendingCheck(job.repo, check_id, job.head_sha, job.installation_id, queue, now,
                         deadline_for([s.timeout for s in suites], margin_minutes, now=now))
+
+
+def _split_if_red_bundle(github: GitHubPort, cache: Repository, job: L1Job, run: L1Run, config: RepoConfig,
+                         store: Store, data_dir: Path, eject: Eject | None,
+                         rebuild: Callable[[], None] | None) -> SplitOutcome | None:
+    """Bisect a bundle PR whose L1 fails on suites trunk passes (None: nothing to split)."""
+    if job.trunk or job.pr_number is None or run.merge_base is None:
+        return None
+    pull = github.get_pull_request(job.repo, job.pr_number)
+    passing = TrunkResults(store, job.repo).passing_suites_at(run.merge_base)
+    chase = plan_split(pull.head_ref, run, passing)
+    if chase is None:
+        return None
+    return split_bundle(cache, job.repo, job.head_sha, run.merge_base, config, chase, pr=job.pr_number,
+                        data_dir=data_dir, results=TrunkResults(store, job.repo), eject=eject, rebuild=rebuild,
+                        max_runs=DEFAULT_MAX_RUNS)
+
+
+def _split_note(split: SplitOutcome) -> str:
+    return render.split_note(
+        commits=split.commits, runs=len(split.result.runs), complete=split.result.complete, rebuilt=split.rebuilt,
+        culprits=[(c.fork_sha, c.subject, c.upstream_sha, c.chain, c.tests) for c in split.culprits],
+    )
 
 
 def _refuse(github: GitHubPort, job: L1Job, status: str, title: str, summary: str,

@@ -20,11 +20,14 @@ from core.render.tracking import SuspectFacts, bisect_comment
 from core.store import Store, open_store
 from workers.adapters.gitcache import GitCache
 from workers.engine.git import Repository
+from workers.jobs.revert import propose_revert
 from workers.testing.l2 import bisect_benchmark, run_trunk
 from workers.testing.l3 import Reply, record_run_failure, run_l3_workload
 from workers.testing.regression import judge
 from workers.testing.results import ResultStore
-from workers.testing.tracking import report_from_l2, track
+from workers.testing.tracking import CloseIssue, known_issues, report_from_l2
+from workers.testing.tracking import execute as execute_tracking
+from workers.testing.tracking import plan as plan_tracking
 
 
 def cache_key(repo: str) -> str:
@@ -100,13 +103,25 @@ def run_l2_job(
         outcomes = run_trunk(cache, repo, target, config, results, recorded_at=at, only=only)
     issues: list[int] = []
     benches = {b.name: b for b in config.l2.benchmarks}
+    proposals: list[tuple[str, str, int]] = []  # (culprit, subject, tracking issue)
     for outcome in outcomes:
         bench = benches[outcome.run.benchmark]
         report = report_from_l2(outcome, bench, at)
-        for action in track(github, repo, report, config.l2.recover_after):
-            number = getattr(action, "number", None)
-            if isinstance(number, int):
-                issues.append(number)
+        actions = plan_tracking(known_issues(github, repo), report, config.l2.recover_after)
+        touched = execute_tracking(github, repo, actions)
+        issues += touched
+        culprit = outcome.bisect.culprit if outcome.bisect else None
+        if culprit:
+            for action, number in zip(actions, touched, strict=True):
+                if not isinstance(action, CloseIssue):
+                    proposals.append((culprit, outcome.bisect.culprit_subject if outcome.bisect else "", number))
+    if proposals:
+        # A regression with a culprit gets a real proposed fix: its revert PR (never merged by us).
+        with caches.open(cache_key(repo)) as cache:
+            tip = cache.rev_parse(f"refs/heads/{config.fork.branch}") or target
+            for culprit, subject, number in proposals:
+                propose_revert(github, cache, repo, culprit=culprit, subject=subject,
+                               trunk_branch=config.fork.branch, trunk_sha=tip, issue=number)
     return L2JobResult(
         "done",
         target,

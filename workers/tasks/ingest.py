@@ -60,7 +60,8 @@ def ingest(
     return report.as_json()
 
 
-@shared_task(name=tasknames.POLL_UPSTREAM, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+@shared_task(name=tasknames.POLL_UPSTREAM, bind=True, acks_late=True, reject_on_worker_lost=True,
+             time_limit=tasknames.time_limit_for(tasknames.POLL_UPSTREAM))  # type: ignore[untyped-decorator]
 def poll_upstream(self: Any) -> int:
     """Beat: enqueue one ingest per installed repository; returns how many were enqueued."""
     from core.github.app import app_for
@@ -72,7 +73,8 @@ def poll_upstream(self: Any) -> int:
     return count
 
 
-@shared_task(name=tasknames.SNAPSHOT_METRICS, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+@shared_task(name=tasknames.SNAPSHOT_METRICS, bind=True, acks_late=True, reject_on_worker_lost=True,
+             time_limit=tasknames.time_limit_for(tasknames.SNAPSHOT_METRICS))  # type: ignore[untyped-decorator]
 def snapshot_metrics(self: Any) -> int:
     """Beat: record each repository's latest figures as a point of its time series.
 

@@ -26,7 +26,7 @@ ZERO_SHA = "0" * 40
 # job to another runner.
 INFRA_RETRY_S = 60
 # Above any suite timeout we accept (l1 suites default to 30 min; the job runs several).
-L1_TIME_LIMIT_S = 6 * 3600
+L1_TIME_LIMIT_S = tasknames.QUEUE_TIME_LIMIT_S[tasknames.Q_L1_CPU]
 
 
 def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
@@ -54,12 +54,13 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries,
                 gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number, suite_names=tuple(suites or ()),
                 installation_id=installation_id)
+    eject, rebuild = _split_wiring(settings, app, installation_id, repo)
     result = run_l1_job(
         github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, job,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id),
         clone_url_for=lambda other: settings.map_url(app.push_url_template.format(repo=other)),
-        own_login=app.bot_login(), store=settings.store(),
+        own_login=app.bot_login(), store=settings.store(), eject=eject, rebuild=rebuild,
     )
     log.info("L1 %s@%s: %s %s", repo, head_sha[:12], result.status, result.run.conclusion if result.run else "")
     if result.status == "needs_gpu":
@@ -73,7 +74,8 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     return result.as_json()
 
 
-@shared_task(name=L1_COVERAGE, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+@shared_task(name=L1_COVERAGE, bind=True, acks_late=True, reject_on_worker_lost=True,
+             time_limit=tasknames.time_limit_for(L1_COVERAGE), soft_time_limit=tasknames.time_limit_for(L1_COVERAGE) - 5)  # type: ignore[untyped-decorator]
 def l1_coverage(self: Any, installation_id: int, repo: str, head_sha: str, **_: Any) -> str:
     """Recompute ``forksync / coverage`` on a commit (another CI system's checks finished)."""
     app, _settings = _adapter(self, installation_id)
@@ -99,6 +101,33 @@ def l1_on_trunk_push(installation_id: int, repo: str, ref: str, after: str,
         _record_push(installation_id, repo, ref, after)
 
 
+def _split_wiring(settings: Any, app: Any, installation_id: int, repo: str) -> tuple[Any, Any]:
+    """How a red bundle's split ejects culprits (the fork's chains ref, like /chain) and has the
+    bundle rebuilt in its PR (an ingest); (None, None) without an upstream in the trunk's config."""
+    from workers.jobs.l1_split import chain_ejector
+
+    try:
+        config = settings.process_config
+        text = app.adapter(installation_id).read_file(repo, ".github/forksync.yml")
+        if text:
+            from core.config import load_repo_config
+
+            config = load_repo_config(text, ".github/forksync.yml on the default branch")
+    except Exception as exc:  # the split still reports its culprits; it just cannot eject them
+        log.warning("L1 %s: no split wiring (%s)", repo, exc)
+        return None, None
+    if not config.upstream.url:
+        return None, None
+    fork = settings.map_url(app.push_url_template.format(repo=repo))
+    eject = chain_ejector(config, settings.map_url(config.upstream.url), fork, app.installation_token(installation_id))
+
+    def rebuild() -> None:
+        run_l1.app.send_task(tasknames.INGEST, kwargs={"installation_id": installation_id, "repo": repo,
+                                                           "reason": "l1-split"})
+
+    return eject, rebuild
+
+
 def _record_push(installation_id: int, repo: str, ref: str, sha: str) -> None:
     """Remember the push in the store: the staleness watchdog reports trunk runs that never came."""
     import time
@@ -114,7 +143,8 @@ def _record_push(installation_id: int, repo: str, ref: str, sha: str) -> None:
         "sha": sha, "ref": ref, "t": round(time.time(), 3), "installation_id": installation_id})
 
 
-@shared_task(name=tasknames.L1_WATCHDOG, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+@shared_task(name=tasknames.L1_WATCHDOG, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+             time_limit=tasknames.time_limit_for(tasknames.L1_WATCHDOG))
 def l1_watchdog(self: Any, **_: Any) -> dict[str, int]:
     """Beat: conclude L1 checks that a dead queue never finished, report trunk runs that stopped."""
     from core.github.app import app_for

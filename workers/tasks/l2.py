@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 ZERO_SHA = "0" * 40
 L3_RESET = tasknames.L3_RESET
 # Benchmarks default to 2 h each and bisection runs a dozen of them: a whole night at most.
-L2_TIME_LIMIT_S = 12 * 3600
+L2_TIME_LIMIT_S = tasknames.QUEUE_TIME_LIMIT_S[tasknames.Q_L2]
 
 
 def _github(task: Any, installation_id: int) -> tuple[Any, Any, Any]:
@@ -84,7 +84,8 @@ def run_l3(self: Any, installation_id: int, repo: str, head_sha: str, workload: 
     return reply.text
 
 
-@shared_task(name=L3_RESET, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+@shared_task(name=L3_RESET, bind=True, acks_late=True, reject_on_worker_lost=True,
+             time_limit=tasknames.time_limit_for(L3_RESET), soft_time_limit=tasknames.time_limit_for(L3_RESET) - 5)  # type: ignore[untyped-decorator]
 def l3_reset(self: Any, installation_id: int, repo: str, before: str, after: str, **_: Any) -> list[str]:
     """Give each L3 check on the old head its successor on the new head (reset, or carried)."""
     _app, github, _settings = _github(self, installation_id)

@@ -41,7 +41,9 @@ def _find_installation(task: Any) -> Callable[[str], int]:
 
 
 def _make(name: str) -> Any:
-    @shared_task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+    # Its queue's limit (40 s): a dead worker's message comes back within a minute (core/tasknames.py).
+    @shared_task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True,
+                 time_limit=tasknames.time_limit_for(name), soft_time_limit=tasknames.time_limit_for(name) - 5)  # type: ignore[untyped-decorator]
     def event(self: Any, **kwargs: Any) -> int:
         resolved = with_installation(name, kwargs, _find_installation(self))
         return 0 if resolved is None else dispatch(name, resolved)

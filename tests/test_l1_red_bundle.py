@@ -1,0 +1,115 @@
+"""A red bundle is split: its L1 fails on a suite trunk passes, so its commits are bisected
+(in-memory builds + L1 runs), the culprit is ejected into a chain with the failing test as the
+reason, the bundle is rebuilt in the same PR, and the PR and check run say so."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from core.store import open_store
+from tests.fixtures.l1 import config_yaml, flow_suite
+from tests.loopback_github import LoopbackGitHub
+from workers.adapters.gitcache import GitCache
+from workers.jobs.l1_job import L1Job, run_l1_job
+
+REPO = "acme/fork"
+BRANCH = "forksync/bundle/20261201-1"
+LIB = "def helper(value):\n    return value + 1\n"
+TESTS = "from lib import helper\n\n\ndef test_adds_one():\n    assert helper(1) == 2\n\n\ndef test_other():\n    assert True\n"
+
+
+def _bundle(gh: LoopbackGitHub, base: str, broken_at: int, size: int) -> list[tuple[str, str]]:
+    """A bundle branch of ``size`` picks on ``base``; pick ``broken_at`` breaks `helper`. Returns
+    (fork sha, upstream sha) per pick."""
+    subprocess.run(["git", "--git-dir", str(gh.bare(REPO)), "update-ref", f"refs/heads/{BRANCH}", base], check=True)
+    picks = []
+    for i in range(size):
+        upstream = f"{i + 1:x}" * 40
+        files: dict[str, str | None] = {f"docs/n{i}.md": f"note {i}\n"}
+        if i == broken_at:
+            files["lib.py"] = "def helper(value):\n    return value + 2\n"
+        sha = gh.commit(REPO, files, branch=BRANCH, message=f"Upstream change {i} (#{100 + i})\n\n"
+                        f"(cherry picked from commit {upstream[:40]})")
+        picks.append((sha, upstream[:40]))
+    return picks
+
+
+def test_a_red_bundle_is_bisected_and_its_culprit_ejected(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """Of 6 picks the 5th breaks `unit/test_adds_one` (trunk passes it): the split finds that one
+    in at most ceil(log2 6) + 1 runs, ejects it with the test as the reason, asks for the rebuild,
+    and the check run and a PR comment say which commit, why, and where it went."""
+    gh = loopback_github
+    cfg = config_yaml(flow_suite("unit", "."))
+    base = gh.commit(REPO, {".github/forksync.yml": cfg, "lib.py": LIB, "test_lib.py": TESTS})
+    store = open_store(None, tmp_path / "data")
+    adapter = gh.adapter(gh.installation)
+
+    def job(sha: str, **kw: Any) -> Any:
+        return run_l1_job(adapter, GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha, **kw),
+                          clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), store=store,
+                          eject=lambda sha, reason: ejected.append((sha, reason)) or "chain-split",
+                          rebuild=lambda: rebuilds.append(1))
+
+    ejected: list[tuple[str, str]] = []
+    rebuilds: list[int] = []
+    job(base, trunk=True, push_ref="refs/heads/main")
+    picks = _bundle(gh, base, broken_at=4, size=6)
+    head = picks[-1][0]
+    number = gh.add_pull(REPO, BRANCH, title="[BUNDLE] Cherry-pick 6 upstream")
+    result = job(head, pr_number=number)
+    assert result.run is not None and result.run.conclusion == "failure"
+    assert [sha for sha, _ in ejected] == [picks[4][1]], "exactly the breaking pick's upstream commit"
+    assert "`unit/test_lib::test_adds_one`" in ejected[0][1] and f"bundle PR #{number}" in ejected[0][1]
+    assert rebuilds == [1]
+    (check,) = [r for r in gh.state.check_runs[REPO].values() if r["name"] == "forksync / L1" and r["head_sha"] == head]
+    summary = check["output"]["summary"]
+    assert "**Red bundle split**: bisected 6 commit(s) with" in summary
+    runs = int(summary.split("with ")[1].split(" ")[0])
+    assert runs <= 4, "O(log N): ceil(log2 6) + 1 confirmation"
+    assert f"`{picks[4][0][:12]}` Upstream change 4 (#104): breaks `unit/test_lib::test_adds_one`; ejected into chain `chain-split`" in summary
+    comments = [c["body"] for c in gh.state.comments[REPO].values() if c["issue_number"] == number]
+    assert any("Red bundle split" in c and "rebuilt without them in this PR" in c for c in comments)
+
+
+def test_a_bundle_failing_where_trunk_fails_is_not_split(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """A failure trunk shares (broken trunk) ejects nothing: the bundle is not its cause."""
+    gh = loopback_github
+    broken = TESTS.replace("== 2", "== 3")
+    base = gh.commit(REPO, {".github/forksync.yml": config_yaml(flow_suite("unit", ".")) + "  fail_on: [new, broken_trunk]\n",
+                            "lib.py": LIB, "test_lib.py": broken})
+    store = open_store(None, tmp_path / "data")
+    ejected: list[str] = []
+
+    def job(sha: str, **kw: Any) -> Any:
+        return run_l1_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data",
+                          L1Job(REPO, sha, **kw), clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation),
+                          store=store, eject=lambda sha, reason: ejected.append(sha) or "x", rebuild=lambda: None)
+
+    job(base, trunk=True, push_ref="refs/heads/main")
+    picks = _bundle(gh, base, broken_at=-1, size=3)
+    number = gh.add_pull(REPO, BRANCH)
+    result = job(picks[-1][0], pr_number=number)
+    assert result.run is not None and result.run.conclusion == "failure" and ejected == []
+
+
+def test_the_worker_ejector_records_the_culprit_in_the_forks_chains_ref(ingest_pair: Any) -> None:
+    """The eject the L1 task wires in moves the upstream commit into a chain of its own in the
+    fork's chains ref (as /chain does), with the split's reason; the next plan keeps it there."""
+    from core.config import load_repo_config
+    from workers.engine.chains import read_chains
+    from workers.engine.pair import open_pair
+    from workers.jobs.l1_split import chain_ejector
+
+    pair = ingest_pair
+    config = load_repo_config(pair.fork.git("show", "main:.github/forksync.yml"))
+    culprit = pair.shas["#102"]
+    chain = chain_ejector(config, str(pair.upstream_bare), str(pair.fork_bare), None)(
+        culprit, "ejected from bundle PR #7 by the L1 split: with it `unit/t` fail(s)")
+    assert chain is not None
+    store = read_chains(open_pair(str(pair.upstream_bare), str(pair.fork_bare), config.upstream.branch,
+                                  config.fork.branch))
+    record = store.get(chain)
+    assert record is not None and record.commits == (culprit,)
+    assert record.reasons[0].detail.startswith("ejected from bundle PR #7 by the L1 split")
