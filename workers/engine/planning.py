@@ -56,26 +56,34 @@ class TipTrial:
     def __init__(self, target: PickTarget, changes: dict[str, CommitChanges]) -> None:
         self.target = target
         self.changes = changes
+        # Chain targets are built lazily: only a conflicting commit asks for one (the pick rule),
+        # so most chains never pay for picking their members a second time.
         self.chains: dict[str, PickTarget] = {}
+        self.waiting: dict[str, list[str]] = {}  # chain → members not yet picked onto its target
+        self.started: dict[str, pygit2.Oid] = {}  # chain → the running bundle's tree at its first member
 
     def try_pick(self, sha: str) -> tuple[str, ...]:
         return _conflicts(self.target, self.changes[sha])
 
     def chain_add(self, chain_id: str, sha: str) -> None:
-        target = self.chains.get(chain_id)
-        if target is None:
-            target = self.chains[chain_id] = self.target.scratch()
-        target.pick(self.changes[sha])  # a conflicting member waits for its resolution: not applied
+        if chain_id not in self.started:
+            self.started[chain_id] = self.target.tree()
+        self.waiting.setdefault(chain_id, []).append(sha)
 
     def chain_merge(self, keep: str, other: str, members: Sequence[str]) -> None:
         self.chains.pop(other, None)
-        for sha in members:
-            self.chain_add(keep, sha)
+        self.started.pop(other, None)
+        self.waiting.pop(other, None)
+        self.waiting.setdefault(keep, []).extend(members)
 
     def picks_with(self, chain_id: str, sha: str) -> bool:
+        if chain_id not in self.started:
+            return False
         target = self.chains.get(chain_id)
         if target is None:
-            return False
+            target = self.chains[chain_id] = PickTarget(self.target.repo, self.started[chain_id], self.target.merger)
+        for member in self.waiting.pop(chain_id, []):
+            target.pick(self.changes[member])  # a conflicting member waits for its resolution: not applied
         return target.scratch().pick(self.changes[sha]).clean
 
 
