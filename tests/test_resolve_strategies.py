@@ -9,8 +9,10 @@ from workers.engine.resolve.pipeline import Conflict, resolve_text
 from workers.engine.resolve.strategies import (
     HunkContext,
     already_applied,
+    fork_unchanged,
     list_union,
     token_merge,
+    upstream_inserts_around_fork_edit,
     whitespace_only,
 )
 
@@ -138,3 +140,77 @@ def test_dependency_pins_decline_product_versions_and_other_edits() -> None:
     assert dependency_pins(_hunk('#define V "6.0.8"\n', '#define V "999.0"\n', '#define V "255.0"\n'), CTX) is None
     assert dependency_pins(_hunk("pytest==4.0\n", "pytest==4.5\n", "pytest-cov==4.6\n"), CTX) is None
     assert dependency_pins(_hunk("a==1\n", "a==2\nb==1\n", "a==3\n"), CTX) is None
+
+
+# Real extract: pytest-dev/pytest (MIT), conflict-bench case-008, src/_pytest/config/__init__.py, backport
+# to 7.0.x: the branch had dropped a blank line where upstream added a cached _get_directory.
+_CASE_008_THEIRS = (
+    "\n"
+    "        # _getconftestmodules()'s call to _get_directory() causes a stat\n"
+    "        # storm when it's called potentially thousands of times in a test\n"
+    "        # session (#9478), often with the same path, so cache it.\n"
+    "        self._get_directory = lru_cache(256)(_get_directory)\n"
+    "\n"
+)
+
+
+def test_fork_unchanged_takes_upstream_where_the_fork_only_reformatted() -> None:
+    """case-008: the fork's side is its parent minus a blank line; the maintainer took upstream's side."""
+    res = fork_unchanged(_hunk("", "\n", _CASE_008_THEIRS), HunkContext("src/_pytest/config/__init__.py"))
+    assert res is not None and res.strategy == model.FORK_UNCHANGED
+    assert "".join(res.lines) == _CASE_008_THEIRS
+
+
+def test_fork_unchanged_declines_a_real_fork_change_or_a_python_reindent() -> None:
+    """A fork edit of substance, or a re-indent where indentation is meaning, is not 'unchanged'."""
+    assert fork_unchanged(_hunk("x = 2\n", "x = 1\n", "x = 3\n"), CTX) is None
+    assert fork_unchanged(_hunk("    run()\n", "run()\n", "run(1)\n"), HunkContext("a.py")) is None
+    assert fork_unchanged(_hunk("", "", "new()\n"), CTX) is None
+    # Where indentation carries no meaning (C), a re-indented fork side counts as unchanged.
+    assert fork_unchanged(_hunk("    run();\n", "run();\n", "run(1);\n"), HunkContext("a.c")) is not None
+
+
+# Real extract: pytest-dev/pytest (MIT), conflict-bench case-025, src/_pytest/capture.py, backport to 6.0.x.
+_CASE_025 = (
+    "    def readouterr(self) -> CaptureResult:\n",
+    "    def readouterr(self) -> CaptureResult[AnyStr]:\n",
+    "    def is_started(self) -> bool:\n"
+    '        """Whether actively capturing -- not suspended or stopped."""\n'
+    '        return self._state == "started"\n'
+    "\n"
+    "    def readouterr(self) -> CaptureResult[AnyStr]:\n",
+)
+
+# Real extract: aio-libs/aiohttp (Apache-2.0), conflict-bench case-047, tests/test_web_response.py, backport to 3.11.
+_CASE_047 = (
+    "async def test_send_set_cookie_header(buf, writer) -> None:\n",
+    "async def test_send_set_cookie_header(buf: Any, writer: Any) -> None:\n",
+    "async def test_multiline_reason(buf: Any, writer: Any) -> None:\n"
+    '    with pytest.raises(ValueError, match=r"Reason cannot contain \\\\n"):\n'
+    '        Response(reason="Bad\\r\\nInjected-header: foo")\n'
+    "\n"
+    "\n"
+    "async def test_send_set_cookie_header(buf: Any, writer: Any) -> None:\n",
+)
+
+
+def test_upstream_inserts_keeps_new_lines_around_the_fork_version() -> None:
+    """case-025: upstream adds a method above a signature the branch spells differently; the maintainer kept both."""
+    res = upstream_inserts_around_fork_edit(_hunk(*_CASE_025), HunkContext("src/_pytest/capture.py"))
+    assert res is not None and res.strategy == model.UPSTREAM_INSERTS
+    assert res.lines[-1] == "    def readouterr(self) -> CaptureResult:\n"
+    assert res.lines[0] == "    def is_started(self) -> bool:\n" and len(res.lines) == 5
+
+
+def test_upstream_inserts_declines_when_new_code_uses_what_the_fork_edited_away() -> None:
+    """case-047: the new test is annotated the way the branch removed (buf: Any); the maintainer adapted it."""
+    assert upstream_inserts_around_fork_edit(_hunk(*_CASE_047), HunkContext("tests/test_web_response.py")) is None
+
+
+def test_upstream_inserts_declines_a_rewritten_or_deleted_fork_region() -> None:
+    """The fork reflowed the region (fewer lines) or deleted it: which side the new lines go with is unclear."""
+    theirs = "def new():\n    pass\n\ndef f(\n    a: int,\n) -> None:\n"
+    assert upstream_inserts_around_fork_edit(_hunk("def f(a) -> None:\n", "def f(\n    a: int,\n) -> None:\n", theirs), CTX) is None
+    assert upstream_inserts_around_fork_edit(_hunk("", "x = 1\n", "y = 0\nx = 1\n"), CTX) is None
+    # Upstream's side must keep its parent intact: an edit inside it is not a pure insertion.
+    assert upstream_inserts_around_fork_edit(_hunk("x = 2\n", "x = 1\n", "y = 0\nx = 3\n"), CTX) is None

@@ -145,6 +145,8 @@ _ACTIONS = {
     model.IDENTICAL: "Took the change both sides made identically",
     model.WHITESPACE: "Kept the fork's side where the sides differ only in whitespace",
     model.ALREADY_APPLIED: "Kept the fork's side: upstream's change is already there",
+    model.FORK_UNCHANGED: "Took upstream's change where the fork's side only differs from its parent in whitespace",
+    model.UPSTREAM_INSERTS: "Kept upstream's inserted lines around the fork's version of the region",
     model.LIST_UNION: "Merged both sides' additions additively",
     model.TOKEN_MERGE: "Merged the fork's and upstream's edits word by word",
 }

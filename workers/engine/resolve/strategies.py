@@ -88,6 +88,90 @@ def _strip(lines: Sequence[str]) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
+# Files where leading whitespace carries meaning: there a side "equal to base" must keep its indentation.
+_INDENT_SENSITIVE = (".py", ".pyi", ".pyx", ".yml", ".yaml", ".rst", ".md", ".mk", "Makefile", ".cfg", ".toml.j2")
+
+
+def _content(lines: Sequence[str], *, keep_indent: bool) -> list[str]:
+    if keep_indent:
+        return [line.rstrip() for line in lines if line.strip()]
+    return _squash(lines)
+
+
+def fork_unchanged(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """The fork's side is upstream's parent up to whitespace: take upstream's change.
+
+    git conflicts when the fork only reformatted the region (a dropped blank line, trailing
+    spaces, re-wrapped spacing) and upstream changed it. The fork made no change of substance
+    there, so upstream's side is the three-way answer. Guards: upstream's parent has lines
+    there; in indentation-sensitive files (Python, YAML, reST, Markdown, Makefiles) the fork's
+    indentation must equal the parent's, since a re-indent there can be a change of meaning.
+    """
+    if not hunk.base:
+        return None
+    keep = ctx.path.endswith(_INDENT_SENSITIVE)
+    if _content(hunk.ours, keep_indent=keep) != _content(hunk.base, keep_indent=keep):
+        return None
+    return _resolution(
+        hunk, model.FORK_UNCHANGED, hunk.theirs,
+        "the fork's side equals upstream's parent up to whitespace, so upstream's change is taken",
+    )
+
+
+def _find_block(side: Sequence[str], block: Sequence[str]) -> int:
+    """Where ``block`` (non-empty) occurs contiguously in ``side``, or -1."""
+    n = len(block)
+    return next((i for i in range(len(side) - n + 1) if tuple(side[i : i + n]) == tuple(block)), -1)
+
+
+def _edited_spans(base: str, side: str) -> list[str]:
+    """The base text each token-level edit of ``side`` replaces, with its neighbouring words."""
+    b, s = tokens(base), tokens(side)
+    spans = []
+    for op, i1, i2, _j1, _j2 in SequenceMatcher(None, b, s, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        lo = i1 - 1
+        while lo > 0 and not b[lo].strip():
+            lo -= 1
+        hi = i2
+        while hi < len(b) - 1 and not b[hi].strip():
+            hi += 1
+        spans.append("".join(b[max(lo, 0) : hi + 1]))
+    return spans
+
+
+def upstream_inserts_around_fork_edit(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """Upstream only inserts new lines next to a region the fork edited in place: both kept.
+
+    Typical of a backport: upstream adds a new test or method right above a signature the
+    maintenance branch spells differently (older annotations, a renamed type). Upstream's side
+    is its parent with whole lines inserted around it, unchanged; the answer is upstream's
+    inserted lines around the fork's version of the region. Guards, from the cases where the
+    maintainer did otherwise: the fork's edit is in place (as many lines as the parent: a
+    reflowed or rewritten region is ambiguous), and the inserted lines do not contain what the
+    fork edited away (then the new code is written in the style the fork changed, and a human
+    adapts it, e.g. annotations the branch does not use).
+    """
+    base, ours, theirs = hunk.base, hunk.ours, hunk.theirs
+    if not base or not ours or len(ours) != len(base) or len(theirs) <= len(base):
+        return None
+    at = _find_block(theirs, base)
+    if at < 0:
+        return None
+    before, after = theirs[:at], theirs[at + len(base) :]
+    inserted = "".join(before) + "".join(after)
+    if not inserted.strip():
+        return None
+    if any(span.strip() and span in inserted for span in _edited_spans("".join(base), "".join(ours))):
+        return None
+    return _resolution(
+        hunk, model.UPSTREAM_INSERTS, [*before, *ours, *after],
+        f"upstream only inserts {len(before) + len(after)} line(s) next to a region the fork edited in place; "
+        "upstream's new lines and the fork's version of the region are both kept",
+    )
+
+
 # A line that is one entry of a list-like region, per kind. An additive union is only made when
 # every line both sides add is an entry of the same kind.
 _LIST_ENTRY: dict[str, re.Pattern[str]] = {
@@ -245,4 +329,7 @@ def dependency_pins(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
 
 
 # The deterministic pipeline, in order. Memory (exact fingerprints) runs before these.
-DETERMINISTIC: tuple[Strategy, ...] = (identical_sides, whitespace_only, already_applied, dependency_pins, list_union, token_merge)
+DETERMINISTIC: tuple[Strategy, ...] = (
+    identical_sides, whitespace_only, already_applied, fork_unchanged, dependency_pins, list_union,
+    upstream_inserts_around_fork_edit, token_merge,
+)
