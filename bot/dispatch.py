@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from core import logs
 from core.errors import ForksyncError
 from core.tasknames import TASK_ROUTES, embedded_broker_url, queue_for
 
@@ -173,7 +174,7 @@ class CelerySender:
                 # kombu's SQL transport uses SQLAlchemy's deprecated "noload" on first use: kombu's
                 # to fix, harmless, and it must not turn a delivery into a 503 where warnings are errors.
                 warnings.filterwarnings("ignore", message=r".*noload.*", category=DeprecationWarning)
-                self.celery.send_task(name, kwargs=dict(kwargs), retry=False)
+                self.celery.send_task(name, kwargs=dict(kwargs), retry=False, headers=logs.publish_headers())
         except Exception as exc:  # kombu/redis raise many types; all mean "not enqueued"
             raise DispatchError(
                 f"could not enqueue {name} on {self._url} ({type(exc).__name__})", "check that the broker is running"
@@ -225,7 +226,7 @@ class RedisTaskQueue:
                 "group": None, "group_index": None, "retries": 0, "timelimit": [None, None],
                 "root_id": task_id, "parent_id": None, "argsrepr": "()", "kwargsrepr": repr(dict(kwargs)),
                 "origin": self._origin, "ignore_result": None, "replaced_task_nesting": 0,
-                "stamped_headers": None, "stamps": {},
+                "stamped_headers": None, "stamps": {}, **logs.publish_headers(),
             },
             "properties": {
                 "correlation_id": task_id, "reply_to": "", "delivery_mode": 2,

@@ -42,7 +42,7 @@ from bot.events import (
     ignore_reason,
     parse_event,
 )
-from core import tasknames
+from core import logs, tasknames, telemetry
 from core.config import Settings
 from core.logsafe import one_line
 
@@ -292,6 +292,22 @@ def _app_id(settings: Settings) -> int | None:
 
 @blueprint.post("/webhook")
 def webhook() -> Response:
+    with logs.bound(delivery=request.headers.get("X-GitHub-Delivery") or None):
+        answer = _webhook()
+    event = request.headers.get("X-GitHub-Event", "")
+    telemetry.WEBHOOK_DELIVERIES.labels(
+        event=event if event in COUNTED_EVENTS else "other", answer=telemetry.answer_kind(answer.get_data(as_text=True)),
+    ).inc()
+    return answer
+
+
+# Events counted by name in /metrics; anything else (or a forged header) is "other", so a
+# sender cannot grow the label set.
+COUNTED_EVENTS = frozenset({"push", "pull_request", "pull_request_review", "issue_comment", "check_run", "check_suite",
+                            "installation", "installation_repositories", "ping"})
+
+
+def _webhook() -> Response:
     bot = state()
     settings = bot.settings
     delivery = request.headers.get("X-GitHub-Delivery", "")
@@ -335,6 +351,11 @@ def webhook() -> Response:
         return _answer(202, f"ignored: {call}")
     if not delivery:
         return _answer(400, "bad request: missing X-GitHub-Delivery header")
+    with logs.bound(repo=call.kwargs.get("repo"), installation=call.kwargs.get("installation_id")):
+        return _enqueue(bot, call, delivery, event_name)
+
+
+def _enqueue(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> Response:
     if isinstance(bot.sender, AtomicSender):
         try:
             fresh = bot.sender.send_once(delivery, call.name, call.kwargs)
@@ -370,7 +391,7 @@ def healthz() -> Response:
     return _answer(200, f"ok: {store}")
 
 
-@blueprint.get("/")
+@blueprint.get("/status")
 def index() -> Response:
     bot = state()
     s = bot.settings
@@ -392,7 +413,7 @@ def index() -> Response:
         "<!doctype html><html><head><meta charset='utf-8'><title>forksync</title></head><body>"
         "<h1>forksync</h1><p>A GitHub App that keeps a fork close to a fast-moving upstream by "
         "continuous cherry-picking, guarded by L1/L2/L3 tests.</p>"
-        f"<table>{table}</table></body></html>"
+        f"<table>{table}</table><p><a href='/'>dashboard</a></p></body></html>"
     )
     return Response(page, mimetype="text/html")
 

@@ -58,6 +58,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("signoff", "/signoff WORKLOAD", "sign off an L3 workload on this PR (the workload's owners only)", "owner"),
     Spec("resolve", "/resolve [agent] | /resolve show FILE",
          "resolve this pick PR's conflicts again (agent: with the configured agent); show FILE: one file's conflict and resolution"),
+    Spec("digest", "/digest", "refresh this period's pin-update digest issue now (what landed, by area, and who should look)"),
     Spec("approve", "/approve", "allow this PR from outside the organisation to run on self-hosted runners"),
     Spec("help", "/help [COMMAND]", "list the commands (or show one)", "read"),
 )
@@ -429,7 +430,7 @@ def _validate(spec: Spec, words: list[str]) -> tuple[tuple[str, ...], dict[str, 
                 raise _Bad(f"there is no command `/{topic[:40]}`.{hint} Try `/help`")
             return (topic,), {}
         return (), {}
-    # status, approve: no arguments.
+    # status, approve, digest: no arguments.
     _no_more(spec, words)
     return (), {}
 

@@ -1,15 +1,24 @@
 """Settings: the per-repository ``.github/forksync.yml`` schema, and the bot's environment.
 
-``load_repo_config(text, source)`` validates the YAML into typed, frozen records; every error
-names the file, the line and the key at fault (``forksync.yml:12: bundle.max_commits: ...``)
-so that a check run or a reply can quote it. Nothing here reads settings at import time.
+The schema is declared once, as the frozen dataclasses below: each field is a key, its default
+is the key's default, its type says how the key is read, and ``key(...)`` metadata adds what the
+type cannot say (a minimum, a check with its message and remedy, a command given as a list).
+``load_repo_config(text, source)`` walks those records over the YAML (:func:`_load`), so keys,
+defaults and validation cannot drift apart; ``docs/forksync.example.yml`` shows every key
+(a test walks the same records). Every error names the file, the line and the key at fault
+(``forksync.yml:12: bundle.max_commits: ...``) so that a check run or a reply can quote it;
+a key given twice in one mapping is an error on the second one's line. Nothing here reads
+settings at import time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
-from collections.abc import Mapping
+import types
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,26 +62,119 @@ class ConfigError(ForksyncError):
         )
 
 
-# --------------------------------------------------------------------------- records
+# --------------------------------------------------------------------------- the schema
+
+Path_ = tuple[str | int, ...]
+# A check of one key's value: raises doc.error(path, problem, remedy) when the value is wrong.
+Check = Callable[["_Doc", Path_, Any], None]
+
+
+def key(default: Any = dataclasses.MISSING, *, minimum: float = 0, check: Check | None = None,
+        command: bool = False, factory: Callable[[], Any] | None = None) -> Any:
+    """A config key: its default (none: required), the least number it takes, a check of its
+    value, and whether a list of strings is a command (argv: a string there is refused)."""
+    meta = {"minimum": minimum, "check": check, "command": command}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _committer(doc: _Doc, path: Path_, value: str) -> None:
+    if not _IDENTITY.match(value):
+        raise doc.error(path, f"expected 'Name <email>', got {value!r}",
+                        'e.g. committer: "forksync <forksync@users.noreply.github.com>"')
+
+
+def _link(doc: _Doc, path: Path_, value: str) -> None:
+    if value not in ("line", "file"):
+        raise doc.error(path, f"expected line or file, got {value!r}", "use link: line (the default) or link: file")
+
+
+def _trailer(doc: _Doc, path: Path_, value: str) -> None:
+    if "{sha}" not in value:
+        raise doc.error(path, "must contain {sha}", 'e.g. "(cherry picked from commit {sha})"')
+
+
+def _regexes(group: str) -> Check:
+    def check(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
+        _check_regexes(doc, path, value, group)
+
+    return check
+
+
+def _upstream_url(doc: _Doc, path: Path_, value: str | None) -> None:
+    problem = repo_url_problem(value) if value is not None else None
+    if problem:
+        raise doc.error(path, problem,
+                        "name the upstream as https://HOST/OWNER/REPO; mirrors and local paths are the "
+                        "operator's to map (FORKSYNC_GIT_URL_MAP), never the repository's")
+
+
+def _branch(doc: _Doc, path: Path_, value: str) -> None:
+    if not valid_branch(value):
+        raise doc.error(path, f"{value!r} is not a branch name", "e.g. branch: main")
+
+
+def _fail_on(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
+    for i, klass in enumerate(value):
+        if klass not in ("new", "flaky", "broken_trunk"):
+            raise doc.error((*path, i), f"unknown triage class {klass!r}", "use new, flaky or broken_trunk")
+
+
+def _result_format(doc: _Doc, path: Path_, value: str) -> None:
+    if value not in ("junit", "lit"):
+        raise doc.error(path, f"unknown result format {value!r}", "use junit or lit")
+
+
+def _direction(doc: _Doc, path: Path_, value: str) -> None:
+    if value not in ("higher", "lower"):
+        raise doc.error(path, f"must be higher or lower, got {value!r}")
+
+
+def _daily_time(doc: _Doc, path: Path_, value: str) -> None:
+    hh, _, mm = value.partition(":")
+    if not (hh.isdigit() and mm.isdigit() and int(hh) < 24 and int(mm) < 60):
+        raise doc.error(path, f"expected a daily time HH:MM (UTC), got {value!r}")
+
+
+def _owners(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
+    if not value:
+        raise doc.error(path, "an L3 workload needs at least one owner to sign it off")
+
+
+def _http_url(doc: _Doc, path: Path_, value: str | None) -> None:
+    if value is not None and not re.match(r"^https?://", value):
+        raise doc.error(path, f"expected an http(s) URL, got {value!r}", "e.g. url: https://api.openai.com/v1")
+
+
+def _env_name(doc: _Doc, path: Path_, value: str | None) -> None:
+    if value is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value):
+        raise doc.error(path, f"expected an environment variable name, got {value!r}",
+                        "name the variable that holds the key, e.g. key_env: OPENAI_API_KEY (never the key itself)")
+
+
+def _under_refs(doc: _Doc, path: Path_, value: str) -> None:
+    if not str(value).startswith("refs/"):
+        raise doc.error(path, f"expected a ref under refs/, got {value!r}", "e.g. refs/forksync/resolutions")
 
 
 @dataclass(frozen=True)
 class UpstreamConfig:
-    url: str | None = None
-    branch: str = "main"
+    url: str | None = key(None, check=_upstream_url)
+    branch: str = key("main", check=_branch)
 
 
 @dataclass(frozen=True)
 class ForkConfig:
-    branch: str = "main"
+    branch: str = key("main", check=_branch)
 
 
 @dataclass(frozen=True)
 class BundleConfig:
-    max_commits: int = 30
-    max_lines: int = 5000
+    max_commits: int = key(30, minimum=1)
+    max_lines: int = key(5000, minimum=1)
     # Committer of the commits forksync builds ("Name <email>"); the author stays upstream's.
-    committer: str = DEFAULT_COMMITTER
+    committer: str = key(DEFAULT_COMMITTER, check=_committer)
     # Whether a chain with built commits is opened as a [Cherry-pick][CHAIN] PR (else a tracking issue).
     chain_prs: bool = False
 
@@ -81,11 +183,11 @@ class BundleConfig:
 class RiskConfig:
     diverged_zones: tuple[str, ...] = ()
     risky_paths: tuple[str, ...] = ()
-    max_lines: int = 2000
+    max_lines: int = key(2000, minimum=1)
     symbol_stoplist: tuple[str, ...] = ()
     # How a commit is found to depend on an open chain: "line" (overlapping lines, definitions,
     # picks only with it) or "file" (any shared file or symbol: the earlier rule, to compare).
-    link: str = "line"
+    link: str = key("line", check=_link)
     # Lines beyond each side of a hunk that still count as overlapping (line mode).
     context_lines: int = 1
     # Whether a commit over max_lines seeds a chain by its size alone (otherwise it is bundled).
@@ -94,13 +196,13 @@ class RiskConfig:
 
 @dataclass(frozen=True)
 class LedgerConfig:
-    trailer: str = DEFAULT_TRAILER
-    trailer_patterns: tuple[str, ...] = DEFAULT_TRAILER_PATTERNS
+    trailer: str = key(DEFAULT_TRAILER, check=_trailer)
+    trailer_patterns: tuple[str, ...] = key(DEFAULT_TRAILER_PATTERNS, check=_regexes("sha"))
     # Extra regexes with a group "pr" naming an upstream PR number in a fork commit message.
-    pr_patterns: tuple[str, ...] = ()
+    pr_patterns: tuple[str, ...] = key((), check=_regexes("pr"))
     notes_ref: str = "refs/notes/forksync"
-    defer_patterns: tuple[str, ...] = DEFAULT_DEFER_PATTERNS
-    wont_port_patterns: tuple[str, ...] = DEFAULT_WONT_PORT_PATTERNS
+    defer_patterns: tuple[str, ...] = key(DEFAULT_DEFER_PATTERNS, check=_regexes("sha"))
+    wont_port_patterns: tuple[str, ...] = key(DEFAULT_WONT_PORT_PATTERNS, check=_regexes("sha"))
 
 
 @dataclass(frozen=True)
@@ -108,12 +210,12 @@ class Suite:
     """An L1 suite: a command (list, no shell) whose results are read as JUnit XML."""
 
     name: str
-    run: tuple[str, ...]
+    run: tuple[str, ...] = key(command=True)
     cwd: str = "."
     env: Mapping[str, str] = field(default_factory=dict)
-    timeout: int = 1800
+    timeout: int = key(1800, minimum=1)
     gpu: bool = False
-    format: str = "junit"
+    format: str = key("junit", check=_result_format)
     min_tests: int = 0
     owners: tuple[str, ...] = ()
 
@@ -126,10 +228,10 @@ class L1Config:
     canary: bool = True
     max_infra_retries: int = 2
     # Triage classes that fail the L1 check (new, flaky, broken_trunk); by default only new ones.
-    fail_on: tuple[str, ...] = ("new",)
+    fail_on: tuple[str, ...] = key(("new",), check=_fail_on)
     # Automatic reruns of a suite with failures not explained by trunk (to spot flaky tests).
     flaky_reruns: int = 1
-    baseline_window: int = 5  # trunk runs whose median test count is a suite's baseline
+    baseline_window: int = key(5, minimum=1)  # trunk runs whose median test count is a suite's baseline
     # The staleness watchdog concludes an L1 check still queued or in progress this long past its
     # suites' timeouts as timed_out (a dead queue), and files an infrastructure issue for the queue.
     stale_margin_minutes: int = 15
@@ -138,7 +240,7 @@ class L1Config:
 @dataclass(frozen=True)
 class Metric:
     name: str
-    direction: str = "higher"  # "higher" or "lower" is better
+    direction: str = key("higher", check=_direction)  # "higher" or "lower" is better
     threshold: float = 5.0  # regression threshold, percent
 
 
@@ -147,10 +249,10 @@ class Benchmark:
     """An L2 trunk test: prints ``{"metrics": {...}}`` as its last stdout line; 125 = untestable."""
 
     name: str
-    run: tuple[str, ...]
+    run: tuple[str, ...] = key(command=True)
     cwd: str = "."
     env: Mapping[str, str] = field(default_factory=dict)
-    timeout: int = 7200
+    timeout: int = key(7200, minimum=1)
     metrics: tuple[Metric, ...] = ()
     owners: tuple[str, ...] = ()
 
@@ -158,10 +260,10 @@ class Benchmark:
 @dataclass(frozen=True)
 class L2Config:
     benchmarks: tuple[Benchmark, ...] = ()
-    schedule: str = "02:00"  # daily, UTC, HH:MM
-    bisect_budget: int = 12
-    baseline_runs: int = 7
-    recover_after: int = 3
+    schedule: str = key("02:00", check=_daily_time)  # daily, UTC, HH:MM
+    bisect_budget: int = key(12, minimum=1)
+    baseline_runs: int = key(7, minimum=1)
+    recover_after: int = key(3, minimum=1)
 
 
 @dataclass(frozen=True)
@@ -169,8 +271,8 @@ class Workload:
     """An L3 workload: owners must sign off; an optional command runs on the l2 queue."""
 
     name: str
-    owners: tuple[str, ...]
-    run: tuple[str, ...] = ()
+    owners: tuple[str, ...] = key((), check=_owners)
+    run: tuple[str, ...] = key((), command=True)
     reset_on_push: bool = True
 
 
@@ -181,36 +283,58 @@ class L3Config:
 
 @dataclass(frozen=True)
 class CommandsConfig:
-    rate_limit: int = 10  # commands per user per window
-    rate_window_s: int = 600
+    rate_limit: int = key(10, minimum=1)  # commands per user per window
+    rate_window_s: int = key(600, minimum=1)
     permission_cache_s: int = 60
 
 
 @dataclass(frozen=True)
 class ScheduleConfig:
-    poll_upstream_minutes: int = 10
-    snapshot_minutes: int = 60
+    poll_upstream_minutes: int = key(10, minimum=1)
+    snapshot_minutes: int = key(60, minimum=1)
     # Beat's L1 staleness watchdog (checks that never finish, trunk results that stop arriving).
-    l1_watchdog_minutes: int = 5
+    l1_watchdog_minutes: int = key(5, minimum=1)
     # A trunk push with no trunk L1 result recorded this long after it is reported.
-    trunk_silent_minutes: int = 180
+    trunk_silent_minutes: int = key(180, minimum=1)
+
+
+def _agent(doc: _Doc, path: Path_, agent: AgentConfig) -> None:
+    if agent.command and agent.url:
+        raise doc.error((*path, "url"), "give either command or url, not both", "keep the one the agent speaks")
 
 
 @dataclass(frozen=True)
 class AgentConfig:
     """The optional conflict agent: a command (JSON in, JSON out) or an OpenAI-compatible endpoint."""
 
-    command: tuple[str, ...] = ()
-    url: str | None = None  # base URL of an OpenAI-compatible API (…/v1); POST {url}/chat/completions
-    key_env: str | None = None  # name of the environment variable holding the API key
+    command: tuple[str, ...] = key((), command=True)
+    # base URL of an OpenAI-compatible API (…/v1); POST {url}/chat/completions
+    url: str | None = key(None, check=_http_url)
+    key_env: str | None = key(None, check=_env_name)  # name of the environment variable holding the API key
     model: str | None = None
-    timeout_s: int = 300
-    max_output_kb: int = 2048
+    timeout_s: int = key(300, minimum=1)
+    max_output_kb: int = key(2048, minimum=1)
     history_commits: int = 5  # the fork's recent commits per conflicted file sent along
 
     @property
     def configured(self) -> bool:
         return bool(self.command) or self.url is not None
+
+
+def _syntax_checks(doc: _Doc, path: Path_, raw: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``resolve.checks``: a mapping of file suffix to a command naming ``{file}``, sorted by suffix."""
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise doc.error(path, f"expected a mapping of file suffixes to commands, got {_kind(raw)}",
+                        'e.g. checks: {".c": [cc, -fsyntax-only, "{file}"]}')
+    section = _Section(doc, path, raw, tuple(str(k) for k in raw))
+    checks = []
+    for suffix in sorted(str(k) for k in raw):
+        argv = section.command(suffix, required=True)
+        if not any("{file}" in arg for arg in argv):
+            raise doc.error((*path, suffix), "the command must name {file}", 'e.g. [cc, -fsyntax-only, "{file}"]')
+        checks.append((suffix, argv))
+    return tuple(checks)
 
 
 @dataclass(frozen=True)
@@ -219,8 +343,40 @@ class ResolveConfig:
 
     agent: AgentConfig = AgentConfig()
     checks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (file suffix, argv with {file})
-    memory_ref: str = "refs/forksync/resolutions"
+    memory_ref: str = key("refs/forksync/resolutions", check=_under_refs)
     auto_agent: bool = False  # run the agent without a /resolve agent command
+
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def _weekday(doc: _Doc, path: Path_, value: str) -> None:
+    if value not in WEEKDAYS:
+        raise doc.error(path, f"unknown day {value!r}", "use monday ... sunday (lower case)")
+
+
+def _notify_url(doc: _Doc, path: Path_, value: str | None) -> None:
+    problem = notify_url_problem(value) if value is not None else None
+    if problem:
+        raise doc.error(path, problem, "e.g. https://hooks.slack.com/services/...")
+
+
+@dataclass(frozen=True)
+class DashboardConfig:
+    """The fork's dashboard page: may it be public (when the fork is), and the bad values."""
+
+    public: bool = True
+    days_behind_bad: float = 7.0
+    backlog_bad: int = 50
+
+
+@dataclass(frozen=True)
+class DigestConfig:
+    """The pin-update digest issue, and the optional outgoing webhook (Slack-compatible JSON)."""
+
+    every_days: int = key(7, minimum=1)  # a new digest period every N days (edited in place meanwhile)
+    weekday: str = key("monday", check=_weekday)  # the day a weekly period starts (UTC)
+    notify_url: str | None = key(None, check=_notify_url)  # signed with FORKSYNC_NOTIFY_SECRET
 
 
 @dataclass(frozen=True)
@@ -238,6 +394,11 @@ class RepoConfig:
     commands: CommandsConfig = CommandsConfig()
     schedule: ScheduleConfig = ScheduleConfig()
     resolve: ResolveConfig = ResolveConfig()
+    dashboard: DashboardConfig = DashboardConfig()
+    digest: DigestConfig = DigestConfig()
+    # Area owners: path glob -> logins or org/team slugs, @-mentioned in digests and asked to
+    # review PRs touching their area (CODEOWNERS of the fork is read when this is empty).
+    owners: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def workload(self, name: str) -> Workload | None:
         return next((w for w in self.l3.workloads if w.name.lower() == name.lower()), None)
@@ -246,10 +407,34 @@ class RepoConfig:
         return next((s for s in self.l1.suites if s.name == name), None)
 
 
+# Checks of a whole record (several keys together), and keys with a reader of their own.
+_RECORD_CHECKS: dict[type, Check] = {AgentConfig: _agent}
+def _area_owners(doc: _Doc, path: Path_, raw: Any) -> dict[str, tuple[str, ...]]:
+    """``owners: {path glob: [login or org/team, ...]}``; a bare string is one owner."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise doc.error(path, f"expected a mapping of path globs to owners, got {_kind(raw)}",
+                        'e.g. owners: {"cmake/llvm-hash.txt": [llvm-team]}')
+    out: dict[str, tuple[str, ...]] = {}
+    for pattern, who in raw.items():
+        names = [who] if isinstance(who, str) else who
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n.strip("@ ") for n in names):
+            raise doc.error((*path, pattern), f"expected a login or a list of logins/teams, got {_kind(who)}")
+        out[str(pattern)] = tuple(n.strip().lstrip("@") for n in names)
+    return out
+
+
+_READERS: dict[tuple[type, str], Callable[[_Doc, Path_, Any], Any]] = {
+    (ResolveConfig, "checks"): _syntax_checks,
+    (RepoConfig, "owners"): _area_owners,
+}
+# Lists of records whose names must be unique, and what to call them in the error.
+_NAMED = {Suite: "suite", Benchmark: "benchmark", Workload: "workload"}
+
+
 # --------------------------------------------------------------------------- parsing
 
-
-Path_ = tuple[str | int, ...]
 
 
 class _Doc:
@@ -281,6 +466,10 @@ class _Doc:
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
                 key = str(self._scalar(key_node))
+                if key in out:
+                    raise ConfigError(self.source, key_node.start_mark.line + 1, _dotted((*path, key)),
+                                      f"duplicate key (first given on line {self.lines[(*path, key)]})",
+                                      "keep one of them: YAML would silently use the last")
                 self.lines[(*path, key)] = key_node.start_mark.line + 1
                 out[key] = self._convert(value_node, (*path, key))
             return out
@@ -297,8 +486,7 @@ class _Doc:
         probe = path
         while probe and probe not in self.lines:
             probe = probe[:-1]
-        key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in path).replace(".[", "[")
-        return ConfigError(self.source, self.lines.get(probe), key, problem, remedy)
+        return ConfigError(self.source, self.lines.get(probe), _dotted(path), problem, remedy)
 
 
 class _Section:
@@ -393,6 +581,11 @@ class _Section:
         return [((*self.path, key, i), item) for i, item in enumerate(value)]
 
 
+def _dotted(path: Path_) -> str:
+    """``l1.suites[0].name``: a key path as the errors write it."""
+    return ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in path).replace(".[", "[")
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "nothing"
@@ -409,160 +602,95 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-_TOP = ("upstream", "fork", "bundle", "risk", "ledger", "l1", "l2", "l3", "commands", "schedule", "resolve")
-
-
 def load_repo_config(text: str, source: str = CONFIG_PATH) -> RepoConfig:
     """Validate ``.github/forksync.yml`` text; raise :class:`ConfigError` quoting the line at fault."""
     doc = _Doc(text, source)
-    top = _Section(doc, (), doc.data, _TOP)
-
-    up = _Section(doc, ("upstream",), top.raw("upstream"), ("url", "branch"))
-    fork = _Section(doc, ("fork",), top.raw("fork"), ("branch",))
-    bundle = _Section(doc, ("bundle",), top.raw("bundle"), ("max_commits", "max_lines", "committer", "chain_prs"))
-    committer = bundle.text("committer", DEFAULT_COMMITTER)
-    if not _IDENTITY.match(committer):
-        raise doc.error(("bundle", "committer"), f"expected 'Name <email>', got {committer!r}",
-                        'e.g. committer: "forksync <forksync@users.noreply.github.com>"')
-    risk = _Section(
-        doc, ("risk",), top.raw("risk"),
-        ("diverged_zones", "risky_paths", "max_lines", "symbol_stoplist", "link", "context_lines", "size_seeds"),
-    )
-    link = risk.text("link", "line")
-    if link not in ("line", "file"):
-        raise doc.error(("risk", "link"), f"expected line or file, got {link!r}", "use link: line (the default) or link: file")
-    ledger = _Section(
-        doc,
-        ("ledger",),
-        top.raw("ledger"),
-        ("trailer", "trailer_patterns", "pr_patterns", "notes_ref", "defer_patterns", "wont_port_patterns"),
-    )
-    trailer = ledger.text("trailer", DEFAULT_TRAILER)
-    if "{sha}" not in trailer:
-        raise doc.error(("ledger", "trailer"), "must contain {sha}", 'e.g. "(cherry picked from commit {sha})"')
-    trailer_patterns = ledger.strings("trailer_patterns", DEFAULT_TRAILER_PATTERNS)
-    pr_patterns = ledger.strings("pr_patterns")
-    _check_regexes(doc, ("ledger", "trailer_patterns"), trailer_patterns, "sha")
-    _check_regexes(doc, ("ledger", "pr_patterns"), pr_patterns, "pr")
-    defer_patterns = ledger.strings("defer_patterns", DEFAULT_DEFER_PATTERNS)
-    wont_port_patterns = ledger.strings("wont_port_patterns", DEFAULT_WONT_PORT_PATTERNS)
-    _check_regexes(doc, ("ledger", "defer_patterns"), defer_patterns, "sha")
-    _check_regexes(doc, ("ledger", "wont_port_patterns"), wont_port_patterns, "sha")
-
-    cmds = _Section(doc, ("commands",), top.raw("commands"), ("rate_limit", "rate_window_s", "permission_cache_s"))
-    sched = _Section(doc, ("schedule",), top.raw("schedule"),
-                     ("poll_upstream_minutes", "snapshot_minutes", "l1_watchdog_minutes", "trunk_silent_minutes"))
-
-    upstream_url = up.text("url", None)
-    if upstream_url is not None:
-        problem = repo_url_problem(upstream_url)
-        if problem:
-            raise doc.error(("upstream", "url"), problem,
-                            "name the upstream as https://HOST/OWNER/REPO; mirrors and local paths are the "
-                            "operator's to map (FORKSYNC_GIT_URL_MAP), never the repository's")
-    for path in (("upstream", "branch"), ("fork", "branch")):
-        name = (up if path[0] == "upstream" else fork).text("branch", "main")
-        if not valid_branch(name):
-            raise doc.error(path, f"{name!r} is not a branch name", "e.g. branch: main")
-
-    return RepoConfig(
-        upstream=UpstreamConfig(url=upstream_url, branch=up.text("branch", "main")),
-        fork=ForkConfig(branch=fork.text("branch", "main")),
-        bundle=BundleConfig(
-            max_commits=bundle.integer("max_commits", 30, minimum=1),
-            max_lines=bundle.integer("max_lines", 5000, minimum=1),
-            committer=committer,
-            chain_prs=bundle.flag("chain_prs", False),
-        ),
-        risk=RiskConfig(
-            diverged_zones=risk.strings("diverged_zones"),
-            risky_paths=risk.strings("risky_paths"),
-            max_lines=risk.integer("max_lines", 2000, minimum=1),
-            symbol_stoplist=risk.strings("symbol_stoplist"),
-            link=link,
-            context_lines=risk.integer("context_lines", 1, minimum=0),
-            size_seeds=risk.flag("size_seeds", False),
-        ),
-        ledger=LedgerConfig(
-            trailer=trailer,
-            trailer_patterns=trailer_patterns,
-            pr_patterns=pr_patterns,
-            notes_ref=ledger.text("notes_ref", "refs/notes/forksync"),
-            defer_patterns=defer_patterns,
-            wont_port_patterns=wont_port_patterns,
-        ),
-        l1=_l1(doc, top.raw("l1")),
-        l2=_l2(doc, top.raw("l2")),
-        l3=_l3(doc, top.raw("l3")),
-        commands=CommandsConfig(
-            rate_limit=cmds.integer("rate_limit", 10, minimum=1),
-            rate_window_s=cmds.integer("rate_window_s", 600, minimum=1),
-            permission_cache_s=cmds.integer("permission_cache_s", 60),
-        ),
-        schedule=ScheduleConfig(
-            poll_upstream_minutes=sched.integer("poll_upstream_minutes", 10, minimum=1),
-            snapshot_minutes=sched.integer("snapshot_minutes", 60, minimum=1),
-            l1_watchdog_minutes=sched.integer("l1_watchdog_minutes", 5, minimum=1),
-            trunk_silent_minutes=sched.integer("trunk_silent_minutes", 180, minimum=1),
-        ),
-        resolve=_resolve(doc, top.raw("resolve")),
-    )
+    config: RepoConfig = _load(RepoConfig, doc, (), doc.data)
+    return config
 
 
-def _resolve(doc: _Doc, raw: Any) -> ResolveConfig:
-    sec = _Section(doc, ("resolve",), raw, ("agent", "checks", "memory_ref", "auto_agent"))
-    agent = _Section(
-        doc, ("resolve", "agent"), sec.raw("agent"),
-        ("command", "url", "key_env", "model", "timeout_s", "max_output_kb", "history_commits"),
-    )
-    command = agent.command("command", required=False)
-    url = agent.text("url", None)
-    if command and url:
-        raise doc.error(("resolve", "agent", "url"), "give either command or url, not both",
-                        "keep the one the agent speaks")
-    if url is not None and not re.match(r"^https?://", url):
-        raise doc.error(("resolve", "agent", "url"), f"expected an http(s) URL, got {url!r}",
-                        "e.g. url: https://api.openai.com/v1")
-    key_env = agent.text("key_env", None)
-    if key_env is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key_env):
-        raise doc.error(("resolve", "agent", "key_env"), f"expected an environment variable name, got {key_env!r}",
-                        "name the variable that holds the key, e.g. key_env: OPENAI_API_KEY (never the key itself)")
-    checks_raw = sec.raw("checks") or {}
-    if not isinstance(checks_raw, dict):
-        raise doc.error(("resolve", "checks"), f"expected a mapping of file suffixes to commands, got {_kind(checks_raw)}",
-                        'e.g. checks: {".c": [cc, -fsyntax-only, "{file}"]}')
-    checks_sec = _Section(doc, ("resolve", "checks"), checks_raw, tuple(str(k) for k in checks_raw))
-    checks = []
-    for suffix in sorted(str(k) for k in checks_raw):
-        argv = checks_sec.command(suffix, required=True)
-        if not any("{file}" in arg for arg in argv):
-            raise doc.error(("resolve", "checks", suffix), "the command must name {file}",
-                            'e.g. [cc, -fsyntax-only, "{file}"]')
-        checks.append((suffix, argv))
-    memory_ref = sec.text("memory_ref", "refs/forksync/resolutions")
-    if not str(memory_ref).startswith("refs/"):
-        raise doc.error(("resolve", "memory_ref"), f"expected a ref under refs/, got {memory_ref!r}",
-                        "e.g. refs/forksync/resolutions")
-    return ResolveConfig(
-        agent=AgentConfig(
-            command=command,
-            url=url,
-            key_env=key_env,
-            model=agent.text("model", None),
-            timeout_s=agent.integer("timeout_s", 300, minimum=1),
-            max_output_kb=agent.integer("max_output_kb", 2048, minimum=1),
-            history_commits=agent.integer("history_commits", 5),
-        ),
-        checks=tuple(checks),
-        memory_ref=memory_ref,
-        auto_agent=sec.flag("auto_agent", False),
-    )
+def _load(cls: type, doc: _Doc, path: Path_, raw: Any) -> Any:
+    """One record of the schema from the mapping ``raw`` at ``path``: every key read by its field's
+    type and metadata, unknown keys refused (naming the known ones), defaults from the fields."""
+    fields = dataclasses.fields(cls)
+    section = _Section(doc, path, raw, tuple(f.name for f in fields))
+    hints = typing.get_type_hints(cls)
+    values = {f.name: _read(doc, section, f, hints[f.name], cls) for f in fields}
+    record = cls(**values)
+    record_check = _RECORD_CHECKS.get(cls)
+    if record_check is not None:
+        record_check(doc, path, record)
+    return record
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def _read(doc: _Doc, section: _Section, f: dataclasses.Field[Any], hint: Any, owner: type) -> Any:
+    name, path = f.name, (*section.path, f.name)
+    default = _default(f)
+    required = default is dataclasses.MISSING
+    reader = _READERS.get((owner, name))
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if reader is not None:
+        value = reader(doc, path, section.raw(name))
+    elif dataclasses.is_dataclass(hint):
+        value = _load(typing.cast(type, hint), doc, path, section.raw(name))
+    elif origin is tuple and args[-1] is Ellipsis and dataclasses.is_dataclass(args[0]):
+        item_cls = typing.cast(type, args[0])
+        value = tuple(_load(item_cls, doc, item_path, item) for item_path, item in section.items(name))
+        if item_cls in _NAMED:
+            _unique(doc, path, [item.name for item in value], _NAMED[item_cls])
+    elif origin is tuple:
+        value = section.command(name, required=required) if f.metadata.get("command") else section.strings(name, default)
+    elif hint is str:
+        value = (section.text(name, None) or _missing(doc, section.path, name)) if required else section.text(name, default)
+    elif origin in (typing.Union, types.UnionType) and set(args) == {str, type(None)}:
+        value = section.text(name, None)
+    elif hint is bool:
+        value = section.flag(name, default)
+    elif hint is int:
+        value = section.integer(name, default, minimum=int(f.metadata.get("minimum", 0)))
+    elif hint is float:
+        value = section.number(name, default, minimum=float(f.metadata.get("minimum", 0)))
+    elif origin is Mapping:
+        value = section.env(name)
+    else:  # pragma: no cover - a schema field of a type this reader does not know is a bug here
+        raise TypeError(f"config key {'.'.join(map(str, path))}: no reader for {hint!r}")
+    check = f.metadata.get("check")
+    if check is not None:
+        check(doc, path, value)
+    return value
 
 
 _HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST = re.compile(rf"^{_HOST_LABEL}(?:\.{_HOST_LABEL})*(?::[0-9]{{1,5}})?$")
 _PATH_PART = re.compile(r"^[A-Za-z0-9_.-]+$")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)(?!.*@\{)[^\x00-\x20\x7f~^:?*\[\\]+(?<![./])(?<!\.lock)$")
+
+
+def notify_url_problem(url: str) -> str | None:
+    """Why ``url`` may not be a fork's outgoing webhook (anyone who can push writes the config,
+    and the workers POST to it): https only, a host name, no credentials, not this machine."""
+    from urllib.parse import urlsplit
+
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in url) or not url.startswith("https://"):
+        return "expected an https:// URL without spaces"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    host = (parts.hostname or "").lower()
+    if "@" in parts.netloc or not _HOST.match(parts.netloc):
+        return "must name a host, without a user name or credentials"
+    if host == "localhost" or host.endswith(".localhost") or re.fullmatch(r"[0-9.]+", host):
+        return "must name a public host by its DNS name, not localhost or an IP address"
+    return None
 
 
 def repo_url_problem(url: str) -> str | None:
@@ -620,114 +748,6 @@ def _unique(doc: _Doc, path: Path_, names: list[str], what: str) -> None:
         seen.add(name)
 
 
-def _l1(doc: _Doc, raw: Any) -> L1Config:
-    sec = _Section(
-        doc, ("l1",), raw,
-        ("suites", "required_checks", "baseline_fraction", "canary", "max_infra_retries", "fail_on",
-         "flaky_reruns", "baseline_window", "stale_margin_minutes"),
-    )
-    fail_on = sec.strings("fail_on", ("new",))
-    for i, klass in enumerate(fail_on):
-        if klass not in ("new", "flaky", "broken_trunk"):
-            raise doc.error(("l1", "fail_on", i), f"unknown triage class {klass!r}", "use new, flaky or broken_trunk")
-    suites = []
-    for path, item in sec.items("suites"):
-        s = _Section(
-            doc, path, item, ("name", "run", "cwd", "env", "timeout", "gpu", "format", "min_tests", "owners")
-        )
-        fmt = s.text("format", "junit")
-        if fmt not in ("junit", "lit"):
-            raise doc.error((*path, "format"), f"unknown result format {fmt!r}", "use junit or lit")
-        suites.append(
-            Suite(
-                name=s.text("name", None) or _missing(doc, path, "name"),
-                run=s.command("run", required=True),
-                cwd=s.text("cwd", "."),
-                env=s.env("env"),
-                timeout=s.integer("timeout", 1800, minimum=1),
-                gpu=s.flag("gpu", False),
-                format=fmt,
-                min_tests=s.integer("min_tests", 0),
-                owners=s.strings("owners"),
-            )
-        )
-    _unique(doc, ("l1", "suites"), [s.name for s in suites], "suite")
-    return L1Config(
-        suites=tuple(suites),
-        required_checks=sec.strings("required_checks"),
-        baseline_fraction=sec.number("baseline_fraction", 0.8),
-        canary=sec.flag("canary", True),
-        max_infra_retries=sec.integer("max_infra_retries", 2),
-        fail_on=fail_on,
-        flaky_reruns=sec.integer("flaky_reruns", 1),
-        baseline_window=sec.integer("baseline_window", 5, minimum=1),
-        stale_margin_minutes=sec.integer("stale_margin_minutes", 15, minimum=0),
-    )
-
-
-def _l2(doc: _Doc, raw: Any) -> L2Config:
-    sec = _Section(doc, ("l2",), raw, ("benchmarks", "schedule", "bisect_budget", "baseline_runs", "recover_after"))
-    benches = []
-    for path, item in sec.items("benchmarks"):
-        b = _Section(doc, path, item, ("name", "run", "cwd", "env", "timeout", "metrics", "owners"))
-        metrics = []
-        for mpath, mitem in b.items("metrics"):
-            m = _Section(doc, mpath, mitem, ("name", "direction", "threshold"))
-            direction = m.text("direction", "higher")
-            if direction not in ("higher", "lower"):
-                raise doc.error((*mpath, "direction"), f"must be higher or lower, got {direction!r}")
-            metrics.append(
-                Metric(
-                    name=m.text("name", None) or _missing(doc, mpath, "name"),
-                    direction=direction,
-                    threshold=m.number("threshold", 5.0),
-                )
-            )
-        benches.append(
-            Benchmark(
-                name=b.text("name", None) or _missing(doc, path, "name"),
-                run=b.command("run", required=True),
-                cwd=b.text("cwd", "."),
-                env=b.env("env"),
-                timeout=b.integer("timeout", 7200, minimum=1),
-                metrics=tuple(metrics),
-                owners=b.strings("owners"),
-            )
-        )
-    _unique(doc, ("l2", "benchmarks"), [b.name for b in benches], "benchmark")
-    schedule = sec.text("schedule", "02:00")
-    hh, _, mm = schedule.partition(":")
-    if not (hh.isdigit() and mm.isdigit() and int(hh) < 24 and int(mm) < 60):
-        raise doc.error(("l2", "schedule"), f"expected a daily time HH:MM (UTC), got {schedule!r}")
-    return L2Config(
-        benchmarks=tuple(benches),
-        schedule=schedule,
-        bisect_budget=sec.integer("bisect_budget", 12, minimum=1),
-        baseline_runs=sec.integer("baseline_runs", 7, minimum=1),
-        recover_after=sec.integer("recover_after", 3, minimum=1),
-    )
-
-
-def _l3(doc: _Doc, raw: Any) -> L3Config:
-    sec = _Section(doc, ("l3",), raw, ("workloads",))
-    workloads = []
-    for path, item in sec.items("workloads"):
-        w = _Section(doc, path, item, ("name", "owners", "run", "reset_on_push"))
-        owners = w.strings("owners")
-        if not owners:
-            raise doc.error((*path, "owners"), "an L3 workload needs at least one owner to sign it off")
-        workloads.append(
-            Workload(
-                name=w.text("name", None) or _missing(doc, path, "name"),
-                owners=owners,
-                run=w.command("run", required=False),
-                reset_on_push=w.flag("reset_on_push", True),
-            )
-        )
-    _unique(doc, ("l3", "workloads"), [w.name for w in workloads], "workload")
-    return L3Config(workloads=tuple(workloads))
-
-
 def _missing(doc: _Doc, path: Path_, key: str) -> str:
     raise doc.error((*path, key), "is required")
 
@@ -767,6 +787,15 @@ class Settings:
     max_concurrent_reads: int = 4
     # The shared SQL store (core/store): PostgreSQL for distributed workers; None = SQLite in data_dir.
     database_url: str | None = field(default=None, repr=False)
+    # The dashboard (docs/dashboard.md): GitHub's web origin (OAuth pages, links), the App's
+    # OAuth client, the cookie-signing key, whether public forks' pages need no login, and the
+    # bearer token /metrics asks for (None: open).
+    web_url: str = "https://github.com"
+    oauth_client_id: str | None = None
+    oauth_client_secret: str | None = field(default=None, repr=False)
+    session_secret: str | None = field(default=None, repr=False)
+    dashboard_public: bool = True
+    metrics_token: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> Settings:
@@ -793,4 +822,10 @@ class Settings:
             body_read_timeout_s=float(env.get("FORKSYNC_BODY_READ_TIMEOUT_S") or 20.0),
             max_concurrent_reads=max(1, int(env.get("FORKSYNC_MAX_CONCURRENT_READS") or 4)),
             database_url=env.get("FORKSYNC_DATABASE_URL") or None,
+            web_url=(env.get("GITHUB_WEB_URL") or "https://github.com").rstrip("/"),
+            oauth_client_id=env.get("GITHUB_OAUTH_CLIENT_ID") or None,
+            oauth_client_secret=env.get("GITHUB_OAUTH_CLIENT_SECRET") or None,
+            session_secret=env.get("FORKSYNC_SESSION_SECRET") or None,
+            dashboard_public=str(env.get("FORKSYNC_DASHBOARD_PUBLIC") or "1").lower() not in ("0", "false", "no", "off"),
+            metrics_token=env.get("FORKSYNC_METRICS_TOKEN") or None,
         )

@@ -31,6 +31,11 @@ ON_INSTALLATION: Final = "forksync.on_installation"
 # --- reserved for the workers (beat schedule, follow-up tasks); the bot does not send them.
 INGEST: Final = "forksync.ingest"
 SNAPSHOT_METRICS: Final = "forksync.snapshot_metrics"
+DIGEST: Final = "forksync.digest"
+"""(no kwargs) beat: every installed repository; or installation_id, repo[, reason, delivery]: refresh
+that fork's pin-update digest issue (``/digest`` sends this)"""
+NOTIFY: Final = "forksync.notify"
+"""url, text, repo: POST a Slack-compatible message to the fork's digest.notify_url (signed, retried)"""
 RUN_L1: Final = "forksync.run_l1"
 RUN_L2: Final = "forksync.run_l2"
 BISECT: Final = "forksync.bisect"
@@ -63,6 +68,8 @@ TASK_ROUTES: Final[dict[str, dict[str, str]]] = {
     ON_INSTALLATION: {"queue": Q_GITHUB},
     INGEST: {"queue": Q_INGEST},
     SNAPSHOT_METRICS: {"queue": Q_INGEST},
+    DIGEST: {"queue": Q_GITHUB},  # API calls only: the ingest already wrote what landed
+    NOTIFY: {"queue": Q_GITHUB},
     RUN_L1: {"queue": Q_L1_CPU},
     RUN_L2: {"queue": Q_L2},
     BISECT: {"queue": Q_L2},

@@ -144,6 +144,8 @@ class State:
     # repo -> branch -> the status check contexts its protection requires
     protection: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     next_number: dict[str, int] = field(default_factory=dict)
+    oauth_codes: dict[str, str] = field(default_factory=dict)  # one-time code -> login
+    user_tokens: dict[str, str] = field(default_factory=dict)  # user-to-server token -> login
 
 
 class LoopbackGitHub:
@@ -169,6 +171,8 @@ class LoopbackGitHub:
         self._thread: threading.Thread | None = None
         self.url = ""
         self.installation = 0  # the fixture's default installation (covers acme/fork)
+        self.oauth_credentials: tuple[str, str] | None = None
+        self.browser_login: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -279,6 +283,18 @@ class LoopbackGitHub:
             raise ValueError(f"permission must be one of {PERMISSIONS}")
         with self.lock:
             self.state.permissions.setdefault(repo, {})[login] = permission
+
+    def oauth_client(self, client_id: str = "Iv1.loopback", client_secret: str = "loopback-secret") -> dict[str, str]:
+        """Register the App's OAuth client; returns the settings the web process needs for it."""
+        with self.lock:
+            self.oauth_credentials = (client_id, client_secret)
+        return {"GITHUB_OAUTH_CLIENT_ID": client_id, "GITHUB_OAUTH_CLIENT_SECRET": client_secret,
+                "GITHUB_WEB_URL": self.url}
+
+    def sign_in_as(self, login: str | None) -> None:
+        """Who the browser is signed in as on this "github.com" (``/login/oauth/authorize`` approves them)."""
+        with self.lock:
+            self.browser_login = login
 
     def add_installation(self, repos: Iterable[str], installation_id: int | None = None) -> int:
         with self.lock:
@@ -464,7 +480,9 @@ class LoopbackGitHub:
                 "labels": [self.state.labels[repo][name] for name in issue["labels"]],
                 "created_at": issue["created_at"], "updated_at": issue["updated_at"], "closed_at": issue["closed_at"],
                 "merged_at": pr["merged_at"], "merge_commit_sha": None, "assignee": None, "assignees": [],
-                "requested_reviewers": [], "requested_teams": [], "draft": pr["draft"],
+                "requested_reviewers": [self._user(u) for u in pr.get("requested_reviewers", [])],
+                "requested_teams": [{"slug": t, "name": t, "id": abs(hash(t)) % 100000} for t in pr.get("requested_teams", [])],
+                "draft": pr["draft"],
                 "commits_url": url + "/commits", "review_comments_url": url + "/comments",
                 "comments_url": f"{self.url}/repos/{repo}/issues/{number}/comments",
                 "statuses_url": f"{self.url}/repos/{repo}/statuses/{head_sha}",
@@ -593,6 +611,11 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"Content-Type": "application/json; charset=utf-8", "X-GitHub-Media-Type": "github.v3; format=json",
                    "X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999", "X-RateLimit-Reset": reset,
                    "X-RateLimit-Used": "1", "X-GitHub-Request-Id": uuid.uuid4().hex[:20]}
+        if path.startswith("/login/oauth/"):
+            status = self._oauth(method, path, query, raw)
+            with gh.lock:
+                gh.requests.append((method, path, status))
+            return
         if path.startswith("/git/"):
             status = self._git_http(method, path, parts.query, raw)
             with gh.lock:
@@ -655,6 +678,54 @@ class _Handler(BaseHTTPRequestHandler):
             raise _error(401, "Integration not found")
         if claims["exp"] - claims["iat"] > 11 * 60:
             raise _error(401, "Expiration time' claim ('exp') is too far in the future")
+
+    def user_login(self) -> str | None:
+        """The login of a user-to-server token (``Authorization: Bearer ghu_...``), None for other tokens."""
+        kind, _, token = self.headers.get("Authorization", "").partition(" ")
+        return self.gh.state.user_tokens.get(token) if kind.lower() in ("token", "bearer") else None
+
+    def _oauth(self, method: str, path: str, query: Mapping[str, str], raw: bytes) -> int:
+        """github.com's OAuth web flow: authorize (a redirect back with a code), access_token (JSON)."""
+        gh = self.gh
+        creds = gh.oauth_credentials
+        if method == "GET" and path == "/login/oauth/authorize":
+            if creds is None or query.get("client_id") != creds[0]:
+                self._send(404, b"<html><body>Not Found</body></html>", {"Content-Type": "text/html"})
+                return 404
+            login = gh.browser_login
+            if login is None:  # GitHub would show its sign-in form; the test says who signs in
+                self._send(200, b"<html><body><h1>Sign in to GitHub</h1></body></html>", {"Content-Type": "text/html"})
+                return 200
+            code = uuid.uuid4().hex[:20]
+            with gh.lock:
+                gh.state.oauth_codes[code] = login
+            sep = "&" if "?" in query.get("redirect_uri", "") else "?"
+            target = f"{query.get('redirect_uri', '')}{sep}code={code}&state={query.get('state', '')}"
+            self._send(302, b"", {"Location": target, "Content-Type": "text/html"})
+            return 302
+        if method == "POST" and path == "/login/oauth/access_token":
+            form = {k: v[-1] for k, v in parse_qs(raw.decode(errors="replace")).items()}
+            if raw.strip().startswith(b"{"):
+                form = {str(k): str(v) for k, v in json.loads(raw).items()}
+            with gh.lock:
+                login = gh.state.oauth_codes.pop(form.get("code", ""), None)
+                ok = creds is not None and (form.get("client_id"), form.get("client_secret")) == creds
+                if ok and login is not None:
+                    token = "ghu_" + uuid.uuid4().hex
+                    gh.state.user_tokens[token] = login
+                    body: dict[str, str] = {"access_token": token, "token_type": "bearer", "scope": ""}
+                elif not ok:
+                    body = {"error": "incorrect_client_credentials",
+                            "error_description": "The client_id and/or client_secret passed are incorrect.",
+                            "error_uri": "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#incorrect-client-credentials"}
+                else:
+                    body = {"error": "bad_verification_code", "error_description": "The code passed is incorrect or expired.",
+                            "error_uri": "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#bad-verification-code"}
+            # GitHub answers 200 even for errors, with an "error" field.
+            self._send(200, json.dumps(body).encode(), {"Content-Type": "application/json; charset=utf-8"})
+            return 200
+        self._send(404, b'{"message": "Not Found"}', {"Content-Type": "application/json"})
+        return 404
 
     def _git_http(self, method: str, path: str, query: str, body: bytes) -> int:
         """Smart HTTP through ``git http-backend``; receive-pack needs a valid installation token."""
@@ -781,10 +852,31 @@ def _repo_installation(gh: LoopbackGitHub, h: _Handler, repo: str, **_: Any) -> 
     raise _error(404, "Not Found")
 
 
+@route("GET", "/user")
+def _get_user(gh: LoopbackGitHub, h: _Handler, **_: Any) -> Any:
+    login = h.user_login()
+    if login is None:
+        raise _error(401, "Requires authentication")
+    return 200, {**gh._user(login), "name": login.title(), "email": None}
+
+
 @route("GET", "/repos/{repo}")
 def _get_repo(gh: LoopbackGitHub, h: _Handler, repo: str, **_: Any) -> Any:
-    h.installation(repo)
-    return 200, gh._repo_json(repo)
+    login = h.user_login()
+    if login is None:
+        h.installation(repo)
+        return 200, gh._repo_json(repo)
+    # A user-to-server token: GitHub answers 404 for a private repo the user cannot read, and
+    # reports the user's own permissions.
+    if repo not in gh.state.repos:
+        raise _error(404, "Not Found")
+    role = gh.state.permissions.get(repo, {}).get(login) or ("none" if gh.state.repos[repo]["private"] else "read")
+    if role == "none":
+        raise _error(404, "Not Found")
+    data = gh._repo_json(repo)
+    data["permissions"] = {"admin": role == "admin", "maintain": role in ("admin", "maintain"),
+                           "push": role in ("admin", "maintain", "write"), "triage": role != "read", "pull": True}
+    return 200, data
 
 
 @route("GET", "/repos/{repo}/contents/(?P<path>.+)")
@@ -1082,6 +1174,25 @@ def _edit_issue(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload
         issue["state_reason"] = payload.get("state_reason") or ("completed" if payload["state"] == "closed" else "reopened")
     issue["updated_at"] = _now()
     return 200, gh._issue_json(repo, issue)
+
+
+@route("POST", "/repos/{repo}/pulls/(?P<number>[0-9]+)/requested_reviewers")
+def _request_reviewers(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload: Mapping[str, Any], **_: Any) -> Any:
+    """GitHub: 201 with the PR; 422 when a reviewer is not a collaborator (teams are not checked here)."""
+    h.installation(repo)
+    pr = gh.state.pulls[repo].get(int(number))
+    if pr is None:
+        raise _error(404, "Not Found")
+    users = [str(u) for u in payload.get("reviewers", [])]
+    for login in users:
+        if gh.state.permissions.get(repo, {}).get(login, "none") == "none":
+            raise _validation("Reviews may only be requested from collaborators. One or more of the users or teams you "
+                              "specified is not a collaborator of the " + repo + " repository.", "PullRequest", "reviewers")
+    pr.setdefault("requested_reviewers", [])
+    pr.setdefault("requested_teams", [])
+    pr["requested_reviewers"] = sorted(set(pr["requested_reviewers"]) | set(users))
+    pr["requested_teams"] = sorted(set(pr["requested_teams"]) | {str(t) for t in payload.get("team_reviewers", [])})
+    return 201, gh._pull_json(repo, int(number))
 
 
 @route("POST", "/repos/{repo}/issues/(?P<number>[0-9]+)/labels")

@@ -108,3 +108,46 @@ def test_values_read_exactly_as_yaml_safe_load_reads_them() -> None:
     doc = _Doc(text, "forksync.yml")
     assert doc.data == yaml.safe_load(text)
     assert doc.lines[("h", "l")] == 10 and doc.lines[("g",)] == 7
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key"),
+    [
+        ("bundle:\n  max_commits: 5\n  max_commits: 50\n", 3, "bundle.max_commits"),
+        ("bundle: {max_lines: 1}\nrisk: {}\nbundle: {max_lines: 2}\n", 3, "bundle"),
+        ("l1:\n  suites:\n    - {name: u, run: [x], timeout: 60, timeout: 1}\n", 3, "l1.suites[0].timeout"),
+    ],
+)
+def test_duplicate_keys_are_refused_on_the_second_ones_line(text: str, line: int, key: str) -> None:
+    """A key given twice in one mapping is an error at the second one (YAML would keep the last silently)."""
+    with pytest.raises(ConfigError) as info:
+        load_repo_config(text, "forksync.yml")
+    message = str(info.value)
+    assert message.startswith(f"forksync.yml:{line}: {key}: duplicate key (first given on line "), message
+    assert "\n" not in message
+
+
+def test_every_key_and_default_comes_from_the_records() -> None:
+    """The loader knows exactly the records' fields, and an empty file gives each field's default
+    (walked over the whole schema: keys and defaults are declared once, in the dataclasses)."""
+    import dataclasses
+
+    def walk(record: object, path: str) -> None:
+        for f in dataclasses.fields(record):  # type: ignore[arg-type]
+            value = getattr(record, f.name)
+            if f.default is not dataclasses.MISSING:
+                assert value == f.default, f"{path}{f.name}"
+            if dataclasses.is_dataclass(value):
+                walk(value, f"{path}{f.name}.")
+
+    walk(load_repo_config(""), "")
+    with pytest.raises(ConfigError) as info:
+        load_repo_config("resolve:\n  agent:\n    modle: x\n", "forksync.yml")
+    known = [f.name for f in dataclasses.fields(type(RepoConfig().resolve.agent))]
+    assert f"known keys here: {', '.join(known)}" in str(info.value)
+
+
+def test_record_checks_see_the_whole_record() -> None:
+    """resolve.agent: a command and a url together are refused on the url's line."""
+    with pytest.raises(ConfigError, match=r"forksync.yml:4: resolve.agent.url: give either command or url"):
+        load_repo_config("resolve:\n  agent:\n    command: [agent]\n    url: https://x.example/v1\n", "forksync.yml")

@@ -31,6 +31,9 @@ def test_example_config_documents_every_key() -> None:
     assert set(doc) == _fields(RepoConfig)
     for section in _fields(RepoConfig):
         cls = type(getattr(RepoConfig(), section))
+        if not dataclasses.is_dataclass(cls):  # owners: a mapping of path globs, shown with examples
+            assert isinstance(doc[section], dict) and doc[section], section
+            continue
         assert set(doc[section]) == _fields(cls), section
     suite_keys = set().union(*(set(s) for s in doc["l1"]["suites"]))
     config = load_repo_config(EXAMPLE.read_text())

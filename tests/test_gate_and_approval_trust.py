@@ -59,3 +59,47 @@ def test_rate_limit_is_taken_before_the_thread_is_searched(fake_github: Any) -> 
                            author_type="User", is_pull_request=False)
         handle(task, gh, gate, {})
     assert searches[0] <= 3
+
+
+class _Later(Exception):
+    """What the GitHub adapter raises for a 5xx or a rate limit (it carries ``retry_after_s``)."""
+
+    retry_after_s = 1.0
+
+
+def test_a_transient_error_on_the_reply_does_not_run_the_commands_again(fake_github: Any) -> None:
+    """/urgent + /bundle whose reply fails once: the retried task posts the kept reply alone; each
+    command's side effect happened once."""
+    import pytest
+
+    from workers.commands.handler import CommentTask, handle
+
+    gh = fake_github
+    ran: list[str] = []
+
+    def action(ctx: Any, command: Any) -> Any:
+        from core.render import commands as render
+
+        ran.append(command.name)
+        return render.started(command, "enqueued")
+
+    actions = {"urgent": action, "bundle": action}
+    original_post = gh.post_comment
+    failures = [1]
+
+    def flaky_post(*args: Any, **kwargs: Any) -> int:
+        if failures[0]:
+            failures[0] -= 1
+            raise _Later("502 from GitHub")
+        return int(original_post(*args, **kwargs))
+
+    gh.post_comment = flaky_post
+    cid = gh.add(5, "/urgent abcd123\n/bundle")
+    task = CommentTask(installation_id=1, repo="o/fork", issue_number=5, comment_id=cid, author="alice")
+    gate = MemoryGate()
+    with pytest.raises(_Later):
+        handle(task, gh, gate, actions)
+    answer = handle(task, gh, gate, actions)
+    assert ran == ["urgent", "bundle"], "side effects ran again on the retry"
+    assert answer is not None and len(gh.posted) == 1 and "enqueued" in gh.posted[0][1]
+    assert handle(task, gh, gate, actions) is None  # and a third delivery sees it answered

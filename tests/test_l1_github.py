@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fixtures.l1 import FAILING_TEST, config_yaml, flow_suite, passing_tests
-from tests.loopback_github import LoopbackGitHub
+from tests.loopback_github import APP_BOT_LOGIN, LoopbackGitHub
 from workers.adapters.gitcache import GitCache
 from workers.jobs.l1_job import L1Job, run_l1_job
 from workers.testing.canary import CanaryResult
@@ -173,7 +173,8 @@ def test_outside_pr_runs_only_after_approval_of_its_head(loopback_github: Loopba
     def job(**kw: Any):  # type: ignore[no-untyped-def]
         return run_l1_job(adapter, GitCache(tmp_path / "git"), tmp_path / "data",
                           L1Job(REPO, sha, pr_number=number, **kw), clone_url=gh.git_url(REPO),
-                          token=gh.token_for(gh.installation), clone_url_for=gh.git_url)
+                          token=gh.token_for(gh.installation), clone_url_for=gh.git_url,
+                          own_login=APP_BOT_LOGIN)
 
     waiting = job()
     assert waiting.status == "needs_approval" and waiting.run is None

@@ -68,7 +68,8 @@ def test_a_red_bundle_is_bisected_and_its_culprit_ejected(loopback_github: Loopb
     assert "**Red bundle split**: bisected 6 commit(s) with" in summary
     runs = int(summary.split("with ")[1].split(" ")[0])
     assert runs <= 4, "O(log N): ceil(log2 6) + 1 confirmation"
-    assert f"`{picks[4][0][:12]}` Upstream change 4 (#104): breaks `unit/test_lib::test_adds_one`; ejected into chain `chain-split`" in summary
+    # The upstream subject's (#104) is upstream's PR: neutralised so it does not link to the fork's #104.
+    assert f"`{picks[4][0][:12]}` Upstream change 4 (#\u200d104): breaks `unit/test_lib::test_adds_one`; ejected into chain `chain-split`" in summary
     comments = [c["body"] for c in gh.state.comments[REPO].values() if c["issue_number"] == number]
     assert any("Red bundle split" in c and "rebuilt without them in this PR" in c for c in comments)
 

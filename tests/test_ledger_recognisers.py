@@ -79,8 +79,17 @@ def test_fork_pr_number_is_never_read_as_upstream() -> None:
 
 
 def test_unquoted_pick_subject_with_two_numbers_takes_the_upstream_one() -> None:
-    """`[Cherry-pick] <subject> (#N) (#M)`: the number before the fork's own is upstream's."""
-    assert carried("[Cherry-pick] Something retitled (#102) (#7)") == (sha(0xA4),)
+    """`[Cherry-pick] <subject> (#N) (#M)`: the number before the fork's own is upstream's, when
+    the text reads as upstream's subject of N (lightly retitled, or cut)."""
+    assert carried("[Cherry-pick] [Docs] Clarify the dot precision (#102) (#7)") == (sha(0xA4),)
+    assert carried("[Cherry-pick] [Docs] Clarify dot prec… (#102) (#7)") == (sha(0xA4),)
+
+
+def test_a_fork_pick_of_the_forks_own_pr_takes_no_upstream_number() -> None:
+    """`[Backport][TLX][AMD] Add kernels (#102) (#7)`: #102 is the fork's own PR picked from
+    another branch (its text is not upstream #102's subject), so nothing upstream is carried."""
+    assert carried("[Backport][TLX][AMD] Add simple and prefetch async FA kernels (#102) (#7)") == ()
+    assert carried("Pick #102 [TLX] Fix tmem local_load return type (#7)") == ()
 
 
 def test_single_trailing_number_on_a_retitled_subject_is_ambiguous_and_ignored() -> None:

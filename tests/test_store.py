@@ -105,3 +105,45 @@ def test_postgres_urls_use_psycopg_and_sqlite_lives_in_the_data_dir(tmp_path: Pa
     assert database_url_for("postgresql://u@h:5432/db", tmp_path) == "postgresql+psycopg://u@h:5432/db"
     assert database_url_for("postgres://u@h/db", tmp_path) == "postgresql+psycopg://u@h/db"
     assert database_url_for(None, tmp_path) == f"sqlite:///{tmp_path.resolve() / 'store.sqlite'}"
+
+
+LEGACY_L1 = """
+CREATE TABLE suite_runs (seq INTEGER PRIMARY KEY AUTOINCREMENT, commit_sha TEXT NOT NULL, suite TEXT NOT NULL,
+    status TEXT NOT NULL, total INTEGER NOT NULL, recorded_at REAL NOT NULL);
+CREATE TABLE test_results (commit_sha TEXT NOT NULL, suite TEXT NOT NULL, test_id TEXT NOT NULL, outcome TEXT NOT NULL,
+    PRIMARY KEY (commit_sha, suite, test_id));
+INSERT INTO suite_runs (commit_sha, suite, status, total, recorded_at) VALUES ('c1', 'unit', 'failed', 2, 1.0);
+INSERT INTO test_results VALUES ('c1', 'unit', 't1', 'failed'), ('c1', 'unit', 't2', 'passed');
+"""
+LEGACY_L2 = """
+CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, repo TEXT NOT NULL, benchmark TEXT NOT NULL, sha TEXT NOT NULL,
+    status TEXT NOT NULL, verdict TEXT NOT NULL, exit_code INTEGER, duration_s REAL NOT NULL, reason TEXT NOT NULL,
+    output_tail TEXT NOT NULL, failures TEXT NOT NULL, recorded_at TEXT NOT NULL);
+CREATE TABLE metrics (run_id INTEGER NOT NULL, name TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (run_id, name));
+INSERT INTO runs VALUES (1, 'acme/fork', 'mm', 's1', 'pass', 'ok', 0, 1.5, '', '', '[]', 'night 1');
+INSERT INTO metrics VALUES (1, 'tflops', 101.0);
+"""
+
+
+def test_legacy_per_node_files_import_once(store: Store, tmp_path: Path) -> None:
+    """`forksync store import-legacy` copies a node's old l1/results.sqlite, l2-results.sqlite and
+    state/series.sqlite into the store and renames them, so a second run imports nothing."""
+    import sqlite3
+
+    from workers.cli.store import import_legacy
+
+    node = tmp_path / "node"
+    (node / "l1").mkdir(parents=True)
+    (node / "state").mkdir()
+    for path, script in ((node / "l1" / "results.sqlite", LEGACY_L1), (node / "l2-results.sqlite", LEGACY_L2),
+                         (node / "state" / "series.sqlite",
+                          "CREATE TABLE series (name TEXT, seq INTEGER PRIMARY KEY, point TEXT);"
+                          "INSERT INTO series (name, point) VALUES ('metrics:acme/fork', '{\"t\": 1}');")):
+        with sqlite3.connect(path) as db:
+            db.executescript(script)
+    assert import_legacy(store, node, "acme/fork") == {"l1_suite_runs": 1, "l2_runs": 1, "series_points": 1}
+    assert TrunkResults(store, "acme/fork").failing_at("c1", "unit") == frozenset({"t1"})
+    assert [r.metrics for r in ResultStore(store).history("acme/fork", "mm")] == [{"tflops": 101.0}]
+    assert SeriesStore(store).series("metrics:acme/fork") == [{"t": 1}]
+    assert import_legacy(store, node, "acme/fork") == {"l1_suite_runs": 0, "l2_runs": 0, "series_points": 0}
+    assert (node / "l2-results.sqlite.imported").exists()

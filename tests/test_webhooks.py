@@ -324,11 +324,11 @@ def test_healthz_checks_real_redis(tmp_path: Path, redis_url: Callable[[int], st
 
 
 def test_index_page_says_what_the_app_is_without_secrets(tmp_path: Path) -> None:
-    """GET / names the app and its state, and never shows the secret or the key."""
+    """GET /status names the app and its state, and never shows the secret or the key (/ is the dashboard)."""
     app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "GITHUB_PRIVATE_KEY": "-----BEGIN SECRET KEY-----",
                       "GITHUB_APP_ID": "42"}, sender=RecordingSender(),
                      dedup=SqliteDeliveryStore(tmp_path / "d.sqlite", 60))
-    page = app.test_client().get("/").text
+    page = app.test_client().get("/status").text
     assert "forksync" in page and "42" in page and "POST /webhook" in page
     assert SECRET not in page and "BEGIN" not in page
 

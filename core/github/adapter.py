@@ -99,6 +99,18 @@ def classify(exc: BaseException, action: str, repo: str | None = None) -> GitHub
 # --------------------------------------------------------------------------- PyGithub implementation
 
 
+
+def _count_call(gh: Any, outcome: str) -> None:
+    """Count one interaction and record the rate limit GitHub reported (read from the last
+    response's headers: no extra request)."""
+    from core import telemetry
+
+    telemetry.GITHUB_CALLS.labels(outcome=outcome).inc()
+    requester = getattr(gh, "requester", None) or getattr(gh, "_Github__requester", None)
+    remaining = getattr(requester, "rate_limiting", (-1, -1))[0]
+    if isinstance(remaining, int) and remaining >= 0:
+        telemetry.GITHUB_RATE_REMAINING.set(remaining)
+
 class GitHubAdapter:
     """``core.github.roles.GitHubPort`` over PyGithub (``base_url`` = ``Settings.api_url``)."""
 
@@ -119,14 +131,17 @@ class GitHubAdapter:
         """Run one GitHub interaction; classify failures; retry once with a new token after a 401."""
         for attempt in (1, 2):
             try:
-                return fn()
+                result = fn()
             except Exception as exc:
                 error = classify(exc, action, repo)
+                _count_call(self._gh, type(error).__name__)
                 if isinstance(error, GitHubAuthError) and attempt == 1 and self._on_bad_credentials is not None:
                     log.warning("token refused while trying to %s; minting a new one", action)
                     self._on_bad_credentials()
                     continue
                 raise error from None
+            _count_call(self._gh, "ok")
+            return result
         raise AssertionError("unreachable")
 
     def _repo(self, repo: str) -> Any:
@@ -197,7 +212,11 @@ class GitHubAdapter:
             try:
                 checks = self._repo(repo).get_branch(branch).get_required_status_checks()
             except GithubException as exc:
-                if exc.status in (403, 404):  # not protected / no required checks / no admin read
+                if exc.status == 403:  # the App may not read protection rules
+                    log.warning("%s: cannot read %s's branch protection (403): grant the App "
+                                "'Administration: read' for the required-checks cross-check", repo, branch)
+                    return None
+                if exc.status == 404:  # not protected, or no required status checks
                     return None
                 raise
             return tuple(checks.contexts or ())
@@ -376,6 +395,17 @@ class GitHubAdapter:
 
         return self._call(f"look for the comment marked {marker} on #{issue_number}", repo, fetch)
 
+    def request_reviewers(self, repo: str, number: int, *, users: Sequence[str] = (), teams: Sequence[str] = ()) -> None:
+        """Ask users and teams (slugs, without the org) to review PR ``number``; GitHub ignores repeats."""
+
+        def post() -> None:
+            self._gh.requester.requestJsonAndCheck(
+                "POST", f"/repos/{repo}/pulls/{number}/requested_reviewers",
+                input={"reviewers": list(users), "team_reviewers": list(teams)},
+            )
+
+        self._call(f"request reviews on #{number}", repo, post)
+
     def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]:
         """Edit the comment carrying ``marker`` in place, else post it; True when posted."""
         full_body = body if carries_marker(body, marker) else f"{marker}\n{body}"
@@ -408,6 +438,15 @@ class GitHubAdapter:
         except GitHubNotFoundError:
             # A login that is not a user at all: no permission, but not a failure of forksync.
             return "none"
+
+    def is_private(self, repo: str) -> bool:
+        """Whether ``repo`` is private (the dashboard shows private forks only after a login)."""
+
+        def fetch() -> bool:
+            _headers, data = self._gh.requester.requestJsonAndCheck("GET", f"/repos/{repo}")
+            return bool(data.get("private", True))
+
+        return self._call("read the repository's visibility", repo, fetch)
 
     def read_file(self, repo: str, path: str, ref: str | None = None) -> str | None:
         """The text of ``path`` at ``ref`` (default branch when None), or None when it does not exist."""

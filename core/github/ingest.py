@@ -87,6 +87,7 @@ class DryGitHub:
     """Records PRs, issues and check runs in memory (upserts by head branch / marker, like GitHub)."""
 
     remotes: dict[str, str] = field(default_factory=dict)  # repo -> local git URL
+    private: set[str] = field(default_factory=set)  # repos to report as private (the dashboard's login wall)
     pulls: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)
     issues: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)
     checks: list[dict[str, object]] = field(default_factory=list)
@@ -97,6 +98,9 @@ class DryGitHub:
 
     def git_token(self) -> str | None:
         return None
+
+    def is_private(self, repo: str) -> bool:
+        return repo in self.private
 
     def _post(self, table: dict[tuple[str, str], dict[str, object]], repo: str, key: str, **fields: object) -> Posted:
         existing = table.get((repo, key))

@@ -14,6 +14,7 @@ import logging
 import os
 import pkgutil
 import random
+import time
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -23,7 +24,7 @@ from celery import Celery, Task
 from celery.schedules import crontab
 from kombu.entity import Exchange, Queue
 
-from core import tasknames
+from core import logs, tasknames, telemetry
 from core.config import RepoConfig
 from core.github.errors import RetryableGitHubError
 from core.settings import WorkerSettings
@@ -79,6 +80,12 @@ class ForksyncTask(Task):  # type: ignore[misc]
     retry_base_s: float = RETRY_BASE_S
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Every log line of this task names its delivery, task id, installation and repo
+        # (inherited from the sender through the message headers: core/logs.py).
+        with logs.bound(**logs.from_task(self.request, kwargs)):
+            return self._call(*args, **kwargs)
+
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
         try:
             if self.flask_app is not None:
                 with self.flask_app.app_context():
@@ -124,6 +131,8 @@ def beat_schedule(config: RepoConfig) -> dict[str, dict[str, Any]]:
             "task": tasknames.SNAPSHOT_METRICS,
             "schedule": timedelta(minutes=config.schedule.snapshot_minutes),
         },
+        # Daily: the digest task edits the period's issue, and opens the next one when a period ends.
+        "pin-update-digest": {"task": tasknames.DIGEST, "schedule": crontab(hour=6, minute=0)},
         "l1-watchdog": {
             "task": tasknames.L1_WATCHDOG,
             "schedule": timedelta(minutes=config.schedule.l1_watchdog_minutes),
@@ -203,6 +212,7 @@ def create_celery(source: Any = None) -> Celery:
     ``flask_app.extensions["celery"]`` (Flask's Celery pattern).
     """
     embedded.register()
+    wire_logs()
     from core import logsafe
 
     logsafe.install()  # payload text in task logs cannot forge lines
@@ -219,6 +229,59 @@ def create_celery(source: Any = None) -> Celery:
     for module in task_modules():
         importlib.import_module(module)
     return app
+
+
+def _publish_context(headers: dict[str, Any] | None = None, **_: Any) -> None:
+    if headers is not None:
+        headers.update(logs.publish_headers())
+
+
+def _install_log_format(logger: logging.Logger | None = None, **_: Any) -> None:
+    for handler in (logger or logging.getLogger()).handlers:
+        logs.install(handler)
+
+
+_STARTED: dict[str, float] = {}
+
+
+def _queue_of(task: Any) -> str:
+    info = getattr(getattr(task, "request", None), "delivery_info", None) or {}
+    queue = info.get("routing_key") if isinstance(info, dict) else None
+    if not queue:
+        try:
+            queue = tasknames.queue_for(task.name)
+        except KeyError:
+            queue = "other"
+    return str(queue)
+
+
+def _task_started(task_id: str | None = None, **_: Any) -> None:
+    if task_id:
+        _STARTED[task_id] = time.monotonic()
+
+
+def _task_finished(task_id: str | None = None, task: Any = None, **_: Any) -> None:
+    started = _STARTED.pop(task_id or "", None)
+    if started is not None and task is not None:
+        telemetry.TASK_DURATION.labels(queue=_queue_of(task), task=task.name).observe(time.monotonic() - started)
+
+
+def _task_failed(sender: Any = None, **_: Any) -> None:
+    if sender is not None:
+        telemetry.TASK_FAILURES.labels(queue=_queue_of(sender), task=sender.name).inc()
+
+
+def wire_logs() -> None:
+    """Tasks sent from a task carry its log context; the worker's log handlers get its format;
+    task durations and failures go to the Prometheus metrics (core/telemetry.py)."""
+    from celery import signals
+
+    signals.task_prerun.connect(_task_started, weak=False, dispatch_uid="forksync-task-started")
+    signals.task_postrun.connect(_task_finished, weak=False, dispatch_uid="forksync-task-finished")
+    signals.task_failure.connect(_task_failed, weak=False, dispatch_uid="forksync-task-failed")
+    signals.before_task_publish.connect(_publish_context, weak=False, dispatch_uid="forksync-log-context")
+    signals.after_setup_logger.connect(_install_log_format, weak=False, dispatch_uid="forksync-log-format")
+    signals.after_setup_task_logger.connect(_install_log_format, weak=False, dispatch_uid="forksync-task-log-format")
 
 
 def task_modules() -> list[str]:

@@ -29,6 +29,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "l2",
     "kernels",
     "bisect",
+    "store",
     "serve",
     "demo",
 )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ForksyncError
+from core.github.records import cut
 from workers.cli.pairargs import one_line_errors
 from workers.cli.status import render_table
 from workers.demo.sample import Sample, make_sample
@@ -32,6 +33,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--dir", default=None, metavar="DIR", help="keep the sample here instead of a temp dir")
     parser.add_argument("--json", action="store_true", help="print status as JSON")
     parser.add_argument("--no-loop", action="store_true", help="status only: skip the ingestion loop (Celery, simulated GitHub)")
+    parser.add_argument("--serve", action="store_true", help="then serve the dashboard of the demo's data until Ctrl-C")
     parser.set_defaults(func=run)
 
 
@@ -76,6 +78,10 @@ def _demo_and_loop(root: Path, args: argparse.Namespace, *, kept: bool) -> None:
             from workers.demo.sample import UPSTREAM_URL
 
             run_loop_demo(root, sample.upstream, sample.fork, UPSTREAM_URL, kept=kept)
+            if getattr(args, "serve", False):
+                from workers.demo.loop import serve_dashboard
+
+                serve_dashboard(root / "data")
     finally:
         if saved is None:
             os.environ.pop("FORKSYNC_CACHE_DIR", None)
@@ -95,5 +101,5 @@ def run_demo(root: Path, *, as_json: bool = False) -> Sample:
     print(render_table(pair, ledger.metrics, ledger.fork_pins))
     print("\nledger (upstream order):")
     for e in ledger.entries:
-        print(f"  {e.sha[:10]}  {e.disposition.value:<9}  {e.subject[:64]:<64}  {e.reason[:70]}")
+        print(f"  {e.sha[:10]}  {e.disposition.value:<9}  {cut(e.subject, 64):<64}  {cut(e.reason, 70)}")
     return sample

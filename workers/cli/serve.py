@@ -46,6 +46,19 @@ def worker_command(queues: str, concurrency: int, beat: bool) -> list[str]:
     return cmd
 
 
+def prometheus_dir(data_dir: Any) -> str:
+    """Multiprocess metrics for web + worker (core/telemetry.py): ``<data dir>/prometheus`` unless
+    PROMETHEUS_MULTIPROC_DIR is set; emptied at start, as prometheus_client asks."""
+    from pathlib import Path
+
+    path = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or Path(data_dir) / "prometheus")
+    path.mkdir(parents=True, exist_ok=True)
+    for stale in path.glob("*.db"):
+        stale.unlink()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)  # before prometheus_client is imported here or in the worker
+    return str(path)
+
+
 def check_settings(settings: WorkerSettings) -> None:
     """Refuse to start, in one line, without what every delivery needs: the App's id and key, and
     the webhook secret (otherwise the web process would accept deliveries the worker then fails)."""
@@ -88,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     check_settings(settings)
     check_port_free(args.host, args.port)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    prometheus_dir(settings.data_dir)
     mode = f"Redis at {settings.bot.redis_url.split('@')[-1]}" if settings.bot.redis_url else f"embedded broker in {settings.data_dir}"
     try:
         server = make_server(args.host, args.port, create_app(), threaded=True)

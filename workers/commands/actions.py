@@ -474,6 +474,14 @@ def bisect(ctx: Context, command: Command) -> render.Outcome:
     return render.started(command, f"bisecting {what} on the l2 queue; the culprit will be posted here")
 
 
+def digest(ctx: Context, command: Command) -> render.Outcome:
+    """/digest: refresh the period's digest issue now (the same task the daily beat sends)."""
+    if not _send(ctx, tasknames.DIGEST, {"reason": "/digest"}):
+        return render.not_available(command, "the digest task queue")
+    return render.started(command, "refreshing this period's pin-update digest issue (label `forksync:digest`); "
+                                   "owners of the touched areas are mentioned there once")
+
+
 def l3(ctx: Context, command: Command) -> render.Outcome:
     """/l3 WORKLOAD and /signoff WORKLOAD: the L3 sign-off check on the PR head (workers/testing/l3.py)."""
     from workers.testing.l3 import request_l3, signoff_l3

@@ -32,6 +32,26 @@ class Gate(Protocol):
     def take(self, repo: str, user: str, count: int, limit: int, window_s: int) -> RateDecision: ...
 
 
+# A reply whose commands ran but whose posting failed (GitHub said "later") is kept this long, so
+# the retried task posts it alone instead of running the commands again.
+PENDING_REPLY_S = 6 * 3600
+
+
+def pending_json(body: str, reactions: tuple[str, ...]) -> str:
+    import json
+
+    return json.dumps({"body": body, "reactions": list(reactions)})
+
+
+def pending_from(raw: str | bytes | None) -> tuple[str, tuple[str, ...]] | None:
+    import json
+
+    if raw is None:
+        return None
+    data = json.loads(raw)
+    return str(data["body"]), tuple(str(r) for r in data["reactions"])
+
+
 def can_write(permission: str | None) -> bool:
     return (permission or "").lower() in WRITE_LEVELS
 
@@ -47,7 +67,23 @@ class MemoryGate:
         self._lock = threading.Lock()
         self._perms: dict[tuple[str, str], tuple[float, str]] = {}
         self._windows: dict[tuple[str, str], tuple[float, int]] = {}
+        self._replies: dict[tuple[str, str], tuple[float, str]] = {}
         self._max = max_entries
+
+    def remember_reply(self, repo: str, comment_id: int, body: str, reactions: tuple[str, ...]) -> None:
+        now = self._clock()
+        with self._lock:
+            self._evict(self._replies, now)
+            self._replies[(repo.lower(), str(comment_id))] = (now + PENDING_REPLY_S, pending_json(body, reactions))
+
+    def pending_reply(self, repo: str, comment_id: int) -> tuple[str, tuple[str, ...]] | None:
+        with self._lock:
+            hit = self._replies.get((repo.lower(), str(comment_id)))
+        return pending_from(hit[1]) if hit and hit[0] > self._clock() else None
+
+    def forget_reply(self, repo: str, comment_id: int) -> None:
+        with self._lock:
+            self._replies.pop((repo.lower(), str(comment_id)), None)
 
     def size(self) -> int:
         """Entries held (permissions and rate windows)."""
@@ -114,6 +150,15 @@ class RedisGate:
         if ttl_s > 0:
             self.client.set(key, value.encode(), ex=ttl_s)
         return value
+
+    def remember_reply(self, repo: str, comment_id: int, body: str, reactions: tuple[str, ...]) -> None:
+        self.client.set(f"{self.prefix}reply:{repo.lower()}:{comment_id}", pending_json(body, reactions), ex=PENDING_REPLY_S)
+
+    def pending_reply(self, repo: str, comment_id: int) -> tuple[str, tuple[str, ...]] | None:
+        return pending_from(self.client.get(f"{self.prefix}reply:{repo.lower()}:{comment_id}"))
+
+    def forget_reply(self, repo: str, comment_id: int) -> None:
+        self.client.delete(f"{self.prefix}reply:{repo.lower()}:{comment_id}")
 
     def take(self, repo: str, user: str, count: int, limit: int, window_s: int) -> RateDecision:
         key = f"{self.prefix}rate:{repo.lower()}:{user.lower()}"

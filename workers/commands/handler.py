@@ -155,6 +155,9 @@ def handle(
     commands = parse(comment.body)
     if not commands:
         return None
+    pending = _pending(gate, task.repo, comment.id)
+    if pending is not None:
+        return _post_pending(task, gh, gate, comment.id, *pending)
     # The rate limit is taken before anything costs API calls beyond the comment and the config:
     # one outsider's comments cannot page through long threads faster than the limit allows.
     try:
@@ -186,11 +189,41 @@ def handle(
             log.exception("internal error %s answering comment %s on %s", error_id, comment.id, task.repo)
             outcomes = [render.internal_error(_shown(c), error_id) for c in commands]
     body = render.reply(comment.author, comment.id, outcomes)
-    gh.post_comment(task.repo, task.issue_number, body)
     added = tuple(render.reactions(outcomes))
+    # The commands ran: if posting fails now (GitHub said "later"), the retried task posts this
+    # reply alone and never runs their side effects again.
+    remember = getattr(gate, "remember_reply", None)
+    if remember is not None:
+        remember(task.repo, comment.id, body, added)
+    gh.post_comment(task.repo, task.issue_number, body)
     for content in added:
         gh.react(task.repo, comment.id, content)
+    _forget(gate, task.repo, comment.id)
     return Answer(body, added, tuple(outcomes))
+
+
+def _pending(gate: Gate, repo: str, comment_id: int) -> tuple[str, tuple[str, ...]] | None:
+    read = getattr(gate, "pending_reply", None)
+    result: tuple[str, tuple[str, ...]] | None = read(repo, comment_id) if read is not None else None
+    return result
+
+
+def _forget(gate: Gate, repo: str, comment_id: int) -> None:
+    forget = getattr(gate, "forget_reply", None)
+    if forget is not None:
+        forget(repo, comment_id)
+
+
+def _post_pending(task: CommentTask, gh: CommentGitHub, gate: Gate, comment_id: int, body: str,
+                  added: tuple[str, ...]) -> Answer:
+    """Post a reply whose commands already ran (unless the earlier try did post it), then react."""
+    log.info("%s: posting the kept reply to comment %s (its commands ran already)", task.repo, comment_id)
+    if gh.find_comment(task.repo, task.issue_number, render.reply_marker(comment_id)) is None:
+        gh.post_comment(task.repo, task.issue_number, body)
+    for content in added:
+        gh.react(task.repo, comment_id, content)
+    _forget(gate, task.repo, comment_id)
+    return Answer(body, added, ())
 
 
 def _config_and_rate(

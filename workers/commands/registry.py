@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from core.commands import Command
 from core.render import commands as render
-from workers.commands.actions import approve, bisect, bundle, chain, decide, help_, l3, retest, status
+from workers.commands.actions import approve, bisect, bundle, chain, decide, digest, help_, l3, retest, status
 from workers.commands.handler import Action, Context
 
 
@@ -30,6 +30,7 @@ def default_actions() -> dict[str, Action]:
         "l3": l3,
         "signoff": l3,
         "resolve": _resolve_action,
+        "digest": digest,
     }
 
 

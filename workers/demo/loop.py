@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from core.github.ingest import DryGitHub
+from core.github.records import cut
 from core.settings import WorkerSettings
 from workers.engine.git import Repository, run_git
 
@@ -124,28 +126,94 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
                 _wait(lambda: len(gh.checks) >= 2, 60, "the ingestion after the merge")
                 before, after = gh.checks[0]["title"], gh.checks[-1]["title"]
                 print(f"ledger moved: check was '{before}'\n              now       '{after}'")
+                _why_backlog(upstream, remote, gh)
     finally:
         runtime.use()
     where = (f"kept under {root}: the sample pair, the fork's bare copy (github/), worker data (data/: SQLite "
              "broker, git caches) and pair caches (cache/); run again with the same --dir to start over"
              if kept else "all in a temp folder, removed now that the demo ends (keep them with --dir DIR)")
     print(f"\nfiles: {where}")
+    print(f"\ndashboard of the demo's data: {dashboard_url(DASHBOARD_PORT)}\n"
+          "  (served there when the demo runs with --serve, until Ctrl-C)")
     return 0
+
+
+DASHBOARD_PORT = 8000
+
+
+def dashboard_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}/{FORK_REPO}"
+
+
+def serve_dashboard(data: Path, port: int = DASHBOARD_PORT) -> None:
+    """Serve the dashboard (the embedded default's web app) over the demo's data until Ctrl-C."""
+    from werkzeug.serving import make_server
+
+    from bot import create_app
+
+    server = make_server("127.0.0.1", port, create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}),
+                         threaded=True)
+    print(f"serving the dashboard on {dashboard_url(server.server_port)} (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+_SHA_CELL = re.compile(r"\[`(?P<sha>[0-9a-f]{7,40})`\]")
+
+
+def _commit_rows(body: str) -> list[tuple[str, str]]:
+    """(sha, subject) of each commit row of a bundle PR's or chain issue's Markdown table
+    (columns: #, commit, upstream PR, author, subject, ...; see core/render/ingest.py)."""
+    rows = []
+    for line in body.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        found = _SHA_CELL.search(line)
+        if line.startswith("| ") and found and len(cells) >= 3:
+            sha_at = next(i for i, c in enumerate(cells) if _SHA_CELL.search(c))
+            rows.append((found["sha"], cells[sha_at + 3].replace("\\|", "|") if sha_at + 3 < len(cells) else ""))
+    return rows
 
 
 def _print_results(gh: DryGitHub) -> None:
     print(f"bundle PRs ({len(gh.pulls)}):")
     for pull in gh.pulls.values():
-        body = str(pull["body"])
-        rows = [line for line in body.splitlines() if line.startswith("| ") and not line.startswith("| #")]
-        print(f"  #{pull['number']} {pull['title']}")
-        print(f"      {pull['head']} -> {pull['base']}, {len(rows)} commits; first: {rows[0][:100] if rows else '-'}")
+        rows = _commit_rows(str(pull["body"]))
+        first = f"{rows[0][0][:10]} {cut(rows[0][1], 80)}" if rows else "-"
+        print(f"  #{pull['number']} {cut(str(pull['title']), 100)}")
+        print(f"      {pull['head']} -> {pull['base']}, {len(rows)} commits; first: {first}")
     print(f"risky-chain tracking issues ({len(gh.issues)}):")
     for issue in gh.issues.values():
         body = str(issue["body"])
         reasons = [line.rsplit("|", 2)[-2].strip() for line in body.splitlines() if line.startswith("| ") and not line.startswith("| #")]
-        print(f"  #{issue['number']} {str(issue['title'])[:100]}")
-        print(f"      why: {'; '.join(reasons)[:140]}")
+        print(f"  #{issue['number']} {cut(str(issue['title']), 100)}")
+        print(f"      why: {cut('; '.join(reasons), 140)}")
+
+
+def _why_backlog(upstream: Path, remote: Path, gh: DryGitHub) -> None:
+    """Say why the backlog can grow when a bundle lands: the frontier jumped over the commits that
+    wait in risky chains, and the ledger counts those holes until their own PRs land."""
+    from workers.engine.ledger import load_ledger
+    from workers.engine.pair import open_configured
+
+    pair, config = open_configured(str(upstream), str(remote))
+    ledger = load_ledger(pair, config.ledger, upstream_url=config.upstream.url)
+    backlog = ledger.metrics.backlog_commits
+    if not backlog:
+        return
+    entries = {e.sha: e for e in ledger.entries}
+    where = {sha: f"chain issue #{issue['number']}" for issue in gh.issues.values()
+             for sha, _ in _commit_rows(str(issue["body"]))}
+    print(f"why the backlog is {len(backlog)}: the bundle moved the frontier past commits it left for risky chains;")
+    print("  they are holes behind the frontier (backlog) until their chain PRs land:")
+    for sha in backlog:
+        entry = entries.get(sha)
+        chain = next((name for prefix, name in where.items() if sha.startswith(prefix)), None)
+        why = chain or (f"{entry.disposition.value}: {cut(entry.reason, 60)}" if entry else "not placed yet")
+        print(f"    {sha[:10]}  {cut(entry.subject if entry else '', 56):<56}  {why}")
     check = gh.checks[-1]
     print(f"check run '{check['name']}' on {str(check['head_sha'])[:10]}: {check['conclusion']}: {check['title']}")
     for line in str(check["summary"]).splitlines()[2:]:

@@ -120,6 +120,7 @@ class UpstreamIndex:
         self._sorted = sorted({*self.position, *self.side})
         self.by_pr: dict[int, list[str]] = {}
         self.by_subject: dict[str, list[str]] = {}
+        self.subjects = {c.sha: c.subject for c in commits}
         self._subjects_sorted: list[str] | None = None
         for c in commits:
             pr = c.pr_number
@@ -421,10 +422,28 @@ def _pick_subject(rest: str, index: UpstreamIndex) -> list[str]:
     # Two trailing numbers: the last is the fork's own PR, the one before it upstream's.
     # One alone is ambiguous (upstream's N, or the fork's M on a retitled pick): only the
     # subject match above may accept it.
+    # The text before them must read as upstream's subject of N, so a fork-pick of the fork's own
+    # PR ("[Backport][TLX] Add kernels (#1364) (#1787)") never takes an upstream #1364.
     if len(numbers) >= 2:
         sha = index.pr(numbers[1])
-        return [sha] if sha else []
+        return [sha] if sha and _reads_as(index, sha, text) else []
     return []
+
+
+_WORD = re.compile(r"[a-z0-9_]+")
+
+
+def _reads_as(index: UpstreamIndex, sha: str, text: str) -> bool:
+    """``text`` is upstream's subject of ``sha`` (without its ``(#N)``), retitled a little at
+    most: one starts with the other (a cut title), or most of their words are shared."""
+    theirs = normalise(_TRAILING_PR.sub("", index.subjects.get(sha, "")))
+    ours = normalise(text).rstrip("…. ")
+    if not theirs or not ours:
+        return False
+    if theirs.startswith(ours) or ours.startswith(theirs):
+        return True
+    a, b = set(_WORD.findall(theirs)), set(_WORD.findall(ours))
+    return len(a & b) * 2 >= len(a | b)
 
 
 def _quoted_pick(quoted: str, index: UpstreamIndex) -> list[str]:
@@ -457,7 +476,7 @@ def _unclosed_pick(text: str, index: UpstreamIndex) -> list[str]:
         n = _TRAILING_PR.search(before)
         if n is not None:
             sha = index.pr(int(n.group(1)))
-            return [sha] if sha else []
+            return [sha] if sha and _reads_as(index, sha, before[: n.start()]) else []
         text = before
     return _cut_subject(text, index)
 

@@ -33,12 +33,14 @@ _PROCESS_TAG = re.compile(
 _URGENT_TAG = re.compile(r"(?i)^urgent$")
 # A pick named by a word after the prefix: "Backport '...'", "Backport (release/3.8.x) '...'",
 # "Cherry-pick upstream reduction bundle", "Pick [TLX] ...".
-_PICK_WORD = re.compile(r"(?i)^(cherry[\s_-]?pick(?:ed)?|backport(?:ed)?|pick)\b(?:\s+of\b)?\s*(?:\([^()\n]{1,40}\)\s*)?:?\s*")
+# Capitalised, as titles start: "[TLX] pick memdesc_reinterpret ..." is a verb in prose.
+_PICK_WORD = re.compile(r"^((?:Cherry|CHERRY)[\s_-]?(?:pick|Pick|PICK)(?:ed)?|Backport(?:ed)?|BACKPORT|Pick|PICK)\b(?:\s+of\b)?\s*(?:\([^()\n]{1,40}\)\s*)?:?\s*")
 _BUNDLE_WORDS = re.compile(r"(?i)\bbundle\b|^(?:cherry[\s_-]?pick|backport)\s+\d+\s+upstream\b")
 _FORK_SUFFIX = re.compile(r"\s*\(#(\d+)\)\s*$")
 # A suffix GitHub cut inside the fork's "(#M)": "... (#17…" or "... (#".
 _CUT_SUFFIX = re.compile(r"\s*\(#\d*\s*(?:…|\.\.\.)?\s*$")
 _CUT_END = re.compile(r"(?:…|\.\.\.|#)\s*$")
+_CUT_AT = re.compile(r"(#\d+)?(…|\.\.\.|#)\s*$")
 
 
 @dataclass(frozen=True)
@@ -104,13 +106,14 @@ def bundle_numbers(rest: str, continuation: str = "") -> list[int]:
         text = text[: had_suffix.start()]
     elif _CUT_SUFFIX.search(text) and not _CUT_END.search(text.rstrip("…. ")):
         text = text[: _CUT_SUFFIX.search(text).start()]  # type: ignore[union-attr]
-    cut = bool(_CUT_END.search(text))
-    if cut:
-        text = re.sub(r"(?:…|\.\.\.|#)\s*$", "", text)
+    cut = _CUT_AT.search(text)
+    if cut is not None:
+        touching = cut.group(1)  # "#10…": the number at the cut may be cut too
+        text = text[: cut.start()]
         if continuation:
-            text += continuation.strip().lstrip(".…")
-        else:
-            text = re.sub(r"#\d*\s*$", "", text)
+            text += (touching or "") + continuation.strip().lstrip(".…")
+        elif cut.group(2) == "#":
+            text += touching or ""
     numbers = [int(n) for n in re.findall(r"#(\d+)\b", text)]
     if had_suffix is not None and not numbers and not cut:
         return []  # "Cherry-pick 3 upstream PRs (#M)": the only number is the fork's own PR

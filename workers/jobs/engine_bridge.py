@@ -28,6 +28,12 @@ from workers.engine.ledger import Ledger
 from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
 from workers.engine.partition import Plan
 from workers.engine.planning import build_and_record, make_plan
+from workers.jobs.dashboard_feed import (
+    engine_facts,
+    landed_changes,
+    read_fork_commits,
+    read_paths,
+)
 from workers.jobs.ingestion import EngineOutput
 
 
@@ -131,8 +137,39 @@ def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, for
         urgent=len(urgent),
     )
     return EngineOutput(
-        figures=figures, plan_id=pid, bundles=bundles, chains=chains, upstream_web_url=web_url, urgent=urgent
+        figures=figures, plan_id=pid, bundles=bundles, chains=chains, upstream_web_url=web_url, urgent=urgent,
+        dashboard=_dashboard_facts_or_none(upstream, fork, ledger, bundles, chains),
     )
+
+
+def _dashboard_facts_or_none(upstream: Repository, fork: Repository, ledger: Ledger, bundles: tuple[BundleView, ...],
+                             chains: tuple[ChainView, ...]) -> dict[str, object]:
+    """The dashboard is never a reason for an ingest to fail: a problem here is logged, the run goes on."""
+    import logging
+
+    try:
+        return dashboard_facts(upstream, fork, ledger, bundles, chains)
+    except Exception:
+        logging.getLogger(__name__).exception("dashboard facts not computed")
+        return {}
+
+
+def dashboard_facts(upstream: Repository, fork: Repository, ledger: Ledger, bundles: tuple[BundleView, ...],
+                    chains: tuple[ChainView, ...]) -> dict[str, object]:
+    """The ledger facts of the dashboard and the digest: picks, decisions, what landed lately and
+    the upstream files each recent or in-flight commit touches (for the area owners)."""
+    commits = read_fork_commits(fork, [p.sha for p in ledger.picks])
+    # Every pick's upstream files: which picks are new (landed since the last ingest) is known
+    # only to the executor, which dates them (workers/jobs/ingestion.landing_times).
+    carried = [u for p in ledger.picks if p.reverted_by is None for u in p.upstream if ledger.entry(u) is not None]
+    views: list[BundleView | ChainView] = [*bundles, *chains]
+    in_flight = [row.sha for view in views for row in view.commits]
+    paths = read_paths(upstream, [*carried, *in_flight])
+    facts: dict[str, object] = dict(engine_facts(ledger, commits))
+    facts["landed"] = landed_changes(ledger, commits, paths, 0.0)
+    facts["commits"] = {view.key: [{"sha": row.sha, "subject": row.subject[:120], "pr": row.pr,
+                                    "paths": list(paths.get(row.sha, ()))} for row in view.commits] for view in views}
+    return facts
 
 
 def _chain_members(chains: tuple[object, ...], chain_id: str) -> tuple[str, ...]:

@@ -68,6 +68,7 @@ class EngineOutput:
     chains: tuple[ChainView, ...]
     upstream_web_url: str | None
     urgent: tuple[UrgentView, ...] = ()  # each its own PR on the fork trunk (an issue when it conflicts)
+    dashboard: dict[str, Any] = field(default_factory=dict)  # workers/dashboard_feed.engine_facts
 
 
 # (upstream cache path, fork cache path, upstream branch, fork branch, config) -> EngineOutput.
@@ -208,7 +209,22 @@ def ingest_repository(env: IngestEnv, repo: str, *, max_commits: int | None = No
             log.warning("ingest %s failed: %s", repo, exc.one_line())
     report.seconds = time.monotonic() - started
     env.state.append(f"metrics:{repo}", {"t": round(time.time(), 3), **report.figures})
+    if report.status == "ingested":
+        refresh_dashboard(env, repo, config)
     return report
+
+
+def refresh_dashboard(env: IngestEnv, repo: str, config: RepoConfig) -> None:
+    """Rebuild the fork's dashboard feed; a failure here is logged, never fails the ingest."""
+    from core.dashboard.store import open_feed_store
+    from workers.adapters.notify import notifier_for
+    from workers.jobs.dashboard_feed import refresh
+
+    try:
+        refresh(env.settings, env.state, open_feed_store(env.settings.bot.redis_url, env.settings.data_dir),
+                repo, config, github=env.github, notifier=notifier_for(config.digest.notify_url, repo))
+    except Exception:
+        log.exception("dashboard feed of %s not refreshed", repo)
 
 
 def retry_after_of(exc: BaseException) -> float | None:
@@ -234,7 +250,64 @@ def _plan_and_apply(
     report.closed = close_stale(env, repo, fork, fork_url, token, output, branches_before,
                                 chains_before - recorded_chain_ids(fork))
     post_check(env, repo, trunk_head, output, report)  # last: it reports a finished run
+    from core.dashboard.store import open_feed_store
+
+    feeds = open_feed_store(env.settings.bot.redis_url, env.settings.data_dir)
+    facts = feed_facts(repo, fork, output, report, env.github)
+    feeds.put_facts(repo, landing_times(facts, feeds.facts(repo), time.time()))
     return report
+
+
+def landing_times(facts: dict[str, Any], previous: dict[str, Any], now: float) -> dict[str, Any]:
+    """Date each pick by when this fork's trunk first had it (built commits carry upstream's
+    committer time, so their own dates say nothing about landing). The first ingest of a fork
+    dates what is already there by its commit time: history, not news."""
+    seen: dict[str, float] = dict(previous.get("landed_at", {}))
+    first = not previous
+    picks = facts.get("picks", [])
+    for pick in picks:
+        seen.setdefault(pick["sha"], pick["t"] if first else now)
+    current = {p["sha"] for p in picks}
+    seen = {sha: t for sha, t in seen.items() if sha in current}  # reverted or rewritten: forgotten
+    for pick in picks:
+        pick["t"] = seen[pick["sha"]]
+    from workers.jobs.dashboard_feed import LANDED_WINDOW_S
+
+    landed = []
+    for item in facts.get("landed", []):
+        item["t"] = seen.get(item["fork_sha"], item["t"])
+        if item["t"] >= now - LANDED_WINDOW_S:  # what digests can still report; older is history
+            landed.append(item)
+    return {**facts, "landed": landed, "landed_at": seen}
+
+
+def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: IngestReport, gh: IngestGitHub) -> dict[str, Any]:
+    """What this run knows for the dashboard: the engine's ledger facts and what is in flight."""
+    posted = {item["key"]: item for item in [*report.pulls, *report.issues]}
+    items: list[dict[str, Any]] = []
+
+    def add(kind: str, key: str, size: int, branch: str | None, conflicts: tuple[str, ...]) -> None:
+        item = posted.get(key, {})
+        items.append({"kind": kind, "key": key, "title": item.get("title", key), "number": item.get("number"),
+                      "url": item.get("url"), "size": size, "conflicts": list(conflicts),
+                      "commits": output.dashboard.get("commits", {}).get(key, []),
+                      "pull": kind != "chain" and branch is not None,
+                      "head_sha": fork.rev_parse(f"refs/heads/{branch}") if branch else None})
+
+    for u in output.urgent:
+        add("urgent", u.key, 1, u.branch, u.conflicts)
+    for b in output.bundles:
+        add("bundle", b.key, len(b.commits), b.branch, ())
+    for c in output.chains:
+        add("chain", c.key, len(c.commits), c.branch, c.conflicts)
+    private = None
+    is_private = getattr(gh, "is_private", None) or getattr(getattr(gh, "adapter", None), "is_private", None)
+    if is_private is not None:
+        try:
+            private = bool(is_private(repo))
+        except Exception as exc:  # visibility unknown: the dashboard keeps treating it as private
+            log.warning("visibility of %s unknown: %s", repo, exc)
+    return {**output.dashboard, "in_flight": items, **({"private": private} if private is not None else {})}
 
 
 def bot_branches(fork: Repository) -> set[str]:
@@ -358,6 +431,8 @@ def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str,
             body=bundle_body(bundle, output.upstream_web_url),
         )
         report.pulls.append(_posted(posted, bundle.key, bundle_title(bundle), len(bundle.commits)))
+        log.info("bundle PR #%d %s: %d commits (%s)", posted.number, "opened" if posted.created else "updated",
+                 len(bundle.commits), bundle.branch)
     for chain in output.chains:
         if config.bundle.chain_prs and chain.branch is not None and chain.carried:
             # Something is built: the chain is a PR (found by its head branch, never a second one),
@@ -371,8 +446,11 @@ def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str,
             repo, marker=marker("chain", chain.key), title=chain_title(chain), body=chain_body(chain, output.upstream_web_url)
         )
         report.issues.append(_posted(posted, chain.key, chain_title(chain), len(chain.commits)))
+        log.info("chain issue #%d %s: %d commits", posted.number, "opened" if posted.created else "updated", len(chain.commits))
     f = output.figures
+    point = output.dashboard.get("point", {})
     report.figures = {
+        **point,
         "days_behind": f.days_behind,
         "backlog": f.backlog,
         "pending": f.pending,

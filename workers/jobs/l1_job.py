@@ -180,6 +180,7 @@ def run_l1_job(
                 pending.forget(job.repo, check_id)
             raise
     retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
+    observe_suites(run)
     _file_infra_issues(github, job, run)
     _close_recovered_infra_issues(github, job, run, config.l2.recover_after)
     if job.trunk:
@@ -327,6 +328,14 @@ def _pr_of_check(github: GitHubPort, job: L1Job) -> int | None:
 # --------------------------------------------------------------------------- /retest SUITE …
 
 _SUITES_MARK = re.compile(r"<!-- forksync:l1-suites (?P<json>\{.*?\}) -->")
+
+
+def observe_suites(run: L1Run) -> None:
+    """Each suite's run time, for ``forksync_l1_suite_duration_seconds`` (core/telemetry.py)."""
+    from core import telemetry
+
+    for suite in run.suites:
+        telemetry.L1_SUITE_DURATION.labels(suite=suite.name, status=suite.status).observe(suite.duration_s)
 
 
 def suite_conclusions(run: L1Run) -> dict[str, str]:

@@ -86,13 +86,32 @@ def snapshot_metrics(self: Any) -> int:
 
     settings = celery_app.settings_of(self.app)
     state = open_state(settings)
+    app = app_for(settings.bot)
     count = 0
-    for _installation, repo in app_for(settings.bot).installed_repositories():
+    for installation, repo in app.installed_repositories():
         last = state.series(f"metrics:{repo}", limit=1)
         if last:
             state.append(f"snapshots:{repo}", {**last[-1], "t": round(time.time(), 3)})
             count += 1
+            refresh_feed(settings, state, app, installation, repo)
     return count
+
+
+def refresh_feed(settings: Any, state: Any, app: Any, installation: int, repo: str) -> None:
+    """Rebuild the fork's dashboard feed on the snapshot clock too, so that trunk L1 and L2 runs,
+    check states and tracking issues show without waiting for the next ingest."""
+    from core.config import CONFIG_PATH, load_repo_config
+    from core.dashboard.store import open_feed_store
+    from workers.adapters.notify import notifier_for
+    from workers.jobs.dashboard_feed import refresh
+
+    try:
+        adapter = app.adapter(installation)
+        config = load_repo_config(adapter.read_file(repo, CONFIG_PATH) or "", CONFIG_PATH)
+        refresh(settings, state, open_feed_store(settings.bot.redis_url, settings.data_dir), repo, config,
+                github=adapter, notifier=notifier_for(config.digest.notify_url, repo))
+    except Exception as exc:  # a bad config or a GitHub blip: the ingest reports those; the feed waits
+        log.warning("dashboard feed of %s not refreshed on the snapshot: %s", repo, exc)
 
 
 @handles(tasknames.ON_PUSH)

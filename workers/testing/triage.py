@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, select
 
 from core.store import Store
 from core.store.models import SuiteRunRow, TestResultRow
@@ -50,8 +50,10 @@ class TrunkResults:
         with self.store.session() as db:
             db.execute(delete(TestResultRow).where(
                 TestResultRow.repo == self.repo, TestResultRow.commit_sha == commit, TestResultRow.suite == suite))
-            db.add_all(TestResultRow(repo=self.repo, commit_sha=commit, suite=suite, test_id=test_id, outcome=outcome)
-                       for test_id, outcome in rows.items())
+            if rows:  # one executemany, not an ORM object per test
+                db.execute(insert(TestResultRow), [
+                    {"repo": self.repo, "commit_sha": commit, "suite": suite, "test_id": test_id, "outcome": outcome}
+                    for test_id, outcome in rows.items()])
             db.add(SuiteRunRow(repo=self.repo, commit_sha=commit, suite=suite, status=status, total=len(rows),
                                executed=executed_count(rows.items()), pool=pool,
                                recorded_at=time.time() if at is None else at))

@@ -1,0 +1,62 @@
+"""Heads-up before a risky landing: ready PRs touching owned areas ask their owners to review."""
+
+from __future__ import annotations
+
+from core.dashboard.feed import InFlight
+from tests.loopback_github import LoopbackGitHub
+from workers.jobs.heads_up import execute, plan
+
+OWNERS = {"cmake/llvm-hash.txt": ("llvm-owner",), "lib/Dialect/": ("acme/layout", "alice")}
+COMMITS = {"b1": [
+    {"sha": "a" * 40, "subject": "Bump LLVM", "pr": 8101, "paths": ["cmake/llvm-hash.txt"]},
+    {"sha": "b" * 40, "subject": "Layouts", "pr": 8102, "paths": ["lib/Dialect/x.cpp"]},
+    {"sha": "c" * 40, "subject": "Docs", "pr": 8103, "paths": ["README.md"]},
+]}
+
+
+def _item(l1: str = "success", key: str = "b1", number: int = 2, kind: str = "bundle") -> InFlight:
+    return InFlight(kind, key, "bundle", number, None, 3, 0.0, l1=l1)
+
+
+def test_a_ready_pr_touching_owned_areas_asks_those_owners() -> None:
+    (action,) = plan([_item()], COMMITS, OWNERS, upstream_url="https://github.com/up/triton")
+    assert action.number == 2 and action.users == ("llvm-owner", "alice") and action.teams == ("layout",)
+    body = action.body
+    assert "### `cmake/llvm-hash.txt`" in body and "[#8101](https://github.com/up/triton/pull/8101)" in body
+    assert "Docs" not in body  # not in an owned area
+    assert body.count("@alice") == 1
+
+
+def test_no_heads_up_before_l1_passes_or_outside_owned_areas_or_for_chain_issues() -> None:
+    assert plan([_item("pending"), _item("failure")], COMMITS, OWNERS) == []
+    assert plan([_item(kind="chain")], COMMITS, OWNERS) == []
+    assert plan([_item()], {"b1": COMMITS["b1"][2:]}, OWNERS) == []
+    assert plan([_item()], COMMITS, {}) == []  # no owners at all
+
+
+def test_heads_up_on_github_requests_review_once_and_edits_its_comment(loopback_github: LoopbackGitHub) -> None:
+    gh = loopback_github
+    gh.set_permission("acme/fork", "llvm-owner", "write")
+    gh.set_permission("acme/fork", "alice", "write")
+    gh.commit("acme/fork", {"x.txt": "x\n"}, branch="forksync/bundle/b1")
+    number = gh.add_pull("acme/fork", "forksync/bundle/b1")
+    port = gh.adapter(gh.installation)
+    actions = plan([_item(number=number)], COMMITS, OWNERS)
+    assert execute(port, "acme/fork", actions) == 1
+    assert execute(port, "acme/fork", actions) == 0  # same comment, no second request
+    pr = gh.state.pulls["acme/fork"][number]
+    assert pr["requested_reviewers"] == ["alice", "llvm-owner"] and pr["requested_teams"] == ["layout"]
+    comments = [c for c in gh.state.comments["acme/fork"].values() if c["issue_number"] == number]
+    assert len(comments) == 1 and "Heads-up before this lands" in comments[0]["body"]
+    posts = [r for r in gh.requests if r[0] == "POST" and r[1].endswith("/requested_reviewers")]
+    assert posts == [("POST", f"/repos/acme/fork/pulls/{number}/requested_reviewers", 201)]
+
+
+def test_a_refused_review_request_still_leaves_the_comment(loopback_github: LoopbackGitHub) -> None:
+    gh = loopback_github
+    gh.commit("acme/fork", {"x.txt": "x\n"}, branch="forksync/bundle/b1")
+    number = gh.add_pull("acme/fork", "forksync/bundle/b1")
+    actions = plan([_item(number=number)], COMMITS, {"cmake/llvm-hash.txt": ("stranger",)})
+    assert execute(gh.adapter(gh.installation), "acme/fork", actions) == 1
+    assert ("POST", f"/repos/acme/fork/pulls/{number}/requested_reviewers", 422) in gh.requests
+    assert any("@stranger" in c["body"] for c in gh.state.comments["acme/fork"].values())
