@@ -21,7 +21,8 @@ from workers.jobs.digest import run_digest
 log = logging.getLogger(__name__)
 
 
-@shared_task(name=tasknames.DIGEST, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+@shared_task(name=tasknames.DIGEST, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+             time_limit=tasknames.time_limit_for(tasknames.DIGEST))
 def digest(self: Any, installation_id: int | None = None, repo: str | None = None, reason: str = "beat",
            delivery: str | None = None, **_: Any) -> Any:
     """Beat (no arguments): one digest task per installed repository. With ``repo``: refresh its
@@ -51,7 +52,7 @@ def digest(self: Any, installation_id: int | None = None, repo: str | None = Non
 
 
 @shared_task(name=tasknames.NOTIFY, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
-             max_retries=6)
+             max_retries=6, time_limit=tasknames.time_limit_for(tasknames.NOTIFY))
 def notify(self: Any, url: str, text: str, repo: str = "", **_: Any) -> int:
     """POST one message to a fork's notify webhook; retried with backoff, never blocking the loop."""
     try:
