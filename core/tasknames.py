@@ -103,6 +103,13 @@ QUEUE_TIME_LIMIT_S: Final[dict[str, int]] = {
 }
 
 
+def l1_pool_queue(pool: str) -> str:
+    """The queue of an L1 runner pool (``l1.suites[].pools``): ``cpu`` and ``gpu`` are the two
+    standing L1 queues, any other pool ``l1-<pool>`` (its workers consume it: ``-Q l1-<pool>``).
+    A pool job is ``RUN_L1`` with ``pool`` and ``pool_run`` added to its kwargs."""
+    return {"cpu": Q_L1_CPU, "gpu": Q_L1_GPU}.get(pool, f"l1-{pool}")
+
+
 def time_limit_for(name: str) -> int:
     """The hard time limit of task ``name`` (its queue's)."""
     return QUEUE_TIME_LIMIT_S[queue_for(name)]
