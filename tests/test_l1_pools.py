@@ -147,3 +147,14 @@ def test_equal_pools_conclude_success_and_a_stale_dispatch_is_ignored(
         _job(gh, tmp_path, pool_job)
     check = _pools_check(gh)
     assert (check["conclusion"], check["output"]["title"]) == ("success", "All 2 pool(s) agree")
+
+
+def test_the_l1_check_points_at_the_pools_check(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """With every suite on pools, `forksync / L1` says where they run instead of "no suites configured"."""
+    gh = loopback_github
+    cfg = config_yaml(flow_suite("unit", "tests", pools="[cpu, gpu-a]"), extra="  canary: false\n")
+    sha = gh.commit(REPO, {".github/forksync.yml": cfg, "tests/test_cpu.py": passing_tests(1)})
+    _job(gh, tmp_path, L1Job(REPO, sha), [])
+    (l1,) = [r for r in gh.state.check_runs[REPO].values() if r["name"] == "forksync / L1"]
+    assert l1["output"]["title"] == "1 suite(s) run on pools: see forksync / L1 pools"
+    assert "compared in `forksync / L1 pools`: `unit`" in l1["output"]["summary"]

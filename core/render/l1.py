@@ -564,6 +564,13 @@ def pool_disagreement(d: DisagreementLike) -> str:
             f"pool `{d.other}` concluded {d.other_outcome} ({d.other_executed} executed)")
 
 
+def pooled_suites_note(title: str, suites: Sequence[str], ran_here: int) -> tuple[str, str]:
+    """(title, summary note) of ``forksync / L1`` when some suites run on pools instead of here."""
+    listed = ", ".join(f"`{s}`" for s in suites)
+    note = f"\n\nRun on several pools and compared in `{POOLS_CHECK}`: {listed}."
+    return (title if ran_here else f"{len(suites)} suite(s) run on pools: see {POOLS_CHECK}"), note
+
+
 def pools_check_run(sha: str, comparison: PoolComparisonLike) -> CheckRunOutput:
     """``forksync / L1 pools``: in progress until every pool reported, then the comparison."""
     lines = [marker("l1-pools", sha), "| suite | pool | executed | outcome |", "| --- | --- | --- | --- |"]

@@ -217,6 +217,9 @@ def run_l1_job(
             assert job.pr_number is not None
             github.create_comment(job.repo, job.pr_number, note)
         out = _with_kept(out, kept, suite_conclusions(run))
+        if pool_jobs:
+            title, note = render.pooled_suites_note(out.title, [s.name for s in pooled], len(run.suites))
+            out = replace(out, title=title, summary=out.summary + note)
         if run.conclusion == CANCELLED and job.attempt < retries:
             out = _retrying(out, job.attempt + 1, retries)
         github.update_check_run(
