@@ -4,6 +4,8 @@ executed count and outcome in the store, and the job that reports last concludes
 
 from __future__ import annotations
 
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from core.config import ConfigError, load_repo_config
 from core.render.l1 import POOLS_CHECK, pools_check_run
 from tests.fixtures.l1 import config_yaml, flow_suite, passing_tests
 from tests.loopback_github import LoopbackGitHub
+from tests.test_l1_github import disk_full
 from workers.adapters.gitcache import GitCache
 from workers.jobs.l1_job import L1Job, L1JobResult, run_l1_job
 from workers.testing.pools import PENDING, PoolResult, compare
@@ -92,10 +95,11 @@ def test_pools_config_and_queues() -> None:
 # --------------------------------------------------------------------------- through the loopback GitHub
 
 
-def _job(gh: LoopbackGitHub, tmp_path: Path, job: L1Job, sent: list[L1Job] | None = None) -> L1JobResult:
+def _job(gh: LoopbackGitHub, tmp_path: Path, job: L1Job, sent: list[L1Job] | None = None,
+         **kw: Any) -> L1JobResult:
     return run_l1_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data", job,
                       clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation),
-                      dispatch_pool=None if sent is None else sent.append)
+                      dispatch_pool=None if sent is None else sent.append, **kw)
 
 
 def _pools_check(gh: LoopbackGitHub) -> dict[str, Any]:
@@ -158,3 +162,21 @@ def test_the_l1_check_points_at_the_pools_check(loopback_github: LoopbackGitHub,
     (l1,) = [r for r in gh.state.check_runs[REPO].values() if r["name"] == "forksync / L1"]
     assert l1["output"]["title"] == "1 suite(s) run on pools: see forksync / L1 pools"
     assert "compared in `forksync / L1 pools`: `unit`" in l1["output"]["summary"]
+
+
+def test_a_pool_whose_runner_failed_retries_before_it_reports(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """An infrastructure failure on one pool is retried on its queue: nothing is recorded for that
+    pool until the last attempt, so the comparison never concludes over a broken runner early."""
+    gh = loopback_github
+    run = f'"{sys.executable}", "-c", "import sys; print(\'No space left on device\'); sys.exit(1)"'
+    cfg = f"l1:\n  canary: false\n  suites:\n    - {{name: disk, run: [{run}], timeout: 30, pools: [cpu, gpu-a]}}\n"
+    sha = gh.commit(REPO, {".github/forksync.yml": cfg})
+    sent: list[L1Job] = []
+    _job(gh, tmp_path, L1Job(REPO, sha), sent)
+    first = _job(gh, tmp_path, sent[0], host_canary=disk_full)
+    assert first.infrastructure and first.max_infra_retries == 2 and first.message == "retrying"
+    assert _pools_check(gh)["output"]["title"] == "Waiting on 2 pool(s): cpu, gpu-a"
+    _job(gh, tmp_path, replace(sent[0], attempt=2), host_canary=disk_full)
+    _job(gh, tmp_path, replace(sent[1], attempt=2), host_canary=disk_full)
+    check = _pools_check(gh)
+    assert (check["conclusion"], check["output"]["title"]) == ("cancelled", "Every pool concluded cancelled")

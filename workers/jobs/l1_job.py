@@ -164,8 +164,9 @@ def run_l1_job(
         if job.pool is not None:
             if job.trunk or not job.pool_run:
                 return L1JobResult("skipped", message="a pool job tests the head its L1 job dispatched it for")
+            retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
             return _run_pool(github, cache, job, config, store, data_dir, canary, host_canary,
-                             state or LocalState(data_dir, SeriesStore(store)))
+                             state or LocalState(data_dir, SeriesStore(store)), retries)
         if pooled and not job.trunk:  # trunk runs each suite once, as ever: that is its baseline
             config = replace(config, l1=replace(config.l1, suites=tuple(s for s in config.l1.suites if not s.pools)))
         names = [s.name for s in config.l1.suites]
@@ -270,7 +271,7 @@ def _pool_run_mark(run_id: str) -> str:
 
 def _run_pool(github: GitHubPort, cache: Repository, job: L1Job, config: RepoConfig, store: Store, data_dir: Path,
               canary: Callable[[], CanaryResult] | None, host_canary: Callable[[], CanaryResult] | None,
-              state: StateStore) -> L1JobResult:
+              state: StateStore, retries: int) -> L1JobResult:
     """One pool's job: run its suites, record each result in the store and, under the
     repository's lock, compare every pool's stored results; the job that sees them all concludes."""
     assert job.pool is not None
@@ -283,6 +284,9 @@ def _run_pool(github: GitHubPort, cache: Repository, job: L1Job, config: RepoCon
                          results=TrunkResults(store, job.repo))
     observe_suites(run)
     _file_infra_issues(github, job, run)
+    if run.conclusion == CANCELLED and job.attempt < retries:
+        # Only the runner failed: the task retries on the pool's queue; nothing is reported yet.
+        return L1JobResult("done", None, run, message="retrying", max_infra_retries=retries)
     own = suite_conclusions(run)
     reports = [PoolResult(s.name, job.pool, s.passed + s.failed, own[s.name]) for s in run.suites]
     series = SeriesStore(store)
@@ -303,7 +307,7 @@ def _run_pool(github: GitHubPort, cache: Repository, job: L1Job, config: RepoCon
         check = _upsert_check(github, job.repo, job.head_sha, out)
         if out.status == "completed":
             PendingChecks(store).forget(job.repo, check.id)
-    return L1JobResult("done", check.id, run, message=comparison.conclusion)
+    return L1JobResult("done", check.id, run, message=comparison.conclusion, max_infra_retries=retries)
 
 
 def _pending(job: L1Job, check_id: int, queue: str, suites: Sequence[Suite], margin_minutes: int) -> PendingCheck:
