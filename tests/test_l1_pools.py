@@ -180,3 +180,50 @@ def test_a_pool_whose_runner_failed_retries_before_it_reports(loopback_github: L
     _job(gh, tmp_path, replace(sent[1], attempt=2), host_canary=disk_full)
     check = _pools_check(gh)
     assert (check["conclusion"], check["output"]["title"]) == ("cancelled", "Every pool concluded cancelled")
+
+
+def test_two_pool_jobs_finishing_together_conclude_once(
+    loopback_github: LoopbackGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers (their own git caches, one store and lock dir) run the two pools at once: the
+    reports are serialised by the repository lock, so the check is concluded exactly once, by the
+    job that saw both results, and the verdict counts both pools."""
+    import contextlib
+    import threading
+    from collections.abc import Iterator
+
+    from workers.adapters.state import LocalState
+
+    gh = loopback_github
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    cfg = config_yaml(flow_suite("unit", "tests", pools="[cpu, gpu-a]"), extra="  canary: false\n")
+    sha = gh.commit(REPO, {".github/forksync.yml": cfg, "tests/test_gpu.py": GPU_TESTS})
+    sent: list[L1Job] = []
+    _job(gh, tmp_path, L1Job(REPO, sha), sent)
+    results: dict[str, L1JobResult] = {}
+    both_done = threading.Barrier(2, timeout=60)  # both suites have run: the reports contend for the lock
+    lock_dir = LocalState(tmp_path / "data")
+
+    class Contending:
+        @contextlib.contextmanager
+        def lock(self, name: str, ttl_s: int, wait_s: float) -> Iterator[None]:
+            both_done.wait()
+            with lock_dir.lock(name, ttl_s, wait_s):
+                yield
+
+    def worker(pool_job: L1Job) -> None:
+        assert pool_job.pool is not None
+        results[pool_job.pool] = run_l1_job(
+            gh.adapter(gh.installation), GitCache(tmp_path / f"git-{pool_job.pool}"), tmp_path / "data", pool_job,
+            clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), state=Contending())  # type: ignore[arg-type]
+
+    threads = [threading.Thread(target=worker, args=(j,)) for j in sent]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert sorted(r.message for r in results.values()) == ["pending", "success"]
+    check = _pools_check(gh)
+    assert (check["conclusion"], check["output"]["title"]) == ("success", "All 2 pool(s) agree")
+    assert "| unit | cpu | 2 | success |" in check["output"]["summary"]
+    assert "| unit | gpu-a | 2 | success |" in check["output"]["summary"]
