@@ -227,3 +227,17 @@ def test_two_pool_jobs_finishing_together_conclude_once(
     assert (check["conclusion"], check["output"]["title"]) == ("success", "All 2 pool(s) agree")
     assert "| unit | cpu | 2 | success |" in check["output"]["summary"]
     assert "| unit | gpu-a | 2 | success |" in check["output"]["summary"]
+
+
+def test_a_pool_worker_consumes_its_pools_queue(tmp_path: Path) -> None:
+    """FORKSYNC_WORKER_QUEUES=l1-gpu-a is a pool's worker: accepted, declared, with the L1 time limit."""
+    from core.errors import ForksyncError
+    from core.settings import WorkerSettings
+    from workers.app.celery_app import celery_config
+
+    settings = WorkerSettings.from_mapping({"FORKSYNC_WORKER_QUEUES": "l1-gpu-a", "FORKSYNC_DATA_DIR": str(tmp_path)})
+    assert settings.worker_queues == ("l1-gpu-a",)
+    assert settings.visibility_timeout_s > tasknames.QUEUE_TIME_LIMIT_S[tasknames.Q_L1_CPU]
+    assert "l1-gpu-a" in [q.name for q in celery_config(settings)["task_queues"]]
+    with pytest.raises(ForksyncError, match="unknown queue"):
+        WorkerSettings.from_mapping({"FORKSYNC_WORKER_QUEUES": "gpu-a"})
