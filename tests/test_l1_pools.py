@@ -120,6 +120,8 @@ def test_pool_jobs_report_into_one_check_and_the_last_concludes(
     main = _job(gh, tmp_path, L1Job(REPO, sha), sent)
     assert main.status == "done" and [j.pool for j in sent] == ["cpu", "gpu-a"] == [j.pool for j in main.pool_jobs]
     assert len({j.pool_run for j in sent}) == 1 and sent[0].pool_run
+    retried: list[L1Job] = []  # an infrastructure retry of the L1 job does not send its pools again
+    assert _job(gh, tmp_path, L1Job(REPO, sha, attempt=1), retried).status == "done" and retried == []
     assert _pools_check(gh)["status"] == "in_progress"
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")

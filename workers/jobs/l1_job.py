@@ -187,7 +187,8 @@ def run_l1_job(
             pending.remember(_pending(job, check_id, queue, suites, config.l1.stale_margin_minutes))
         if not job.gpu_runner and any(s.gpu for s in suites):
             return L1JobResult("needs_gpu", check_id, message="GPU suites: the job goes to the l1-gpu queue")
-        pool_jobs = () if job.trunk else _dispatch_pools(github, job, pooled, pending, config.l1.stale_margin_minutes,
+        # Once per L1 run: an infrastructure retry of this job (attempt > 0) leaves its pools be.
+        pool_jobs = () if job.trunk or job.attempt else _dispatch_pools(github, job, pooled, pending, config.l1.stale_margin_minutes,
                                                          dispatch_pool)
         try:
             run = run_l1_for_ref(
