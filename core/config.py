@@ -137,6 +137,21 @@ def _daily_time(doc: _Doc, path: Path_, value: str) -> None:
         raise doc.error(path, f"expected a daily time HH:MM (UTC), got {value!r}")
 
 
+_POOL = re.compile(r"^[a-z0-9][a-z0-9-]{0,30}$")
+
+
+def _pools(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
+    for i, pool in enumerate(value):
+        if not _POOL.match(pool):
+            raise doc.error((*path, i), f"{pool!r} is not a pool name",
+                            "name a runner pool in lowercase letters, digits and dashes, e.g. pools: [cpu, gpu-a]")
+        if pool in value[:i]:
+            raise doc.error((*path, i), f"pool {pool!r} is listed twice", "list each pool once")
+    if len(value) == 1:
+        raise doc.error(path, "one pool compares nothing",
+                        "list two or more pools, or drop pools: to run the suite on its one queue")
+
+
 def _owners(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
     if not value:
         raise doc.error(path, "an L3 workload needs at least one owner to sign it off")
@@ -218,6 +233,12 @@ class Suite:
     format: str = key("junit", check=_result_format)
     min_tests: int = 0
     owners: tuple[str, ...] = ()
+    # Runner pools that each run the suite as a job of their own (queue ``l1-<pool>``); the
+    # ``forksync / L1 pools`` check compares their executed counts and outcomes (docs/l1.md).
+    # Empty: the suite runs once, on its one queue (l1-cpu, or l1-gpu with gpu: true).
+    pools: tuple[str, ...] = key((), check=_pools)
+    # Executed tests one pool may run fewer than another before it counts as an omission.
+    pool_tolerance: int = 0
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ DEFAULT_VISIBILITY_TIMEOUT_S = LONGEST_TASK_S + 3600
 def visibility_for(queues: tuple[str, ...]) -> int:
     """The visibility timeout of a worker consuming ``queues``: above their longest time limit
     (by 5 s for the webhook queue alone, by 15 min otherwise), and no longer."""
-    longest = max(tasknames.QUEUE_TIME_LIMIT_S[q] for q in queues)
+    longest = max(tasknames.queue_time_limit(q) for q in queues)
     return longest + (5 if longest < 120 else 15 * 60)
 
 
@@ -81,10 +81,10 @@ class WorkerSettings:
         url_map = tuple(sorted(parsed.items(), key=lambda kv: -len(kv[0])))
         timeout = env.get("FORKSYNC_VISIBILITY_TIMEOUT_S")
         queues = tuple(q.strip() for q in (env.get("FORKSYNC_WORKER_QUEUES") or "").split(",") if q.strip())
-        unknown = [q for q in queues if q not in tasknames.QUEUES]
+        unknown = [q for q in queues if q not in tasknames.QUEUES and not tasknames.is_l1_pool_queue(q)]
         if unknown:
             raise ForksyncError(f"FORKSYNC_WORKER_QUEUES names unknown queue(s) {', '.join(unknown)}",
-                                f"use some of {', '.join(tasknames.QUEUES)} (the worker's -Q)")
+                                f"use some of {', '.join(tasknames.QUEUES)} or an L1 pool's l1-<pool> (the worker's -Q)")
         queues = queues or tasknames.QUEUES
         return cls(
             bot=Settings.from_mapping(env),

@@ -103,6 +103,25 @@ QUEUE_TIME_LIMIT_S: Final[dict[str, int]] = {
 }
 
 
+def l1_pool_queue(pool: str) -> str:
+    """The queue of an L1 runner pool (``l1.suites[].pools``): ``cpu`` and ``gpu`` are the two
+    standing L1 queues, any other pool ``l1-<pool>`` (its workers consume it: ``-Q l1-<pool>``).
+    A pool job is ``RUN_L1`` with ``pool`` and ``pool_run`` added to its kwargs."""
+    return {"cpu": Q_L1_CPU, "gpu": Q_L1_GPU}.get(pool, f"l1-{pool}")
+
+
+def is_l1_pool_queue(queue: str) -> bool:
+    """True for the queue of an L1 pool other than cpu and gpu (``l1-<pool>``)."""
+    import re
+
+    return queue not in QUEUES and re.fullmatch(r"l1-[a-z0-9][a-z0-9-]{0,30}", queue) is not None
+
+
+def queue_time_limit(queue: str) -> int:
+    """The hard time limit of ``queue``'s tasks; an L1 pool's queue has the L1 queues' limit."""
+    return QUEUE_TIME_LIMIT_S[Q_L1_CPU if is_l1_pool_queue(queue) else queue]
+
+
 def time_limit_for(name: str) -> int:
     """The hard time limit of task ``name`` (its queue's)."""
     return QUEUE_TIME_LIMIT_S[queue_for(name)]

@@ -224,13 +224,17 @@ def test_run_l1_task_passes_pr_number_and_suites_to_the_job(monkeypatch: Any, tm
     seen: list[L1Job] = []
     app = SimpleNamespace(adapter=lambda iid: None, push_url_template="file:///{repo}", installation_token=lambda iid: None,
                           bot_login=lambda: "forksync[bot]")
-    settings = SimpleNamespace(data_dir=tmp_path, map_url=lambda url: url, store=lambda: None)
+    settings = SimpleNamespace(data_dir=tmp_path, map_url=lambda url: url, store=lambda: None,
+                               bot=SimpleNamespace(redis_url=None))
     monkeypatch.setattr(tasks, "_adapter", lambda task, iid: (app, settings))
     monkeypatch.setattr(tasks, "run_l1_job", lambda gh, caches, data, job, **kw: seen.append(job) or L1JobResult("done"))
     tasks.run_l1(installation_id=1, repo=REPO, head_sha="a" * 40, number=7, suites=["lit", "unit"])
     tasks.run_l1(installation_id=1, repo=REPO, head_sha="b" * 40)
     assert (seen[0].pr_number, seen[0].suite_names) == (7, ("lit", "unit"))
     assert (seen[1].pr_number, seen[1].suite_names) == (None, ())
+    # A pool job (l1.suites[].pools) keeps its pool and the run id it reports under.
+    tasks.run_l1(installation_id=1, repo=REPO, head_sha="c" * 40, number=7, pool="gpu-a", pool_run="ab12")
+    assert (seen[2].pool, seen[2].pool_run, seen[2].pr_number) == ("gpu-a", "ab12", 7)
 
 def _tracking_issues(gh: LoopbackGitHub) -> list[dict[str, Any]]:
     return [i for i in gh.state.issues[REPO].values() if "forksync:tracking" in i["labels"]]

@@ -15,6 +15,7 @@ from core.render import marker, neutral
 
 L1_CHECK = "forksync / L1"
 COVERAGE_CHECK = "forksync / coverage"
+POOLS_CHECK = "forksync / L1 pools"
 
 # GitHub's limits: 65,535 characters of summary or text, 50 annotations per request.
 MAX_TEXT = 65_000
@@ -508,3 +509,86 @@ def split_note(*, commits: int, runs: int, complete: bool, rebuilt: bool,
     lines.append("The bundle is rebuilt without them in this PR and L1 runs again." if rebuilt else
                  "The bundle was not rebuilt here: the next ingest rebuilds it.")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- pools
+
+
+class PoolResultLike(Protocol):
+    @property
+    def suite(self) -> str: ...
+    @property
+    def pool(self) -> str: ...
+    @property
+    def executed(self) -> int: ...
+    @property
+    def outcome(self) -> str: ...
+
+
+class DisagreementLike(Protocol):
+    @property
+    def suite(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def pool(self) -> str: ...
+    @property
+    def other(self) -> str: ...
+    @property
+    def pool_executed(self) -> int: ...
+    @property
+    def other_executed(self) -> int: ...
+    @property
+    def pool_outcome(self) -> str: ...
+    @property
+    def other_outcome(self) -> str: ...
+
+
+class PoolComparisonLike(Protocol):
+    @property
+    def conclusion(self) -> str: ...
+    @property
+    def missing(self) -> Sequence[tuple[str, str]]: ...
+    @property
+    def disagreements(self) -> Sequence[DisagreementLike]: ...
+    @property
+    def results(self) -> Sequence[PoolResultLike]: ...
+
+
+def pool_disagreement(d: DisagreementLike) -> str:
+    """One omission in words, naming both pools and their counts."""
+    if d.kind == "fewer":
+        return (f"`{d.suite}`: pool `{d.pool}` executed {d.pool_executed} test(s), pool `{d.other}` "
+                f"executed {d.other_executed}: {d.pool} omitted {d.other_executed - d.pool_executed}")
+    return (f"`{d.suite}`: pool `{d.pool}` concluded {d.pool_outcome} ({d.pool_executed} executed), "
+            f"pool `{d.other}` concluded {d.other_outcome} ({d.other_executed} executed)")
+
+
+def pooled_suites_note(title: str, suites: Sequence[str], ran_here: int) -> tuple[str, str]:
+    """(title, summary note) of ``forksync / L1`` when some suites run on pools instead of here."""
+    listed = ", ".join(f"`{s}`" for s in suites)
+    note = f"\n\nRun on several pools and compared in `{POOLS_CHECK}`: {listed}."
+    return (title if ran_here else f"{len(suites)} suite(s) run on pools: see {POOLS_CHECK}"), note
+
+
+def pools_check_run(sha: str, comparison: PoolComparisonLike) -> CheckRunOutput:
+    """``forksync / L1 pools``: in progress until every pool reported, then the comparison."""
+    lines = [marker("l1-pools", sha), "| suite | pool | executed | outcome |", "| --- | --- | --- | --- |"]
+    lines += [f"| {_cell(r.suite)} | {_cell(r.pool)} | {r.executed} | {r.outcome} |" for r in comparison.results]
+    lines += [f"| {_cell(s)} | {_cell(p)} | – | waiting |" for s, p in comparison.missing]
+    if comparison.missing:
+        waiting = ", ".join(p for _, p in comparison.missing)
+        return CheckRunOutput(POOLS_CHECK, sha, "in_progress", None,
+                              f"Waiting on {len(comparison.missing)} pool(s): {waiting}", "\n".join(lines))
+    if comparison.disagreements:
+        first = comparison.disagreements[0]
+        title = (f"Pools disagree: {first.pool} ran {first.pool_executed}, {first.other} ran {first.other_executed}"
+                 if first.kind == "fewer" else f"Pools disagree: {first.pool} {first.pool_outcome}, "
+                 f"{first.other} {first.other_outcome}")
+        lines += ["", "A pool that ran fewer tests than another, or concluded otherwise, omitted tests: "
+                  "not a pass.", *(f"- {neutral(pool_disagreement(d))}" for d in comparison.disagreements)]
+    elif comparison.conclusion == "success":
+        title = f"All {len({r.pool for r in comparison.results})} pool(s) agree"
+    else:
+        title = f"Every pool concluded {comparison.conclusion}"
+    return CheckRunOutput(POOLS_CHECK, sha, "completed", comparison.conclusion, title, "\n".join(lines))

@@ -165,7 +165,10 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
         "result_backend": backend,
         # Named like the queues Celery creates for a route (what the bot's sender declares), so
         # the bot and the workers bind the same exchange and routing key.
-        "task_queues": [Queue(name, Exchange(name), routing_key=name) for name in tasknames.QUEUES],  # type: ignore[no-untyped-call]
+        # A worker of an L1 pool (l1.suites[].pools) also declares its pool's queue, l1-<pool>.
+        "task_queues": [Queue(name, Exchange(name), routing_key=name)  # type: ignore[no-untyped-call]
+                        for name in (*tasknames.QUEUES, *(q for q in settings.worker_queues
+                                                          if tasknames.is_l1_pool_queue(q)))],
         "task_default_queue": tasknames.Q_GITHUB,
         "task_routes": routes,
         "task_serializer": "json",

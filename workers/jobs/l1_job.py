@@ -27,10 +27,12 @@ from core.render import l1 as render
 from core.render import marker
 from core.store import Store, open_store
 from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
+from workers.adapters.state import LocalState, SeriesStore, StateStore
 from workers.engine.git import GitError, Repository
 from workers.jobs.l1_split import Eject, SplitOutcome, split_bundle
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conclude, run_l1_for_ref
+from workers.testing.pools import PoolResult, as_point, compare, from_point, pool_series
 from workers.testing.red_bundle import DEFAULT_MAX_RUNS, plan_split
 from workers.testing.staleness import PendingCheck, PendingChecks, deadline_for
 from workers.testing.suite_plan import SuitePlan, plan_suites
@@ -61,6 +63,10 @@ class L1Job:
     suite_names: tuple[str, ...] = ()
     # The installation the job acts as: what the staleness watchdog needs to conclude its check.
     installation_id: int = 0
+    # A pool job (``l1.suites[].pools``): run only the suites of this pool, record their results
+    # under ``pool_run`` (the dispatching job's id) and conclude ``forksync / L1 pools`` if last.
+    pool: str | None = None
+    pool_run: str = ""
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,8 @@ class L1JobResult:
     check_run_id: int | None = None
     run: L1Run | None = None
     message: str = ""
+    # The pool jobs this job dispatched (each to ``tasknames.l1_pool_queue(job.pool)``).
+    pool_jobs: tuple[L1Job, ...] = ()
     max_infra_retries: int = 0  # from the repository's l1 config: how often the task may retry
 
     @property
@@ -105,6 +113,8 @@ def run_l1_job(
     store: Store | None = None,
     eject: Eject | None = None,
     rebuild: Callable[[], None] | None = None,
+    dispatch_pool: Callable[[L1Job], None] | None = None,
+    state: StateStore | None = None,
 ) -> L1JobResult:
     """Run L1 for ``job`` and publish it. Never leaves a check run in progress: any failure of
     ours completes it with the reason before the exception goes on to the task's retry logic.
@@ -112,7 +122,9 @@ def run_l1_job(
     ``store``: the shared SQL store (``WorkerSettings.store()``; default: the embedded one under
     ``data_dir``), where trunk results and baselines live. ``eject(upstream sha, reason)`` and
     ``rebuild()``: how a red bundle's culprits go to chains and the bundle is rebuilt (the task
-    wires the chains ref and an ingest); without them a split only reports its culprits."""
+    wires the chains ref and an ingest); without them a split only reports its culprits.
+    ``dispatch_pool(job)``: how a pool job is sent to its pool's queue (the task's; the jobs are
+    also listed in the result); ``state``: whose repository lock serialises the pool reports."""
     store = store or open_store(None, data_dir)
     with caches.open(cache_key(job.repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
@@ -148,6 +160,15 @@ def run_l1_job(
         plan = plan_suites(trunk_config, head_config, drop_approved_by=_drop_approval(github, job, own_login))
         trunk_branch = (trunk_ref or f"refs/heads/{head_config.fork.branch}").removeprefix("refs/heads/")
         config = plan.apply(trunk_config)
+        pooled = [s for s in config.l1.suites if s.pools]
+        if job.pool is not None:
+            if job.trunk or not job.pool_run:
+                return L1JobResult("skipped", message="a pool job tests the head its L1 job dispatched it for")
+            retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
+            return _run_pool(github, cache, job, config, store, data_dir, canary, host_canary,
+                             state or LocalState(data_dir, SeriesStore(store)), retries)
+        if pooled and not job.trunk:  # trunk runs each suite once, as ever: that is its baseline
+            config = replace(config, l1=replace(config.l1, suites=tuple(s for s in config.l1.suites if not s.pools)))
         names = [s.name for s in config.l1.suites]
         kept: dict[str, str] = {}
         chosen = names
@@ -166,6 +187,9 @@ def run_l1_job(
             pending.remember(_pending(job, check_id, queue, suites, config.l1.stale_margin_minutes))
         if not job.gpu_runner and any(s.gpu for s in suites):
             return L1JobResult("needs_gpu", check_id, message="GPU suites: the job goes to the l1-gpu queue")
+        # Once per L1 run: an infrastructure retry of this job (attempt > 0) leaves its pools be.
+        pool_jobs = () if job.trunk or job.attempt else _dispatch_pools(github, job, pooled, pending, config.l1.stale_margin_minutes,
+                                                         dispatch_pool)
         try:
             run = run_l1_for_ref(
                 cache.path, job.head_sha, config, data_dir=data_dir, base_ref=config.fork.branch,
@@ -195,6 +219,9 @@ def run_l1_job(
             assert job.pr_number is not None
             github.create_comment(job.repo, job.pr_number, note)
         out = _with_kept(out, kept, suite_conclusions(run))
+        if pool_jobs:
+            title, note = render.pooled_suites_note(out.title, [s.name for s in pooled], len(run.suites))
+            out = replace(out, title=title, summary=out.summary + note)
         if run.conclusion == CANCELLED and job.attempt < retries:
             out = _retrying(out, job.attempt + 1, retries)
         github.update_check_run(
@@ -209,7 +236,79 @@ def run_l1_job(
         required = required_checks_for(github, job.repo, trunk_branch, config.l1.required_checks)
         if required.checks or required.only_in_config:
             publish_coverage(github, job.repo, job.head_sha, required)
-    return L1JobResult("done", check_id, run, max_infra_retries=retries)
+    return L1JobResult("done", check_id, run, max_infra_retries=retries, pool_jobs=pool_jobs)
+
+
+# --------------------------------------------------------------------------- pools
+
+_POOL_RUN_MARK = re.compile(r"<!-- forksync:l1-pools-run:(?P<id>[0-9a-f]+) -->")
+
+
+def _dispatch_pools(github: GitHubPort, job: L1Job, pooled: Sequence[Suite], pending: PendingChecks,
+                    margin_minutes: int, dispatch: Callable[[L1Job], None] | None) -> tuple[L1Job, ...]:
+    """Put ``forksync / L1 pools`` in progress under a new run id and send one job per pool."""
+    if not pooled:
+        return ()
+    import uuid
+
+    run_id = uuid.uuid4().hex[:16]
+    expected = {s.name: s.pools for s in pooled}
+    out = render.pools_check_run(job.head_sha, compare(expected, ()))
+    check = _upsert_check(github, job.repo, job.head_sha, replace(out, summary=_pool_run_mark(run_id) + out.summary),
+                          external_id=_external_id(job))
+    pools = sorted({p for s in pooled for p in s.pools})
+    # The watchdog concludes the check timed_out if a pool's queue never answers.
+    pending.remember(_pending(job, check.id, tasknames.l1_pool_queue(pools[0]), pooled, margin_minutes))
+    jobs = tuple(replace(job, pool=p, pool_run=run_id, suite_names=(), attempt=0) for p in pools)
+    for pool_job in jobs:
+        if dispatch is not None:
+            dispatch(pool_job)
+    return jobs
+
+
+def _pool_run_mark(run_id: str) -> str:
+    return f"<!-- forksync:l1-pools-run:{run_id} -->\n"
+
+
+def _run_pool(github: GitHubPort, cache: Repository, job: L1Job, config: RepoConfig, store: Store, data_dir: Path,
+              canary: Callable[[], CanaryResult] | None, host_canary: Callable[[], CanaryResult] | None,
+              state: StateStore, retries: int) -> L1JobResult:
+    """One pool's job: run its suites, record each result in the store and, under the
+    repository's lock, compare every pool's stored results; the job that sees them all concludes."""
+    assert job.pool is not None
+    pooled = [s for s in config.l1.suites if s.pools]
+    mine = [s.name for s in pooled if job.pool in s.pools]
+    if not mine:
+        return L1JobResult("skipped", message=f"no L1 suite runs on pool {job.pool} at {job.head_sha[:12]}")
+    run = run_l1_for_ref(cache.path, job.head_sha, config, data_dir=data_dir, base_ref=config.fork.branch,
+                         canary=canary, host_canary=host_canary, infra_retries=0, suite_names=mine,
+                         results=TrunkResults(store, job.repo))
+    observe_suites(run)
+    _file_infra_issues(github, job, run)
+    if run.conclusion == CANCELLED and job.attempt < retries:
+        # Only the runner failed: the task retries on the pool's queue; nothing is reported yet.
+        return L1JobResult("done", None, run, message="retrying", max_infra_retries=retries)
+    own = suite_conclusions(run)
+    reports = [PoolResult(s.name, job.pool, s.passed + s.failed, own[s.name]) for s in run.suites]
+    series = SeriesStore(store)
+    name = pool_series(job.repo, job.head_sha, job.pool_run)
+    with state.lock(f"l1-pools:{job.repo}:{job.head_sha}", ttl_s=300, wait_s=120):
+        current = [r for r in github.list_check_runs(job.repo, job.head_sha, name=render.POOLS_CHECK)
+                   if r.head_sha == job.head_sha]
+        newest_check = max(current, key=lambda r: r.id) if current else None
+        found = _POOL_RUN_MARK.search(newest_check.summary or "") if newest_check is not None else None
+        if found is None or found.group("id") != job.pool_run:
+            return L1JobResult("stale", None, run, message="a newer L1 run on this commit dispatched its own pools")
+        for report in reports:
+            series.append(name, as_point(report))
+        comparison = compare({s.name: s.pools for s in pooled}, [from_point(p) for p in series.series(name)],
+                             {s.name: s.pool_tolerance for s in pooled})
+        out = render.pools_check_run(job.head_sha, comparison)
+        out = replace(out, summary=_pool_run_mark(job.pool_run) + out.summary)
+        check = _upsert_check(github, job.repo, job.head_sha, out)
+        if out.status == "completed":
+            PendingChecks(store).forget(job.repo, check.id)
+    return L1JobResult("done", check.id, run, message=comparison.conclusion, max_infra_retries=retries)
 
 
 def _pending(job: L1Job, check_id: int, queue: str, suites: Sequence[Suite], margin_minutes: int) -> PendingCheck:

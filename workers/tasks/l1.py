@@ -14,6 +14,7 @@ from celery import shared_task
 from core import tasknames
 from core.render.l1 import L1_CHECK
 from workers.adapters.gitcache import GitCache
+from workers.adapters.state import open_state
 from workers.app import celery_app
 from workers.app.handlers import handles
 from workers.jobs.l1_job import L1Job, coverage_from_github, run_l1_job
@@ -40,11 +41,14 @@ def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
              time_limit=L1_TIME_LIMIT_S)
 def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: bool = False,
            push_ref: str | None = None, number: int | None = None, delivery: str | None = None,
-           suites: list[str] | None = None, **_: Any) -> dict[str, Any]:
+           suites: list[str] | None = None, pool: str | None = None, pool_run: str = "",
+           **_: Any) -> dict[str, Any]:
     """Run L1 on ``head_sha`` of ``repo`` and publish its check runs (see ``workers/jobs/l1_job.py``).
 
     ``number``: the PR (an outside PR runs only with a maintainer's ``/approve`` of its head);
     ``suites``: ``/retest SUITE …``, only those run and the others keep their results.
+    ``pool``, ``pool_run``: a pool job (``l1.suites[].pools``), sent by the L1 job of that head to
+    the pool's queue (``tasknames.l1_pool_queue``); it reports into ``forksync / L1 pools``.
     Idempotent: the check run is updated in place. An infrastructure failure is retried (bounded
     by ``l1.max_infra_retries``) so another runner can take it; the PR is never blamed for it.
     """
@@ -53,7 +57,7 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     queue = (self.request.delivery_info or {}).get("routing_key")
     job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries,
                 gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number, suite_names=tuple(suites or ()),
-                installation_id=installation_id)
+                installation_id=installation_id, pool=pool, pool_run=pool_run)
     eject, rebuild = _split_wiring(settings, app, installation_id, repo)
     result = run_l1_job(
         github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, job,
@@ -61,6 +65,11 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
         token=app.installation_token(installation_id),
         clone_url_for=lambda other: settings.map_url(app.push_url_template.format(repo=other)),
         own_login=app.bot_login(), store=settings.store(), eject=eject, rebuild=rebuild,
+        dispatch_pool=lambda pool_job: run_l1.apply_async(kwargs={
+            "installation_id": installation_id, "repo": repo, "head_sha": head_sha, "number": number,
+            "delivery": delivery, "pool": pool_job.pool, "pool_run": pool_job.pool_run,
+        }, queue=tasknames.l1_pool_queue(pool_job.pool or "")),
+        state=open_state(settings),
     )
     log.info("L1 %s@%s: %s %s", repo, head_sha[:12], result.status, result.run.conclusion if result.run else "")
     if result.status == "needs_gpu":
