@@ -1,0 +1,76 @@
+"""Recovery of comment commands whose delivery was lost (issue 14, finding 4): the pure planner on
+plain comments, and the executor end to end through the loopback GitHub (the delivery log in the
+web app's store names the repository; the real ``forksync.on_comment`` task answers once)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from core import tasknames
+from core.github.records import CommentInfo
+from core.render.commands import reply_marker
+from core.store import open_store
+from tests.fixtures.commands import FORK, CommandWorld
+from tests.loopback_github import APP_BOT_LOGIN
+from workers.commands.recovery import plan
+from workers.jobs.recover_commands import recover_commands
+
+NOW = 1_800_000_000.0
+BOT = "forksync[bot]"
+
+
+def _c(cid: int, body: str, author: str = "maint", age_s: float = 3600, issue: int = 7,
+       url: str = "https://github.com/acme/fork/issues/7") -> CommentInfo:
+    return CommentInfo(cid, issue, body, author, f"{url}#issuecomment-{cid}", NOW - age_s)
+
+
+def test_plan_picks_unanswered_human_commands_past_the_grace_period() -> None:
+    comments = [
+        _c(1, "/status"),                                   # answered below
+        _c(2, f"{reply_marker(1)}\nanswer", author=BOT),
+        _c(3, "/skip #102 lost delivery"),                  # never answered: recovered
+        _c(4, "just talking"),                              # no command
+        _c(5, "/status", author="other-app[bot]"),          # a bot: never runs commands
+        _c(6, "/status", age_s=30),                         # too young: its delivery may be queued
+        _c(7, f"quoting {reply_marker(8)}", author="mallory"),  # a user's marker answers nothing
+        _c(8, "/help", url="https://github.com/acme/fork/pull/9", issue=9),
+    ]
+    actions = plan(FORK, 42, comments, own_login=BOT, now=NOW, grace_s=300)
+    assert [(a.comment_id, a.is_pull_request) for a in actions] == [(3, False), (8, True)]
+    kwargs = actions[1].task_kwargs()
+    assert kwargs["installation_id"] == 42 and kwargs["issue_number"] == 9 and kwargs["author_type"] == "User"
+
+
+def test_plan_trusts_only_our_own_replies_when_the_login_is_known() -> None:
+    comments = [_c(1, "/status"), _c(2, f"{reply_marker(1)}\nanswer", author="other-app[bot]")]
+    assert [a.comment_id for a in plan(FORK, 1, comments, own_login=BOT, now=NOW, grace_s=0)] == [1]
+    assert plan(FORK, 1, comments, own_login=None, now=NOW, grace_s=0) == []
+
+
+def test_a_command_whose_delivery_was_lost_is_answered_once(command_world: CommandWorld, tmp_path: Path) -> None:
+    """One comment delivered (answered), one whose webhook never came: the recovery pass answers the
+    lost one with the real task; a second pass enqueues nothing and nothing runs twice."""
+    from core.github.app import app_for
+    from workers.tasks.webhooks import WEBHOOK_TASKS
+
+    w = command_world
+    answered = w.say("/status")
+    lost = w.add_comment("/skip #102 AMD only", "maint")  # its webhook is never delivered
+    store = open_store(None, tmp_path / "web")  # the web app's store: it logged the first delivery
+    app = app_for(w.settings.bot)
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    def run(name: str, kwargs: dict[str, Any]) -> None:
+        sent.append((name, kwargs))
+        WEBHOOK_TASKS[name](**kwargs)
+
+    later = time.time() + 600  # past the grace period
+    done = recover_commands(store, app.adapter, run, own_login=app.bot_login(), now=later)
+    assert [a.comment_id for a in done] == [lost] and [n for n, _ in sent] == [tasknames.ON_COMMENT]
+    assert "as **wont_port**: AMD only" in w.reply(lost)
+    assert w.status()["wont_port"] == 1 and len(w.replies(answered)) == 1
+    assert app.bot_login() == APP_BOT_LOGIN
+    assert recover_commands(store, app.adapter, run, own_login=app.bot_login(), now=later) == []
+    assert len(sent) == 1 and len(w.replies(lost)) == 1
