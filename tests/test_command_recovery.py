@@ -74,3 +74,42 @@ def test_a_command_whose_delivery_was_lost_is_answered_once(command_world: Comma
     assert app.bot_login() == APP_BOT_LOGIN
     assert recover_commands(store, app.adapter, run, own_login=app.bot_login(), now=later) == []
     assert len(sent) == 1 and len(w.replies(lost)) == 1
+
+
+def test_a_worker_sends_one_recovery_pass_when_it_is_ready() -> None:
+    """worker_ready → forksync.recover_commands sent once; a broker error there is logged, not raised."""
+    from celery import signals
+
+    from workers.tasks import commands
+
+    class App:
+        def __init__(self, fail: bool = False) -> None:
+            self.sent: list[str] = []
+            self.fail = fail
+
+        def send_task(self, name: str) -> None:
+            if self.fail:
+                raise ConnectionError("broker down")
+            self.sent.append(name)
+
+    class Consumer:
+        def __init__(self, app: App) -> None:
+            self.app = app
+
+    ok, down = App(), App(fail=True)
+    signals.worker_ready.send(sender=Consumer(ok))
+    signals.worker_ready.send(sender=Consumer(down))
+    assert ok.sent == [tasknames.RECOVER_COMMANDS] and down.sent == []
+    assert commands.recover_commands.name == tasknames.RECOVER_COMMANDS
+
+
+def test_beat_runs_recovery_every_schedule_recover_commands_minutes() -> None:
+    from datetime import timedelta
+
+    from core.config import load_repo_config
+    from workers.app.celery_app import beat_schedule
+
+    default = beat_schedule(load_repo_config(""))["recover-commands"]
+    assert default["task"] == tasknames.RECOVER_COMMANDS and default["schedule"] == timedelta(minutes=10)
+    tuned = beat_schedule(load_repo_config("schedule:\n  recover_commands_minutes: 3\n"))["recover-commands"]
+    assert tuned["schedule"] == timedelta(minutes=3)
