@@ -113,3 +113,16 @@ def test_beat_runs_recovery_every_schedule_recover_commands_minutes() -> None:
     assert default["task"] == tasknames.RECOVER_COMMANDS and default["schedule"] == timedelta(minutes=10)
     tuned = beat_schedule(load_repo_config("schedule:\n  recover_commands_minutes: 3\n"))["recover-commands"]
     assert tuned["schedule"] == timedelta(minutes=3)
+
+
+def test_the_task_without_a_github_app_skips_with_a_warning(tmp_path: Path, monkeypatch: Any) -> None:
+    """Demo mode (no App id or key): the start-up pass logs why and ends; it never fails the worker."""
+    from core.settings import WorkerSettings
+    from workers.app.celery_app import create_celery
+    from workers.tasks import commands
+
+    for name in ("GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    app = create_celery(WorkerSettings.from_mapping({"FORKSYNC_DATA_DIR": str(tmp_path / "data")}))
+    assert app.tasks[tasknames.RECOVER_COMMANDS].apply().get() == 0
+    assert commands.recover_commands.name in app.tasks

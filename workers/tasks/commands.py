@@ -13,6 +13,7 @@ from typing import Any
 from celery import shared_task
 
 from core import tasknames
+from core.errors import ForksyncError
 from core.settings import WorkerSettings
 from workers.app.handlers import handles
 from workers.commands.actions import Services
@@ -103,8 +104,13 @@ def recover_commands(self: Any, **_: Any) -> int:
     from workers.jobs.recover_commands import recover_commands as run
 
     settings = settings_of(self.app)
-    app = app_for(settings.bot)
-    done = run(settings.store(), app.adapter, send_task, own_login=app.bot_login())
+    try:
+        app = app_for(settings.bot)
+        own_login = app.bot_login()
+    except ForksyncError as exc:  # no App configured (demo), or GitHub unreachable: beat tries again
+        log.warning("command recovery skipped: %s", exc)
+        return 0
+    done = run(settings.store(), app.adapter, send_task, own_login=own_login)
     log.info("command recovery: %d comment(s) answered late", len(done))
     return len(done)
 
