@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flask import Flask
 
-    from bot.dispatch import DeliveryStore, TaskSender
+    from bot.dispatch import DeliveryStore, StoreDeliveryLog, TaskSender
     from core.dashboard.store import FeedStore
 
 
@@ -19,12 +19,15 @@ def create_app(
     sender: TaskSender | None = None,
     dedup: DeliveryStore | None = None,
     feeds: FeedStore | None = None,
+    deliveries: StoreDeliveryLog | None = None,
 ) -> Flask:
     """The Flask app (gunicorn: ``'bot:create_app()'``); settings from ``config`` or the environment.
 
     ``sender`` and ``dedup`` default to Celery + Redis when ``REDIS_URL`` is set, else to the
     embedded broker and an SQLite dedup file under ``FORKSYNC_DATA_DIR``; ``feeds`` (the
-    dashboard's data, written by the workers) likewise to a Redis hash or an SQLite file.
+    dashboard's data, written by the workers) likewise to a Redis hash or an SQLite file;
+    ``deliveries`` (the durable accepted-delivery log) to the SQL store (``FORKSYNC_DATABASE_URL``,
+    else SQLite under the data dir), opened at the first delivery.
     """
     from flask import Flask
 
@@ -47,6 +50,7 @@ def create_app(
             settings=settings,
             sender=sender or dispatch.default_sender(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
             dedup=dedup or dispatch.default_store(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
+            deliveries=deliveries or dispatch.StoreDeliveryLog(settings.database_url, settings.data_dir),
         ),
     )
     feeds = feeds or store.open_feed_store(settings.redis_url, settings.data_dir)

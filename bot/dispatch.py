@@ -149,6 +149,41 @@ class SqliteDeliveryStore:
         return f"sqlite {self.path}"
 
 
+class StoreDeliveryLog:
+    """The durable accepted-delivery log (``core/store/deliveries.py``) for the web process.
+
+    The store (``FORKSYNC_DATABASE_URL``, else SQLite under the data dir) is opened at the first
+    delivery, not at start-up. One insert per accepted delivery; its primary key decides
+    duplicates, so a Redis restart without persistence cannot make an old delivery run again.
+    """
+
+    def __init__(self, database_url: str | None, data_dir: str | Path) -> None:
+        self.database_url = database_url
+        self.data_dir = data_dir
+
+    def _store(self) -> Any:
+        from core.store import open_store
+
+        return open_store(self.database_url, self.data_dir)
+
+    def accept(self, delivery: str, event: str, repo: str, installation_id: int | None) -> bool:
+        """Record an accepted delivery; True the first time, False when it was accepted before."""
+        from core.store import deliveries
+
+        record = deliveries.AcceptedDelivery(delivery, event, repo, installation_id, time.time())
+        try:
+            return deliveries.accept(self._store(), record)
+        except Exception as exc:  # SQLAlchemy/driver errors: the delivery is not accepted
+            raise DispatchError(f"the delivery log could not record {delivery} ({type(exc).__name__})",
+                                "check FORKSYNC_DATABASE_URL (or that FORKSYNC_DATA_DIR is writable)") from None
+
+    def forget(self, delivery: str) -> None:
+        from core.store import deliveries
+
+        with contextlib.suppress(Exception):  # a leftover row only makes GitHub's redelivery a duplicate
+            deliveries.forget(self._store(), delivery)
+
+
 # --------------------------------------------------------------------------- senders
 
 

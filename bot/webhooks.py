@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 from flask import Blueprint, Flask, Response, current_app, request
 from werkzeug.exceptions import ClientDisconnected
 
-from bot.dispatch import AtomicSender, DeliveryStore, DispatchError, TaskSender
+from bot.dispatch import AtomicSender, DeliveryStore, DispatchError, StoreDeliveryLog, TaskSender
 from bot.events import (
     CheckRunEvent,
     CheckSuiteEvent,
@@ -60,6 +60,8 @@ class BotState:
     settings: Settings
     sender: TaskSender
     dedup: DeliveryStore
+    # The durable accepted-delivery log (SQL store): decides duplicates before Redis does.
+    deliveries: StoreDeliveryLog | None = None
 
 
 @dataclass(frozen=True)
@@ -351,11 +353,32 @@ def _webhook() -> Response:
         return _answer(202, f"ignored: {call}")
     if not delivery:
         return _answer(400, "bad request: missing X-GitHub-Delivery header")
+    if len(delivery) > 100:  # GitHub's are 36-character GUIDs; the delivery log keys on it
+        return _answer(400, "bad request: X-GitHub-Delivery is longer than 100 characters")
     with logs.bound(repo=call.kwargs.get("repo"), installation=call.kwargs.get("installation_id")):
         return _enqueue(bot, call, delivery, event_name)
 
 
 def _enqueue(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> Response:
+    if bot.deliveries is not None:
+        installation = call.kwargs.get("installation_id")
+        try:
+            first = bot.deliveries.accept(delivery, event_name[:64], str(call.kwargs.get("repo") or "")[:200],
+                                          installation if isinstance(installation, int) and 0 < installation < 2**63
+                                          else None)
+        except DispatchError as exc:
+            log.error("delivery %s not accepted: %s", delivery, exc)
+            return _answer(503, f"unavailable: {exc}")
+        if not first:
+            log.info("delivery %s (%s) is a duplicate (delivery log)", delivery, event_name)
+            return _answer(200, f"duplicate: delivery {delivery} was already accepted")
+    answer = _send(bot, call, delivery, event_name)
+    if answer.status_code >= 500 and bot.deliveries is not None:
+        bot.deliveries.forget(delivery)  # not enqueued: GitHub's redelivery must be processed
+    return answer
+
+
+def _send(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> Response:
     if isinstance(bot.sender, AtomicSender):
         try:
             fresh = bot.sender.send_once(delivery, call.name, call.kwargs)

@@ -317,6 +317,8 @@ class ScheduleConfig:
     l1_watchdog_minutes: int = key(5, minimum=1)
     # A trunk push with no trunk L1 result recorded this long after it is reported.
     trunk_silent_minutes: int = key(180, minimum=1)
+    # Beat (and every worker start-up): answer comment commands whose delivery was lost.
+    recover_commands_minutes: int = key(10, minimum=1)
 
 
 def _agent(doc: _Doc, path: Path_, agent: AgentConfig) -> None:

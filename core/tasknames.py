@@ -47,6 +47,8 @@ L1_COVERAGE: Final = "forksync.l1_coverage"
 """installation_id, repo, head_sha: recompute ``forksync / coverage`` (another CI's suite finished)"""
 L1_WATCHDOG: Final = "forksync.l1_watchdog"
 """(no kwargs) beat: conclude L1 checks a dead queue never finished; report trunk runs that stopped"""
+RECOVER_COMMANDS: Final = "forksync.recover_commands"
+"""(no kwargs) worker start-up and beat: answer comment commands whose delivery was lost"""
 L3_RESET: Final = "forksync.l3_reset"
 """installation_id, repo, before, after: reset L3 sign-offs of a branch that moved"""
 
@@ -78,6 +80,7 @@ TASK_ROUTES: Final[dict[str, dict[str, str]]] = {
     L1_COVERAGE: {"queue": Q_GITHUB},  # API calls only
     L3_RESET: {"queue": Q_GITHUB},  # API calls only
     L1_WATCHDOG: {"queue": Q_GITHUB},  # store reads and API calls only
+    RECOVER_COMMANDS: {"queue": Q_GITHUB},  # store reads and one comment listing per repository
 }
 
 WEBHOOK_TASKS: Final[tuple[str, ...]] = (

@@ -491,8 +491,9 @@ class LoopbackGitHub:
                 "mergeable_state": "clean", "comments": issue["comments"], "maintainer_can_modify": pr["maintainer_can_modify"]}
 
     def _comment_json(self, repo: str, c: dict[str, Any]) -> dict[str, Any]:
+        kind = "pull" if c["issue_number"] in self.state.pulls.get(repo, {}) else "issues"  # as GitHub links them
         return {"url": f"{self.url}/repos/{repo}/issues/comments/{c['id']}",
-                "html_url": f"https://github.com/{repo}/issues/{c['issue_number']}#issuecomment-{c['id']}",
+                "html_url": f"https://github.com/{repo}/{kind}/{c['issue_number']}#issuecomment-{c['id']}",
                 "issue_url": f"{self.url}/repos/{repo}/issues/{c['issue_number']}", "id": c["id"],
                 "node_id": f"IC_{c['id']}", "user": self._user(c["author"]), "created_at": c["created_at"],
                 "updated_at": c["updated_at"], "author_association": "NONE", "body": c["body"],
@@ -1221,6 +1222,16 @@ def _list_comments(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, quer
     h.installation(repo)
     _find_issue(gh, repo, number)
     items = [c for _, c in sorted(gh.state.comments[repo].items()) if c["issue_number"] == int(number)]
+    chunk, links = _paginate(h, items, query)
+    return 200, [gh._comment_json(repo, c) for c in chunk], links
+
+
+@route("GET", "/repos/{repo}/issues/comments")
+def _list_repo_comments(gh: LoopbackGitHub, h: _Handler, repo: str, query: Mapping[str, str], **_: Any) -> Any:
+    """Every comment of the repository (issues and PRs), oldest first; ``since`` filters on updated_at."""
+    h.installation(repo)
+    since = query.get("since", "")
+    items = [c for _, c in sorted(gh.state.comments[repo].items()) if c["updated_at"] >= since]
     chunk, links = _paginate(h, items, query)
     return 200, [gh._comment_json(repo, c) for c in chunk], links
 

@@ -303,11 +303,11 @@ class _DownStore:
 
 def test_healthz_is_200_when_store_is_up_and_503_when_down(tmp_path: Path) -> None:
     """/healthz reports the dedup store: 200 up, 503 down (and a delivery is then 503, not lost silently)."""
-    up = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET}, sender=RecordingSender(),
+    up = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path)}, sender=RecordingSender(),
                     dedup=SqliteDeliveryStore(tmp_path / "d.sqlite", 60))
     assert up.test_client().get("/healthz").status_code == 200
     sender = RecordingSender()
-    down = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET}, sender=sender, dedup=_DownStore())
+    down = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path)}, sender=sender, dedup=_DownStore())
     resp = down.test_client().get("/healthz")
     assert resp.status_code == 503 and "unreachable" in resp.text
     body, headers = signed("push", load("push.with-new-branch.json"))
@@ -317,9 +317,9 @@ def test_healthz_is_200_when_store_is_up_and_503_when_down(tmp_path: Path) -> No
 
 def test_healthz_checks_real_redis(tmp_path: Path, redis_url: Callable[[int], str]) -> None:
     """With REDIS_URL (the default stores), /healthz pings Redis: up → 200; a dead port → 503."""
-    ok = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url(0)})
+    ok = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": redis_url(0)})
     assert ok.test_client().get("/healthz").status_code == 200
-    dead = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": "redis://127.0.0.1:1/0"})
+    dead = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": "redis://127.0.0.1:1/0"})
     assert dead.test_client().get("/healthz").status_code == 503
 
 
@@ -356,7 +356,7 @@ def test_default_redis_path_over_a_socket_enqueues_one_celery_message(tmp_path: 
     url = redis_url(15)
     client = redis.Redis.from_url(url)
     client.delete(tasknames.Q_GITHUB)
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": url})
+    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": url})
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -383,7 +383,7 @@ def test_concurrent_redeliveries_are_enqueued_exactly_once(tmp_path: Path, redis
     url = redis_url(15)
     client = redis.Redis.from_url(url)
     client.delete(tasknames.Q_GITHUB)
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": url})
+    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": url})
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()

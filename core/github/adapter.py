@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 import requests
@@ -384,6 +385,13 @@ class GitHubAdapter:
         return self._call(f"list the comments of #{issue_number}", repo,
                           lambda: [_comment_info(c, issue_number) for c in self._repo(repo).get_issue(issue_number).get_comments()])
 
+    def recent_comments(self, repo: str, since: datetime) -> list[CommentInfo]:
+        """Every issue and PR comment of ``repo`` updated at or after ``since``, oldest first (one
+        paginated listing for the whole repository: what recovery of missed commands reads)."""
+        return self._call("list the repository's recent comments", repo,
+                          lambda: [_comment_info(c, None) for c in
+                                   self._repo(repo).get_issues_comments(sort="created", direction="asc", since=since)])
+
     def find_comment(self, repo: str, issue_number: int, marker: str) -> CommentInfo | None:
         """The first comment on #``issue_number`` whose body carries ``marker``."""
 
@@ -587,8 +595,10 @@ def _issue_info(issue: Issue) -> IssueInfo:
 def _comment_info(comment: IssueComment, issue_number: int | None) -> CommentInfo:
     if issue_number is None:
         issue_number = int(comment.issue_url.rstrip("/").rsplit("/", 1)[-1])
+    created = comment.created_at
     return CommentInfo(id=comment.id, issue_number=issue_number, body=comment.body or "",
-                       author=comment.user.login, html_url=comment.html_url)
+                       author=comment.user.login, html_url=comment.html_url,
+                       created_at=created.timestamp() if created is not None else 0.0)
 
 
 __all__ = ["GitHubAdapter", "classify"]

@@ -110,6 +110,7 @@ class CommentInfo:
     body: str
     author: str
     html_url: str
+    created_at: float = 0.0  # seconds since the epoch; 0 when GitHub did not say
 
 
 @dataclass(frozen=True)

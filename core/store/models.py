@@ -98,3 +98,18 @@ class PendingCheckRow(Base):
     queue: Mapped[str] = mapped_column(String(64))
     started_at: Mapped[float] = mapped_column(Float)
     deadline: Mapped[float] = mapped_column(Float)  # started_at + the suites' timeouts + margin
+
+
+class AcceptedDeliveryRow(Base):
+    """A webhook delivery the web process accepted (answered 2xx and enqueued): the durable dedup
+    record (the primary key decides duplicates, so a Redis flush cannot make an old delivery run
+    again) and the log of what was accepted, by repository and installation (what recovery scans)."""
+
+    __tablename__ = "accepted_deliveries"
+    __table_args__ = (Index("accepted_deliveries_by_time", "accepted_at"),)
+
+    delivery: Mapped[str] = mapped_column(String(100), primary_key=True)
+    event: Mapped[str] = mapped_column(String(64))
+    repo: Mapped[str] = mapped_column(String(200), default="")  # "" for installation events
+    installation_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    accepted_at: Mapped[float] = mapped_column(Float)

@@ -137,6 +137,10 @@ def beat_schedule(config: RepoConfig) -> dict[str, dict[str, Any]]:
             "task": tasknames.L1_WATCHDOG,
             "schedule": timedelta(minutes=config.schedule.l1_watchdog_minutes),
         },
+        "recover-commands": {
+            "task": tasknames.RECOVER_COMMANDS,
+            "schedule": timedelta(minutes=config.schedule.recover_commands_minutes),
+        },
         # The L2 task itself belongs to the L2 feature; beat only sends it by name.
         "nightly-l2": {"task": tasknames.RUN_L2, "schedule": crontab(hour=int(hour), minute=int(minute))},
     }

@@ -10,7 +10,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from celery import shared_task
+
 from core import tasknames
+from core.errors import ForksyncError
 from core.settings import WorkerSettings
 from workers.app.handlers import handles
 from workers.commands.actions import Services
@@ -90,3 +93,43 @@ def answer(settings: WorkerSettings, kwargs: dict[str, Any]) -> Answer | None:
 def answer_comment(**kwargs: Any) -> None:
     """Answer the commands of a new comment (see ``workers/commands/handler.py``)."""
     answer(_settings(), kwargs)
+
+
+@shared_task(name=tasknames.RECOVER_COMMANDS, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+             time_limit=tasknames.time_limit_for(tasknames.RECOVER_COMMANDS))
+def recover_commands(self: Any, **_: Any) -> int:
+    """Worker start-up and beat: enqueue the comments with commands and no reply (lost deliveries)."""
+    from core.github.app import app_for
+    from workers.app.celery_app import settings_of
+    from workers.jobs.recover_commands import recover_commands as run
+
+    settings = settings_of(self.app)
+    try:
+        app = app_for(settings.bot)
+        own_login = app.bot_login()
+    except ForksyncError as exc:  # no App configured (demo), or GitHub unreachable: beat tries again
+        log.warning("command recovery skipped: %s", exc)
+        return 0
+    done = run(settings.store(), app.adapter, send_task, own_login=own_login)
+    log.info("command recovery: %d comment(s) answered late", len(done))
+    return len(done)
+
+
+def _recover_at_start(sender: Any = None, **_: Any) -> None:
+    """On ``worker_ready``: one recovery pass, sent to the queue (a worker consuming ``github`` runs it)."""
+    app = getattr(sender, "app", None)
+    if app is None:
+        return
+    try:
+        app.send_task(tasknames.RECOVER_COMMANDS)
+    except Exception as exc:  # a broker hiccup at start-up must not stop the worker; beat runs it later
+        log.warning("command recovery not sent at start-up (%s); beat sends it later", exc)
+
+
+def wire_recovery() -> None:
+    from celery import signals
+
+    signals.worker_ready.connect(_recover_at_start, weak=False, dispatch_uid="forksync-recover-commands")
+
+
+wire_recovery()
