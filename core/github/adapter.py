@@ -47,6 +47,7 @@ from core.github.records import (
     CommentInfo,
     IssueInfo,
     PullRequestInfo,
+    author_type,
     cut,
 )
 from core.github.roles import GitFunnel
@@ -588,7 +589,7 @@ def _comment_info(comment: IssueComment, issue_number: int | None) -> CommentInf
     if issue_number is None:
         issue_number = int(comment.issue_url.rstrip("/").rsplit("/", 1)[-1])
     return CommentInfo(id=comment.id, issue_number=issue_number, body=comment.body or "",
-                       author=comment.user.login, html_url=comment.html_url)
+                       author=comment.user.login, html_url=comment.html_url, author_type=author_type(comment.user.login))
 
 
 __all__ = ["GitHubAdapter", "classify"]
