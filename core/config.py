@@ -175,6 +175,8 @@ class BundleConfig:
     max_lines: int = key(5000, minimum=1)
     # Committer of the commits forksync builds ("Name <email>"); the author stays upstream's.
     committer: str = key(DEFAULT_COMMITTER, check=_committer)
+    # Whether a chain with built commits is opened as a [Cherry-pick][CHAIN] PR (else a tracking issue).
+    chain_prs: bool = False
 
 
 @dataclass(frozen=True)

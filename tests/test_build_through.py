@@ -33,6 +33,7 @@ class Outcome:
     tree: str | None
     entries: tuple[Entry, ...] = ()
     waiting: tuple[Wait, ...] = ()
+    resolved_by: str | None = None
 
 
 @dataclass
@@ -59,7 +60,7 @@ class TakeFile:
             del index.conflicts[path]  # type: ignore[index]
             index.add(pygit2.IndexEntry(path, repo.create_blob(given[path].encode()), pygit2.enums.FileMode.BLOB))
             entries.append(Entry(path, "given", "Keep both: upstream's cap, the fork's width", "the test says so"))
-        return Outcome(True, str(index.write_tree(repo)), tuple(entries))
+        return Outcome(True, str(index.write_tree(repo)), tuple(entries), resolved_by="memory")
 
 
 RESOLVED = COALESCE_TEXT.replace("std::min<int>(perThread, 4)", "std::min<int>(perThread, std::min(maxVec, 8))")
@@ -86,6 +87,10 @@ def test_chain_is_built_through_a_resolved_conflict(triton_pair: TritonPair) -> 
     text = triton_pair.fork.git("show", f"{chain.head}:{COALESCE}")
     assert "std::min(maxVec, 8)" in text and "layoutMap[op] = perThread; // capped" in text  # dependent rode on
     assert chain.as_json()["resolved"][0]["entries"][0]["action"].startswith("Keep both")
+    # Resolved members say who resolved them in their trailers; the member that picked cleanly does not.
+    log = triton_pair.fork.git("log", "--format=%B%x00", f"{chain.head}", "-3").split("\x00")
+    messages = [m.strip() for m in log if m.strip()]
+    assert [m.endswith("Resolved-By: memory") for m in messages] == [False, True, True]
 
 
 def test_chain_without_a_resolution_stops_and_says_what_waits(triton_pair: TritonPair) -> None:

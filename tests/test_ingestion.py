@@ -191,3 +191,24 @@ def test_stale_locks_from_a_crashed_run_do_not_wedge_the_next(ingest_pair: Inges
     report = ingest_repository(env, REPO)
     assert report.status == "ingested" and report.figures["pending"] == 4
     assert len(gh.pulls) == 1 and len(gh.issues) == 1
+
+
+def test_chain_with_built_commits_is_a_chain_pr_updated_in_place(ingest_pair: IngestPair, tmp_path: Path) -> None:
+    """With bundle.chain_prs, the built chain (#103) is a [Cherry-pick][CHAIN] PR found by its head branch:
+    a rerun edits it, never a second PR, and no chain issue is opened."""
+    from tests.fixtures.ingest import CONFIG
+
+    text = CONFIG.format(url=UPSTREAM_URL).replace("  max_commits: 10\n", "  max_commits: 10\n  chain_prs: true\n")
+    ingest_pair.fork.commit("Fork: open chains as PRs", {".github/forksync.yml": text})
+    ingest_pair.push_fork()
+    env, gh = make_env(ingest_pair, tmp_path)
+    first = ingest_repository(env, REPO)
+    assert first.status == "ingested" and gh.issues == {}
+    titles = sorted(gh.titles("pulls"))
+    assert titles == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)", "[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)"]
+    chain = next(p for p in gh.pulls.values() if str(p["head"]).startswith("forksync/chain/"))
+    # built on the bundle before it (stacked, as bundle.py builds chains), so its PR targets that bundle
+    assert str(chain["base"]).startswith("forksync/bundle/") and "<!-- forksync:chain:" in str(chain["body"])
+    assert "risky_path" in str(chain["body"]) and "Runs L1 like any PR" in str(chain["body"])
+    second = ingest_repository(env, REPO)
+    assert [p["created"] for p in second.pulls] == [False, False] and len(gh.pulls) == 2

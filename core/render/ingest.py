@@ -44,6 +44,11 @@ class ChainView:
     conflicts: tuple[str, ...]  # files that conflict on the fork tip
     reproduce: str  # shell command a maintainer runs to replay the chain locally
     plan_id: str
+    base_branch: str = "main"  # what its PR targets
+    carried: int = 0  # members on the branch (built through, resolutions included)
+    resolutions: tuple[str, ...] = ()  # one Conflict Resolution section per resolved member, rendered
+    stopped_at: str | None = None  # the member the build stopped at (no resolution)
+    waiting: tuple[tuple[str, str], ...] = ()  # (path, why) of that member's files
 
 
 @dataclass(frozen=True)
@@ -199,6 +204,53 @@ def chain_title(chain: ChainView) -> str:
     first = chain.commits[0].subject if chain.commits else "(empty)"
     title = f"[forksync][CHAIN] {len(chain.commits)} risky upstream commit{'s' if len(chain.commits) != 1 else ''}: {first}"
     return title if len(title) <= TITLE_MAX else title[: TITLE_MAX - 1] + "…"
+
+
+def chain_pr_title(chain: ChainView) -> str:
+    """``[Cherry-pick][CHAIN] Cherry-pick K upstream(#a #b …)``: a chain's PR, named as bundles are."""
+    refs: list[str] = []
+    head = f"[Cherry-pick][CHAIN] Cherry-pick {len(chain.commits)} upstream("
+    for row in chain.commits:
+        ref = _pr_ref(row)
+        if len(head) + len(" ".join([*refs, ref])) + len(" …)") > TITLE_MAX:
+            return head + " ".join(refs) + " …)"
+        refs.append(ref)
+    return head + " ".join(refs) + ")"
+
+
+def chain_pr_body(chain: ChainView, upstream_url: str | None) -> str:
+    """A chain's PR: its members (as a bundle lists them, with why each is there), each resolved
+    member's Conflict Resolution notes, and where the build stopped, if it did."""
+    lines = [
+        marker("chain", chain.key),
+        marker("plan", chain.plan_id),
+        f"Risky chain `{chain.key}`: {len(chain.commits)} upstream commits that depend on each other, picked in "
+        f"upstream order on branch `{chain.branch}` and built through their conflicts; {chain.carried} are on the "
+        "branch. Each keeps its author and names the upstream commit in a trailer.",
+        "",
+        *_commit_table(chain.commits, upstream_url, "why it is in the chain"),
+        "",
+    ]
+    if chain.resolutions:
+        lines += [f"**Resolved conflicts** ({len(chain.resolutions)}): check each before approving.", ""]
+        for section in chain.resolutions:
+            lines += [section.rstrip("\n"), ""]
+    if chain.stopped_at:
+        lines += [f"**Stopped at `{chain.stopped_at[:12]}`**: no resolution; these files wait for a human:", ""]
+        lines += [f"- `{path}`: {why}" for path, why in chain.waiting] + [""]
+        lines += ["Reproduce locally, resolve, and push to the branch (forksync never rewrites a human's commit):",
+                  "", "```sh", chain.reproduce, "```", ""]
+    lines.append("Runs L1 like any PR. Comment `/chain` to change membership, `/defer <sha>` to leave a commit for later.")
+    return "\n".join(lines) + "\n"
+
+
+def resolution_notes(commit: str, entries: tuple[tuple[str, str, str], ...]) -> str:
+    """fbtriton's ``Conflict Resolution:`` section (``- File: / Action: / Reason:``), for a resolver
+    whose outcome the full renderer (core.render.resolution) cannot read."""
+    lines = [f"`{commit[:12]}`", "Conflict Resolution:"]
+    for path, action, reason in entries:
+        lines += [f"- File: {path}", f"  Action: {action}", f"  Reason: {reason}"]
+    return "\n".join(lines) + "\n"
 
 
 def chain_body(chain: ChainView, upstream_url: str | None) -> str:

@@ -323,6 +323,11 @@ class _Builder:
                 self.style.committer[0], self.style.committer[1], upstream.commit_time, upstream.commit_time_offset
             )
             message = pick_message(upstream.message, sha, self.style)
+            # Who resolved a resolved member (ResolveOutcome.resolved_by; a resolver without it
+            # names nobody): the trailer the dashboard counts resolutions by.
+            resolved_by = getattr(self.resolved.get(sha), "resolved_by", None)
+            if resolved_by:
+                message = message.rstrip("\n") + f"\nResolved-By: {resolved_by}\n"
             head = self.stream.commit(head, upstream.author, committer, message, target.take_updates(), self.ref)
             carried.append(sha)
             picks.append(head)

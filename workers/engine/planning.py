@@ -34,7 +34,7 @@ from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition, short
 from workers.engine.pick import GitMerger, PickTarget
-from workers.engine.symbols import last_name, stoplist
+from workers.engine.symbols import language, last_name, stoplist
 
 
 @dataclass(frozen=True)
@@ -56,26 +56,34 @@ class TipTrial:
     def __init__(self, target: PickTarget, changes: dict[str, CommitChanges]) -> None:
         self.target = target
         self.changes = changes
+        # Chain targets are built lazily: only a conflicting commit asks for one (the pick rule),
+        # so most chains never pay for picking their members a second time.
         self.chains: dict[str, PickTarget] = {}
+        self.waiting: dict[str, list[str]] = {}  # chain → members not yet picked onto its target
+        self.started: dict[str, pygit2.Oid] = {}  # chain → the running bundle's tree at its first member
 
     def try_pick(self, sha: str) -> tuple[str, ...]:
         return _conflicts(self.target, self.changes[sha])
 
     def chain_add(self, chain_id: str, sha: str) -> None:
-        target = self.chains.get(chain_id)
-        if target is None:
-            target = self.chains[chain_id] = self.target.scratch()
-        target.pick(self.changes[sha])  # a conflicting member waits for its resolution: not applied
+        if chain_id not in self.started:
+            self.started[chain_id] = self.target.tree()
+        self.waiting.setdefault(chain_id, []).append(sha)
 
     def chain_merge(self, keep: str, other: str, members: Sequence[str]) -> None:
         self.chains.pop(other, None)
-        for sha in members:
-            self.chain_add(keep, sha)
+        self.started.pop(other, None)
+        self.waiting.pop(other, None)
+        self.waiting.setdefault(keep, []).extend(members)
 
     def picks_with(self, chain_id: str, sha: str) -> bool:
+        if chain_id not in self.started:
+            return False
         target = self.chains.get(chain_id)
         if target is None:
-            return False
+            target = self.chains[chain_id] = PickTarget(self.target.repo, self.started[chain_id], self.target.merger)
+        for member in self.waiting.pop(chain_id, []):
+            target.pick(self.changes[member])  # a conflicting member waits for its resolution: not applied
         return target.scratch().pick(self.changes[sha]).clean
 
 
@@ -113,17 +121,33 @@ def _as_change(
 
 
 def names_in_tree(repo: Repository, tree: str, names: Iterable[str]) -> frozenset[str]:
-    """Which of ``names`` already occur, as whole words, in the files of ``tree`` (one ``git grep``).
+    """Which of ``names`` already occur, as whole words, in the source files of ``tree``.
 
     A name a chain member "introduces" that the fork already has (another ``builder``, ``target``,
     ``add``) is no new dependency for whoever uses it: only uses of names the fork lacks link.
+    Reads the C/C++, Python and TableGen blobs once and collects their identifiers (``git grep
+    -w -F`` with many patterns was pathologically slow on a real tree).
     """
-    wanted = sorted({n for n in names if n.isidentifier()})
+    wanted = {n for n in names if n.isidentifier()}
     if not wanted:
         return frozenset()
-    out = repo.git("grep", "-I", "-w", "-o", "-h", "-F", "--no-color", "-f", "-", tree, "--",
-                   input="".join(f"{n}\n" for n in wanted).encode(), check=False)
-    return frozenset(out.decode("utf-8", "replace").split()) & frozenset(wanted)
+    pg = pygit2.Repository(str(repo.path))
+    root = pg.revparse_single(tree).peel(pygit2.Tree)
+    found: set[str] = set()
+    identifier = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+    encoded = {n.encode() for n in wanted}
+    stack: list[pygit2.Tree] = [root]
+    while stack and len(found) < len(wanted):
+        for item in stack.pop():
+            if item.type == pygit2.enums.ObjectType.TREE:
+                sub = pg.get(item.id)
+                assert isinstance(sub, pygit2.Tree)
+                stack.append(sub)
+            elif item.name is not None and language(item.name) is not None:
+                blob = pg.get(item.id)
+                if isinstance(blob, pygit2.Blob) and not blob.is_binary:
+                    found.update(w.decode() for w in encoded.intersection(identifier.findall(blob.data)))
+    return frozenset(found)
 
 
 def history_dependencies(

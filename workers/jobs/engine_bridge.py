@@ -12,8 +12,17 @@ from __future__ import annotations
 import hashlib
 
 from core.config import RepoConfig
-from core.render.ingest import BundleView, ChainView, CommitRow, IngestionFigures, UrgentView
+from core.render.ingest import (
+    BundleView,
+    ChainView,
+    CommitRow,
+    IngestionFigures,
+    UrgentView,
+    resolution_notes,
+)
+from core.render.resolution import conflict_resolution_section
 from workers.adapters.gitcache import reset
+from workers.engine.bundle import Resolved
 from workers.engine.git import Repository
 from workers.engine.ledger import Ledger
 from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
@@ -91,8 +100,13 @@ def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, for
             branch=c.branch if c.picks else None,
             commits=tuple(_row(ledger, sha, reasons.get(sha, "")) for sha in _chain_members(built.open_chains, c.id)),
             conflicts=c.conflicts,
-            reproduce=reproduce_command(config, fork_branch, _chain_members(built.open_chains, c.id)),
+            reproduce=c.reproduce or reproduce_command(config, fork_branch, _chain_members(built.open_chains, c.id)),
             plan_id=pid,
+            base_branch=c.base_branch,
+            carried=len(c.commits),
+            resolutions=tuple(_resolution_section(r) for r in c.resolved),
+            stopped_at=c.stopped_at,
+            waiting=c.waiting,
         )
         for c in built.chains
     )
@@ -175,3 +189,12 @@ def reproduce_command(config: RepoConfig, fork_branch: str, commits: tuple[str, 
             f"git cherry-pick -x {' '.join(sha[:12] for sha in commits)}",
         ]
     )
+
+
+def _resolution_section(resolved: Resolved) -> str:
+    """The resolution engineer's renderer for a real ResolveOutcome; fbtriton's minimal form otherwise."""
+    from workers.engine.resolve.model import ResolveOutcome
+
+    if isinstance(resolved.outcome, ResolveOutcome):
+        return conflict_resolution_section(resolved.outcome, with_details=False)
+    return resolution_notes(resolved.commit, tuple((e.path, e.action, e.reason) for e in resolved.outcome.entries))

@@ -39,6 +39,8 @@ from core.render.ingest import (
     bundle_body,
     bundle_title,
     chain_body,
+    chain_pr_body,
+    chain_pr_title,
     chain_title,
     config_error_summary,
     ingestion_summary,
@@ -349,7 +351,7 @@ def close_stale(
     stale = sorted(branches_before - current)
     closed: list[dict[str, Any]] = []
     for branch in stale:
-        if branch.startswith("forksync/bundle/"):
+        if branch.startswith(("forksync/bundle/", "forksync/chain/")):
             number = gh.close_pull(
                 repo,
                 head=branch,
@@ -432,6 +434,14 @@ def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str,
         log.info("bundle PR #%d %s: %d commits (%s)", posted.number, "opened" if posted.created else "updated",
                  len(bundle.commits), bundle.branch)
     for chain in output.chains:
+        if config.bundle.chain_prs and chain.branch is not None and chain.carried:
+            # Something is built: the chain is a PR (found by its head branch, never a second one),
+            # based on what it is built on; L1 runs on it like on any PR.
+            title = chain_pr_title(chain)
+            posted = gh.upsert_pull(repo, head=chain.branch, base=chain.base_branch, title=title,
+                                    body=chain_pr_body(chain, output.upstream_web_url))
+            report.pulls.append(_posted(posted, chain.key, title, len(chain.commits)))
+            continue
         posted = gh.upsert_issue(
             repo, marker=marker("chain", chain.key), title=chain_title(chain), body=chain_body(chain, output.upstream_web_url)
         )
