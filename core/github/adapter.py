@@ -285,7 +285,29 @@ class GitHubAdapter:
     # ----------------------------------------------------------------- issues
 
     def find_issue(self, repo: str, marker: str, *, labels: Sequence[str] = ()) -> IssueInfo | None:
-        """The issue (open or closed, newest first) whose body carries ``marker``; PRs are skipped."""
+        """The issue (open or closed, newest first) whose body carries ``marker``; PRs are skipped.
+
+        GitHub's issue search first (one request however many issues the repository has); its
+        index lags behind writes and its words are not the marker's bytes, so a miss (or a refused
+        search: it has its own, lower rate limit) falls back to reading the issues, newest first,
+        before saying there is none: a marker issue is never opened twice because search lagged.
+        """
+
+        def search() -> IssueInfo | None:
+            words = marker.removeprefix("<!--").removesuffix("-->").strip().replace('"', " ")
+            query = f'repo:{repo} is:issue in:body "{words}"' + "".join(f' label:"{name}"' for name in labels)
+            for issue in self._gh.search_issues(query, sort="created", order="desc"):
+                if not _is_pull(issue) and carries_marker(issue.body or "", marker):
+                    return _issue_info(issue)
+            return None
+
+        try:
+            found = self._call(f"search for the issue marked {marker}", repo, search)
+        except GitHubError as exc:
+            log.info("issue search refused (%s); reading the issues instead", exc.problem)
+            found = None
+        if found is not None:
+            return found
 
         def fetch() -> IssueInfo | None:
             kwargs: dict[str, Any] = {"state": "all", "sort": "created", "direction": "desc"}
@@ -294,7 +316,7 @@ class GitHubAdapter:
             for issue in self._repo(repo).get_issues(**kwargs):
                 # Only where the bot writes it (the body's leading markers): text an outsider wrote,
                 # or the bot copied from outside, can never pass for the bot's record.
-                if issue.pull_request is None and carries_marker(issue.body or "", marker):
+                if not _is_pull(issue) and carries_marker(issue.body or "", marker):
                     return _issue_info(issue)
             return None
 
@@ -307,7 +329,7 @@ class GitHubAdapter:
             kwargs: dict[str, Any] = {"state": state, "sort": "created", "direction": "desc"}
             if labels:
                 kwargs["labels"] = list(labels)
-            return [_issue_info(i) for i in self._repo(repo).get_issues(**kwargs) if i.pull_request is None]
+            return [_issue_info(i) for i in self._repo(repo).get_issues(**kwargs) if not _is_pull(i)]
 
         return self._call(f"list {state} issues labelled {', '.join(labels) or 'anything'}", repo, fetch)
 
@@ -578,6 +600,13 @@ def _pull_info(pr: PullRequest) -> PullRequestInfo:
                            head_sha=pr.head.sha, head_ref=pr.head.ref, head_repo=head_repo, base_ref=pr.base.ref,
                            merged=bool(pr.merged), draft=bool(pr.draft), author=pr.user.login,
                            author_association=pr.raw_data.get("author_association") or "NONE", html_url=pr.html_url)
+
+
+def _is_pull(issue: Issue) -> bool:
+    """True for a PR in an issue listing. Read from ``html_url`` (.../pull/N), which every listing
+    carries: GitHub omits ``pull_request`` on plain issues, and PyGithub's ``issue.pull_request``
+    then re-reads the issue, one GET per issue listed."""
+    return "/pull/" in (issue.html_url or "")
 
 
 def _issue_info(issue: Issue) -> IssueInfo:
