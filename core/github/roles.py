@@ -4,7 +4,8 @@ Each role is one area of GitHub's API (checks, pulls, issues, comments, contents
 collaborators, refs); :class:`GitHubPort` is all of them, and the PyGithub adapter
 (``core.github.adapter.GitHubAdapter``) implements it. A caller names the roles it needs
 (``class IssuesPort(Issues, Comments, Protocol)``), so its tests can hand in a small recording
-fake. :class:`IngestGitHub` is the ingestion loop's upsert-by-key view over these roles
+fake; ``Checks``, ``Pulls`` and ``Issues`` are runtime-checkable, so a caller may use a role its
+fake lacks only where it is there (the comment commands' ``CommandGitHub``). :class:`IngestGitHub` is the ingestion loop's upsert-by-key view over these roles
 (``core.github.ingest``). ``repo`` is always ``owner/name``. Pure: no PyGithub import.
 """
 
