@@ -60,7 +60,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -420,7 +420,9 @@ class LoopbackGitHub:
         base = f"{self.url}/repos/{repo}/issues/{n}"
         out = {"url": base, "repository_url": f"{self.url}/repos/{repo}", "labels_url": base + "/labels{/name}",
                "comments_url": base + "/comments", "events_url": base + "/events",
-               "html_url": f"https://github.com/{repo}/issues/{n}", "id": issue["id"], "node_id": f"I_{issue['id']}",
+               # GitHub's issues API gives a PR its PR page (.../pull/N), as the adapter relies on.
+               "html_url": f"https://github.com/{repo}/{'pull' if issue['is_pull'] else 'issues'}/{n}",
+               "id": issue["id"], "node_id": f"I_{issue['id']}",
                "number": n, "title": issue["title"], "user": self._user(issue["author"]),
                "labels": [self.state.labels[repo][name] for name in issue["labels"]], "state": issue["state"],
                "state_reason": issue["state_reason"], "locked": False, "assignee": None, "assignees": [],
@@ -778,7 +780,7 @@ def _paginate(handler: _Handler, items: list[Any], query: Mapping[str, str]) -> 
     last = max(1, -(-len(items) // per_page))
     chunk = items[(page - 1) * per_page: page * per_page]
     base = handler.gh.url + urlsplit(handler.path).path
-    others = "&".join(f"{k}={v}" for k, v in query.items() if k not in ("page", "per_page"))
+    others = "&".join(f"{k}={quote(v, safe=',')}" for k, v in query.items() if k not in ("page", "per_page"))
     links = []
     if page < last:
         links.append(f'<{base}?{others + "&" if others else ""}per_page={per_page}&page={page + 1}>; rel="next"')
@@ -1141,6 +1143,47 @@ def _list_issues(gh: LoopbackGitHub, h: _Handler, repo: str, query: Mapping[str,
               and ("creator" not in query or i["author"] == query["creator"])]
     chunk, links = _paginate(h, issues, query)
     return 200, [gh._issue_json(repo, i) for i in chunk], links
+
+
+_SEARCH_TERM = re.compile(r'(?P<key>[a-z]+):(?:"(?P<qval>[^"]*)"|(?P<val>\S+))|"(?P<phrase>[^"]*)"|(?P<word>\S+)')
+
+
+@route("GET", "/search/issues")
+def _search_issues(gh: LoopbackGitHub, h: _Handler, query: Mapping[str, str], **_: Any) -> Any:
+    """GitHub's issue search, for the qualifiers forksync sends: ``repo:``, ``is:issue``/``is:pr``,
+    ``in:body``, ``label:`` and quoted phrases or words (matched case-insensitively in title or body,
+    or the body alone with ``in:body``). The answer has GitHub's shape (total_count,
+    incomplete_results, items with a score). The real index lags behind writes; here it does not."""
+    terms: list[str] = []
+    repo, kind, where, labels = None, None, "title,body", []
+    for m in _SEARCH_TERM.finditer(query.get("q", "")):
+        key, value = m.group("key"), m.group("qval") if m.group("qval") is not None else m.group("val")
+        if key == "repo":
+            repo = value
+        elif key == "is":
+            kind = value
+        elif key == "in":
+            where = value
+        elif key == "label":
+            labels.append(value)
+        elif key is None:
+            terms.append((m.group("phrase") if m.group("phrase") is not None else m.group("word")).lower())
+        else:
+            raise _validation(f"unsupported qualifier {key}: in the loopback", "Search", "q", "invalid")
+    if repo is None:
+        raise _validation("The listed users and repositories cannot be searched", "Search", "q", "invalid")
+    h.installation(repo)
+
+    def text(issue: dict[str, Any]) -> str:
+        parts = [issue["title"] if "title" in where else "", issue.get("body") or "" if "body" in where else ""]
+        return "\n".join(parts).lower()
+
+    items = [i for _, i in sorted(gh.state.issues[repo].items(), reverse=True)
+             if (kind is None or (kind == "pr") == bool(i.get("is_pull")))
+             and all(name in i["labels"] for name in labels) and all(t in text(i) for t in terms)]
+    chunk, links = _paginate(h, items, query)
+    return 200, {"total_count": len(items), "incomplete_results": False,
+                 "items": [{**gh._issue_json(repo, i), "score": 1.0} for i in chunk]}, links
 
 
 @route("POST", "/repos/{repo}/issues")

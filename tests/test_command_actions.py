@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.fixtures.commands import FakeCommentGitHub
+from tests.fixtures.commands import FakeCommentGitHub, pull_info
 from tests.gitrepo import GitRepo
 from workers.cli import main as forksync
 from workers.commands.actions import Services
 from workers.commands.gate import MemoryGate
-from workers.commands.handler import Answer, CommentTask, PullInfo, handle
+from workers.commands.handler import Answer, CommentTask, handle
 from workers.commands.registry import default_actions
 
 UPSTREAM_URL = "https://github.com/up/stream"
@@ -164,15 +164,15 @@ def test_approve_records_head_and_is_approved(gh: FakeCommentGitHub, pair: ForkP
     """/approve on an outside PR records its head; is_approved holds for that head only."""
     from workers.commands.approval import is_approved
 
-    gh.pulls[9] = PullInfo(9, "a" * 40, "feature", "stranger/fork", "stranger")
-    assert not is_approved(gh, "o/fork", 9)
+    gh.pulls[9] = pull_info(9, "a" * 40, "feature", "stranger/fork", "stranger")
+    assert not is_approved(gh, "o/fork", 9, own_login=gh.own_login)
     answer = comment(gh, pair, "/approve", issue=9, is_pr=True)
     assert "approved head `aaaaaaaaaa`" in answer.body
-    assert is_approved(gh, "o/fork", 9)
-    gh.pulls[9] = PullInfo(9, "b" * 40, "feature", "stranger/fork", "stranger")
-    assert not is_approved(gh, "o/fork", 9)
-    gh.pulls[10] = PullInfo(10, "c" * 40, "inside", "o/fork", "alice")
-    assert is_approved(gh, "o/fork", 10)
+    assert is_approved(gh, "o/fork", 9, own_login=gh.own_login)
+    gh.pulls[9] = pull_info(9, "b" * 40, "feature", "stranger/fork", "stranger")
+    assert not is_approved(gh, "o/fork", 9, own_login=gh.own_login)
+    gh.pulls[10] = pull_info(10, "c" * 40, "inside", "o/fork", "alice")
+    assert is_approved(gh, "o/fork", 10, own_login=gh.own_login)
 
 
 def test_outside_pr_by_a_member_needs_no_approval(gh: FakeCommentGitHub, pair: ForkPair) -> None:
@@ -180,8 +180,8 @@ def test_outside_pr_by_a_member_needs_no_approval(gh: FakeCommentGitHub, pair: F
     says it is not needed, recording nothing); a contributor's or an unknown association does not."""
     from workers.commands.approval import approval_marker, is_approved, needs_approval
 
-    gh.pulls[11] = PullInfo(11, "d" * 40, "feature", "alice/fork", "alice", "MEMBER")
-    assert is_approved(gh, "o/fork", 11)
+    gh.pulls[11] = pull_info(11, "d" * 40, "feature", "alice/fork", "alice", "MEMBER")
+    assert is_approved(gh, "o/fork", 11, own_login=gh.own_login)
     answer = comment(gh, pair, "/approve", issue=11, is_pr=True)
     assert "not needed: @alice is a member" in answer.body
     assert gh.find_comment("o/fork", 11, approval_marker(11)) is None

@@ -191,10 +191,10 @@ def test_transient_github_error_before_any_command_retries_the_task(fake_github:
     """A 5xx/rate limit while reading the config propagates (the task retries); nothing is posted yet."""
     import pytest
 
-    def broken_config(repo: str) -> str | None:
+    def broken_config(repo: str, path: str, ref: str | None = None) -> str | None:
         raise Transient("502")
 
-    fake_github.read_config = broken_config  # type: ignore[method-assign]
+    fake_github.read_file = broken_config  # type: ignore[method-assign]
     cid = fake_github.add(5, "/status")
     with pytest.raises(Transient):
         run(fake_github, cid, [])

@@ -101,3 +101,31 @@ def test_embedded_mode_enqueues_into_the_sqlite_broker(tmp_path: Any) -> None:
         assert db.execute("SELECT count(*) FROM kombu_message").fetchone() == (1,)
     finally:
         db.close()
+
+
+def test_fast_path_message_has_the_shape_celery_send_task_writes(queue: RedisTaskQueue, url: str) -> None:
+    """The hand-built message (bot/dispatch.py, RedisTaskQueue: why it is not send_task) against what
+    Celery's own ``send_task`` pushes to the same Redis: same envelope, headers, properties and body,
+    ids aside. A Celery upgrade that changes its wire format fails here, not in production."""
+    import base64
+    import json
+
+    from bot.dispatch import CelerySender
+
+    kwargs = {"installation_id": 7, "repo": "acme/fork", "delivery": "d-7"}
+    client = redis.Redis.from_url(url)
+    CelerySender(url).send(tasknames.ON_PUSH, kwargs)
+    theirs = json.loads(client.rpop(tasknames.Q_GITHUB) or b"{}")
+    ours = json.loads(queue.message(tasknames.ON_PUSH, kwargs))
+    # Per message or per process; reply_to is the sending app's id, read only by a result backend (none here).
+    per_message = {"id", "root_id", "origin", "correlation_id", "delivery_tag", "traceparent", "request_id", "reply_to"}
+
+    def shape(message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "envelope": sorted(message),
+            "headers": {k: v for k, v in message["headers"].items() if k not in per_message},
+            "properties": {k: v for k, v in message["properties"].items() if k not in per_message},
+            "body": json.loads(base64.b64decode(message["body"])),
+        }
+
+    assert shape(ours) == shape(theirs)

@@ -45,13 +45,13 @@ def test_rate_limit_is_taken_before_the_thread_is_searched(fake_github: Any) -> 
     gh = fake_github
     gh.config = "commands: {rate_limit: 3, rate_window_s: 600}\n"
     searches = [0]
-    original = gh.find_comment
+    original = gh.list_comments
 
-    def counting(repo: str, issue: int, marker: str) -> int | None:
+    def counting(repo: str, issue: int) -> Any:
         searches[0] += 1
-        return original(repo, issue, marker)
+        return original(repo, issue)
 
-    gh.find_comment = counting
+    gh.list_comments = counting
     gate = MemoryGate()
     for _ in range(30):
         cid = gh.add(5, "/status")
@@ -84,16 +84,16 @@ def test_a_transient_error_on_the_reply_does_not_run_the_commands_again(fake_git
         return render.started(command, "enqueued")
 
     actions = {"urgent": action, "bundle": action}
-    original_post = gh.post_comment
+    original_post = gh.create_comment
     failures = [1]
 
-    def flaky_post(*args: Any, **kwargs: Any) -> int:
+    def flaky_post(*args: Any, **kwargs: Any) -> Any:
         if failures[0]:
             failures[0] -= 1
             raise _Later("502 from GitHub")
-        return int(original_post(*args, **kwargs))
+        return original_post(*args, **kwargs)
 
-    gh.post_comment = flaky_post
+    gh.create_comment = flaky_post
     cid = gh.add(5, "/urgent abcd123\n/bundle")
     task = CommentTask(installation_id=1, repo="o/fork", issue_number=5, comment_id=cid, author="alice")
     gate = MemoryGate()

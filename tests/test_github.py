@@ -160,6 +160,41 @@ def test_issue_is_found_by_marker_updated_closed_and_reopened(gh: LoopbackGitHub
     assert [c["body"] for c in gh.state.comments[REPO].values()] == ["recovered"]
 
 
+def _reads(gh: LoopbackGitHub, before: int) -> list[str]:
+    return [path for method, path, _status in gh.requests[before:] if method == "GET"]
+
+
+def test_marker_issue_is_found_by_search_in_one_request(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+    """Among 250 issues (9 pages of 30), the marked one is found by one search, not by reading them all."""
+    number = gh.add_issue(REPO, "L2 failure: t1", f"{MARKER}\nbody")
+    for n in range(250):
+        gh.add_issue(REPO, f"other {n}", "no marker here")
+    before = len(gh.requests)
+    found = port.find_issue(REPO, MARKER)
+    assert found is not None and found.number == number
+    assert _reads(gh, before) == ["/search/issues"]
+
+
+def test_a_search_miss_or_refusal_falls_back_to_reading_the_issues(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+    """Search lags behind writes and has its own rate limit: a refused search still finds the issue
+    by reading the issues, and a true miss reads them before saying none (so nothing is opened twice)."""
+    number = gh.add_issue(REPO, "L2 failure: t1", f"{MARKER}\nbody")
+    gh.fail(403, path="/search/issues", message="API rate limit exceeded for search")
+    before = len(gh.requests)
+    found = port.find_issue(REPO, MARKER)
+    assert found is not None and found.number == number
+    assert _reads(gh, before) == ["/search/issues", f"/repos/{REPO}/issues"]
+    before = len(gh.requests)
+    assert port.find_issue(REPO, "<!-- forksync:l2:absent -->") is None
+    assert _reads(gh, before) == ["/search/issues", f"/repos/{REPO}/issues"]
+
+
+def test_a_marker_quoted_in_an_issue_body_is_not_the_bots_issue(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+    """Search finds an issue that quotes the marker mid-body; only a leading marker counts."""
+    gh.add_issue(REPO, "user quoting", f"I saw this:\n\n{MARKER}\nin a bot issue")
+    assert port.find_issue(REPO, MARKER) is None
+
+
 def test_marker_in_a_pull_request_body_is_not_an_issue(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
     """find_issue skips pull requests even when their body carries the marker."""
     gh.commit(REPO, {"z": "1"}, branch="b")

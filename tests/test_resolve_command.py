@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from core.commands import parse
-from tests.fixtures.commands import FakeCommentGitHub
+from tests.fixtures.commands import FakeCommentGitHub, pull_info
 from tests.gitrepo import GitRepo
 from workers.commands.actions import Services
 from workers.commands.gate import MemoryGate
-from workers.commands.handler import Answer, CommentTask, PullInfo, handle
+from workers.commands.handler import Answer, CommentTask, handle
 from workers.commands.registry import default_actions
 
 UPSTREAM_URL = "https://github.com/up/stream"
@@ -59,7 +59,7 @@ def _world(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub, 
     fork.git("commit", "-q", "-m", f"Say hello (#42)\n\n(cherry picked from commit {pick})", env=BOT)
     fork.git("checkout", "-q", "main")
     fake_github.config = f"upstream: {{url: {UPSTREAM_URL}}}\ncommands: {{rate_limit: 100}}\n{config}"
-    fake_github.pulls[5] = PullInfo(5, fork.git("rev-parse", BRANCH), BRANCH, "o/fork", "forksync[bot]", "NONE")
+    fake_github.pulls[5] = pull_info(5, fork.git("rev-parse", BRANCH), BRANCH, "o/fork", "forksync[bot]", "NONE")
     return World(upstream, fork, pick, fake_github)
 
 
@@ -145,7 +145,7 @@ def test_resolve_agent_runs_the_configured_agent(make_repo: Callable[[str], GitR
 def test_resolve_on_an_issue_or_a_foreign_branch_is_refused(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:
     """Only forksync's own pick PRs are resolved."""
     w = _world(make_repo, fake_github, BASE.replace("name", "who"))
-    fake_github.pulls[5] = PullInfo(5, "0" * 40, "feature/x", "o/fork", "bob", "MEMBER")
+    fake_github.pulls[5] = pull_info(5, "0" * 40, "feature/x", "o/fork", "bob", "MEMBER")
     assert "is not a forksync pick branch" in w.say("/resolve").body
 
 
@@ -167,7 +167,7 @@ def test_approve_on_a_pick_pr_records_it_and_teaches_the_memory(make_repo: Calla
     w.fork.commit("resolve by hand", {"app.py": "def greet(name):\n    return 'hey there ' + name\n"})
     w.fork.git("checkout", "-q", "main")
     head = w.branch_head()
-    fake_github.pulls[5] = PullInfo(5, head, BRANCH, "o/fork", "forksync[bot]", "NONE")
+    fake_github.pulls[5] = pull_info(5, head, BRANCH, "o/fork", "forksync[bot]", "NONE")
     answer = w.say("/approve")
     assert answer.reactions == ("+1",), answer.body
     assert "approved the resolution" in answer.body and "1 hunk resolution(s) added" in answer.body
@@ -176,7 +176,7 @@ def test_approve_on_a_pick_pr_records_it_and_teaches_the_memory(make_repo: Calla
     assert _fork_memory(w) == ["approved #5 by @alice"]
     # The next /resolve of the same conflict replays the maintainer's answer from the memory.
     w.fork.git("branch", "-f", BRANCH, f"{BRANCH}~1")
-    fake_github.pulls[5] = PullInfo(5, w.branch_head(), BRANCH, "o/fork", "forksync[bot]", "NONE")
+    fake_github.pulls[5] = pull_info(5, w.branch_head(), BRANCH, "o/fork", "forksync[bot]", "NONE")
     again = w.say("/resolve")
     assert "resolution memory" in again.body and again.reactions == ("+1",)
     assert w.fork.git("show", f"{BRANCH}:app.py") == "def greet(name):\n    return 'hey there ' + name"

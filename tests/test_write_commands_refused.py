@@ -9,7 +9,7 @@ from tests.fixtures.commands import CommandWorld
 EXAMPLES = {
     "bundle": "/bundle dry-run", "retest": "/retest", "skip": '/skip abcd123 "not for us"', "defer": "/defer abcd123",
     "urgent": "/urgent abcd123", "chain": "/chain abcd123", "unchain": "/unchain abcd123", "bisect": "/bisect matmul",
-    "l3": "/l3 llama", "resolve": "/resolve", "approve": "/approve",
+    "l3": "/l3 llama", "resolve": "/resolve", "approve": "/approve", "digest": "/digest",
 }
 
 

@@ -48,6 +48,7 @@ from core.github.records import (
     CommentInfo,
     IssueInfo,
     PullRequestInfo,
+    author_type,
     cut,
 )
 from core.github.roles import GitFunnel
@@ -285,7 +286,29 @@ class GitHubAdapter:
     # ----------------------------------------------------------------- issues
 
     def find_issue(self, repo: str, marker: str, *, labels: Sequence[str] = ()) -> IssueInfo | None:
-        """The issue (open or closed, newest first) whose body carries ``marker``; PRs are skipped."""
+        """The issue (open or closed, newest first) whose body carries ``marker``; PRs are skipped.
+
+        GitHub's issue search first (one request however many issues the repository has); its
+        index lags behind writes and its words are not the marker's bytes, so a miss (or a refused
+        search: it has its own, lower rate limit) falls back to reading the issues, newest first,
+        before saying there is none: a marker issue is never opened twice because search lagged.
+        """
+
+        def search() -> IssueInfo | None:
+            words = marker.removeprefix("<!--").removesuffix("-->").strip().replace('"', " ")
+            query = f'repo:{repo} is:issue in:body "{words}"' + "".join(f' label:"{name}"' for name in labels)
+            for issue in self._gh.search_issues(query, sort="created", order="desc"):
+                if not _is_pull(issue) and carries_marker(issue.body or "", marker):
+                    return _issue_info(issue)
+            return None
+
+        try:
+            found = self._call(f"search for the issue marked {marker}", repo, search)
+        except GitHubError as exc:
+            log.info("issue search refused (%s); reading the issues instead", exc.problem)
+            found = None
+        if found is not None:
+            return found
 
         def fetch() -> IssueInfo | None:
             kwargs: dict[str, Any] = {"state": "all", "sort": "created", "direction": "desc"}
@@ -294,7 +317,7 @@ class GitHubAdapter:
             for issue in self._repo(repo).get_issues(**kwargs):
                 # Only where the bot writes it (the body's leading markers): text an outsider wrote,
                 # or the bot copied from outside, can never pass for the bot's record.
-                if issue.pull_request is None and carries_marker(issue.body or "", marker):
+                if not _is_pull(issue) and carries_marker(issue.body or "", marker):
                     return _issue_info(issue)
             return None
 
@@ -307,7 +330,7 @@ class GitHubAdapter:
             kwargs: dict[str, Any] = {"state": state, "sort": "created", "direction": "desc"}
             if labels:
                 kwargs["labels"] = list(labels)
-            return [_issue_info(i) for i in self._repo(repo).get_issues(**kwargs) if i.pull_request is None]
+            return [_issue_info(i) for i in self._repo(repo).get_issues(**kwargs) if not _is_pull(i)]
 
         return self._call(f"list {state} issues labelled {', '.join(labels) or 'anything'}", repo, fetch)
 
@@ -587,6 +610,13 @@ def _pull_info(pr: PullRequest) -> PullRequestInfo:
                            author_association=pr.raw_data.get("author_association") or "NONE", html_url=pr.html_url)
 
 
+def _is_pull(issue: Issue) -> bool:
+    """True for a PR in an issue listing. Read from ``html_url`` (.../pull/N), which every listing
+    carries: GitHub omits ``pull_request`` on plain issues, and PyGithub's ``issue.pull_request``
+    then re-reads the issue, one GET per issue listed."""
+    return "/pull/" in (issue.html_url or "")
+
+
 def _issue_info(issue: Issue) -> IssueInfo:
     return IssueInfo(number=issue.number, title=issue.title, body=issue.body or "", state=issue.state,
                      labels=tuple(label.name for label in issue.labels), html_url=issue.html_url)
@@ -598,7 +628,8 @@ def _comment_info(comment: IssueComment, issue_number: int | None) -> CommentInf
     created = comment.created_at
     return CommentInfo(id=comment.id, issue_number=issue_number, body=comment.body or "",
                        author=comment.user.login, html_url=comment.html_url,
-                       created_at=created.timestamp() if created is not None else 0.0)
+                       created_at=created.timestamp() if created is not None else 0.0,
+                       author_type=author_type(comment.user.login))
 
 
 __all__ = ["GitHubAdapter", "classify"]

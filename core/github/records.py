@@ -92,6 +92,10 @@ class PullRequestInfo:
     author_association: str
     html_url: str
 
+    def from_outside(self, repo: str) -> bool:
+        """True when the head branch lives in another repository (or a deleted one)."""
+        return (self.head_repo or "").lower() != repo.lower()
+
 
 @dataclass(frozen=True)
 class IssueInfo:
@@ -111,6 +115,12 @@ class CommentInfo:
     author: str
     html_url: str
     created_at: float = 0.0  # seconds since the epoch; 0 when GitHub did not say
+    author_type: str = "User"  # "User", "Bot", "Organization": only a bot's marker counts
+
+
+def author_type(login: str) -> str:
+    """"Bot" for a ``<slug>[bot]`` login (GitHub reserves the suffix to App accounts), else "User"."""
+    return "Bot" if login.lower().endswith("[bot]") else "User"
 
 
 @dataclass(frozen=True)

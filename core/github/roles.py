@@ -4,14 +4,15 @@ Each role is one area of GitHub's API (checks, pulls, issues, comments, contents
 collaborators, refs); :class:`GitHubPort` is all of them, and the PyGithub adapter
 (``core.github.adapter.GitHubAdapter``) implements it. A caller names the roles it needs
 (``class IssuesPort(Issues, Comments, Protocol)``), so its tests can hand in a small recording
-fake. :class:`IngestGitHub` is the ingestion loop's upsert-by-key view over these roles
+fake; ``Checks``, ``Pulls`` and ``Issues`` are runtime-checkable, so a caller may use a role its
+fake lacks only where it is there (the comment commands' ``CommandGitHub``). :class:`IngestGitHub` is the ingestion loop's upsert-by-key view over these roles
 (``core.github.ingest``). ``repo`` is always ``owner/name``. Pure: no PyGithub import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from core.github.records import (
     CheckAction,
@@ -35,6 +36,7 @@ class GitFunnel(Protocol):
             env: Mapping[str, str] | None = None) -> bytes: ...
 
 
+@runtime_checkable
 class Checks(Protocol):
     """Check runs on a commit."""
 
@@ -55,7 +57,14 @@ class Checks(Protocol):
         ...
 
 
-class Pulls(Protocol):
+class PullReader(Protocol):
+    """One pull request read by number (the comment commands need nothing more of pulls)."""
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequestInfo: ...
+
+
+@runtime_checkable
+class Pulls(PullReader, Protocol):
     """Pull requests, found by head branch before one is created."""
 
     def find_pull_request(self, repo: str, head: str, base: str | None = None) -> PullRequestInfo | None: ...
@@ -63,11 +72,10 @@ class Pulls(Protocol):
     def ensure_pull_request(self, repo: str, *, head: str, base: str, title: str, body: str,
                             draft: bool = False) -> tuple[PullRequestInfo, bool]: ...
 
-    def get_pull_request(self, repo: str, number: int) -> PullRequestInfo: ...
-
     def close_pull_request(self, repo: str, number: int, *, comment: str | None = None) -> PullRequestInfo: ...
 
 
+@runtime_checkable
 class Issues(Protocol):
     """Issues (never PRs), found by their hidden marker before one is created."""
 

@@ -25,6 +25,7 @@ from typing import Any
 from core import tasknames
 from core.commands import Command
 from core.errors import ForksyncError
+from core.github.roles import Checks, Issues, Pulls
 from core.render import commands as render
 from workers.commands.approval import (
     APPROVED_LABEL,
@@ -33,7 +34,7 @@ from workers.commands.approval import (
     needs_approval,
     read_approval,
 )
-from workers.commands.handler import Context
+from workers.commands.handler import Context, bot_comment, post_comment
 from workers.engine.decisions import Disposition, write_decision
 from workers.engine.ledger import Ledger, LedgerEntry, load_ledger, matching
 from workers.engine.pair import FORK_NOTES_REF, Pair, normalise_web_url, open_pair
@@ -289,8 +290,12 @@ def _bundles(ctx: Context, pair: Pair) -> tuple[render.OpenItem, ...]:
     with fork_auth(ctx):
         out = pair.repo.text("ls-remote", "--", pair.fork.remote, "refs/heads/forksync/bundle/*")
     branches = sorted(line.split("\t", 1)[1].removeprefix("refs/heads/") for line in out.splitlines() if "\t" in line)
-    lister = getattr(ctx.gh, "pulls_for_branches", None)
-    pulls = {b: (n, t, u) for b, n, t, u in lister(ctx.repo, branches)} if lister is not None else {}
+    pulls = {}
+    if isinstance(ctx.gh, Pulls):  # the adapter lists bundle PRs; a fake without pulls shows branches only
+        for branch in branches:
+            info = ctx.gh.find_pull_request(ctx.repo, branch)
+            if info is not None and info.state == "open":
+                pulls[branch] = (info.number, info.title, info.html_url)
     items = []
     for branch in branches:
         if branch in pulls:
@@ -425,7 +430,7 @@ def retest(ctx: Context, command: Command) -> render.Outcome:
     # The same rule as the L1 job's (workers/jobs/l1_job.py): refusing here answers at once, instead of
     # a 🚀 followed by a check run that waits for /approve.
     if needs_approval(ctx.repo, pull.head_repo, pull.author_association):
-        approval = read_approval(ctx.gh, ctx.repo, pull.number)
+        approval = read_approval(ctx.gh, ctx.repo, pull.number, ctx.own_login)
         if approval is None or approval.head_sha != pull.head_sha:
             return render.failed(
                 command,
@@ -488,7 +493,7 @@ def l3(ctx: Context, command: Command) -> render.Outcome:
 
     if (refused := _pr_only(ctx, command)) is not None:
         return refused
-    checks = getattr(ctx.gh, "adapter", None)
+    checks = ctx.gh if isinstance(ctx.gh, Checks) else None
     if checks is None:
         return render.not_available(command, "the check-run adapter")
     pull = ctx.pull()
@@ -531,11 +536,10 @@ def approve(ctx: Context, command: Command) -> render.Outcome:
             "runs on the self-hosted runners already",
         )
     body = approval_body(pull.number, pull.head_sha, ctx.author)
-    existing = ctx.gh.find_comment(ctx.repo, pull.number, approval_marker(pull.number))
-    ctx.gh.post_comment(ctx.repo, pull.number, body, existing)
-    adder = getattr(ctx.gh, "add_label", None)
-    if adder is not None:
-        adder(ctx.repo, pull.number, APPROVED_LABEL)
+    existing = bot_comment(ctx.gh, ctx.repo, pull.number, approval_marker(pull.number), ctx.own_login)
+    post_comment(ctx.gh, ctx.repo, pull.number, body, existing)
+    if isinstance(ctx.gh, Issues):
+        ctx.gh.add_labels(ctx.repo, pull.number, [APPROVED_LABEL])
     return render.done(
         command,
         f"approved head `{pull.head_sha[:10]}` of @{pull.author}'s PR for the self-hosted runners; a new push needs a new `/approve`",

@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from core.github.roles import Comments, PullReader
 from core.render import marker
-from workers.commands.handler import CommentInfo, PullInfo
+from workers.commands.handler import bot_comment
 
 log = logging.getLogger("forksync.commands")
 
@@ -26,12 +27,8 @@ _SHA_LINE = re.compile(r"^Approved head: `?(?P<sha>[0-9a-f]{40})`?", re.MULTILIN
 _BY_LINE = re.compile(r"^Approved by: @(?P<user>[A-Za-z0-9-]+)", re.MULTILINE)
 
 
-class ApprovalGitHub(Protocol):
-    def find_comment(self, repo: str, issue_number: int, marker: str) -> int | None: ...
-
-    def comment(self, repo: str, comment_id: int) -> CommentInfo | None: ...
-
-    def pull(self, repo: str, number: int) -> PullInfo: ...
+class ApprovalReader(Comments, PullReader, Protocol):
+    """The roles an approval is read with (the L1 runner's ``GitHubPort`` has them)."""
 
 
 @dataclass(frozen=True)
@@ -55,18 +52,12 @@ def approval_body(pr: int, head_sha: str, by: str) -> str:
     )
 
 
-def read_approval(gh: ApprovalGitHub, repo: str, pr: int) -> Approval | None:
+def read_approval(gh: Comments, repo: str, pr: int, own_login: str | None) -> Approval | None:
     """The recorded approval of ``pr``, or None. Only the bot's own marked comment counts."""
-    comment_id = gh.find_comment(repo, pr, approval_marker(pr))
-    if comment_id is None:
-        return None
-    comment = gh.comment(repo, comment_id)
-    if comment is None or comment.author_type != "Bot":
-        return None
     # Any App's bot may comment on a PR, and some echo text a contributor controls: when our own
-    # login is known, only a record written by it counts.
-    own = getattr(gh, "own_login", None)
-    if own and comment.author.lower() != str(own).lower():
+    # login is known, only a record written by it counts (``bot_comment``).
+    comment = bot_comment(gh, repo, pr, approval_marker(pr), own_login)
+    if comment is None or comment.author_type != "Bot":
         return None
     sha = _SHA_LINE.search(comment.body)
     by = _BY_LINE.search(comment.body)
@@ -82,27 +73,23 @@ def needs_approval(repo: str, head_repo: str | None, author_association: str) ->
     return from_outside and author_association.upper() not in TRUSTED_ASSOCIATIONS
 
 
-def is_approved(gh: Any, repo: str, pr: int, head_sha: str | None = None, own_login: str | None = None) -> bool:
+def is_approved(gh: ApprovalReader, repo: str, pr: int, head_sha: str | None = None, own_login: str | None = None) -> bool:
     """True when ``pr`` may run on the self-hosted runners at its current head (or at ``head_sha``).
 
-    For the L1 runner: ``gh`` is the bot's ``GitHubAdapter`` (or the commands' view of it). A PR
+    For the L1 runner and ``/retest``: ``gh`` is the bot's ``GitHubAdapter`` (or a test fake). A PR
     whose branch lives in ``repo`` itself, or whose author is an owner, member or collaborator,
     needs no approval; any other PR from a fork needs a maintainer's ``/approve`` at the very head
     that is about to run. ``own_login``: the App's login (``GitHubApp.bot_login()``); only an
-    approval record written by it counts, and without it (nor ``gh.own_login``) no record does.
+    approval record written by it counts, and without it no record does.
     """
-    if not hasattr(gh, "pull"):  # the bot's GitHubAdapter itself (as the L1 runner holds it)
-        from workers.commands.github import AdapterCommentGitHub
-
-        gh = AdapterCommentGitHub(gh, own_login)
-    pull = gh.pull(repo, pr)
+    pull = gh.get_pull_request(repo, pr)
     if not needs_approval(repo, pull.head_repo, pull.author_association):
         return True
-    if not (own_login or getattr(gh, "own_login", None)):
+    if not own_login:
         # Without our own login any App's bot comment could pass for our record (fail closed).
         log.warning("%s#%s: approval not checked: the App's own login is unknown", repo, pr)
         return False
-    approval = read_approval(gh, repo, pr)
+    approval = read_approval(gh, repo, pr, own_login)
     if approval is None:
         return False
     return approval.head_sha == (head_sha or pull.head_sha)

@@ -25,6 +25,10 @@ from typing import Any, Protocol
 from core.commands import Command, parse
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
 from core.errors import ForksyncError
+from core.github.errors import GitHubNotFoundError
+from core.github.records import CommentInfo, PullRequestInfo
+from core.github.roles import Collaborators, Comments, Contents, PullReader
+from core.render import carries_marker
 from core.render import commands as render
 from workers.commands.gate import Gate, can_write
 
@@ -34,47 +38,42 @@ log = logging.getLogger("forksync.commands")
 # --------------------------------------------------------------------------- what the handler reads
 
 
-@dataclass(frozen=True)
-class CommentInfo:
-    """A comment as re-read from GitHub."""
+class CommandGitHub(Comments, Contents, Collaborators, PullReader, Protocol):
+    """The roles of ``core.github.roles`` the comment commands need (``GitHubAdapter`` has them all).
 
-    id: int
-    body: str
-    author: str
-    author_type: str  # "User", "Bot", "Organization"
+    Actions that can do more when the adapter can (check runs, labels, the PR's text, bundle PRs)
+    test for the ``Checks``, ``Issues`` or ``Pulls`` role at run time; a test fake may leave them out.
+    """
 
 
-@dataclass(frozen=True)
-class PullInfo:
-    number: int
-    head_sha: str
-    head_ref: str
-    head_repo: str | None  # None when the head repository was deleted
-    author: str
-    # GitHub's author_association (OWNER, MEMBER, COLLABORATOR, CONTRIBUTOR, NONE...); unknown
-    # counts as an outsider, so a missing value never lets code onto the self-hosted runners.
-    author_association: str = "NONE"
-
-    def from_outside(self, repo: str) -> bool:
-        return (self.head_repo or "").lower() != repo.lower()
+def read_comment(gh: Comments, repo: str, comment_id: int) -> CommentInfo | None:
+    """Comment ``comment_id`` as GitHub holds it now, or None when it was deleted."""
+    try:
+        return gh.get_comment(repo, comment_id)
+    except GitHubNotFoundError:
+        return None
 
 
-class CommentGitHub(Protocol):
-    """The slice of the GitHub adapter the commands use (see ``workers/commands/github.py``)."""
+def bot_comment(gh: Comments, repo: str, issue_number: int, marker: str, own_login: str | None) -> CommentInfo | None:
+    """The newest comment on #issue_number carrying ``marker`` written by a bot: by our own bot only
+    when ``own_login`` is known (another App's bot may echo text a user wrote). A marker in a user's
+    comment never counts, so nobody can forge "already answered" or "approved"."""
+    found = None
+    for info in gh.list_comments(repo, issue_number):
+        if not carries_marker(info.body, marker):
+            continue
+        if own_login and info.author.lower() != own_login.lower():
+            continue
+        if is_bot(info.author, info.author_type, own_login):
+            found = info
+    return found
 
-    def comment(self, repo: str, comment_id: int) -> CommentInfo | None: ...
 
-    def react(self, repo: str, comment_id: int, content: str) -> None: ...
-
-    def permission(self, repo: str, user: str) -> str: ...
-
-    def find_comment(self, repo: str, issue_number: int, marker: str) -> int | None: ...
-
-    def post_comment(self, repo: str, issue_number: int, body: str, existing: int | None = None) -> int: ...
-
-    def read_config(self, repo: str) -> str | None: ...
-
-    def pull(self, repo: str, number: int) -> PullInfo: ...
+def post_comment(gh: Comments, repo: str, issue_number: int, body: str, existing: CommentInfo | None = None) -> CommentInfo:
+    """Edit ``existing`` in place, else post a new comment on #issue_number."""
+    if existing is not None:
+        return gh.edit_comment(repo, existing.id, body)
+    return gh.create_comment(repo, issue_number, body)
 
 
 @dataclass(frozen=True)
@@ -98,19 +97,21 @@ class Context:
     task: CommentTask
     author: str
     config: RepoConfig
-    gh: CommentGitHub
+    gh: CommandGitHub
     services: Any
     now: datetime
+    # The App's bot login: only its marked comments count (None: any bot's, see ``bot_comment``).
+    own_login: str | None = None
     # Set by actions that need the pull request, read once.
-    _pull: PullInfo | None = field(default=None, repr=False)
+    _pull: PullRequestInfo | None = field(default=None, repr=False)
 
     @property
     def repo(self) -> str:
         return self.task.repo
 
-    def pull(self) -> PullInfo:
+    def pull(self) -> PullRequestInfo:
         if self._pull is None:
-            self._pull = self.gh.pull(self.repo, self.task.issue_number)
+            self._pull = self.gh.get_pull_request(self.repo, self.task.issue_number)
         return self._pull
 
 
@@ -137,7 +138,7 @@ def is_bot(author: str, author_type: str, own_login: str | None = None) -> bool:
 
 def handle(
     task: CommentTask,
-    gh: CommentGitHub,
+    gh: CommandGitHub,
     gate: Gate,
     actions: dict[str, Action],
     services: Any = None,
@@ -146,7 +147,7 @@ def handle(
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Answer | None:
     """Answer one comment; None when there was nothing to answer (see the module docstring)."""
-    comment = gh.comment(task.repo, task.comment_id)
+    comment = read_comment(gh, task.repo, task.comment_id)
     if comment is None:
         log.info("%s: comment %s is gone; nothing to do", task.repo, task.comment_id)
         return None
@@ -157,7 +158,7 @@ def handle(
         return None
     pending = _pending(gate, task.repo, comment.id)
     if pending is not None:
-        return _post_pending(task, gh, gate, comment.id, *pending)
+        return _post_pending(task, gh, gate, comment.id, *pending, own_login=own_login)
     # The rate limit is taken before anything costs API calls beyond the comment and the config:
     # one outsider's comments cannot page through long threads faster than the limit allows.
     try:
@@ -170,17 +171,18 @@ def handle(
         config, refused = None, [render.internal_error(_shown(c), error_id) for c in commands]
     if config is not None:
         marker = render.reply_marker(comment.id)
-        if gh.find_comment(task.repo, task.issue_number, marker) is not None:
+        if bot_comment(gh, task.repo, task.issue_number, marker, own_login) is not None:
             log.info("%s: comment %s was already answered; not running it again", task.repo, comment.id)
             return None
-    gh.react(task.repo, comment.id, render.SEEN_REACTION)
+    gh.add_reaction(task.repo, comment.id, render.SEEN_REACTION)
 
     if refused is not None:
         outcomes = refused
     else:
         assert config is not None
         try:
-            ctx = Context(task=task, author=comment.author, config=config, gh=gh, services=services, now=now())
+            ctx = Context(task=task, author=comment.author, config=config, gh=gh, services=services, now=now(),
+                          own_login=own_login)
             outcomes = [_run_one(ctx, command, gate, actions) for command in commands]
         except Exception as exc:
             if _transient(exc):
@@ -195,9 +197,9 @@ def handle(
     remember = getattr(gate, "remember_reply", None)
     if remember is not None:
         remember(task.repo, comment.id, body, added)
-    gh.post_comment(task.repo, task.issue_number, body)
+    post_comment(gh, task.repo, task.issue_number, body)
     for content in added:
-        gh.react(task.repo, comment.id, content)
+        gh.add_reaction(task.repo, comment.id, content)
     _forget(gate, task.repo, comment.id)
     return Answer(body, added, tuple(outcomes))
 
@@ -214,14 +216,14 @@ def _forget(gate: Gate, repo: str, comment_id: int) -> None:
         forget(repo, comment_id)
 
 
-def _post_pending(task: CommentTask, gh: CommentGitHub, gate: Gate, comment_id: int, body: str,
-                  added: tuple[str, ...]) -> Answer:
+def _post_pending(task: CommentTask, gh: CommandGitHub, gate: Gate, comment_id: int, body: str,
+                  added: tuple[str, ...], *, own_login: str | None = None) -> Answer:
     """Post a reply whose commands already ran (unless the earlier try did post it), then react."""
     log.info("%s: posting the kept reply to comment %s (its commands ran already)", task.repo, comment_id)
-    if gh.find_comment(task.repo, task.issue_number, render.reply_marker(comment_id)) is None:
-        gh.post_comment(task.repo, task.issue_number, body)
+    if bot_comment(gh, task.repo, task.issue_number, render.reply_marker(comment_id), own_login) is None:
+        post_comment(gh, task.repo, task.issue_number, body)
     for content in added:
-        gh.react(task.repo, comment_id, content)
+        gh.add_reaction(task.repo, comment_id, content)
     _forget(gate, task.repo, comment_id)
     return Answer(body, added, ())
 
@@ -230,7 +232,7 @@ def _config_and_rate(
     task: CommentTask,
     comment: CommentInfo,
     commands: Sequence[Command],
-    gh: CommentGitHub,
+    gh: CommandGitHub,
     gate: Gate,
     now: datetime,
 ) -> tuple[RepoConfig | None, list[render.Outcome] | None]:
@@ -238,7 +240,7 @@ def _config_and_rate(
     refusal already: a bad config, or the author over the rate limit."""
     author = comment.author
     try:
-        text = gh.read_config(task.repo)
+        text = gh.read_file(task.repo, CONFIG_PATH)
         config = load_repo_config(text, CONFIG_PATH) if text is not None else RepoConfig()
     except ConfigError as exc:
         quoted = _quote_line(text, exc.line) if text is not None else None

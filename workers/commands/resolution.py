@@ -14,12 +14,12 @@ from __future__ import annotations
 import pygit2
 
 from core.commands import Command
+from core.github.roles import Comments, Issues
 from core.render import commands as render
 from core.render import marker as render_marker
 from core.render import resolution as show
 from workers.commands.actions import fork_auth, open_fork
-from workers.commands.approval import ApprovalGitHub
-from workers.commands.handler import Context
+from workers.commands.handler import Context, bot_comment, post_comment
 from workers.engine.bundle import BOT_COMMITTER, PickStyle
 from workers.engine.pair import normalise_web_url
 from workers.engine.resolve.agent import agent_step, from_config
@@ -111,15 +111,14 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
 
 def _update_pr_text(ctx: Context, number: int, built: BuildResult) -> None:
     """The PR's sections replaced in place and its title retitled RESOLVED (where the adapter can)."""
-    read = getattr(ctx.gh, "pull_text", None)
-    write = getattr(ctx.gh, "update_pull_text", None)
-    if read is None or write is None:
+    if not isinstance(ctx.gh, Issues):
         return
-    title, body = read(ctx.repo, number)
+    pull = ctx.gh.get_pull_request(ctx.repo, number)
+    title, body = pull.title, pull.body or ""
     for outcome in built.outcomes:
         if not outcome.clean:
             body = show.replace_section(body, show.conflict_resolution_section(outcome), outcome.commit)
-    write(ctx.repo, number, show.retitle_resolved(title), body)
+    ctx.gh.update_issue(ctx.repo, number, title=show.retitle_resolved(title), body=body)
 
 
 def _details(built: BuildResult) -> str:
@@ -165,8 +164,8 @@ def approve_resolution(ctx: Context, command: Command) -> render.Outcome:
         f"Approved by: @{ctx.author}\nApproved head: `{pull.head_sha}`\n\n"
         "A new push needs a new `/approve` (or an approving review) before merge."
     )
-    existing = ctx.gh.find_comment(ctx.repo, pull.number, resolution_marker(pull.number))
-    ctx.gh.post_comment(ctx.repo, pull.number, body, existing)
+    existing = bot_comment(ctx.gh, ctx.repo, pull.number, resolution_marker(pull.number), ctx.own_login)
+    post_comment(ctx.gh, ctx.repo, pull.number, body, existing)
     return render.done(
         command,
         f"approved the resolution at head `{pull.head_sha[:10]}`; {learned} hunk resolution(s) added to the "
@@ -174,10 +173,7 @@ def approve_resolution(ctx: Context, command: Command) -> render.Outcome:
     )
 
 
-def resolution_approved(gh: ApprovalGitHub, repo: str, pr: int, head_sha: str) -> bool:
+def resolution_approved(gh: Comments, repo: str, pr: int, head_sha: str, own_login: str | None = None) -> bool:
     """True when a maintainer approved PR #pr's resolution at ``head_sha`` (for whoever merges)."""
-    comment_id = gh.find_comment(repo, pr, resolution_marker(pr))
-    if comment_id is None:
-        return False
-    comment = gh.comment(repo, comment_id)
+    comment = bot_comment(gh, repo, pr, resolution_marker(pr), own_login)
     return comment is not None and comment.author_type == "Bot" and f"Approved head: `{head_sha}`" in comment.body

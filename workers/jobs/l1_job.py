@@ -502,9 +502,8 @@ def _drop_approval(github: GitHubPort, job: L1Job, own_login: str | None) -> str
     if job.pr_number is None or job.trunk:
         return None
     from workers.commands.approval import read_approval
-    from workers.commands.github import AdapterCommentGitHub
 
-    approval = read_approval(AdapterCommentGitHub(github, own_login), job.repo, job.pr_number)
+    approval = read_approval(github, job.repo, job.pr_number, own_login)
     return approval.by if approval is not None and approval.head_sha == job.head_sha else None
 
 

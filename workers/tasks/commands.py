@@ -18,7 +18,6 @@ from core.settings import WorkerSettings
 from workers.app.handlers import handles
 from workers.commands.actions import Services
 from workers.commands.gate import Gate, MemoryGate, RedisGate
-from workers.commands.github import AdapterCommentGitHub
 from workers.commands.handler import Answer, CommentTask, handle
 from workers.commands.registry import default_actions
 
@@ -84,7 +83,7 @@ def answer(settings: WorkerSettings, kwargs: dict[str, Any]) -> Answer | None:
     app = getattr(github, "app", None)
     own_login = app.bot_login() if app is not None else None
     return handle(
-        task, AdapterCommentGitHub(adapter, own_login), gate_for(settings), default_actions(), services,
+        task, adapter, gate_for(settings), default_actions(), services,
         own_login=own_login,
     )
 
