@@ -3,7 +3,7 @@
     python -m benchmarks.bench_conflicts [SETDIR] [--json OUT] [--write-resolved DIR]
 
 SETDIR is a conflict set laid out like ../shared/conflict-bench (case-NNN/meta.json with
-base/ours/theirs/expected per file; default /work/shared/conflict-bench; the tests use the
+base/ours/theirs/expected per file; default ../shared/conflict-bench beside the repository; the tests use the
 vendored subset in tests/data/conflict-bench). Per conflicted file:
 
 * exact: the output equals the human's committed file after stripping trailing whitespace per
@@ -35,7 +35,7 @@ from pathlib import Path
 from workers.engine.resolve.memory import MemoryIndex, MemoryRecord, learn
 from workers.engine.resolve.pipeline import Conflict, resolve_text
 
-DEFAULT_SET = Path("/work/shared/conflict-bench")
+DEFAULT_SET = Path(__file__).resolve().parents[2] / "shared" / "conflict-bench"  # ../shared beside the repo
 _IMPORT = re.compile(r"^\s*(import\s|from\s+\S+\s+import\s|#\s*include\s)")
 
 

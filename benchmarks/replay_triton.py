@@ -37,6 +37,7 @@ import json
 import os
 import statistics
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -310,7 +311,7 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mirror", type=Path, required=True, help="bare mirror of facebookexperimental/triton")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/forksync-replay"))
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "forksync-replay")
     parser.add_argument("--only", choices=("snapshot", "weekly"), default=None)
     parser.add_argument("--no-oracle", action="store_true")
     args = parser.parse_args()

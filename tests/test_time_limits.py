@@ -63,8 +63,8 @@ def test_a_fetch_from_a_remote_that_never_answers_times_out(silent_server: int, 
     assert err.value.args_list[0] == "fetch"
 
 
-def test_every_task_has_a_time_limit_fit_for_its_queue() -> None:
-    app = create_celery(WorkerSettings.from_mapping({"FORKSYNC_DATA_DIR": "/tmp/forksync-limits-test"}))
+def test_every_task_has_a_time_limit_fit_for_its_queue(tmp_path: Path) -> None:
+    app = create_celery(WorkerSettings.from_mapping({"FORKSYNC_DATA_DIR": str(tmp_path / "data")}))
     names = [n for n in app.tasks if n.startswith("forksync.")]
     assert set(tasknames.WEBHOOK_TASKS) <= set(names)
     for name in names:

@@ -83,6 +83,10 @@ class Resolution(Protocol):
     def entries(self) -> Sequence[ResolvedFile]: ...
     @property
     def waiting(self) -> Sequence[WaitingFile]: ...
+    @property
+    def resolved_by(self) -> str | None:
+        """Who resolved it (deterministic, memory, agent): the ``Resolved-By:`` trailer; None: nobody."""
+        ...
 
 
 class Resolver(Protocol):
@@ -184,13 +188,16 @@ def pr_number(message: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def pick_message(message: str, sha: str, style: PickStyle) -> str:
-    """Upstream message, then the upstream PR link and the trailer naming the upstream commit."""
+def pick_message(message: str, sha: str, style: PickStyle, resolved_by: str | None = None) -> str:
+    """Upstream message, then the upstream PR link and the trailer naming the upstream commit;
+    a resolved pick also names who resolved it (``Resolved-By:``, read by the dashboard)."""
     lines = []
     pr = pr_number(message)
     if pr is not None:
         lines.append(f"{style.upstream_url.rstrip('/')}/pull/{pr}" if style.upstream_url else f"Upstream-PR: #{pr}")
     lines.append(style.trailer.replace("{sha}", sha))
+    if resolved_by:
+        lines.append(f"Resolved-By: {resolved_by}")
     return message.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
 
 
@@ -322,12 +329,8 @@ class _Builder:
             committer = pygit2.Signature(
                 self.style.committer[0], self.style.committer[1], upstream.commit_time, upstream.commit_time_offset
             )
-            message = pick_message(upstream.message, sha, self.style)
-            # Who resolved a resolved member (ResolveOutcome.resolved_by; a resolver without it
-            # names nobody): the trailer the dashboard counts resolutions by.
-            resolved_by = getattr(self.resolved.get(sha), "resolved_by", None)
-            if resolved_by:
-                message = message.rstrip("\n") + f"\nResolved-By: {resolved_by}\n"
+            resolution = self.resolved.get(sha)
+            message = pick_message(upstream.message, sha, self.style, resolution.resolved_by if resolution else None)
             head = self.stream.commit(head, upstream.author, committer, message, target.take_updates(), self.ref)
             carried.append(sha)
             picks.append(head)

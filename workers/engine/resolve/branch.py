@@ -91,9 +91,7 @@ def commit_pick(repo: pygit2.Repository, upstream: pygit2.Commit, parent: str, t
     name, email = style.committer
     stamp = int(time.time()) if when is None else when
     committer = pygit2.Signature(name, email, stamp, 0)
-    message = pick_message(upstream.message, str(upstream.id), style)
-    if resolved_by:
-        message = message.rstrip("\n") + f"\nResolved-By: {resolved_by}\n"
+    message = pick_message(upstream.message, str(upstream.id), style, resolved_by)
     oid = repo.create_commit(None, upstream.author, committer, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=parent)])
     return str(oid)
 
