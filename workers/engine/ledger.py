@@ -46,6 +46,7 @@ from workers.engine.history import (
     patch_ids,
     paths_of,
     read_range,
+    touching_files_raw,
     tree_paths,
 )
 from workers.engine.metrics import Fact, Metrics, compute_metrics
@@ -491,29 +492,49 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
         known: dict[str, frozenset[Change]] = {}
         known_raw = b""
         listing: Future[bytes] | None = None
-        if any(_maybe_unmarked(c) and not upstream_paths.isdisjoint(c.files) for c in fork):
+        limited_to: frozenset[str] | None = None  # the listing covers only commits touching these
+        guessed = frozenset(p for c in fork if _maybe_unmarked(c) for p in c.files)
+
+        def list_all() -> Future[bytes]:
+            # A long range and few candidate paths: only the upstream commits touching them (a
+            # path-limited walk, not kept: a short range's full listing is cheap and is kept).
+            nonlocal limited_to
+            if len(guessed) <= PATH_LIMITED_MAX and len(upstream) >= PATH_LIMITED_MIN_RANGE:
+                limited_to = guessed
+                return pool.submit(touching_files_raw, repo, pair.upstream_tip, [pair.base], guessed)
+            return pool.submit(changed_files_raw, repo, pair.upstream_tip, [pair.base])
+
+        needed = any(_maybe_unmarked(c) and not upstream_paths.isdisjoint(c.files) for c in fork)
+        if needed:
             # Upstream file sets never change for a commit: keep them between runs, list the rest.
-            # With nothing kept yet, start the whole listing now, before the upstream log is in.
+            # With nothing kept yet and many candidate paths, start the whole listing now,
+            # before the upstream log is in.
             known_raw = _load_file_sets(pair)
             known = file_records(known_raw)
-            if not known:
+            if not known and len(guessed) > PATH_LIMITED_MAX:
                 listing = pool.submit(changed_files_raw, repo, pair.upstream_tip, [pair.base])
         upstream = upstream_f.result()
-        if known:
+        if needed and listing is None:
             missing = [c.sha for c in upstream if c.sha not in known]
             if len(missing) > len(upstream) // 2:
-                listing = pool.submit(changed_files_raw, repo, pair.upstream_tip, [pair.base])
+                listing = list_all()
             elif missing:
                 listing = pool.submit(commit_files_raw, repo, missing)
 
         changes: dict[str, frozenset[Change]] = {}
 
         def file_sets(paths: Iterable[str]) -> dict[str, frozenset[str]]:
-            if not any(p in upstream_paths for p in paths):
+            nonlocal listing, limited_to
+            paths = set(paths)
+            if not paths & upstream_paths:
                 return {}
+            if limited_to is not None and not paths <= limited_to:
+                # A candidate the early guess missed (a pick hint no recogniser confirmed).
+                limited_to = None
+                listing = pool.submit(changed_files_raw, repo, pair.upstream_tip, [pair.base])
             fresh_raw = listing.result() if listing is not None else b""
             fresh = file_records(fresh_raw)
-            if fresh:
+            if fresh and limited_to is None:  # a path-limited listing is not kept (partial)
                 _store_file_sets(pair, known_raw if len(known) + len(fresh) <= _FILE_SETS_KEPT else b"", fresh_raw)
             in_range = {c.sha for c in upstream}
             changes.update((sha, ch) for sha, ch in (*known.items(), *fresh.items()) if sha in in_range)
@@ -535,6 +556,11 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
         )
 
 
+# Up to this many distinct candidate paths, the upstream listing is a path-limited walk (git
+# compares every tree entry with every path: 1 path 0.17 s, 10 paths 0.31 s, 25 paths 0.45 s,
+# the full listing 0.64 s of CPU at 20,000 commits); beyond it, the full listing.
+PATH_LIMITED_MAX = 16
+PATH_LIMITED_MIN_RANGE = 2_000  # upstream commits; below it the full listing costs < 0.1 s and is kept
 _FILE_SETS_KEPT = 400_000  # upstream commits whose file sets the cache keeps (a few tens of MB)
 
 
