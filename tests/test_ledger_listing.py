@@ -88,3 +88,16 @@ def test_a_candidate_the_early_guess_missed_falls_back_to_the_full_listing(
     assert ran == ["limited", "full"] and limited == full
     entry = next(e for e in json.loads(limited)["entries"] if e["sha"] == a)
     assert entry["recognisers"] == ["patch-id"]
+
+
+def test_the_cache_keeps_the_ledger_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache's positional rows read back to the same ledger (every field, carriers,
+    recognisers and decisions included), and a warm load builds nothing."""
+    gen = generate_pair(tmp_path / "pair", PairSpec(upstream_commits=300, fork_commits=60, files=40, seed=7))
+    monkeypatch.setenv("FORKSYNC_CACHE_DIR", str(tmp_path / "cache"))
+    pair = open_pair(str(gen.upstream), str(gen.fork))
+    built = ledger_mod.load_ledger(pair, LedgerConfig())
+    monkeypatch.setattr(ledger_mod, "build_ledger", lambda *a, **k: pytest.fail("rebuilt"))
+    warm = ledger_mod.load_ledger(pair, LedgerConfig())
+    assert warm.as_json() == built.as_json() and warm.entries == built.entries
+    assert any(e.recognisers for e in warm.entries) and any(not e.carriers for e in warm.entries)

@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 # Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
-LEDGER_VERSION = 6  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins
+LEDGER_VERSION = 7  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins; 7: cache rows
 _KEEP_CACHED = 8
 
 
@@ -104,6 +104,20 @@ class LedgerEntry:
         if self.decided_by is not None:
             out["decided_by"] = self.decided_by
         return out
+
+    def as_row(self) -> list[Any]:
+        """The cache's form: positional (a third cheaper to write and read than ``as_json``)."""
+        row = [self.sha, self.subject, self.author, self.author_time, self.committer_time, self.pr_number,
+               self.disposition.value, list(self.carriers), self.reason]
+        if self.recognisers or self.decided_by is not None:
+            row += [list(self.recognisers), self.decided_by]
+        return row
+
+    @classmethod
+    def from_row(cls, r: list[Any]) -> LedgerEntry:
+        sha, subject, author, author_time, committer_time, pr, disposition, carriers, reason = r[:9]
+        return cls(sha, subject, author, author_time, committer_time, pr, Disposition(disposition), tuple(carriers),
+                   reason, tuple(r[9]) if len(r) > 9 else (), r[10] if len(r) > 10 else None)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> LedgerEntry:
@@ -203,25 +217,38 @@ class Ledger:
         return tuple(e for e in self.entries if e.disposition is disposition)
 
     def as_json(self) -> dict[str, Any]:
+        head = self.as_json_head()
+        return {**{k: head[k] for k in ("version", "base", "upstream_tip", "fork_tip", "metrics")},
+                "entries": [e.as_json() for e in self.entries],
+                **{k: head[k] for k in ("picks", "warnings", "fork_pins")}}
+
+    def as_cache(self) -> dict[str, Any]:
+        """:meth:`as_json` with the entries as rows (``LedgerEntry.as_row``): what the cache keeps."""
+        return {**self.as_json_head(), "entries": [e.as_row() for e in self.entries]}
+
+    def as_json_head(self) -> dict[str, Any]:
         return {
             "version": LEDGER_VERSION,
             "base": self.base,
             "upstream_tip": self.upstream_tip,
             "fork_tip": self.fork_tip,
             "metrics": self.metrics.as_json(),
-            "entries": [e.as_json() for e in self.entries],
             "picks": [p.as_json() for p in self.picks],
             "warnings": list(self.warnings),
             "fork_pins": self.fork_pins.as_json(),
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Ledger:
+    def from_cache(cls, d: dict[str, Any]) -> Ledger:
+        return cls.from_json(d, entries=tuple(LedgerEntry.from_row(r) for r in d["entries"]))
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], entries: tuple[LedgerEntry, ...] | None = None) -> Ledger:
         return cls(
             base=d["base"],
             upstream_tip=d["upstream_tip"],
             fork_tip=d["fork_tip"],
-            entries=tuple(LedgerEntry.from_json(e) for e in d["entries"]),
+            entries=entries if entries is not None else tuple(LedgerEntry.from_json(e) for e in d["entries"]),
             metrics=Metrics.from_json(d["metrics"]),
             picks=tuple(
                 Pick(p["sha"], p["subject"], tuple(p["upstream"]), p["recogniser"], p["reverted_by"], tuple(p["found_by"]))
@@ -617,7 +644,7 @@ def load_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = 
     key = cache_key(pair, config, upstream_url)
     path = _cache_path(pair, key, "ledger")
     try:
-        return Ledger.from_json(json.loads(path.read_text()))
+        return Ledger.from_cache(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         pass
     ledger = build_ledger(pair, config, upstream_url=upstream_url)
@@ -658,12 +685,13 @@ def _store(pair: Pair, key: str, ledger: Ledger) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for kind, data in (
-            ("ledger", ledger.as_json()),
+            ("ledger", ledger.as_cache()),
             ("status", StatusView(ledger.metrics, ledger.warnings, ledger.fork_pins).as_json()),
         ):
             path = _cache_path(pair, key, kind)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")))
+            # Rows need no key sorting: every dict is built in a fixed order, so the bytes are deterministic.
+            tmp.write_text(json.dumps(data, sort_keys=kind == "status", separators=(",", ":")))
             tmp.replace(path)
         stale = sorted(folder.glob("*.ledger.json"), key=lambda p: p.stat().st_mtime, reverse=True)[_KEEP_CACHED:]
         for old in stale:
