@@ -62,11 +62,14 @@ def test_assemble_keeps_first_seen_times_asks_area_owners_and_reads_thresholds()
          "conflicts": ["lib/Dialect/TritonGPU/a.cpp", "cmake/llvm-hash.txt"], "pull": False, "head_sha": None},
         {"kind": "bundle", "key": "b1", "title": "bundle", "number": 8, "url": None, "size": 5, "conflicts": [],
          "pull": True, "head_sha": "h1"},
+        {"kind": "chain", "key": "c2", "title": "built chain", "number": 9, "url": None, "size": 3, "conflicts": [],
+         "pull": True, "head_sha": "h2"},
     ]}
     previous = ForkFeed("acme/fork", 0.0, in_flight=(InFlight("chain", "c1", "chain", 7, None, 2, 100.0),))
     feed = assemble("acme/fork", CONFIG, now=500.0, points=[], facts=facts, previous=previous, private=False,
                     l1={"h1": ("success", "https://github.com/acme/fork/runs/3")})
-    chain, bundle = feed.in_flight
+    chain, bundle, built = feed.in_flight
+    assert built.pull and built.url == "https://github.com/acme/fork/pull/9" and not chain.pull
     assert chain.opened_at == 100.0 and bundle.opened_at == 500.0
     assert chain.asked == ("layout-team", "llvm-owner") and chain.url == "https://github.com/acme/fork/issues/7"
     assert bundle.url == "https://github.com/acme/fork/pull/8" and bundle.l1 == "success"

@@ -49,6 +49,7 @@ class InFlight:
     head_sha: str | None = None
     conflicts: tuple[str, ...] = ()  # files it waits on
     asked: tuple[str, ...] = ()  # logins / teams asked to resolve or review
+    pull: bool = False  # ``number`` is a pull request (bundles, urgent picks, built chains), else an issue
 
 
 @dataclass(frozen=True)

@@ -179,13 +179,13 @@ def in_flight(
         conflicts = tuple(raw.get("conflicts", ()))
         asked = tuple(dict.fromkeys(o for path in conflicts for o in owners_of(path, owners)))
         url, number = raw.get("url"), raw.get("number")
+        pull = bool(raw.get("pull", raw["kind"] != "chain"))
         if not (isinstance(url, str) and url.startswith(("https://", "http://"))):
-            kind = "pull" if raw.get("pull", raw["kind"] != "chain") else "issues"
-            url = f"{fork_url}/{kind}/{number}" if fork_url and number else None
+            url = f"{fork_url}/{'pull' if pull else 'issues'}/{number}" if fork_url and number else None
         items.append(InFlight(
             kind=raw["kind"], key=raw["key"], title=raw["title"], number=number, url=url,
             size=int(raw.get("size", 0)), opened_at=seen.get(raw["key"], now), l1=state, l1_url=l1_url, head_sha=head,
-            conflicts=conflicts, asked=asked,
+            conflicts=conflicts, asked=asked, pull=pull,
         ))
     return tuple(items)
 
