@@ -208,16 +208,14 @@ class GitHubAdapter:
 
     def required_status_checks(self, repo: str, branch: str) -> tuple[str, ...] | None:
         """The contexts ``branch``'s protection requires (PyGithub ``Branch.get_required_status_checks``);
-        None when the branch is unprotected or protection does not require status checks (404)."""
+        None when the branch is unprotected or protection does not require status checks (404).
+        A 403 (the App lacks ``Administration: read``) raises ``GitHubPermissionError``: the
+        caller says so on the check run instead of taking it for an unprotected branch."""
 
         def fetch() -> tuple[str, ...] | None:
             try:
                 checks = self._repo(repo).get_branch(branch).get_required_status_checks()
             except GithubException as exc:
-                if exc.status == 403:  # the App may not read protection rules
-                    log.warning("%s: cannot read %s's branch protection (403): grant the App "
-                                "'Administration: read' for the required-checks cross-check", repo, branch)
-                    return None
                 if exc.status == 404:  # not protected, or no required status checks
                     return None
                 raise

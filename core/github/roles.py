@@ -53,7 +53,8 @@ class Checks(Protocol):
 
     def required_status_checks(self, repo: str, branch: str) -> tuple[str, ...] | None:
         """The status checks ``branch``'s protection requires (None: the branch is not protected
-        or requires none)."""
+        or requires none). Raises ``GitHubPermissionError`` when the App may not read protection
+        rules (403: it lacks ``Administration: read``)."""
         ...
 
 

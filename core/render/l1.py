@@ -474,12 +474,19 @@ def trunk_silent_issue(repo: str, sha: str, waited_minutes: float, last_recorded
     return title, body
 
 
-def protection_note(branch: str, only_in_protection: Sequence[str], only_in_config: Sequence[str]) -> str:
-    """Where ``l1.required_checks`` and ``branch``'s protection rules disagree (empty when they agree)."""
+def protection_note(branch: str, only_in_protection: Sequence[str], only_in_config: Sequence[str],
+                    unreadable: str = "") -> str:
+    """Where ``l1.required_checks`` and ``branch``'s protection rules disagree (empty when they
+    agree); ``unreadable``: GitHub's answer when the protection could not be read at all."""
     def names(items: Sequence[str]) -> str:
         return ", ".join(f"`{_cell(n)}`" for n in items)
 
     lines = []
+    if unreadable:
+        lines.append(f"- ⚠️ forksync could not read `{branch}`'s branch protection ({_cell(unreadable)[:200]}): "
+                     "the required checks were not cross-checked, so only `l1.required_checks` are required here. "
+                     "Grant the App the **Administration: read** repository permission (app.yml, "
+                     "docs/github-app.md) and accept it on the installation page")
     if only_in_protection:
         lines.append(f"- ⚠️ `{branch}`'s branch protection requires {names(only_in_protection)}, which "
                      "`l1.required_checks` does not list: required here too; add them to the config")

@@ -21,6 +21,7 @@ from typing import Any
 
 from core import tasknames
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, Suite, load_repo_config
+from core.github.errors import GitHubPermissionError
 from core.github.records import Annotation, CheckOutput, CheckRunInfo
 from core.github.roles import GitHubPort
 from core.render import l1 as render
@@ -224,6 +225,9 @@ def run_l1_job(
             out = replace(out, title=title, summary=out.summary + note)
         if run.conclusion == CANCELLED and job.attempt < retries:
             out = _retrying(out, job.attempt + 1, retries)
+        required = required_checks_for(github, job.repo, trunk_branch, config.l1.required_checks)
+        if required.unreadable:  # said on L1 too: coverage may not run at all without protection
+            out = replace(out, summary=out.summary + render.protection_note(required.branch, (), (), required.unreadable))
         github.update_check_run(
             job.repo, check_id, status=out.status, conclusion=out.conclusion if out.status == "completed" else None,
             output=_output(out),
@@ -233,7 +237,6 @@ def run_l1_job(
         else:  # retried on another runner: it may wait once more for every suite
             pending.remember(_pending(job, check_id, tasknames.Q_L1_GPU if job.gpu_runner else tasknames.Q_L1_CPU,
                                       suites, config.l1.stale_margin_minutes))
-        required = required_checks_for(github, job.repo, trunk_branch, config.l1.required_checks)
         if required.checks or required.only_in_config:
             publish_coverage(github, job.repo, job.head_sha, required)
     return L1JobResult("done", check_id, run, max_infra_retries=retries, pool_jobs=pool_jobs)
@@ -641,8 +644,16 @@ def coverage_from_github(github: GitHubPort, repo: str, sha: str) -> CheckRunInf
 
 
 def required_checks_for(github: GitHubPort, repo: str, branch: str, configured: Sequence[str]) -> RequiredChecks:
-    """``configured`` cross-checked against ``branch``'s protection rules (read from GitHub)."""
-    return cross_check(configured, github.required_status_checks(repo, branch), branch=branch, own=OWN_CHECKS)
+    """``configured`` cross-checked against ``branch``'s protection rules (read from GitHub); when
+    GitHub refuses to show them (403: no ``Administration: read``), the configured checks alone,
+    with the refusal kept for the check runs to say."""
+    try:
+        protection = github.required_status_checks(repo, branch)
+    except GitHubPermissionError as exc:
+        log.warning("%s: cannot read %s's branch protection: %s", repo, branch, exc)
+        return replace(cross_check(configured, None, branch=branch, own=OWN_CHECKS),
+                       unreadable=f"GitHub answered {exc.status or 403}: the App lacks Administration: read")
+    return cross_check(configured, protection, branch=branch, own=OWN_CHECKS)
 
 
 def publish_coverage(github: GitHubPort, repo: str, sha: str, required: Sequence[str] | RequiredChecks) -> CheckRunInfo:
@@ -655,6 +666,6 @@ def publish_coverage(github: GitHubPort, repo: str, sha: str, required: Sequence
     ]
     result = coverage(checks.checks, runs)
     out = render.coverage_check_run(sha, result)
-    note = render.protection_note(checks.branch, checks.only_in_protection, checks.only_in_config)
+    note = render.protection_note(checks.branch, checks.only_in_protection, checks.only_in_config, checks.unreadable)
     return _upsert_check(github, repo, sha, replace(out, summary=out.summary + note) if note else out)
 
