@@ -265,6 +265,11 @@ class GitHubAdapter:
         self._call(f"update pull request #{number}", repo, lambda: pull.edit(title=title, body=body))
         return _pull_info(pull), False  # edit() refreshed the object from GitHub's answer
 
+    def open_pull_requests(self, repo: str) -> list[PullRequestInfo]:
+        """Every open PR of ``repo``, newest first (PyGithub pages through them)."""
+        return self._call("list the open pull requests", repo,
+                          lambda: [_pull_info(pr, listed=True) for pr in self._repo(repo).get_pulls(state="open")])
+
     def get_pull_request(self, repo: str, number: int) -> PullRequestInfo:
         return self._call(f"read pull request #{number}", repo,
                           lambda: _pull_info(_complete(self._repo(repo).get_pull(number))))
@@ -600,12 +605,15 @@ def _check_run_info(run: CheckRun) -> CheckRunInfo:
                         text=output.text if output else None)
 
 
-def _pull_info(pr: PullRequest) -> PullRequestInfo:
+def _pull_info(pr: PullRequest, *, listed: bool = False) -> PullRequestInfo:
+    """``listed``: ``pr`` comes from an open-PR listing, which carries no ``merged`` (PyGithub would
+    fetch each PR again to fill it in): an open PR is not merged."""
     head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
     return PullRequestInfo(number=pr.number, title=pr.title, body=pr.body or "", state=pr.state,
                            head_sha=pr.head.sha, head_ref=pr.head.ref, head_repo=head_repo, base_ref=pr.base.ref,
-                           merged=bool(pr.merged), draft=bool(pr.draft), author=pr.user.login,
-                           author_association=pr.raw_data.get("author_association") or "NONE", html_url=pr.html_url)
+                           merged=False if listed else bool(pr.merged), draft=bool(pr.draft), author=pr.user.login,
+                           author_association=pr.raw_data.get("author_association") or "NONE", html_url=pr.html_url,
+                           updated_at=pr.updated_at.timestamp() if pr.updated_at is not None else 0.0)
 
 
 def _is_pull(issue: Issue) -> bool:

@@ -76,6 +76,12 @@ class Pulls(PullReader, Protocol):
     def close_pull_request(self, repo: str, number: int, *, comment: str | None = None) -> PullRequestInfo: ...
 
 
+class PullLister(Protocol):
+    """Every open pull request of a repository (the L1 watchdog's look for heads with no check)."""
+
+    def open_pull_requests(self, repo: str) -> list[PullRequestInfo]: ...
+
+
 @runtime_checkable
 class Issues(Protocol):
     """Issues (never PRs), found by their hidden marker before one is created."""
@@ -133,7 +139,7 @@ class Refs(Protocol):
     def push_branch(self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False) -> None: ...
 
 
-class GitHubPort(Checks, Pulls, Issues, Comments, Contents, Collaborators, Refs, Protocol):
+class GitHubPort(Checks, Pulls, PullLister, Issues, Comments, Contents, Collaborators, Refs, Protocol):
     """Everything forksync does on GitHub, for one installation."""
 
 

@@ -446,6 +446,10 @@ def stale_check_title(queue: str) -> str:
     return f"Timed out: no runner finished L1 (waited on the {queue} queue)"
 
 
+def never_started_title(queue: str) -> str:
+    return f"Timed out: L1 never started (no worker took its job from the {queue} queue)"
+
+
 def stale_queue_issue(queue: str, runs: Sequence[tuple[str, int, str, float]]) -> tuple[str, str]:
     """(title, body) of the infrastructure issue of a queue that left L1 checks unfinished;
     ``runs``: (repo, check run id, head sha, minutes waited) of each."""
@@ -453,7 +457,8 @@ def stale_queue_issue(queue: str, runs: Sequence[tuple[str, int, str, float]]) -
     rows = "\n".join(f"| {_cell(repo)} | {cid} | `{sha[:12]}` | {minutes:.0f} min |" for repo, cid, sha, minutes in runs)
     body = (
         f"The L1 staleness watchdog concluded {len(runs)} check run(s) as timed out: they waited on the "
-        f"`{queue}` queue past their suites' timeouts plus `l1.stale_margin_minutes`, and no worker finished them.\n\n"
+        f"`{queue}` queue past their suites' timeouts plus `l1.stale_margin_minutes`, and no worker finished them "
+        "(or, for a PR head that had no L1 check at all, no worker ever started its job).\n\n"
         "| repository | check run | commit | waited |\n| --- | ---: | --- | ---: |\n"
         f"{rows}\n\n"
         f"Check that a worker consumes `{queue}` (`celery -A workers.app.celery_app inspect active_queues`) and "
