@@ -270,6 +270,13 @@ class GitHubAdapter:
         return self._call("list the open pull requests", repo,
                           lambda: [_pull_info(pr, listed=True) for pr in self._repo(repo).get_pulls(state="open")])
 
+    def pull_requests_from(self, repo: str, head: str) -> list[PullRequestInfo]:
+        """Every PR ever opened from ``head`` (a branch of ``repo``), open or closed, newest first."""
+        qualified = head if ":" in head else f"{repo.split('/')[0]}:{head}"
+        return self._call(f"list the pull requests from {qualified}", repo,
+                          lambda: [_pull_info(pr, listed=True)
+                                   for pr in self._repo(repo).get_pulls(state="all", head=qualified)])
+
     def get_pull_request(self, repo: str, number: int) -> PullRequestInfo:
         return self._call(f"read pull request #{number}", repo,
                           lambda: _pull_info(_complete(self._repo(repo).get_pull(number))))
@@ -606,12 +613,12 @@ def _check_run_info(run: CheckRun) -> CheckRunInfo:
 
 
 def _pull_info(pr: PullRequest, *, listed: bool = False) -> PullRequestInfo:
-    """``listed``: ``pr`` comes from an open-PR listing, which carries no ``merged`` (PyGithub would
-    fetch each PR again to fill it in): an open PR is not merged."""
+    """``listed``: ``pr`` comes from a listing, which carries no ``merged`` (PyGithub would fetch
+    each PR again to fill it in): ``merged_at`` says it instead."""
     head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
     return PullRequestInfo(number=pr.number, title=pr.title, body=pr.body or "", state=pr.state,
                            head_sha=pr.head.sha, head_ref=pr.head.ref, head_repo=head_repo, base_ref=pr.base.ref,
-                           merged=False if listed else bool(pr.merged), draft=bool(pr.draft), author=pr.user.login,
+                           merged=bool(pr.raw_data.get("merged_at")) if listed else bool(pr.merged), draft=bool(pr.draft), author=pr.user.login,
                            author_association=pr.raw_data.get("author_association") or "NONE", html_url=pr.html_url,
                            updated_at=pr.updated_at.timestamp() if pr.updated_at is not None else 0.0)
 

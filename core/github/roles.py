@@ -77,9 +77,13 @@ class Pulls(PullReader, Protocol):
 
 
 class PullLister(Protocol):
-    """Every open pull request of a repository (the L1 watchdog's look for heads with no check)."""
+    """Pull requests listed, not found one by one: every open one of a repository (the L1
+    watchdog's look for heads with no check), every one ever opened from a branch (a revert PR a
+    maintainer closed)."""
 
     def open_pull_requests(self, repo: str) -> list[PullRequestInfo]: ...
+
+    def pull_requests_from(self, repo: str, head: str) -> list[PullRequestInfo]: ...
 
 
 @runtime_checkable
