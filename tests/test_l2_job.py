@@ -213,7 +213,14 @@ def test_a_revert_pr_a_maintainer_closed_is_not_reopened_nightly(loopback_github
 def test_the_revert_rule_respects_a_maintainers_close() -> None:
     """plan_revert from plain data: an open PR is linked; a merged one means reverted; a closed,
     unmerged one is declined; none at all opens the first."""
-    from workers.testing.revert import AlreadyReverted, Declined, LinkExisting, OpenRevert, RevertPull, plan_revert
+    from workers.testing.revert import (
+        AlreadyReverted,
+        Declined,
+        LinkExisting,
+        OpenRevert,
+        RevertPull,
+        plan_revert,
+    )
 
     sha = "a" * 40
     assert plan_revert(sha, "x", "main", 9, None, [RevertPull(3, "closed", False), RevertPull(7, "open", False)]) \

@@ -7,6 +7,7 @@ They read plain records through the Protocols below (workers' ``L1Run``/``SuiteO
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -503,9 +504,11 @@ def protection_note(branch: str, only_in_protection: Sequence[str], only_in_conf
 
 
 def split_note(*, commits: int, runs: int, complete: bool, rebuilt: bool,
-               culprits: Sequence[tuple[str, str, str | None, str | None, Sequence[str]]]) -> str:
-    """What the split of a red bundle found and did (check run and PR comment); ``culprits``:
-    (fork sha, subject, upstream sha, chain it went to, the tests it breaks)."""
+               culprits: Sequence[tuple[str, str, str | None, str | None, Sequence[str]]],
+               rebuilt_head: str | None = None, retest_conclusion: str | None = None, not_rebuilt: str = "") -> str:
+    """What the split of a red bundle found and did (check runs, PR comment and body); ``culprits``:
+    (fork sha, subject, upstream sha, chain it went to, the tests it breaks); ``rebuilt_head``:
+    the bundle rebuilt without the ejected ones and pushed to the PR, ``retest_conclusion`` its L1."""
     lines = [marker("l1-split", "bundle"), f"**Red bundle split**: bisected {commits} commit(s) with {runs} "
              "in-memory build(s) and L1 run(s)" + ("" if complete else " (stopped at the run budget)") + "."]
     if not culprits:
@@ -518,9 +521,31 @@ def split_note(*, commits: int, runs: int, complete: bool, rebuilt: bool,
             f"{upstream[:12]}`")
         shown = ", ".join(f"`{t}`" for t in list(tests)[:3])
         lines.append(f"- `{fork_sha[:12]}` {_cell(subject)}: breaks {shown}; {where}")
-    lines.append("The bundle is rebuilt without them in this PR and L1 runs again." if rebuilt else
-                 "The bundle was not rebuilt here: the next ingest rebuilds it.")
+    if rebuilt_head is not None:
+        verdict = f" L1 on it: **{retest_conclusion}**." if retest_conclusion else ""
+        lines.append(f"The bundle is rebuilt without them in this PR: its branch was force-pushed to "
+                     f"`{rebuilt_head[:12]}` and L1 ran again on it.{verdict} The ejected commits wait in their "
+                     "chains, each with the failing test as its reason.")
+    elif not_rebuilt:
+        lines.append(f"The bundle was not rebuilt here ({not_rebuilt}).")
+    else:
+        lines.append("The bundle is rebuilt without them in this PR and L1 runs again." if rebuilt else
+                     "The bundle was not rebuilt here: the next ingest rebuilds it.")
     return "\n".join(lines)
+
+
+def retested_mark(sha: str) -> str:
+    """Hidden in the L1 check of a bundle head the split rebuilt and re-tested itself."""
+    return f"<!-- forksync:l1-retested:{sha} -->\n"
+
+
+_SPLIT_SECTION = re.compile(r"\n*<!-- forksync:l1-split-section -->.*?<!-- /forksync:l1-split-section -->", re.DOTALL)
+
+
+def with_split_section(body: str, note: str) -> str:
+    """The PR body with the split's note as its own section, replacing an earlier one."""
+    section = f"<!-- forksync:l1-split-section -->\n{note}\n<!-- /forksync:l1-split-section -->"
+    return (_SPLIT_SECTION.sub("", body or "").rstrip("\n") + "\n\n" + section).lstrip("\n")
 
 
 # --------------------------------------------------------------------------- pools

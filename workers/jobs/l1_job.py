@@ -68,6 +68,9 @@ class L1Job:
     # under ``pool_run`` (the dispatching job's id) and conclude ``forksync / L1 pools`` if last.
     pool: str | None = None
     pool_run: str = ""
+    # Started by a push to the PR (pull_request opened/synchronize): a head the red-bundle split
+    # rebuilt and re-tested itself is not run again (a /retest or a re-run button still runs it).
+    after_push: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,10 @@ def run_l1_job(
     ``dispatch_pool(job)``: how a pool job is sent to its pool's queue (the task's; the jobs are
     also listed in the result); ``state``: whose repository lock serialises the pool reports."""
     store = store or open_store(None, data_dir)
+    if job.after_push and not job.trunk and not job.suite_names and job.pool is None:
+        tested = _retested_by_split(github, job)
+        if tested is not None:
+            return L1JobResult("skipped", tested, message="the L1 split that rebuilt this bundle re-tested it already")
     with caches.open(cache_key(job.repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
         if not job.trunk and job.pr_number is None:
@@ -198,6 +205,12 @@ def run_l1_job(
                 results=TrunkResults(store, job.repo),
             )
             split = _split_if_red_bundle(github, cache, job, run, config, store, data_dir, eject, rebuild)
+            retest = None
+            if split is not None and split.rebuilt_head is not None:
+                # Re-tested in the same PR, here: the runner and cache are ours already.
+                retest = run_l1_for_ref(
+                    cache.path, split.rebuilt_head, config, data_dir=data_dir, base_ref=config.fork.branch,
+                    canary=canary, host_canary=host_canary, infra_retries=0, results=TrunkResults(store, job.repo))
         except Exception as exc:
             if check_id is not None:
                 github.update_check_run(job.repo, check_id, conclusion="failure", output=CheckOutput(
@@ -215,9 +228,11 @@ def run_l1_job(
     if check_id is not None:
         out = _with_plan(render.l1_check_run(run, log_url=log_url), plan)
         if split is not None:
-            note = _split_note(split)
-            out = replace(out, summary=out.summary + "\n\n" + note)
             assert job.pr_number is not None
+            note = _split_note(split, retest)
+            out = replace(out, summary=out.summary + "\n\n" + note)
+            if split.rebuilt_head is not None and retest is not None:
+                _publish_retest(github, job, split, retest, note, log_url)
             github.create_comment(job.repo, job.pr_number, note)
         out = _with_kept(out, kept, suite_conclusions(run))
         if pool_jobs:
@@ -331,16 +346,45 @@ def _split_if_red_bundle(github: GitHubPort, cache: Repository, job: L1Job, run:
     chase = plan_split(pull.head_ref, run, passing)
     if chase is None:
         return None
+    branch = pull.head_ref
     return split_bundle(cache, job.repo, job.head_sha, run.merge_base, config, chase, pr=job.pr_number,
                         data_dir=data_dir, results=TrunkResults(store, job.repo), eject=eject, rebuild=rebuild,
-                        max_runs=DEFAULT_MAX_RUNS)
+                        max_runs=DEFAULT_MAX_RUNS,
+                        push=lambda sha: github.push_branch(job.repo, cache, sha, branch, force=True))
 
 
-def _split_note(split: SplitOutcome) -> str:
+def _split_note(split: SplitOutcome, retest: L1Run | None) -> str:
     return render.split_note(
         commits=split.commits, runs=len(split.result.runs), complete=split.result.complete, rebuilt=split.rebuilt,
         culprits=[(c.fork_sha, c.subject, c.upstream_sha, c.chain, c.tests) for c in split.culprits],
+        rebuilt_head=split.rebuilt_head, retest_conclusion=retest.conclusion if retest is not None else None,
+        not_rebuilt=split.not_rebuilt,
     )
+
+
+def _publish_retest(github: GitHubPort, job: L1Job, split: SplitOutcome, retest: L1Run, note: str,
+                    log_url: Callable[[str], str | None] | None) -> None:
+    """The rebuilt bundle's own ``forksync / L1`` (its re-test, saying what was ejected and why,
+    marked so that the job its push starts does not run the suites a second time) and the PR's
+    body with the split's section, replaced in place."""
+    assert job.pr_number is not None and split.rebuilt_head is not None
+    out = render.l1_check_run(retest, log_url=log_url)
+    out = replace(out, summary=render.retested_mark(split.rebuilt_head) + out.summary + "\n\n" + note)
+    _upsert_check(github, job.repo, split.rebuilt_head, _with_kept(out, {}, suite_conclusions(retest)),
+                  external_id=_external_id(job))
+    pull = github.get_pull_request(job.repo, job.pr_number)
+    github.ensure_pull_request(job.repo, head=pull.head_ref, base=pull.base_ref, title=pull.title,
+                               body=render.with_split_section(pull.body, note))
+
+
+def _retested_by_split(github: GitHubPort, job: L1Job) -> int | None:
+    """Our completed check on this head when the split that rebuilt it re-tested it already (the
+    id; None: run as usual)."""
+    mark = render.retested_mark(job.head_sha)
+    for run in github.list_check_runs(job.repo, job.head_sha, name=render.L1_CHECK):
+        if run.head_sha == job.head_sha and run.status == "completed" and mark in (run.summary or ""):
+            return run.id
+    return None
 
 
 def _refuse(github: GitHubPort, job: L1Job, status: str, title: str, summary: str,
