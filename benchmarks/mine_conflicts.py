@@ -13,12 +13,13 @@ Method (the developers' set's, so the figures compare):
 1. List every non-merge commit B on the maintenance branches (``--branches``, a regex over
    ``refs/heads`` names; ``--refs`` adds other ref globs, e.g. ``refs/pull/*``) whose message
    names its original O: ``(cherry picked from commit O)`` (``git cherry-pick -x``) or
-   ``Backport of O``. O may be a merge (a PR merge picked with ``-m 1``): its base is its first
+   ``Backport of O``. A pick of a pick names a chain (each ``-x`` appends a trailer): the last
+   one is the direct original when its own message names the others. O may be a merge (a PR merge picked with ``-m 1``): its base is its first
    parent.
 2. Re-do the pick in memory, as forksync does (libgit2, rename detection on):
    ``merge_trees(O^, B^, O)``. Keep it when it conflicts; the truth for each conflicted file is
    B's version, what the maintainers committed.
-3. Drop a pick (and count why) when: B names several originals; O is not in the repository;
+3. Drop a pick (and count why) when: B names several originals that are not one chain of picks; O is not in the repository;
    a conflict is not a content conflict on one path (add/add, modify/delete, rename); B no
    longer has the file; a version is binary or over 200 KB; B committed conflict markers; B
    changed files outside the conflicted set that O did not change (extra edits: no file-level
@@ -83,8 +84,27 @@ def flat(path: str) -> str:
 
 
 def originals_of(message: str) -> tuple[str, ...]:
-    """The original commits a backport's message names (both trailer forms), deduplicated, sorted."""
-    return tuple(sorted({m for rx in TRAILERS for m in rx.findall(message)}))
+    """The original commits a backport's message names (both trailer forms), deduplicated, in message order."""
+    found = sorted((m.start(), m.group(1)) for rx in TRAILERS for m in rx.finditer(message))
+    return tuple(dict.fromkeys(sha for _, sha in found))
+
+
+def direct_original(repo: pygit2.Repository, originals: tuple[str, ...]) -> str | None:
+    """The commit a backport was picked from: its only original, or the last of a chain of picks.
+
+    ``git cherry-pick -x`` of a commit that was itself picked keeps the old trailer and appends a
+    new one, so a pick of a pick names several commits; the last is the direct source when its
+    own message names all the others (systemd-stable picks from newer stable branches this way).
+    Anything else naming several commits (a squash of several fixes) has no single original.
+    """
+    if len(originals) == 1:
+        return originals[0]
+    try:
+        last = repo.revparse_single(originals[-1]).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    named = set(originals_of(last.message))
+    return originals[-1] if all(o in named for o in originals[:-1]) else None
 
 
 def list_backports(gitdir: str, branches: str, refs: list[str]) -> list[Backport]:
@@ -133,11 +153,12 @@ def _has_markers(data: bytes) -> bool:
 
 def replay(repo: pygit2.Repository, bp: Backport) -> tuple[str, list[MinedFile]]:
     """Re-do one backport's pick in memory: ('conflict', files) or (why it is dropped, [])."""
-    if len(bp.originals) != 1:
+    source = direct_original(repo, bp.originals)
+    if source is None:
         return "several originals", []
     try:
         b = repo.revparse_single(bp.sha).peel(pygit2.Commit)
-        o = repo.revparse_single(bp.originals[0]).peel(pygit2.Commit)
+        o = repo.revparse_single(source).peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError):
         return "original missing", []
     if len(b.parents) != 1 or not o.parents or o.id == b.id:
@@ -182,7 +203,7 @@ def write_case(repo: pygit2.Repository, setdir: Path, number: int, bp: Backport,
                name: str, licence: str) -> None:
     """One case directory in the conflict-bench layout."""
     b = repo.revparse_single(bp.sha).peel(pygit2.Commit)
-    o = repo.revparse_single(bp.originals[0]).peel(pygit2.Commit)
+    o = repo.revparse_single(direct_original(repo, bp.originals) or "").peel(pygit2.Commit)
     case = f"case-{number:03d}"
     cdir = setdir / case
     cdir.mkdir(parents=True, exist_ok=True)
@@ -204,7 +225,7 @@ def write_case(repo: pygit2.Repository, setdir: Path, number: int, bp: Backport,
     meta = {
         "case": case, "repo": name, "repo_url": f"https://github.com/{name}", "license": licence,
         "branch": bp.branch,
-        "original_sha": str(o.id), "original_parent_sha": str(o.parents[0].id),
+        "original_sha": str(o.id), "originals_named": list(bp.originals), "original_parent_sha": str(o.parents[0].id),
         "original_subject": o.message.split("\n", 1)[0], "original_date": day(o),
         "original_is_merge_commit_picked_with_m1": len(o.parents) > 1,
         "backport_sha": str(b.id), "backport_parent_sha": str(b.parents[0].id),

@@ -6,8 +6,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pygit2
+
 from benchmarks.bench_conflicts import run_case
-from benchmarks.mine_conflicts import main, mine, originals_of
+from benchmarks.mine_conflicts import direct_original, main, mine, originals_of
 from tests.gitrepo import GitRepo
 
 BASE = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
@@ -74,3 +76,14 @@ def test_trailers_and_cli_errors(tmp_path: Path) -> None:
     assert originals_of("Backport of 1234567abc from main") == ("1234567abc",)
     assert len(originals_of("(cherry picked from commit aaaaaaa1)\n(cherry picked from commit bbbbbbb2)")) == 2
     assert main([str(tmp_path), "--out", str(tmp_path / "o"), "--name", "o/p"]) == 2
+
+
+def test_a_pick_of_a_pick_is_replayed_from_its_direct_source(make_repo: Callable[[str], GitRepo]) -> None:
+    """Two trailers where the last pick's own message names the first: a chain, its last link is the source."""
+    repo, shas = _history(make_repo)
+    git = pygit2.Repository(str(repo.path / ".git"))
+    assert direct_original(git, (shas["fix"], shas["picked"])) == shas["picked"]
+    # Two unrelated originals (a squash of several fixes): no single source.
+    other = repo.head("main~1")
+    assert direct_original(git, (other, shas["picked"])) is None
+    assert direct_original(git, (shas["fix"],)) == shas["fix"]

@@ -244,6 +244,23 @@ def _wraps_base(side: Sequence[str], base: Sequence[str]) -> bool:
     return any(tuple(side[i : i + n]) == tuple(base) for i in range(len(side) - n + 1))
 
 
+def _edited_base_lines(base: Sequence[str], side: Sequence[str]) -> set[int]:
+    ops = SequenceMatcher(None, list(base), list(side), autojunk=False).get_opcodes()
+    return {i for op, i1, i2, _, _ in ops if op in ("replace", "delete") for i in range(i1, i2)}
+
+
+def _inserts_inside_edit(side: Sequence[str], base: Sequence[str], other: Sequence[str]) -> bool:
+    """``side`` inserts whole lines between two base lines that ``other`` both edits.
+
+    The new lines sit inside the other side's rewrite (annotations added to every parameter,
+    a renamed call on every line): they are likely to need that rewrite too, which no merge of
+    tokens can supply.
+    """
+    edited = _edited_base_lines(base, other)
+    ops = SequenceMatcher(None, list(base), list(side), autojunk=False).get_opcodes()
+    return any(op == "insert" and (i1 - 1) in edited and i1 in edited for op, i1, _, _, _ in ops)
+
+
 def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     """The sides change different words or lines of the block: merge them token by token.
 
@@ -259,6 +276,8 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     if _wraps_base(ours, base) or _wraps_base(theirs, base):
         return None
     if _drops_lines(base, ours) or _drops_lines(base, theirs):
+        return None
+    if _inserts_inside_edit(ours, base, theirs) or _inserts_inside_edit(theirs, base, ours):
         return None
     text = ["".join(side) for side in (hunk.ours, hunk.base, hunk.theirs)]
     chunks = diff3(tokens(text[1]), tokens(text[0]), tokens(text[2]))
