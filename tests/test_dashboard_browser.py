@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bot import create_app
-from core.dashboard.store import SqliteFeedStore
+from core.dashboard.store import SqlFeedStore
 from tests.fixtures.dashboard import NOW, bad_feed, recorded_feed
 from tests.loopback_github import LoopbackGitHub
 
@@ -35,7 +35,7 @@ def server(tmp_path: Path, loopback_github: LoopbackGitHub) -> Iterator[tuple[st
     gh.add_repo("acme/triton")
     gh.add_repo("acme/secret", private=True)
     gh.set_permission("acme/secret", "alice", "read")
-    store = SqliteFeedStore(tmp_path / "dashboard.sqlite")
+    store = SqlFeedStore(None, tmp_path)
     store.put(recorded_feed("acme/triton"))
     store.put(bad_feed("acme/behind"))
     store.put(recorded_feed("acme/secret", private=True))

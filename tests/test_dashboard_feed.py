@@ -121,7 +121,7 @@ def test_picks_are_dated_by_when_the_fork_first_had_them() -> None:
 def test_the_snapshot_clock_rebuilds_the_feed_with_githubs_state(tmp_path, loopback_github) -> None:  # type: ignore[no-untyped-def]
     """The beat's snapshot refreshes the feed: open tracking issues and the L1 check on an open
     bundle's head come from GitHub, the figures from the recorded points."""
-    from core.dashboard.store import SqliteFeedStore
+    from core.dashboard.store import SqlFeedStore
     from core.render.tracking import LABEL
     from core.settings import WorkerSettings
     from workers.adapters.state import open_state
@@ -132,7 +132,7 @@ def test_the_snapshot_clock_rebuilds_the_feed_with_githubs_state(tmp_path, loopb
     state = open_state(settings)
     state.append("metrics:acme/fork", {"t": 100.0, "days_behind": 2.5, "backlog": 3, "pending": 1})
     head = gh.head("acme/fork", "main")
-    feeds = SqliteFeedStore(tmp_path / "dashboard.sqlite")
+    feeds = SqlFeedStore(None, tmp_path)
     feeds.put_facts("acme/fork", {"private": False, "in_flight": [
         {"kind": "bundle", "key": "b1", "title": "bundle", "number": 5, "url": None, "size": 2, "head_sha": head}]})
     gh.add_issue("acme/fork", "[trunk] lit: test_x fails", labels=[LABEL])

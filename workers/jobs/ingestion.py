@@ -221,7 +221,7 @@ def refresh_dashboard(env: IngestEnv, repo: str, config: RepoConfig) -> None:
     from workers.jobs.dashboard_feed import refresh
 
     try:
-        refresh(env.settings, env.state, open_feed_store(env.settings.bot.redis_url, env.settings.data_dir),
+        refresh(env.settings, env.state, open_feed_store(env.settings.bot.database_url, env.settings.data_dir),
                 repo, config, github=env.github, notifier=notifier_for(config.digest.notify_url, repo))
     except Exception:
         log.exception("dashboard feed of %s not refreshed", repo)
@@ -252,7 +252,7 @@ def _plan_and_apply(
     post_check(env, repo, trunk_head, output, report)  # last: it reports a finished run
     from core.dashboard.store import open_feed_store
 
-    feeds = open_feed_store(env.settings.bot.redis_url, env.settings.data_dir)
+    feeds = open_feed_store(env.settings.bot.database_url, env.settings.data_dir)
     facts = feed_facts(repo, fork, output, report, env.github)
     feeds.put_facts(repo, landing_times(facts, feeds.facts(repo), time.time()))
     return report
