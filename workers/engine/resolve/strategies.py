@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -341,14 +341,21 @@ def dependency_pins(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
             out.append(raw_o)
             picked["fork"] += 1
     return _resolution(
-        hunk, "dependency-pins", out,
+        hunk, model.DEPENDENCY_PINS, out,
         f"both sides only move dependency pins; the newer version is kept on each line "
         f"({picked['fork']} from the fork, {picked['upstream']} from upstream)",
     )
 
 
-# The deterministic pipeline, in order. Memory (exact fingerprints) runs before these.
-DETERMINISTIC: tuple[Strategy, ...] = (
-    identical_sides, whitespace_only, already_applied, fork_unchanged, dependency_pins, list_union,
-    upstream_inserts_around_fork_edit, token_merge,
+# The deterministic pipeline, in order, by the name each records. Memory (exact fingerprints) runs before these.
+NAMED: tuple[tuple[str, Strategy], ...] = (
+    (model.IDENTICAL, identical_sides), (model.WHITESPACE, whitespace_only), (model.ALREADY_APPLIED, already_applied),
+    (model.FORK_UNCHANGED, fork_unchanged), (model.DEPENDENCY_PINS, dependency_pins), (model.LIST_UNION, list_union),
+    (model.UPSTREAM_INSERTS, upstream_inserts_around_fork_edit), (model.TOKEN_MERGE, token_merge),
 )
+DETERMINISTIC: tuple[Strategy, ...] = tuple(fn for _, fn in NAMED)
+
+
+def enabled(off: Collection[str] = ()) -> tuple[Strategy, ...]:
+    """The pipeline without the rules a fork switched off (``resolve.rules_off``), order kept."""
+    return tuple(fn for name, fn in NAMED if name not in off)
