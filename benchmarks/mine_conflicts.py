@@ -1,7 +1,7 @@
 """Mine real backport conflicts from a repository's history into a conflict set (bench_conflicts' layout).
 
     python -m benchmarks.mine_conflicts REPO --out SETDIR --name OWNER/REPO --license SPDX
-        [--branches REGEX] [--refs GLOB ...] [--max-files N] [--time-limit S] [--first-case N]
+        [--branches REGEX] [--refs PREFIX ...] [--max-files N] [--time-limit S] [--first-case N]
 
 What it is for: a figure on conflicts the resolution rules were never shaped on. The
 developers' set (../shared/conflict-bench: pytest, aiohttp, redis) is where rules are studied;
@@ -11,7 +11,7 @@ projects nobody looked at (``python -m benchmarks.bench_conflicts SETDIR``).
 Method (the developers' set's, so the figures compare):
 
 1. List every non-merge commit B on the maintenance branches (``--branches``, a regex over
-   ``refs/heads`` names; ``--refs`` adds other ref globs, e.g. ``refs/pull/*``) whose message
+   ``refs/heads`` names; ``--refs`` adds other refs by prefix, e.g. ``refs/pull``) whose message
    names its original O: ``(cherry picked from commit O)`` (``git cherry-pick -x``) or
    ``Backport of O``. A pick of a pick names a chain (each ``-x`` appends a trailer): the last
    one is the direct original when its own message names the others. O may be a merge (a PR merge picked with ``-m 1``): its base is its first
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--license", default="see the project", help="the project's licence (SPDX), recorded")
     parser.add_argument("--branches", default=r"(?!main$|master$).*",
                         help="regex over refs/heads names (default: every branch but main/master)")
-    parser.add_argument("--refs", action="append", default=[], help="extra ref globs, e.g. refs/pull/*")
+    parser.add_argument("--refs", action="append", default=[], help="extra refs by prefix (for-each-ref patterns), e.g. refs/pull")
     parser.add_argument("--max-files", type=int, default=100, help="stop after this many conflicted files")
     parser.add_argument("--time-limit", type=float, default=600.0, help="stop after this many seconds")
     parser.add_argument("--first-case", type=int, default=1)
