@@ -61,6 +61,32 @@ def test_l2_history_and_metric_series(store: Store) -> None:
     assert results.benchmarks("acme/fork") == ["mm"] and results.history("other/fork", "mm") == []
 
 
+def test_l2_regressions_are_stored_with_their_run(store: Store) -> None:
+    """A regression is stored with the run that found it (culprit, bisection range and steps,
+    tracking issue), read back per repository and benchmark, and deleted with its run."""
+    from sqlalchemy import delete
+
+    from core.store.models import L2RunRow
+    from workers.testing.results import RegressionRecord
+
+    results = ResultStore(store)
+    run = results.record("acme/fork", L2Run(benchmark="mm", sha="s2", status="pass", verdict="regressed",
+                                            metrics={"tflops": 70.0, "gbps": 10.0}, recorded_at="night 2"))
+    other = results.record("acme/fork", L2Run(benchmark="sm", sha="s2", status="fail", verdict="failed"))
+    assert run.run_id is not None and other.run_id is not None
+    found = RegressionRecord("mm", "tflops", "regressed", "s2", run.run_id, delta_pct=-30.2, good="s1", culprit="c1",
+                             culprit_subject="Slow epilogue", bisect_status="found", bisect_steps=3, candidates=6,
+                             tracking_issue=12, recorded_at=5.0)
+    failed = RegressionRecord("sm", "", "failed", "s2", other.run_id, bisect_status="none",
+                              note="no good run recorded to bisect from", recorded_at=6.0)
+    results.record_regressions("acme/fork", [found, failed])
+    assert results.regressions("acme/fork") == [found, failed]
+    assert results.regressions("acme/fork", "sm") == [failed] and results.regressions("other/fork") == []
+    with store.session() as db:
+        db.execute(delete(L2RunRow).where(L2RunRow.id == run.run_id))
+    assert results.regressions("acme/fork") == [failed]
+
+
 def test_named_series_keep_order_and_trim(store: Store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Series points come back oldest first, limited to the newest; the oldest beyond the cap go."""
     import workers.adapters.state as state

@@ -284,6 +284,7 @@ def landing_times(facts: dict[str, Any], previous: dict[str, Any], now: float) -
 def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: IngestReport, gh: IngestGitHub) -> dict[str, Any]:
     """What this run knows for the dashboard: the engine's ledger facts and what is in flight."""
     posted = {item["key"]: item for item in [*report.pulls, *report.issues]}
+    as_pull = {item["key"] for item in report.pulls}  # a built chain is a PR too (bundle.chain_prs)
     items: list[dict[str, Any]] = []
 
     def add(kind: str, key: str, size: int, branch: str | None, conflicts: tuple[str, ...]) -> None:
@@ -291,7 +292,7 @@ def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: Ingest
         items.append({"kind": kind, "key": key, "title": item.get("title", key), "number": item.get("number"),
                       "url": item.get("url"), "size": size, "conflicts": list(conflicts),
                       "commits": output.dashboard.get("commits", {}).get(key, []),
-                      "pull": kind != "chain" and branch is not None,
+                      "pull": branch is not None and (kind != "chain" or key in as_pull),
                       "head_sha": fork.rev_parse(f"refs/heads/{branch}") if branch else None})
 
     for u in output.urgent:
