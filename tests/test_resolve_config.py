@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import ConfigError, load_repo_config
+from core.config import RESOLVE_RULES, ConfigError, load_repo_config
+from workers.engine.resolve.strategies import NAMED
 
 
 def test_defaults_have_no_agent_and_the_standard_memory_ref() -> None:
@@ -45,10 +46,7 @@ def test_bad_resolve_config_names_the_line(text: str, expect: str) -> None:
 
 def test_rules_off_names_pipeline_rules() -> None:
     """``rules_off`` takes the names the pipeline's rules record; the config's list is the pipeline's."""
-    from core.config import RESOLVE_RULES
-    from workers.engine.resolve.strategies import NAMED
-
-    assert RESOLVE_RULES == tuple(name for name, _ in NAMED)
+    assert tuple(name for name, _ in NAMED) == RESOLVE_RULES
     cfg = load_repo_config("resolve:\n  rules_off: [token-merge, upstream-inserts]\n").resolve
     assert cfg.rules_off == ("token-merge", "upstream-inserts")
     assert load_repo_config("").resolve.rules_off == ()
