@@ -310,8 +310,7 @@ def _report(github: GitHubPort, job: L1Job, actions: Sequence[Action], run: L1Ru
             assert job.pr_number is not None
             _upsert_check(github, job.repo, action.head_sha, action.output, external_id=action.external_id)
             pull = github.get_pull_request(job.repo, job.pr_number)
-            github.ensure_pull_request(job.repo, head=pull.head_ref, base=pull.base_ref, title=pull.title,
-                                       body=render.with_split_section(pull.body, action.note))
+            github.edit_pull_request(job.repo, job.pr_number, body=render.with_split_section(pull.body, action.note))
         elif isinstance(action, Comment):
             github.create_comment(job.repo, action.number, action.body)
         elif isinstance(action, UpdateCheck):
