@@ -91,10 +91,21 @@ class PullRequestInfo:
     author: str
     author_association: str
     html_url: str
+    updated_at: float = 0.0  # seconds since the epoch (a push, an edit, a comment); 0: GitHub did not say
 
     def from_outside(self, repo: str) -> bool:
         """True when the head branch lives in another repository (or a deleted one)."""
         return (self.head_repo or "").lower() != repo.lower()
+
+
+@dataclass(frozen=True)
+class ReviewInfo:
+    """One review of a pull request: who, its state (APPROVED, CHANGES_REQUESTED, COMMENTED,
+    DISMISSED, PENDING) and the head commit it was given on."""
+
+    user: str
+    state: str
+    commit_id: str | None = None
 
 
 @dataclass(frozen=True)
