@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -46,14 +47,15 @@ from typing import Any
 
 import pygit2
 
+from benchmarks.bench_plan import cherry_pick_loop
 from core.config import load_repo_config
-from workers.engine.changes import CommitChanges, commit_changes_many
+from workers.engine.changes import CHANGES_CACHE_FILE, CommitChanges, commit_changes_many
 from workers.engine.git import Repository, run_git
 from workers.engine.lines import line_dependencies
 from workers.engine.pair import open_configured
 from workers.engine.partition import Change, partition
 from workers.engine.paths import first_match
-from workers.engine.pick import GitMerger, PickTarget
+from workers.engine.pick import MERGE_CACHE_FILE, GitMerger, PickTarget
 from workers.engine.planning import TipTrial, make_plan
 from workers.engine.symbols import stoplist
 
@@ -217,6 +219,45 @@ def chain_conflicts(pg: pygit2.Repository, tree: pygit2.Oid, order: Sequence[str
 # --------------------------------------------------------------------------- runs
 
 
+def drop_caches(cache_dir: Path) -> None:
+    """A cold plan: no ledger, merge or commit-analysis cache (the cache repository's objects stay)."""
+    shutil.rmtree(cache_dir / "ledger", ignore_errors=True)
+    for name in (MERGE_CACHE_FILE, CHANGES_CACHE_FILE):
+        (cache_dir / name).unlink(missing_ok=True)
+
+
+def speed(work: Path, cfg_file: Path, rounds: int = 2) -> dict[str, Any]:
+    """Plan (cold caches, then warm) beside a worktree ``git cherry-pick -x`` loop over the same
+    commits (the walk) onto the fork tip, alternated in one run, with the load average of each."""
+    fork, up = work / "fork", work / "upstream.git"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "fork", "GIT_AUTHOR_EMAIL": "fork@example.com",
+           "GIT_COMMITTER_NAME": "fork", "GIT_COMMITTER_EMAIL": "fork@example.com"}
+    runs: list[dict[str, Any]] = []
+    outputs: set[str] = set()
+    for n in range(rounds):
+        pair, config = open_configured(str(up), str(fork), config_file=str(cfg_file))
+        drop_caches(pair.cache_dir)
+        load = os.getloadavg()[0]
+        started = time.monotonic()
+        cold = make_plan(pair, config)
+        cold_s = time.monotonic() - started
+        started = time.monotonic()
+        warm = make_plan(pair, config)
+        warm_s = time.monotonic() - started
+        outputs |= {cold.plan.to_json(), warm.plan.to_json()}
+        loop_dir = work / f"loop-{n}"
+        shutil.rmtree(loop_dir, ignore_errors=True)
+        loop_dir.mkdir()
+        loop_s, failed = cherry_pick_loop(fork, cold.order, env, loop_dir)
+        runs.append({"load": round(load, 2), "plan_cold_s": round(cold_s, 2), "plan_warm_s": round(warm_s, 2),
+                     "loop_s": round(loop_s, 1), "loop_conflicts": failed, "commits": len(cold.order),
+                     "cold_ratio": round(loop_s / cold_s, 1), "warm_ratio": round(loop_s / warm_s, 1),
+                     "load_after": round(os.getloadavg()[0], 2)})
+    if len(outputs) != 1:
+        raise SystemExit("plan output differs between cold and warm runs")
+    return {"runs": runs, "byte_identical": True}
+
+
 def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"holes": len(info["holes"]), "left_behind": len(info["left_behind"]),
                            "ingest_loop_seconds": info["ingest_seconds"]}
@@ -246,6 +287,8 @@ def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) 
             "reasons": kinds, "plan_seconds": round(seconds, 2), "chain_conflicts": sum(counts),
             "chain_conflicts_each": counts,
         }
+        if link == "line":
+            out["speed"] = speed(work, cfg_file)
         if link == "line" and not skip_oracle:
             started = time.monotonic()
             result = oracle(Path(pair.repo.path), pg, planned.order, info["base"], tip.tree.id, planned.changes,
@@ -277,6 +320,8 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) ->
     chain_sizes: list[int] = []
     oracle_sizes: list[int] = []
     conflicts = 0
+    seeds: dict[str, int] = {}  # chains by the reason of their first member (what started them)
+    members: dict[str, int] = {}  # chain members by reason
     for _week, shas in sorted(weeks.items()):
         first = pg.get(shas[0])
         assert isinstance(first, pygit2.Commit)
@@ -289,6 +334,10 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) ->
         total += len(shas)
         ours_b += sum(len(b.commits) for b in plan.bundles)
         chain_sizes += [len(c.commits) for c in plan.chains]
+        for c in plan.chains:
+            seeds[c.reasons[0].kind] = seeds.get(c.reasons[0].kind, 0) + 1
+            for r in c.reasons:
+                members[r.kind] = members.get(r.kind, 0) + 1
         conflicts += sum(chain_conflicts(pg, tree, shas, [b.commits for b in plan.bundles],
                                          [c.commits for c in plan.chains], changes))
         if not skip_oracle:
@@ -300,6 +349,7 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) ->
         "weeks": len(weeks), "commits": total, "bundled": ours_b, "share": round(ours_b / total, 3),
         "chains": len(chain_sizes), "median_chain": statistics.median(chain_sizes) if chain_sizes else 0,
         "largest_chains": sorted(chain_sizes, reverse=True)[:6], "chain_conflicts": conflicts,
+        "seeds": dict(sorted(seeds.items())), "members": dict(sorted(members.items())),
         "oracle": None if skip_oracle else {
             "bundled": oracle_b, "share": round(oracle_b / total, 3),
             "median_chain": statistics.median(oracle_sizes) if oracle_sizes else 0,

@@ -4,7 +4,8 @@
 
 * **lines** — its hunks (widened by ``risk.context_lines``) overlap lines that a chain member
   still to pick was the last to change (``Change.depends``, from :mod:`workers.engine.lines`);
-* **symbols** — it changes the definition of a name whose definition a chain member changes, or
+* **symbols** — it changes the definition of a name whose definition a chain member changes (a
+  Python definition only in the same module: two files' own ``is_hopper`` are two functions), or
   it uses a name a chain member introduces (definitions only, never a mere mention; the
   generic-name stop-list applies; a use names a new free function, class, macro or record, never a
   method, and file-local definitions never link across files). Members already picked link nothing: their lines and names

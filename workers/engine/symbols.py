@@ -299,7 +299,8 @@ class FileSymbols:
     """What one file's diff defines and uses, for line-mode links.
 
     ``introduced``: defined on added lines and not on removed ones (a new name); ``defined``:
-    every name whose definition line is added or removed (introduced, changed or deleted);
+    every name whose definition line is added or removed (introduced, changed or deleted), a
+    Python one scoped to its module (:func:`module_scoped`);
     ``used``: identifiers on changed lines, a use of whatever they name.
     """
 
@@ -352,9 +353,20 @@ def file_definitions(path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BU
     keep = {s for s in plus | minus if _keep(s, stop)}
     return FileSymbols(
         introduced=frozenset(s for s in plus - minus if s in keep),
-        defined=frozenset(keep),
+        defined=frozenset(module_scoped(s, path) for s in keep) if lang == "python" else frozenset(keep),
         used=frozenset(u for u in used if u not in _USE_KEYWORDS and _keep(u, stop)),
     )
+
+
+def module_scoped(name: str, path: str) -> str:
+    """A Python definition as the one thing it is: ``name in path``.
+
+    A Python ``def``/``class`` belongs to its module: two tutorials that each define their own
+    ``is_hopper`` do not change one function, while a C++ or TableGen name declared in a header
+    and defined in a source file is one symbol across files (those stay bare). Uses still link
+    by the bare name (``introduced``): a use in another module imports it.
+    """
+    return f"{name} in {path}"
 
 
 def last_name(symbol: str) -> str:
