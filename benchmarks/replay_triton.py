@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -56,8 +57,8 @@ from workers.engine.pair import open_configured
 from workers.engine.partition import Change, partition
 from workers.engine.paths import first_match
 from workers.engine.pick import MERGE_CACHE_FILE, GitMerger, PickTarget
-from workers.engine.planning import TipTrial, make_plan
-from workers.engine.symbols import stoplist
+from workers.engine.planning import TipTrial, make_plan, names_in_tree
+from workers.engine.symbols import last_name, stoplist
 
 PRE_FORK_TIP = "2ac060b8b"
 CUT = 1000
@@ -258,7 +259,7 @@ def speed(work: Path, cfg_file: Path, rounds: int = 2) -> dict[str, Any]:
     return {"runs": runs, "byte_identical": True}
 
 
-def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) -> dict[str, Any]:
+def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, timed: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"holes": len(info["holes"]), "left_behind": len(info["left_behind"]),
                            "ingest_loop_seconds": info["ingest_seconds"]}
     fork, up = work / "fork", work / "upstream.git"
@@ -287,7 +288,7 @@ def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) 
             "reasons": kinds, "plan_seconds": round(seconds, 2), "chain_conflicts": sum(counts),
             "chain_conflicts_each": counts,
         }
-        if link == "line":
+        if link == "line" and timed:
             out["speed"] = speed(work, cfg_file)
         if link == "line" and not skip_oracle:
             started = time.monotonic()
@@ -303,10 +304,49 @@ def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) 
     return out
 
 
-def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) -> dict[str, Any]:
+# The fork's own divergence for the continuous model: facebookexperimental/triton's first own
+# commits ([TLX-rebase][1/2] and [2/2]) on top of the pre-fork tip: 68 files (45 added, 23 changed).
+DIVERGENCE = "2d98c5e28"
+
+
+def diverged_tree(pg: pygit2.Repository, repo_path: Path, upstream_tree: pygit2.Oid, base: str, own: str) -> tuple[pygit2.Oid, int]:
+    """``upstream_tree`` plus the fork's own changes ``base..own`` by git's merge; where they
+    conflict with that upstream the file stays upstream's (the fork's change there is left out),
+    and so does a file whose blob the partial mirror lacks. Returns the tree and the files left out."""
+    b, o = pg.revparse_single(base).peel(pygit2.Tree), pg.revparse_single(own).peel(pygit2.Tree)
+    theirs = PickTarget(pg, o.id)
+    for delta in b.diff_to_tree(o).deltas:
+        if delta.new_file.id != pygit2.Oid(hex="0" * 40) and delta.new_file.id not in pg:
+            old = delta.old_file
+            theirs.replace({delta.new_file.path: None if old.id == pygit2.Oid(hex="0" * 40) else (old.id, int(old.mode))})
+    sig = pygit2.Signature("m", "m@example.com", 0, 0)
+    root = pg.create_commit(None, sig, sig, "base", b.id, [])
+    one = pg.create_commit(None, sig, sig, "ours", upstream_tree, [root])
+    two = pg.create_commit(None, sig, sig, "theirs", theirs.tree(), [root])
+    out = git(repo_path, "merge-tree", "--write-tree", "--name-only", "--no-messages", str(one), str(two), check=False)
+    lines = [x for x in out.split("\n") if x]
+    merged = PickTarget(pg, pygit2.Oid(hex=lines[0]))
+    ours = PickTarget(pg, upstream_tree)
+    conflicted = sorted(set(lines[1:]))
+    merged.replace({p: ours.entry(p) for p in conflicted})
+    return merged.tree(), len(conflicted)
+
+
+def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, *, divergence: bool = False,
+           zones: bool = True) -> dict[str, Any]:
+    """The continuous model: each calendar week planned on the fork as of the week's start.
+
+    The fork is upstream as of the week's start (everything earlier landed), plus, with
+    ``divergence``, the fork's own real changes (:data:`DIVERGENCE`). ``zones``: the configured
+    diverged zones seed chains (else only conflicts, links and the risky path do). Names a chain
+    member introduces link only when the week's fork tree lacks them, as in ``make_plan``.
+    """
     up = work / "upstream.git"
     pg = pygit2.Repository(str(up))
-    config = load_repo_config(CONFIG.replace("LINK", "line"))
+    text = CONFIG.replace("LINK", "line")
+    if not zones:
+        text = re.sub(r"  diverged_zones:\n(    - .*\n)+", "  diverged_zones: []\n", text)
+    config = load_repo_config(text)
     stop = stoplist(config.risk.symbol_stoplist)
     commits: list[str] = info["upstream"]
     changes = commit_changes_many(pg, Repository(up), commits, stop)
@@ -319,16 +359,22 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) ->
     ours_b = oracle_b = total = 0
     chain_sizes: list[int] = []
     oracle_sizes: list[int] = []
-    conflicts = 0
+    conflicts = left_out = 0
     seeds: dict[str, int] = {}  # chains by the reason of their first member (what started them)
     members: dict[str, int] = {}  # chain members by reason
     for _week, shas in sorted(weeks.items()):
         first = pg.get(shas[0])
         assert isinstance(first, pygit2.Commit)
         tree, since = first.parents[0].tree.id, str(first.parents[0].id)
+        if divergence:
+            tree, dropped = diverged_tree(pg, up, tree, info["tip"], DIVERGENCE)
+            left_out += dropped
         deps = line_dependencies([(s, changes[s].ranges) for s in shas], config.risk.context_lines)
+        known = names_in_tree(Repository(up), str(tree), (last_name(n) for s in shas for n in changes[s].introduced))
         walk = [Change(s, changes[s].paths, changes[s].symbols, changes[s].lines, depends=deps[s],
-                       defined=changes[s].defined, introduced=changes[s].introduced, used=changes[s].used) for s in shas]
+                       defined=changes[s].defined, used=changes[s].used,
+                       introduced=frozenset(n for n in changes[s].introduced if last_name(n) not in known))
+                for s in shas]
         trial = TipTrial(PickTarget(pg, tree, GitMerger(pg)), changes)
         plan = partition(walk, config, trial)
         total += len(shas)
@@ -346,6 +392,7 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) ->
             if result["chain"]:
                 oracle_sizes.append(result["chain"])
     return {
+        "divergence": divergence, "zones": zones, "divergence_files_left_out": left_out,
         "weeks": len(weeks), "commits": total, "bundled": ours_b, "share": round(ours_b / total, 3),
         "chains": len(chain_sizes), "median_chain": statistics.median(chain_sizes) if chain_sizes else 0,
         "largest_chains": sorted(chain_sizes, reverse=True)[:6], "chain_conflicts": conflicts,
@@ -364,15 +411,20 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "forksync-replay")
     parser.add_argument("--only", choices=("snapshot", "weekly"), default=None)
     parser.add_argument("--no-oracle", action="store_true")
+    parser.add_argument("--no-speed", action="store_true", help="skip the plan vs cherry-pick loop timing")
     args = parser.parse_args()
     os.environ.setdefault("FORKSYNC_CACHE_DIR", str(args.work / "cache"))
     info = build_replay(args.mirror, args.work)
     load = os.getloadavg()
     result: dict[str, Any] = {"load_before": [round(x, 2) for x in load]}
     if args.only in (None, "snapshot"):
-        result["snapshot"] = snapshot(args.mirror, args.work, info, args.no_oracle)
+        result["snapshot"] = snapshot(args.mirror, args.work, info, args.no_oracle, not args.no_speed)
     if args.only in (None, "weekly"):
-        result["weekly"] = weekly(args.mirror, args.work, info, args.no_oracle)
+        result["weekly"] = [
+            weekly(args.mirror, args.work, info, args.no_oracle),
+            weekly(args.mirror, args.work, info, args.no_oracle, divergence=True),
+            weekly(args.mirror, args.work, info, args.no_oracle, divergence=True, zones=False),
+        ]
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=1))
 

@@ -154,3 +154,22 @@ def test_python_definitions_link_only_within_their_module() -> None:
     assert plan.bundle_of(sha(2)) is not None
     assert reasons(plan)[sha(3)].detail.startswith(
         "changes the definition of is_hopper in python/tutorials/09-persistent-matmul.py, also changed by")
+
+
+def test_a_cpp_member_call_is_no_use_of_a_new_free_function() -> None:
+    """``createTokenOp.getNumBuffers()`` calls a member: it does not use the free function
+    ``getNumBuffers`` a chain member introduces in a .cpp (real Triton history), while a bare call
+    does, and a member call still uses a new method ``Cls::getNumBuffers``."""
+    call = file_definitions("lib/WS.cpp", [Hunk("", ("  for (unsigned i = 0; i < createTokenOp.getNumBuffers(); i++) {",), ())])
+    assert ".getNumBuffers" in call.used and "getNumBuffers" not in call.used
+    bare = file_definitions("lib/WS.cpp", [Hunk("", ("  unsigned n = getNumBuffers(op);",), ())])
+    trial = ChainFakeTrial({sha(1): ("lib/San.cpp",), sha(3): ("lib/Op.cpp",)})
+    commits = [change(1, "lib/San.cpp", introduced=["getNumBuffers"]),
+               change(2, "lib/WS.cpp", used=sorted(call.used)),
+               change(3, "lib/Op.cpp", introduced=["TokenOpAdaptor::getNumBuffers"]),
+               change(4, "lib/WS.cpp", used=sorted(call.used)),
+               change(5, "lib/Other.cpp", used=sorted(bare.used))]
+    plan = partition(commits, CONFIG, trial)
+    assert plan.bundle_of(sha(2)) is not None
+    assert reasons(plan)[sha(4)].detail.startswith("uses TokenOpAdaptor::getNumBuffers, introduced by")
+    assert reasons(plan)[sha(5)].detail.startswith("uses getNumBuffers, introduced by")
