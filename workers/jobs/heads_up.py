@@ -37,7 +37,7 @@ def plan(
     """One heads-up per ready PR whose upstream commits touch owned areas (see :func:`ready`)."""
     out = []
     for item in items:
-        if not ready(item):
+        if not ready(item) or item.number is None:
             continue
         areas: dict[str, tuple[tuple[str, ...], list[tuple[str, str, int | None]]]] = {}
         for c in commits.get(item.key, ()):
