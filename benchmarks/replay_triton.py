@@ -23,8 +23,8 @@ the running bundle conflicts. Otherwise it is bundled and the running tree advan
 **Continuous** (``weekly``): the 1,000 commits cut into calendar weeks (committer date); for
 each week the fork is upstream as of the week's start (everything earlier landed) and the week's
 commits are planned; forksync's pure partition (line mode, git trial picks) and the oracle, side
-by side. Chain conflict counts: each chain built through commit by commit on the bundle it would
-be built on (see bundle.py), a conflict "resolved" by taking the upstream side of the files, and
+by side. Chain conflict counts: each chain built through commit by commit on the fork trunk,
+where bundle.py builds it, a conflict "resolved" by taking the upstream side of the files, and
 counted.
 
     python -m benchmarks.replay_triton --mirror /work/.mirror/facebookexperimental+triton/repo --work /tmp/replay
@@ -188,24 +188,15 @@ def oracle(repo_path: Path, pg: pygit2.Repository, walk: Sequence[str], since: s
 # --------------------------------------------------------------------------- build-through counts
 
 
-def chain_conflicts(pg: pygit2.Repository, tree: pygit2.Oid, order: Sequence[str], bundles: Sequence[Sequence[str]],
-                    chains: Sequence[Sequence[str]], changes: dict[str, CommitChanges]) -> list[int]:
-    """Conflicts met building each chain through on its bundle (a conflict resolved by upstream's files)."""
-    position = {s: i for i, s in enumerate(order)}
+def chain_conflicts(pg: pygit2.Repository, tree: pygit2.Oid, chains: Sequence[Sequence[str]],
+                    changes: dict[str, CommitChanges]) -> list[int]:
+    """Conflicts met building each chain through on the fork trunk, as bundle.py builds every
+    branch (alone on the trunk, landable in any order); a conflict "resolved" by taking the
+    upstream side of its files, and counted."""
     merger = GitMerger(pg)
-    running = PickTarget(pg, tree, merger)
-    stack: list[tuple[int, pygit2.Oid]] = []
-    for bundle in bundles:
-        for sha in bundle:
-            running.pick(changes[sha])
-        stack.append((position[bundle[0]], running.tree()))
     counts = []
     for members in chains:
-        base = tree
-        for start, bundle_tree in stack:
-            if start < position[members[0]]:
-                base = bundle_tree
-        target = PickTarget(pg, base, merger)
+        target = PickTarget(pg, tree, merger)
         conflicts = 0
         for sha in members:
             result = target.pick(changes[sha])
@@ -280,8 +271,7 @@ def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, 
         for c in plan.chains:
             for r in c.reasons:
                 kinds[r.kind] = kinds.get(r.kind, 0) + 1
-        counts = chain_conflicts(pg, tip.tree.id, planned.order, [b.commits for b in plan.bundles],
-                                 [c.commits for c in plan.chains], planned.changes) if link == "line" else []
+        counts = chain_conflicts(pg, tip.tree.id, [c.commits for c in plan.chains], planned.changes) if link == "line" else []
         out[link] = {
             "placed": placed, "bundled": bundled, "share": round(bundled / placed, 3) if placed else 0,
             "bundles": [len(b.commits) for b in plan.bundles], "chains": sorted((len(c.commits) for c in plan.chains), reverse=True),
@@ -384,8 +374,7 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, *,
             seeds[c.reasons[0].kind] = seeds.get(c.reasons[0].kind, 0) + 1
             for r in c.reasons:
                 members[r.kind] = members.get(r.kind, 0) + 1
-        conflicts += sum(chain_conflicts(pg, tree, shas, [b.commits for b in plan.bundles],
-                                         [c.commits for c in plan.chains], changes))
+        conflicts += sum(chain_conflicts(pg, tree, [c.commits for c in plan.chains], changes))
         if not skip_oracle:
             result = oracle(up, pg, shas, since, tree, changes, config.risk.diverged_zones + config.risk.risky_paths)
             oracle_b += result["bundled"]
