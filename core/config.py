@@ -191,7 +191,7 @@ class BundleConfig:
     # Committer of the commits forksync builds ("Name <email>"); the author stays upstream's.
     committer: str = key(DEFAULT_COMMITTER, check=_committer)
     # Whether a chain with built commits is opened as a [Cherry-pick][CHAIN] PR (else a tracking issue).
-    chain_prs: bool = False
+    chain_prs: bool = True
 
 
 @dataclass(frozen=True)
