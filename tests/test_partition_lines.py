@@ -134,6 +134,47 @@ def test_large_clean_commit_is_bundled_alone_unless_size_seeds() -> None:
     assert reasons(partition(commits, seeding, ChainFakeTrial({})))[sha(2)].kind == "size"
 
 
+def test_python_definitions_link_only_within_their_module() -> None:
+    """Two modules that each define their own ``is_hopper`` change two functions (no link); a change
+    of the same module's ``is_hopper`` is a link, and names the module (real Triton history: a
+    tutorial's own helper was linked to ``triton._internal_testing.is_hopper``)."""
+    own = Hunk("", ("def is_hopper():", "    return torch.cuda.get_device_capability()[0] == 9"), ())
+    first = file_definitions("python/tutorials/09-persistent-matmul.py", [own])
+    other = file_definitions("python/tutorials/06-fused-attention.py", [own])
+    assert first.defined == {"is_hopper in python/tutorials/09-persistent-matmul.py"}
+    assert first.introduced == {"is_hopper"}  # uses elsewhere still link by the bare name
+    assert first.defined.isdisjoint(other.defined)
+    header = Hunk("", ("LogicalResult rewriteRegion(Region &r);",), ())
+    assert file_definitions("include/A.h", [header]).defined == {"rewriteRegion"}  # C++ stays bare
+    trial = ChainFakeTrial({sha(1): ("python/tutorials/09-persistent-matmul.py",)})
+    commits = [change(1, "python/tutorials/09-persistent-matmul.py", defined=sorted(first.defined)),
+               change(2, "python/tutorials/06-fused-attention.py", defined=sorted(other.defined)),
+               change(3, "python/tutorials/09-persistent-matmul.py", defined=sorted(first.defined))]
+    plan = partition(commits, CONFIG, trial)
+    assert plan.bundle_of(sha(2)) is not None
+    assert reasons(plan)[sha(3)].detail.startswith(
+        "changes the definition of is_hopper in python/tutorials/09-persistent-matmul.py, also changed by")
+
+
+def test_a_cpp_member_call_is_no_use_of_a_new_free_function() -> None:
+    """``createTokenOp.getNumBuffers()`` calls a member: it does not use the free function
+    ``getNumBuffers`` a chain member introduces in a .cpp (real Triton history), while a bare call
+    does, and a member call still uses a new method ``Cls::getNumBuffers``."""
+    call = file_definitions("lib/WS.cpp", [Hunk("", ("  for (unsigned i = 0; i < createTokenOp.getNumBuffers(); i++) {",), ())])
+    assert ".getNumBuffers" in call.used and "getNumBuffers" not in call.used
+    bare = file_definitions("lib/WS.cpp", [Hunk("", ("  unsigned n = getNumBuffers(op);",), ())])
+    trial = ChainFakeTrial({sha(1): ("lib/San.cpp",), sha(3): ("lib/Op.cpp",)})
+    commits = [change(1, "lib/San.cpp", introduced=["getNumBuffers"]),
+               change(2, "lib/WS.cpp", used=sorted(call.used)),
+               change(3, "lib/Op.cpp", introduced=["TokenOpAdaptor::getNumBuffers"]),
+               change(4, "lib/WS.cpp", used=sorted(call.used)),
+               change(5, "lib/Other.cpp", used=sorted(bare.used))]
+    plan = partition(commits, CONFIG, trial)
+    assert plan.bundle_of(sha(2)) is not None
+    assert reasons(plan)[sha(4)].detail.startswith("uses TokenOpAdaptor::getNumBuffers, introduced by")
+    assert reasons(plan)[sha(5)].detail.startswith("uses getNumBuffers, introduced by")
+
+
 # ---- independent bundles: each lands on the trunk alone, so a dependency keeps commits together
 
 SMALL = RepoConfig(bundle=BundleConfig(max_commits=2, max_lines=100), risk=RiskConfig(max_lines=50))
