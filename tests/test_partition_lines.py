@@ -209,3 +209,34 @@ def test_a_shared_file_alone_does_not_tie_bundles() -> None:
     plan = partition(commits, SMALL, ChainFakeTrial({}))
     assert [b.commits for b in plan.bundles] == [(sha(1), sha(2)), (sha(3),)]
     assert all(not b.joined for b in plan.bundles)
+
+
+class AloneTrial(ChainFakeTrial):
+    """Also answers whether a commit applies on the trunk with its own bundle alone (BundleTrial)."""
+
+    def __init__(self, alone_fails: set[str]) -> None:
+        super().__init__({})
+        self.alone_fails = alone_fails
+        self.current: list[str] = []
+        self.closed = 0
+
+    def picks_alone(self, sha: str, fresh: bool) -> bool:
+        return sha not in self.alone_fails
+
+    def bundle_add(self, sha: str) -> None:
+        self.current.append(sha)
+
+    def bundle_close(self) -> None:
+        self.current, self.closed = [], self.closed + 1
+
+
+def test_near_lines_that_apply_without_the_earlier_bundle_do_not_tie_it() -> None:
+    """With the trunk-plus-own-bundle trial, a line dependency on an earlier bundle ties only when the
+    commit does not apply without it: the bounds hold otherwise."""
+    commits = [change(1, "a.py"), change(2, "b.py"), change(3, "c.py"),
+               change(4, "a.py", depends=[(1, "a.py", 3, 4)]), change(5, "a.py", depends=[(1, "a.py", 9, 9)])]
+    trial = AloneTrial(alone_fails={sha(5)})
+    plan = partition(commits, SMALL, trial)
+    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2), sha(5)), (sha(3), sha(4))]
+    assert [r.commit for r in plan.bundles[0].joined] == [sha(5)] and plan.bundles[1].joined == ()
+    assert trial.current == [sha(3), sha(4)] and trial.closed == 1

@@ -50,12 +50,15 @@ class Planned:
 
 
 class TipTrial:
-    """Trial picks onto the fork tip plus everything bundled so far (one in-memory target), and
-    one target per open chain for the partition's ``pick`` rule (``partition.ChainTrial``)."""
+    """Trial picks onto the fork tip plus everything bundled so far (one in-memory target), one
+    target per open chain for the partition's ``pick`` rule (``partition.ChainTrial``), and the
+    fork tip plus the current bundle alone (``partition.BundleTrial``: bundles land independently)."""
 
     def __init__(self, target: PickTarget, changes: dict[str, CommitChanges]) -> None:
         self.target = target
         self.changes = changes
+        self.trunk = target.tree()
+        self.alone: PickTarget | None = None  # the trunk plus the current bundle (partition.BundleTrial)
         # Chain targets are built lazily: only a conflicting commit asks for one (the pick rule),
         # so most chains never pay for picking their members a second time.
         self.chains: dict[str, PickTarget] = {}
@@ -64,6 +67,19 @@ class TipTrial:
 
     def try_pick(self, sha: str) -> tuple[str, ...]:
         return _conflicts(self.target, self.changes[sha])
+
+    def picks_alone(self, sha: str, fresh: bool) -> bool:
+        if fresh or self.alone is None:
+            return PickTarget(self.target.repo, self.trunk, self.target.merger).pick(self.changes[sha]).clean
+        return self.alone.scratch().pick(self.changes[sha]).clean
+
+    def bundle_add(self, sha: str) -> None:
+        if self.alone is None:
+            self.alone = PickTarget(self.target.repo, self.trunk, self.target.merger)
+        self.alone.pick(self.changes[sha])  # a commit that conflicts here is ejected at build, on the trunk
+
+    def bundle_close(self) -> None:
+        self.alone = None
 
     def chain_add(self, chain_id: str, sha: str) -> None:
         if chain_id not in self.started:
