@@ -133,8 +133,12 @@ def test_the_red_bundle_is_rebuilt_without_its_culprit_and_retested_in_the_same_
     assert rerun.status == "done" and rerun.run is not None and rerun.run.conclusion == "success", \
         "a re-run button or /retest still runs it"
 
-    from core.render.l1 import with_split_section
+    from core.render.l1 import carry_split_section, with_split_section
 
+    rewritten = carry_split_section(body, "The ingest's new body.")
+    assert rewritten.startswith("The ingest's new body.") and "**Red bundle split**" in rewritten, \
+        "an ingest rewriting the bundle's body keeps the split's section"
+    assert carry_split_section(rewritten, rewritten) == rewritten and carry_split_section("plain", "new") == "new"
     twice = with_split_section(with_split_section(body, "first"), "second")
     assert twice.count("forksync:l1-split-section -->") == 2 and "first" not in twice.split("Five upstream commits.")[1]
 

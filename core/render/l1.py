@@ -542,6 +542,15 @@ def retested_mark(sha: str) -> str:
 _SPLIT_SECTION = re.compile(r"\n*<!-- forksync:l1-split-section -->.*?<!-- /forksync:l1-split-section -->", re.DOTALL)
 
 
+def carry_split_section(old_body: str, new_body: str) -> str:
+    """``new_body`` (an ingest's rewrite of a bundle PR's body) keeping the L1 split's section of
+    ``old_body``: what was ejected from the bundle, and why, stays said in the PR."""
+    found = _SPLIT_SECTION.search(old_body or "")
+    if found is None or _SPLIT_SECTION.search(new_body or ""):
+        return new_body
+    return (new_body or "").rstrip("\n") + "\n\n" + found.group(0).lstrip("\n")
+
+
 def with_split_section(body: str, note: str) -> str:
     """The PR body with the split's note as its own section, replacing an earlier one."""
     section = f"<!-- forksync:l1-split-section -->\n{note}\n<!-- /forksync:l1-split-section -->"
