@@ -110,3 +110,33 @@ def unknown_workload(workload: str, known: tuple[str, ...]) -> str:
     listed = ", ".join(f"`{k}`" for k in known) if known else "none are configured"
     return (f"There is no L3 workload named `{workload}` in .github/forksync.yml (known: {listed}). "
             "Add it under `l3.workloads` with its owners.")
+
+
+# --------------------------------------------------------------------------- answers to /l3 and /signoff
+
+
+def already_signed_off(workload: str, signer: str, head_sha: str) -> str:
+    return f"L3 **{workload}** is already signed off by @{signer} on {head_sha[:12]}."
+
+
+def awaiting_queued_again(workload: str, owners: tuple[str, ...]) -> str:
+    return f"L3 **{workload}** is awaiting sign-off from {mentions(owners)}; its command is queued again."
+
+
+def already_awaiting(workload: str, owners: tuple[str, ...], head_sha: str) -> str:
+    return f"L3 **{workload}** is already awaiting sign-off from {mentions(owners)} on {head_sha[:12]}."
+
+
+def requested(workload: str, owners: tuple[str, ...], head_sha: str, *, has_run: bool, queued: bool) -> str:
+    """``/l3`` answered on a new check; ``has_run``: the workload has a command, ``queued``: it was sent."""
+    shown = (f"L3 **{workload}** requested on {head_sha[:12]}: awaiting sign-off from {mentions(owners)} "
+             f"(`/signoff {workload}`).")
+    if queued:
+        shown += " Its command is queued on the l2 queue; metrics will be attached to the check."
+    elif has_run:
+        shown += " Its command was not queued: no worker queue is available here."
+    return shown
+
+
+def signed_off(signer: str, workload: str, head_sha: str) -> str:
+    return f"@{signer} signed off L3 **{workload}** on {head_sha[:12]}."

@@ -2,8 +2,8 @@
 steps: read the plain state the command needs (here: the ledger entry, the PR, the plan), plan
 with the pure planners of :mod:`workers.commands.plan` (typed actions: reply, enqueue, mark,
 move, post, label), act with the one executor (:mod:`workers.commands.execute`). The answers'
-texts are in ``core.render.commands``. ``/l3``, ``/signoff`` (``workers/testing/l3.py``) and
-``/resolve`` (``workers/commands/resolution.py``) still act inside their own modules.
+texts are in ``core.render.commands``. ``/l3`` and ``/signoff`` plan with ``workers/testing/l3.py``'s
+planners (``plan.plan_l3``); ``/resolve`` (``workers/commands/resolution.py``) likewise reads, plans, acts.
 
 Decisions (``/skip``, ``/defer``, ``/urgent``) go to the fork's decisions notes and chain moves
 (``/chain``, ``/unchain``) to its chains ref, pushed before the reply says so: ``forksync status``
@@ -21,7 +21,6 @@ environment only (``http.extraHeader``), never argv or disk.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from core.commands import Command
 from core.errors import ForksyncError
@@ -301,35 +300,23 @@ def digest(ctx: Context, command: Command) -> render.Outcome:
 
 
 def l3(ctx: Context, command: Command) -> render.Outcome:
-    """/l3 WORKLOAD and /signoff WORKLOAD: the L3 sign-off check on the PR head (workers/testing/l3.py)."""
-    from workers.testing.l3 import request_l3, signoff_l3
+    """/l3 WORKLOAD and /signoff WORKLOAD: read the workload's newest check on the PR head, plan
+    (``plan.plan_l3`` over ``workers/testing/l3.py``'s planners), act."""
+    from workers.testing.l3 import current, is_owner
 
-    if not ctx.task.is_pull_request:
-        return render.pr_only(command)
-    checks = ctx.gh if isinstance(ctx.gh, Checks) else None
-    if checks is None:
-        return render.not_available(command, "the check-run adapter")
-    pull = ctx.pull()
-    if command.name == "l3":
-        services = ctx.services if isinstance(ctx.services, Services) else None
-        enqueue = None
-        if services is not None and services.send_task is not None:
-            send = services.send_task
-
-            def enqueue(name: str, kwargs: Any) -> None:
-                send(name, dict(kwargs))
-
-        reply = request_l3(
-            checks, ctx.repo, pull.head_sha, command.target, ctx.config,
-            requested_by=ctx.author, enqueue=enqueue, installation_id=ctx.task.installation_id,
-        )
-        if reply.ok:
-            return render.started(command, reply.text) if "queued" in reply.text else render.done(command, reply.text)
-    else:
-        reply = signoff_l3(checks, ctx.repo, pull.head_sha, command.target, ctx.author, ctx.config)
-        if reply.ok:
-            return render.done(command, reply.text)
-    return render.failed(command, reply.text, "")
+    has_checks = isinstance(ctx.gh, Checks)
+    head_sha, found = "", None
+    if ctx.task.is_pull_request and has_checks:
+        assert isinstance(ctx.gh, Checks)
+        head_sha = ctx.pull().head_sha
+        w = ctx.config.workload(command.target)
+        # (/signoff by someone who is no owner is refused before anything is read, as before)
+        if w is not None and (command.name == "l3" or is_owner(ctx.author, w)):
+            found = current(ctx.gh, ctx.repo, head_sha, w.name)
+    services = ctx.services if isinstance(ctx.services, Services) else None
+    can_queue = services is not None and services.send_task is not None
+    return execute(ctx, plan.plan_l3(command, ctx.task.is_pull_request, has_checks, head_sha, ctx.config, found,
+                                     ctx.author, can_queue))
 
 
 # --------------------------------------------------------------------------- /approve

@@ -13,10 +13,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ForksyncError
-from core.github.roles import Issues
+from core.github.roles import Checks, Issues
 from core.render import commands as render
-from workers.commands.plan import Action, AddLabels, Enqueue, MarkCommit, MoveCommit, PostMarked, Reply
-from workers.commands.services import fork_auth, send_task
+from workers.commands.plan import (
+    Action,
+    AddLabels,
+    ApplyL3,
+    Enqueue,
+    MarkCommit,
+    MoveCommit,
+    PostMarked,
+    Reply,
+)
+from workers.commands.services import Services, fork_auth, send_task
 from workers.engine.decisions import Disposition, write_decision
 from workers.engine.pair import FORK_NOTES_REF
 
@@ -49,6 +58,8 @@ def execute(ctx: Context, actions: Sequence[Action], pair: Pair | None = None) -
         elif isinstance(action, PostMarked):
             existing = bot_comment(ctx.gh, ctx.repo, action.number, action.marker, ctx.own_login)
             post_comment(ctx.gh, ctx.repo, action.number, action.body, existing)
+        elif isinstance(action, ApplyL3):
+            _apply_l3(ctx, action)
         elif isinstance(action, AddLabels) and isinstance(ctx.gh, Issues):
             # (a test fake without the issues role shows the comment only)
             ctx.gh.add_labels(ctx.repo, action.number, list(action.labels))
@@ -90,3 +101,21 @@ def _move(ctx: Context, pair: Pair, action: MoveCommit) -> render.Outcome:
     if record is None:
         return render.unchained(action.command, action.shown)
     return render.chained(action.command, action.shown, record.id, len(record.commits))
+
+
+def _apply_l3(ctx: Context, action: ApplyL3) -> None:
+    """The L3 check runs written and the runs queued (straight to the queue: the run task's kwargs)."""
+    from workers.testing.l3 import apply_l3
+
+    if not isinstance(ctx.gh, Checks):
+        raise ForksyncError("the L3 check was planned without the check-run adapter (a bug in forksync)",
+                            "report it to the bot's operators")
+    services = ctx.services if isinstance(ctx.services, Services) else None
+    send = services.send_task if services is not None else None
+
+    def enqueue(name: str, kwargs: Any) -> None:
+        assert send is not None  # planned only when a queue is reachable (plan_l3's can_queue)
+        send(name, dict(kwargs))
+
+    apply_l3(ctx.gh, ctx.repo, action.head_sha, action.steps, enqueue=enqueue if send is not None else None,
+             installation_id=ctx.task.installation_id)

@@ -18,6 +18,8 @@ The actions, in the order a plan lists them:
   chain it landed in.
 * :class:`PostMarked`: post or edit in place the bot comment carrying ``marker``.
 * :class:`AddLabels`: put labels on the issue or pull request.
+* :class:`ApplyL3`: write the L3 check runs and queue the runs that ``/l3`` and ``/signoff`` planned
+  (``workers.testing.l3``'s planners, on the PR head).
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ from typing import Any
 
 from core import tasknames
 from core.commands import Command
+from core.config import RepoConfig
+from core.github.records import CheckRunInfo
 from core.render import commands as render
+from core.render.l3 import L3State
+from workers.testing import l3
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,13 @@ class AddLabels:
     labels: tuple[str, ...]
 
 
-Action = Reply | Enqueue | MarkCommit | MoveCommit | PostMarked | AddLabels
+@dataclass(frozen=True)
+class ApplyL3:
+    head_sha: str
+    steps: tuple[l3.L3Action, ...]  # from l3.plan_request / l3.plan_signoff, ending with their answer
+
+
+Action = Reply | Enqueue | MarkCommit | MoveCommit | PostMarked | AddLabels | ApplyL3
 
 
 # --------------------------------------------------------------------------- plain state
@@ -119,6 +131,9 @@ class Benchmarks:
     """The config's L2 benchmarks: name -> its metric names."""
 
     metrics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+L3Found = tuple[CheckRunInfo, L3State | None] | None  # l3.current: the workload's newest check on the head
 
 
 # --------------------------------------------------------------------------- planners (pure)
@@ -222,3 +237,26 @@ def plan_approve(command: Command, is_pull: bool, pull: PullState | None, marker
         return [Reply(render.approve_not_needed_member(command, pull.author, pull.author_association))]
     return [PostMarked(pull.number, marker, body), AddLabels(pull.number, (label,)),
             Reply(render.approved(command, pull.author, pull.head_sha))]
+
+
+def plan_l3(command: Command, is_pull: bool, has_checks: bool, head_sha: str, config: RepoConfig,
+            found: L3Found, author: str, can_queue: bool) -> list[Action]:
+    """/l3 WORKLOAD, /signoff WORKLOAD on a PR head: the sign-off check run (``found``: the newest
+    one of the workload on the head, ``l3.current``); ``can_queue``: a worker queue is reachable."""
+    if not is_pull:
+        return [Reply(render.pr_only(command))]
+    if not has_checks:
+        return [Reply(render.not_available(command, "the check-run adapter"))]
+    if command.name == "l3":
+        steps = l3.plan_request(config, command.target, head_sha, found, requested_by=author, can_queue=can_queue)
+    else:
+        steps = l3.plan_signoff(config, command.target, head_sha, author, found)
+    answer = steps[-1]
+    assert isinstance(answer, l3.Answer)  # every L3 plan ends with its answer
+    if not answer.ok:
+        outcome = render.failed(command, answer.text, "")
+    elif answer.started:
+        outcome = render.started(command, answer.text)
+    else:
+        outcome = render.done(command, answer.text)
+    return [ApplyL3(head_sha, tuple(steps)), Reply(outcome)] if len(steps) > 1 else [Reply(outcome)]
