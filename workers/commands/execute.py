@@ -19,10 +19,12 @@ from workers.commands.plan import (
     Action,
     AddLabels,
     ApplyL3,
+    EditPull,
     Enqueue,
     MarkCommit,
     MoveCommit,
     PostMarked,
+    PushBranch,
     Reply,
 )
 from workers.commands.services import Services, fork_auth, send_task
@@ -58,6 +60,12 @@ def execute(ctx: Context, actions: Sequence[Action], pair: Pair | None = None) -
         elif isinstance(action, PostMarked):
             existing = bot_comment(ctx.gh, ctx.repo, action.number, action.marker, ctx.own_login)
             post_comment(ctx.gh, ctx.repo, action.number, action.body, existing)
+        elif isinstance(action, PushBranch):
+            with fork_auth(ctx):
+                _need(pair, action).push_to_fork(action.head, action.branch, force=True)
+        elif isinstance(action, EditPull) and isinstance(ctx.gh, Issues):
+            # (a test fake without the issues role keeps the PR's text)
+            ctx.gh.update_issue(ctx.repo, action.number, title=action.title, body=action.body)
         elif isinstance(action, ApplyL3):
             _apply_l3(ctx, action)
         elif isinstance(action, AddLabels) and isinstance(ctx.gh, Issues):

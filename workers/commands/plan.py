@@ -18,6 +18,8 @@ The actions, in the order a plan lists them:
   chain it landed in.
 * :class:`PostMarked`: post or edit in place the bot comment carrying ``marker``.
 * :class:`AddLabels`: put labels on the issue or pull request.
+* :class:`PushBranch`: force the rebuilt pick branch over the PR's (``/resolve``).
+* :class:`EditPull`: retitle the PR and replace its sections in place.
 * :class:`ApplyL3`: write the L3 check runs and queue the runs that ``/l3`` and ``/signoff`` planned
   (``workers.testing.l3``'s planners, on the PR head).
 """
@@ -26,15 +28,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import tasknames
 from core.commands import Command
 from core.config import RepoConfig
 from core.github.records import CheckRunInfo
 from core.render import commands as render
+from core.render import resolution as show
 from core.render.l3 import L3State
 from workers.testing import l3
+
+if TYPE_CHECKING:
+    from workers.engine.resolve.branch import BuildResult
 
 
 @dataclass(frozen=True)
@@ -85,7 +91,20 @@ class ApplyL3:
     steps: tuple[l3.L3Action, ...]  # from l3.plan_request / l3.plan_signoff, ending with their answer
 
 
-Action = Reply | Enqueue | MarkCommit | MoveCommit | PostMarked | AddLabels | ApplyL3
+@dataclass(frozen=True)
+class PushBranch:
+    head: str
+    branch: str  # refs/heads/… of the fork
+
+
+@dataclass(frozen=True)
+class EditPull:
+    number: int
+    title: str
+    body: str
+
+
+Action = Reply | Enqueue | MarkCommit | MoveCommit | PostMarked | AddLabels | ApplyL3 | PushBranch | EditPull
 
 
 # --------------------------------------------------------------------------- plain state
@@ -260,3 +279,68 @@ def plan_l3(command: Command, is_pull: bool, has_checks: bool, head_sha: str, co
     else:
         outcome = render.done(command, answer.text)
     return [ApplyL3(head_sha, tuple(steps)), Reply(outcome)] if len(steps) > 1 else [Reply(outcome)]
+
+
+PICK_PREFIX = "forksync/"  # forksync's pick branches
+
+
+def resolve_refusal(command: Command, is_pull: bool, head_ref: str, from_outside: bool,
+                    agent_configured: bool) -> Reply | None:
+    """/resolve before anything is fetched: only on forksync's own pick PR, ``agent`` only when one
+    is configured; None when the branch is to be read and rebuilt."""
+    if not is_pull:
+        return Reply(render.resolve_on_issue(command))
+    if from_outside or not head_ref.startswith(PICK_PREFIX):
+        return Reply(render.resolve_not_a_pick(command, head_ref))
+    if command.args[:1] == ("agent",) and not agent_configured:
+        return Reply(render.resolve_no_agent(command))
+    return None
+
+
+@dataclass(frozen=True)
+class ResolveState:
+    """The pick PR and its branch rebuilt in memory (``workers.engine.resolve.branch``)."""
+
+    number: int
+    head_ref: str
+    title: str
+    body: str
+    trailer: str  # the config's ledger trailer (named when the branch carries no upstream commit)
+    missing: tuple[str, ...]  # upstream commits the branch names that upstream lacks
+    upstream: tuple[str, ...]  # the upstream commits the branch carries
+    human: tuple[str, ...]  # commits on the branch a human wrote
+    with_agent: bool  # an agent took part in the rebuild
+    built: BuildResult | None  # None when there was nothing to build (no or missing upstream commits)
+
+
+def plan_resolve(command: Command, state: ResolveState) -> list[Action]:
+    """/resolve [agent], /resolve show FILE, from the rebuilt branch: show one file (writing
+    nothing), refuse a branch a human pushed to, say what waits, or push it and edit the PR."""
+    if not state.upstream or state.missing or state.built is None:
+        return [Reply(render.resolve_no_upstream(command, list(state.missing), state.trailer))]
+    built = state.built
+    if command.args[:1] == ("show",):
+        return [Reply(_show(command, built, command.args[1]))]
+    details = "\n".join(show.conflict_resolution_section(o, with_details=False) for o in built.outcomes if not o.clean)
+    if state.human:
+        return [Reply(render.resolve_human_owned(command, list(state.human), details))]
+    if built.head is None:
+        waiting = sum(len(o.waiting) for o in built.outcomes)
+        return [Reply(render.resolve_waiting(command, waiting, state.with_agent, details))]
+    body = state.body
+    for outcome in built.outcomes:
+        if not outcome.clean:
+            body = show.replace_section(body, show.conflict_resolution_section(outcome), outcome.commit)
+    files = sum(len(o.entries) for o in built.outcomes)
+    return [PushBranch(built.head, f"refs/heads/{state.head_ref}"),
+            EditPull(state.number, show.retitle_resolved(state.title), body),
+            Reply(render.resolved(command, files, len(built.outcomes), state.head_ref, built.head, details))]
+
+
+def _show(command: Command, built: BuildResult, path: str) -> render.Outcome:
+    for outcome in built.outcomes:
+        text = show.show_file(outcome, path)
+        if text is not None:
+            return render.resolve_show(command, path, outcome.commit, text)
+    conflicted = sorted({e.path for o in built.outcomes for e in o.entries} | {w.path for o in built.outcomes for w in o.waiting})
+    return render.resolve_show_unknown(command, path, conflicted)

@@ -14,24 +14,25 @@ from __future__ import annotations
 import pygit2
 
 from core.commands import Command
-from core.github.roles import Comments, Issues
+from core.github.roles import Comments
 from core.render import commands as render
 from core.render import marker as render_marker
-from core.render import resolution as show
+from workers.commands import plan
 from workers.commands.actions import open_fork
+from workers.commands.execute import execute
 from workers.commands.handler import Context, bot_comment, post_comment
 from workers.commands.services import fork_auth
 from workers.engine.bundle import BOT_COMMITTER, PickStyle
 from workers.engine.pair import normalise_web_url
 from workers.engine.resolve.agent import agent_step, from_config
-from workers.engine.resolve.branch import BuildResult, build_through, plan_branch, read_branch
+from workers.engine.resolve.branch import build_through, plan_branch, read_branch
 from workers.engine.resolve.learning import learn_branch, record_in_fork
 from workers.engine.resolve.memory import fetch_memory
 from workers.engine.resolve.pick import AgentStep
 from workers.engine.resolve.rails import Check
 
 PR_HEAD_REF = "refs/forksync/pr-head/"
-BRANCH_PREFIX = "forksync/"
+BRANCH_PREFIX = plan.PICK_PREFIX
 
 
 def _committer(ctx: Context) -> tuple[str, str]:
@@ -41,77 +42,42 @@ def _committer(ctx: Context) -> tuple[str, str]:
 
 
 def resolve_action(ctx: Context, command: Command) -> render.Outcome:
-    """/resolve, /resolve agent, /resolve show FILE (see the module docstring)."""
-    if not ctx.task.is_pull_request:
-        return render.resolve_on_issue(command)
-    pull = ctx.pull()
-    if pull.from_outside(ctx.repo) or not pull.head_ref.startswith(BRANCH_PREFIX):
-        return render.resolve_not_a_pick(command, pull.head_ref)
+    """/resolve, /resolve agent, /resolve show FILE (see the module docstring): read the PR, fetch
+    and rebuild its branch in memory, plan (``plan.plan_resolve``), act."""
+    pull = ctx.pull() if ctx.task.is_pull_request else None
+    refused = plan.resolve_refusal(command, pull is not None, pull.head_ref if pull else "",
+                                   pull.from_outside(ctx.repo) if pull else False, ctx.config.resolve.agent.configured)
+    if refused is not None:
+        return execute(ctx, [refused])
+    assert pull is not None  # a refusal otherwise
     with_agent = command.args[:1] == ("agent",)
-    if with_agent and not ctx.config.resolve.agent.configured:
-        return render.resolve_no_agent(command)
     pair = open_fork(ctx)
     head_ref = f"{PR_HEAD_REF}{pull.number}"
     with fork_auth(ctx):
         pair.repo.git("fetch", "--quiet", "--no-tags", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
     repo = pygit2.Repository(str(pair.repo.path))
     committer = _committer(ctx)
-    plan = plan_branch(read_branch(repo, pair.fork_tip, head_ref), ctx.config.ledger.trailer_patterns, committer[1])
-    upstream = [pair.repo.rev_parse(sha) for sha in plan.upstream]
-    missing = [s for s, full in zip(plan.upstream, upstream, strict=True) if full is None]
-    if not plan.upstream or missing:
-        return render.resolve_no_upstream(command, missing, ctx.config.ledger.trailer)
-    shas = [s for s in upstream if s is not None]
-    memory = fetch_memory(pair, ctx.config.resolve.memory_ref)
+    branch = plan_branch(read_branch(repo, pair.fork_tip, head_ref), ctx.config.ledger.trailer_patterns, committer[1])
+    upstream = [pair.repo.rev_parse(sha) for sha in branch.upstream]
+    missing = tuple(s for s, full in zip(branch.upstream, upstream, strict=True) if full is None)
     cfg = ctx.config.resolve
-    checks = tuple(Check(suffix, argv) for suffix, argv in cfg.checks)
-    agent = from_config(cfg.agent) if with_agent or cfg.auto_agent else None
-    style = PickStyle(trailer=ctx.config.ledger.trailer,
-                      upstream_url=normalise_web_url(ctx.config.upstream.url) if ctx.config.upstream.url else None,
-                      committer=committer)
+    agent, built = None, None
+    if branch.upstream and not missing:
+        agent = from_config(cfg.agent) if with_agent or cfg.auto_agent else None
+        memory = fetch_memory(pair, cfg.memory_ref)
+        checks = tuple(Check(suffix, argv) for suffix, argv in cfg.checks)
+        style = PickStyle(trailer=ctx.config.ledger.trailer,
+                          upstream_url=normalise_web_url(ctx.config.upstream.url) if ctx.config.upstream.url else None,
+                          committer=committer)
 
-    def agent_for(onto: str) -> AgentStep | None:
-        return agent_step(agent, repo, onto=onto, checks=checks, history_commits=cfg.agent.history_commits) if agent else None
+        def agent_for(onto: str) -> AgentStep | None:
+            return agent_step(agent, repo, onto=onto, checks=checks, history_commits=cfg.agent.history_commits) if agent else None
 
-    built = build_through(repo, shas, pair.fork_tip, config=ctx.config, style=style, memory=memory, agent_for=agent_for)
-
-    if command.args[:1] == ("show",):
-        return _show(command, built, command.args[1])
-    if plan.human_owned:
-        return render.resolve_human_owned(command, [c.sha for c in plan.human], _details(built))
-    if built.head is None:
-        waiting = sum(len(o.waiting) for o in built.outcomes)
-        return render.resolve_waiting(command, waiting, agent is not None, _details(built))
-    with fork_auth(ctx):
-        pair.push_to_fork(built.head, f"refs/heads/{pull.head_ref}", force=True)
-    _update_pr_text(ctx, pull.number, built)
-    files = sum(len(o.entries) for o in built.outcomes)
-    return render.resolved(command, files, len(built.outcomes), pull.head_ref, built.head, _details(built))
-
-
-def _update_pr_text(ctx: Context, number: int, built: BuildResult) -> None:
-    """The PR's sections replaced in place and its title retitled RESOLVED (where the adapter can)."""
-    if not isinstance(ctx.gh, Issues):
-        return
-    pull = ctx.gh.get_pull_request(ctx.repo, number)
-    title, body = pull.title, pull.body or ""
-    for outcome in built.outcomes:
-        if not outcome.clean:
-            body = show.replace_section(body, show.conflict_resolution_section(outcome), outcome.commit)
-    ctx.gh.update_issue(ctx.repo, number, title=show.retitle_resolved(title), body=body)
-
-
-def _details(built: BuildResult) -> str:
-    return "\n".join(show.conflict_resolution_section(o, with_details=False) for o in built.outcomes if not o.clean)
-
-
-def _show(command: Command, built: BuildResult, path: str) -> render.Outcome:
-    for outcome in built.outcomes:
-        text = show.show_file(outcome, path)
-        if text is not None:
-            return render.resolve_show(command, path, outcome.commit, text)
-    conflicted = sorted({e.path for o in built.outcomes for e in o.entries} | {w.path for o in built.outcomes for w in o.waiting})
-    return render.resolve_show_unknown(command, path, conflicted)
+        built = build_through(repo, [s for s in upstream if s is not None], pair.fork_tip, config=ctx.config,
+                              style=style, memory=memory, agent_for=agent_for)
+    state = plan.ResolveState(pull.number, pull.head_ref, pull.title, pull.body or "", ctx.config.ledger.trailer,
+                              missing, branch.upstream, tuple(c.sha for c in branch.human), agent is not None, built)
+    return execute(ctx, plan.plan_resolve(command, state), pair)
 
 
 # --------------------------------------------------------------------------- approval of a resolution
