@@ -1,5 +1,5 @@
-"""L3 sign-off, planned: the pure planners of workers/testing/l3.py (``/l3``, ``/signoff``) and the
-commands planner over them (workers/commands/plan.py ``plan_l3``), on plain data: no GitHub, no queue."""
+"""Comment commands, planned (continued): ``/l3``, ``/signoff`` (the pure planners of workers/testing/l3.py and
+``plan_l3`` over them) and ``/resolve`` (``resolve_refusal``, ``plan_resolve``), on plain data: no GitHub, no git."""
 
 from __future__ import annotations
 
@@ -76,3 +76,49 @@ def test_the_commands_planner_answers_on_issues_without_checks_and_maps_the_answ
     assert isinstance(other, plan.Reply) and other.outcome.status == "failed"  # carol owns ads, not llama
     apply, reply = plan.plan_l3(cmd("/signoff llama"), True, True, HEAD, CONFIG, None, "alice", True)
     assert isinstance(apply, plan.ApplyL3) and isinstance(reply, plan.Reply) and reply.outcome.status == "ok"
+
+
+# --------------------------------------------------------------------------- /resolve, planned (plain data)
+
+PICK = "p" * 40
+BUILT = "b" * 40
+
+
+def resolve_state(built: object, *, human: tuple[str, ...] = (), missing: tuple[str, ...] = ()) -> plan.ResolveState:
+    from workers.engine.resolve.branch import BuildResult
+
+    assert built is None or isinstance(built, BuildResult)
+    return plan.ResolveState(7, "forksync/pick-x", "[Cherry-pick][CONFLICTS] Say hello", "intro\n", "Upstream-Commit",
+                             missing, (PICK,), human, False, built)
+
+
+def test_resolve_is_refused_off_a_pick_pr_and_without_a_configured_agent() -> None:
+    refused = plan.resolve_refusal(cmd("/resolve"), False, "", False, True)
+    assert refused is not None and refused.outcome.status == "failed"
+    refused = plan.resolve_refusal(cmd("/resolve"), True, "feature/x", False, True)
+    assert refused is not None and "feature/x" in refused.outcome.message
+    assert plan.resolve_refusal(cmd("/resolve"), True, "forksync/pick", True, True) is not None  # from a fork
+    refused = plan.resolve_refusal(cmd("/resolve agent"), True, "forksync/pick", False, False)
+    assert refused is not None and refused.outcome.status == "failed"
+    assert plan.resolve_refusal(cmd("/resolve agent"), True, "forksync/pick", False, True) is None
+
+
+def test_resolve_pushes_and_retitles_only_a_built_bot_branch() -> None:
+    from workers.engine.resolve.branch import BuildResult
+    from workers.engine.resolve.model import ResolveOutcome, Waiting
+
+    resolved = ResolveOutcome(PICK, "f" * 40, True, "t" * 40)
+    push, edit, reply = plan.plan_resolve(cmd("/resolve"), resolve_state(BuildResult(BUILT, (resolved,))))
+    assert push == plan.PushBranch(BUILT, "refs/heads/forksync/pick-x")
+    assert isinstance(edit, plan.EditPull) and edit.number == 7 and edit.title == "[Cherry-pick][RESOLVED] Say hello"
+    assert edit.body.startswith("intro\n") and len(edit.body) > len("intro\n")  # the pick's section added
+    assert isinstance(reply, plan.Reply) and reply.outcome.status == "ok"
+    (kept,) = plan.plan_resolve(cmd("/resolve"), resolve_state(BuildResult(BUILT, (resolved,)), human=("h" * 40,)))
+    assert isinstance(kept, plan.Reply) and "hhhhhhhhhh" in kept.outcome.message  # a human's commit: no push
+    waiting = ResolveOutcome(PICK, "f" * 40, False, None, waiting=(Waiting("app.py", "both sides changed"),))
+    (wait,) = plan.plan_resolve(cmd("/resolve"), resolve_state(BuildResult(None, (waiting,))))
+    assert isinstance(wait, plan.Reply)
+    (missing,) = plan.plan_resolve(cmd("/resolve"), resolve_state(None, missing=("abc1234",)))
+    assert isinstance(missing, plan.Reply) and "abc1234" in missing.outcome.message
+    (shown,) = plan.plan_resolve(cmd("/resolve show nope.py"), resolve_state(BuildResult(None, (waiting,))))
+    assert isinstance(shown, plan.Reply) and "`app.py`" in shown.outcome.remedy
