@@ -2,7 +2,8 @@
 
 Each job fetches the fork into the worker's own git cache (``l2:owner/name``, locked for the
 job), reads ``.github/forksync.yml`` at the commit it tests, runs the engine in
-``workers/testing`` and publishes through the GitHub adapter. The Celery tasks in
+``workers/testing`` and publishes through the GitHub adapter; what the nightly files, stores and
+proposes is planned by ``workers/testing/l2_plan.py`` and executed here (``_apply_outcome``). The Celery tasks in
 ``workers/tasks/l2.py`` are thin shells around these functions, which tests call directly.
 ``store``: the shared SQL store (``WorkerSettings.store()``); default the embedded one in ``data_dir``.
 """
@@ -23,12 +24,13 @@ from workers.adapters.gitcache import GitCache
 from workers.engine.git import Repository
 from workers.jobs.revert import propose_revert
 from workers.testing.l2 import bisect_benchmark, regression_records, run_trunk
+from workers.testing.l2_plan import Action as L2Action
+from workers.testing.l2_plan import StoreRegressions, Track, plan_outcome
 from workers.testing.l3 import Reply, record_run_failure, run_l3_workload
 from workers.testing.regression import judge
 from workers.testing.results import ResultStore
-from workers.testing.tracking import CloseIssue, known_issues, report_from_l2
 from workers.testing.tracking import execute as execute_tracking
-from workers.testing.tracking import plan as plan_tracking
+from workers.testing.tracking import known_issues
 
 
 def cache_key(repo: str) -> str:
@@ -104,20 +106,13 @@ def run_l2_job(
         outcomes = run_trunk(cache, repo, target, config, results, recorded_at=at, only=only)
     issues: list[int] = []
     benches = {b.name: b for b in config.l2.benchmarks}
-    proposals: list[tuple[str, str, int]] = []  # (culprit, subject, tracking issue)
+    proposals: list[tuple[str, str, int]] = []  # (culprit, subject, tracking issue), proposed once the cache is free
     for outcome in outcomes:
-        bench = benches[outcome.run.benchmark]
-        report = report_from_l2(outcome, bench, at)
-        actions = plan_tracking(known_issues(github, repo), report, config.l2.recover_after)
-        touched = execute_tracking(github, repo, actions)
-        issues += touched
-        filed = next((n for a, n in zip(actions, touched, strict=True) if not isinstance(a, CloseIssue)), None)
-        results.record_regressions(repo, regression_records(outcome, filed, time.time()))
-        culprit = outcome.bisect.culprit if outcome.bisect else None
-        if culprit:
-            for action, number in zip(actions, touched, strict=True):
-                if not isinstance(action, CloseIssue):
-                    proposals.append((culprit, outcome.bisect.culprit_subject if outcome.bisect else "", number))
+        # Known issues are read again for each outcome: an earlier one may have filed an issue
+        # this one updates (the same infrastructure failure).
+        planned = plan_outcome(outcome, benches[outcome.run.benchmark], known_issues(github, repo), at,
+                               config.l2.recover_after)
+        issues += _apply_outcome(github, repo, results, planned, proposals)
     if proposals:
         # A regression with a culprit gets a real proposed fix: its revert PR (never merged by us).
         with caches.open(cache_key(repo)) as cache:
@@ -132,6 +127,21 @@ def run_l2_job(
         culprits={o.run.benchmark: o.bisect.culprit for o in outcomes if o.bisect and o.bisect.culprit},
         issues=tuple(issues),
     )
+
+
+def _apply_outcome(github: GitHubPort, repo: str, results: ResultStore, actions: list[L2Action],
+                   proposals: list[tuple[str, str, int]]) -> list[int]:
+    """The executor of ``plan_outcome``: the issues touched (in order); revert PRs queued in ``proposals``."""
+    touched: list[int] = []
+    for action in actions:
+        if isinstance(action, Track):
+            touched = execute_tracking(github, repo, action.actions)
+        elif isinstance(action, StoreRegressions):
+            filed = touched[action.issue_of] if action.issue_of is not None else None
+            results.record_regressions(repo, regression_records(action.outcome, filed, time.time()))
+        else:
+            proposals.append((action.culprit, action.subject, touched[action.issue_of]))
+    return touched
 
 
 def run_bisect_job(
