@@ -3,6 +3,7 @@ suites run and what it publishes after, as typed actions, with no GitHub, git or
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from core.config import Suite
@@ -129,3 +130,29 @@ def test_a_split_rebuild_publishes_the_retest_then_the_comment_then_the_check() 
     assert actions[1] == Comment(7, "**Red bundle split**: …")
     assert isinstance(actions[2], UpdateCheck) and "**Red bundle split**" in actions[2].output.summary
     assert not any(isinstance(a, HandOverToGpu) for a in actions)
+
+
+# --------------------------------------------------------------------------- the PR gate (plain data)
+
+
+def test_the_gate_runs_inside_heads_and_approved_outside_heads_and_fetches_what_is_missing() -> None:
+    from workers.testing.l1_plan import FetchPullHead, GateFacts, Refuse, plan_fetched, plan_gate
+
+    sha, now = "a" * 40, "b" * 40
+    inside = GateFacts(sha, "acme/fork", 5, sha, "acme/fork", "feature", "alice", "MEMBER", "u", False, False, True)
+    assert plan_gate(inside) == []
+    assert plan_gate(replace(inside, in_cache=False)) == [FetchPullHead(5, "acme/fork", "feature")]
+    outside = replace(inside, head_repo="mallory/fork", author="mallory", association="NONE", needs_approval=True)
+    (wait,) = plan_gate(outside)
+    assert isinstance(wait, Refuse) and wait.status == "needs_approval" and wait.details_url == "u"
+    assert "`mallory/fork` (author @mallory, none)" in wait.summary and f"`{sha[:12]}`" in wait.summary
+    assert plan_gate(replace(outside, approved=True)) == []
+    (moved,) = plan_gate(replace(outside, pull_head=now, approved=True))  # approval is of the head that runs
+    assert isinstance(moved, Refuse) and moved.status == "stale" and now[:12] in moved.title
+    assert moved.conclusion == "cancelled"
+    (lost,) = plan_fetched(sha, 5, False)
+    assert isinstance(lost, Refuse) and lost.status == "not_fetchable" and plan_fetched(sha, 5, True) == []
+    push = GateFacts(sha, "acme/fork", None, on_branch=False)
+    (off,) = plan_gate(push)
+    assert isinstance(off, Refuse) and "no branch of `acme/fork`" in off.summary
+    assert plan_gate(replace(push, on_branch=True)) == []

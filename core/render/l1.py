@@ -644,3 +644,32 @@ def pools_check_run(sha: str, comparison: PoolComparisonLike) -> CheckRunOutput:
     else:
         title = f"Every pool concluded {comparison.conclusion}"
     return CheckRunOutput(POOLS_CHECK, sha, "completed", comparison.conclusion, title, "\n".join(lines))
+
+
+# --------------------------------------------------------------------------- the PR gate (before L1 runs)
+
+
+def gate_moved(number: int, now_sha: str) -> tuple[str, str]:
+    """(title, summary) of an outside PR's L1 check whose head was replaced by a newer push."""
+    return (f"L1 not run: PR #{number} has moved to {now_sha[:12]}",
+            "A newer push replaced this commit; its own L1 run reports there.")
+
+
+def gate_needs_approval(head_repo: str | None, author: str, association: str, sha: str) -> tuple[str, str]:
+    """(title, summary) of an outside PR's L1 check that waits for a maintainer's /approve."""
+    return ("Waiting for a maintainer: outside PRs need /approve before L1 runs",
+            f"This PR comes from `{head_repo or 'a deleted fork'}` (author @{author}, "
+            f"{association.lower()}). L1 runs on self-hosted runners, so nothing ran: a maintainer "
+            f"must review head `{sha[:12]}` and comment `/approve`, then `/retest` (or re-run this "
+            "check). A later push needs a new `/approve`.")
+
+
+def gate_not_fetched(sha: str, number: int) -> tuple[str, str]:
+    return (f"L1 not run: {sha[:12]} could not be fetched", f"`{sha[:12]}` was not found in PR #{number}'s head.")
+
+
+def gate_not_on_branch(sha: str, repo: str) -> tuple[str, str]:
+    return ("L1 not run: this commit is not on a branch of the repository",
+            f"`{sha[:12]}` is on no branch of `{repo}` and no pull request was named. "
+            "Self-hosted runners test branches of this repository, or an outside PR's head once a "
+            "maintainer approves it: comment `/approve`, then `/retest`, on the PR.")

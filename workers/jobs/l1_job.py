@@ -42,11 +42,14 @@ from workers.testing.l1_plan import (
     Action,
     CloseIssue,
     Comment,
+    FetchPullHead,
     FileIssue,
     ForgetPending,
+    GateFacts,
     HandOverToGpu,
     PublishCoverage,
     PublishRetest,
+    Refuse,
     RememberPending,
     ReportFacts,
     RunSuites,
@@ -57,6 +60,8 @@ from workers.testing.l1_plan import (
     UpdateIssue,
     UpsertCheck,
     infra_issue_actions,
+    plan_fetched,
+    plan_gate,
     plan_report,
     plan_start,
     suite_conclusions,
@@ -166,18 +171,9 @@ def run_l1_job(
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
         if not job.trunk and job.pr_number is None:
             job = replace(job, pr_number=_pr_of_check(github, job))
-        if job.pr_number is not None and not job.trunk:
-            refused = _pull_gate(github, caches, cache, job, clone_url, token, clone_url_for, own_login)
-            if refused is not None:
-                return refused
-        elif not _on_branch(cache, job.head_sha):
-            return _refuse(
-                github, job, "not_fetchable", "L1 not run: this commit is not on a branch of the repository",
-                f"`{job.head_sha[:12]}` is on no branch of `{job.repo}` and no pull request was named. "
-                "Self-hosted runners test branches of this repository, or an outside PR's head once a "
-                "maintainer approves it: comment `/approve`, then `/retest`, on the PR.",
-                conclusion="cancelled",
-            )
+        refused = _gate(github, caches, cache, job, clone_url, token, clone_url_for, own_login)
+        if refused is not None:
+            return refused
         config_error = not_trunk = None
         try:
             head_config = _config_at(cache, job.head_sha)
@@ -464,7 +460,7 @@ def _refuse(github: GitHubPort, job: L1Job, status: str, title: str, summary: st
     return L1JobResult(status, check.id, message=title)
 
 
-def _pull_gate(
+def _gate(
     github: GitHubPort,
     caches: GitCache,
     cache: Repository,
@@ -474,40 +470,41 @@ def _pull_gate(
     clone_url_for: Callable[[str], str] | None,
     own_login: str | None = None,
 ) -> L1JobResult | None:
-    """A PR's head: an outside PR runs only with a maintainer's /approve of that very head (whether
-    or not its commit is already in our cache); fetch the head when it is on no branch of ours.
-    None when it may run."""
+    """Read what ``plan_gate`` decides from (the PR, its approval, the cache), then act: refuse,
+    or fetch a PR head that is on no branch of ours and gate again. None when the head may run."""
     from workers.commands.approval import is_approved, needs_approval
 
-    assert job.pr_number is not None
-    pull = github.get_pull_request(job.repo, job.pr_number)
-    if needs_approval(job.repo, pull.head_repo, pull.author_association):
-        if pull.head_sha != job.head_sha:
-            return _refuse(github, job, "stale", f"L1 not run: PR #{pull.number} has moved to {pull.head_sha[:12]}",
-                           "A newer push replaced this commit; its own L1 run reports there.", conclusion="cancelled")
-        if not is_approved(github, job.repo, job.pr_number, job.head_sha, own_login=own_login):
-            return _refuse(
-                github, job, "needs_approval",
-                "Waiting for a maintainer: outside PRs need /approve before L1 runs",
-                f"This PR comes from `{pull.head_repo or 'a deleted fork'}` (author @{pull.author}, "
-                f"{pull.author_association.lower()}). L1 runs on self-hosted runners, so nothing ran: a maintainer "
-                f"must review head `{job.head_sha[:12]}` and comment `/approve`, then `/retest` (or re-run this "
-                "check). A later push needs a new `/approve`.",
-                details_url=pull.html_url,
-            )
-    if cache.rev_parse(job.head_sha) is not None:
-        return None
-    local = f"{TMP_REF_PREFIX}l1-pull/{job.pr_number}"
-    try:
-        # GitHub keeps every PR head in the base repository as refs/pull/N/head.
-        caches.fetch(cache, clone_url, [f"+refs/pull/{job.pr_number}/head:{local}"], token)
-    except GitError:
-        if not (pull.head_repo and clone_url_for):
-            raise
-        caches.fetch(cache, clone_url_for(pull.head_repo), [f"+refs/heads/{pull.head_ref}:{local}"], token)
-    if cache.rev_parse(job.head_sha) is None:
-        return _refuse(github, job, "not_fetchable", f"L1 not run: {job.head_sha[:12]} could not be fetched",
-                       f"`{job.head_sha[:12]}` was not found in PR #{job.pr_number}'s head.", conclusion="cancelled")
+    if job.trunk or job.pr_number is None:
+        facts = GateFacts(job.head_sha, job.repo, None, on_branch=_on_branch(cache, job.head_sha))
+    else:
+        pull = github.get_pull_request(job.repo, job.pr_number)
+        needs = needs_approval(job.repo, pull.head_repo, pull.author_association)
+        approved = (needs and pull.head_sha == job.head_sha
+                    and is_approved(github, job.repo, job.pr_number, job.head_sha, own_login=own_login))
+        facts = GateFacts(job.head_sha, job.repo, job.pr_number, pull.head_sha, pull.head_repo, pull.head_ref,
+                          pull.author, pull.author_association, pull.html_url, needs, approved,
+                          cache.rev_parse(job.head_sha) is not None)
+    return _apply_gate(caches, cache, github, job, plan_gate(facts), clone_url, token, clone_url_for)
+
+
+def _apply_gate(caches: GitCache, cache: Repository, github: GitHubPort, job: L1Job,
+                actions: Sequence[Refuse | FetchPullHead], clone_url: str, token: str | None,
+                clone_url_for: Callable[[str], str] | None) -> L1JobResult | None:
+    for action in actions:
+        if isinstance(action, Refuse):
+            return _refuse(github, job, action.status, action.title, action.summary, conclusion=action.conclusion,
+                           details_url=action.details_url)
+        local = f"{TMP_REF_PREFIX}l1-pull/{action.number}"
+        try:
+            # GitHub keeps every PR head in the base repository as refs/pull/N/head.
+            caches.fetch(cache, clone_url, [f"+refs/pull/{action.number}/head:{local}"], token)
+        except GitError:
+            if not (action.head_repo and clone_url_for):
+                raise
+            caches.fetch(cache, clone_url_for(action.head_repo), [f"+refs/heads/{action.head_ref}:{local}"], token)
+        found = cache.rev_parse(job.head_sha) is not None
+        return _apply_gate(caches, cache, github, job, plan_fetched(job.head_sha, action.number, found), clone_url,
+                           token, clone_url_for)
     return None
 
 

@@ -2,6 +2,7 @@
 
 After ``workers/testing/tracking.py``: the job (``workers/jobs/l1_job.py``) reads what it needs
 (the configs, the L1 result, the open infrastructure issues, the required checks), asks
+:func:`plan_gate` whether the head may run at all (an outside PR's approval, a head to fetch),
 :func:`plan_start` what to do before the suites run and :func:`plan_report` what to publish
 after, and its executor applies each action through the GitHub roles and the store. Nothing
 here calls GitHub, git or a runner; every text comes from ``core.render.l1``.
@@ -123,6 +124,75 @@ Action = (UpsertCheck | UpdateCheck | RememberPending | ForgetPending | HandOver
           | PublishRetest | FileIssue | UpdateIssue | CloseIssue | TrackTrunk | PublishCoverage)
 
 # --------------------------------------------------------------------------- before the suites
+
+
+# --------------------------------------------------------------------------- the PR gate
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """Complete ``forksync / L1`` without running anything (``status``: the job's result)."""
+
+    status: str  # stale | needs_approval | not_fetchable
+    title: str
+    summary: str
+    conclusion: str = "action_required"
+    details_url: str | None = None
+
+
+@dataclass(frozen=True)
+class FetchPullHead:
+    """Fetch PR #number's head (``refs/pull/N/head``, else its branch in ``head_repo``), then gate again
+    with :func:`plan_fetched`."""
+
+    number: int
+    head_repo: str | None
+    head_ref: str
+
+
+@dataclass(frozen=True)
+class GateFacts:
+    """What the gate reads: the job's head, the PR as GitHub has it now, and the cache."""
+
+    sha: str  # the head the job is for
+    repo: str
+    pr_number: int | None  # None: a push or a check with no PR
+    pull_head: str = ""  # the PR's head now
+    head_repo: str | None = None
+    head_ref: str = ""
+    author: str = ""
+    association: str = ""
+    html_url: str | None = None
+    needs_approval: bool = False  # workers.commands.approval.needs_approval
+    approved: bool = False  # a maintainer's /approve of ``sha`` (read only when it needs one and is current)
+    in_cache: bool = False  # the head is in the job's git cache
+    on_branch: bool = False  # the head is on a branch of the repository (read only without a PR)
+
+
+def plan_gate(facts: GateFacts) -> list[Refuse | FetchPullHead]:
+    """Whether the head may run: an outside PR only at the very head a maintainer approved; a PR head
+    not in the cache is fetched; without a PR only a branch of the repository runs. [] when it may."""
+    if facts.pr_number is None:
+        if facts.on_branch:
+            return []
+        return [Refuse("not_fetchable", *render.gate_not_on_branch(facts.sha, facts.repo), conclusion="cancelled")]
+    if facts.needs_approval:
+        if facts.pull_head != facts.sha:
+            return [Refuse("stale", *render.gate_moved(facts.pr_number, facts.pull_head), conclusion="cancelled")]
+        if not facts.approved:
+            return [Refuse("needs_approval", *render.gate_needs_approval(facts.head_repo, facts.author,
+                                                                         facts.association, facts.sha),
+                           details_url=facts.html_url)]
+    if facts.in_cache:
+        return []
+    return [FetchPullHead(facts.pr_number, facts.head_repo, facts.head_ref)]
+
+
+def plan_fetched(sha: str, number: int, found: bool) -> list[Refuse]:
+    """After :class:`FetchPullHead`: run when the head came, else say it could not be fetched."""
+    if found:
+        return []
+    return [Refuse("not_fetchable", *render.gate_not_fetched(sha, number), conclusion="cancelled")]
 
 
 @dataclass(frozen=True)
