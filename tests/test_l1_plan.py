@@ -156,3 +156,18 @@ def test_the_gate_runs_inside_heads_and_approved_outside_heads_and_fetches_what_
     (off,) = plan_gate(push)
     assert isinstance(off, Refuse) and "no branch of `acme/fork`" in off.summary
     assert plan_gate(replace(push, on_branch=True)) == []
+
+
+def test_pools_are_dispatched_once_per_pr_run_with_one_job_per_pool() -> None:
+    from workers.testing.l1_plan import DispatchPool, UpsertCheck, plan_pools
+
+    sha = "a" * 40
+    pooled = (Suite(name="gemm", run=("pytest",), pools=("h100", "a100")), Suite(name="attn", run=("pytest",), pools=("h100",)))
+    check, remember, *dispatch = plan_pools(sha, pooled, "r1", trunk=False, attempt=0, external_id="x")
+    assert isinstance(check, UpsertCheck) and check.external_id == "x"
+    assert check.output.summary.startswith("<!-- forksync:l1-pools-run:r1 -->\n") and check.output.status == "in_progress"
+    assert isinstance(remember, RememberPending) and remember.queue == "l1-a100" and remember.suites == pooled
+    assert dispatch == [DispatchPool("a100", "r1"), DispatchPool("h100", "r1")]
+    assert plan_pools(sha, pooled, "r1", trunk=True, attempt=0) == []  # trunk: one run, its baseline
+    assert plan_pools(sha, pooled, "r1", trunk=False, attempt=1) == []  # an infrastructure retry
+    assert plan_pools(sha, (), "r1", trunk=False, attempt=0) == []

@@ -673,3 +673,8 @@ def gate_not_on_branch(sha: str, repo: str) -> tuple[str, str]:
             f"`{sha[:12]}` is on no branch of `{repo}` and no pull request was named. "
             "Self-hosted runners test branches of this repository, or an outside PR's head once a "
             "maintainer approves it: comment `/approve`, then `/retest`, on the PR.")
+
+
+def pool_run_mark(run_id: str) -> str:
+    """The hidden line of ``forksync / L1 pools`` naming the pool run its reports belong to."""
+    return f"<!-- forksync:l1-pools-run:{run_id} -->\n"

@@ -18,6 +18,7 @@ import logging
 import re
 import socket
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,6 +43,7 @@ from workers.testing.l1_plan import (
     Action,
     CloseIssue,
     Comment,
+    DispatchPool,
     FetchPullHead,
     FileIssue,
     ForgetPending,
@@ -62,6 +64,7 @@ from workers.testing.l1_plan import (
     infra_issue_actions,
     plan_fetched,
     plan_gate,
+    plan_pools,
     plan_report,
     plan_start,
     suite_conclusions,
@@ -216,8 +219,9 @@ def run_l1_job(
             return started.result
         to_run = list(started.run.names) if started.run.partial else None
         # Once per L1 run: an infrastructure retry of this job (attempt > 0) leaves its pools be.
-        pool_jobs = () if job.trunk or job.attempt else _dispatch_pools(github, job, pooled, pending, config.l1.stale_margin_minutes,
-                                                         dispatch_pool)
+        pools = plan_pools(job.head_sha, pooled, uuid.uuid4().hex[:16], trunk=job.trunk, attempt=job.attempt,
+                           external_id=_external_id(job))
+        pool_jobs = _dispatch_pools(github, job, pools, pending, config.l1.stale_margin_minutes, dispatch_pool)
         try:
             run = run_l1_for_ref(
                 cache.path, job.head_sha, config, data_dir=data_dir, base_ref=config.fork.branch,
@@ -331,30 +335,23 @@ def _report(github: GitHubPort, job: L1Job, actions: Sequence[Action], run: L1Ru
 _POOL_RUN_MARK = re.compile(r"<!-- forksync:l1-pools-run:(?P<id>[0-9a-f]+) -->")
 
 
-def _dispatch_pools(github: GitHubPort, job: L1Job, pooled: Sequence[Suite], pending: PendingChecks,
-                    margin_minutes: int, dispatch: Callable[[L1Job], None] | None) -> tuple[L1Job, ...]:
-    """Put ``forksync / L1 pools`` in progress under a new run id and send one job per pool."""
-    if not pooled:
-        return ()
-    import uuid
-
-    run_id = uuid.uuid4().hex[:16]
-    expected = {s.name: s.pools for s in pooled}
-    out = render.pools_check_run(job.head_sha, compare(expected, ()))
-    check = _upsert_check(github, job.repo, job.head_sha, replace(out, summary=_pool_run_mark(run_id) + out.summary),
-                          external_id=_external_id(job))
-    pools = sorted({p for s in pooled for p in s.pools})
-    # The watchdog concludes the check timed_out if a pool's queue never answers.
-    pending.remember(_pending(job, check.id, tasknames.l1_pool_queue(pools[0]), pooled, margin_minutes))
-    jobs = tuple(replace(job, pool=p, pool_run=run_id, suite_names=(), attempt=0) for p in pools)
-    for pool_job in jobs:
-        if dispatch is not None:
-            dispatch(pool_job)
-    return jobs
-
-
-def _pool_run_mark(run_id: str) -> str:
-    return f"<!-- forksync:l1-pools-run:{run_id} -->\n"
+def _dispatch_pools(github: GitHubPort, job: L1Job, actions: Sequence[UpsertCheck | RememberPending | DispatchPool],
+                    pending: PendingChecks, margin_minutes: int, dispatch: Callable[[L1Job], None] | None) -> tuple[L1Job, ...]:
+    """The executor of ``plan_pools``: the pools check upserted, the watchdog told, one job sent per pool."""
+    check_id: int | None = None
+    jobs: list[L1Job] = []
+    for action in actions:
+        if isinstance(action, UpsertCheck):
+            check_id = _upsert_check(github, job.repo, job.head_sha, action.output, external_id=action.external_id).id
+        elif isinstance(action, RememberPending):
+            assert check_id is not None
+            pending.remember(_pending(job, check_id, action.queue, action.suites, margin_minutes))
+        else:
+            pool_job = replace(job, pool=action.pool, pool_run=action.run_id, suite_names=(), attempt=0)
+            jobs.append(pool_job)
+            if dispatch is not None:
+                dispatch(pool_job)
+    return tuple(jobs)
 
 
 def _run_pool(github: GitHubPort, cache: Repository, job: L1Job, config: RepoConfig, store: Store, data_dir: Path,
@@ -391,7 +388,7 @@ def _run_pool(github: GitHubPort, cache: Repository, job: L1Job, config: RepoCon
         comparison = compare({s.name: s.pools for s in pooled}, [from_point(p) for p in series.series(name)],
                              {s.name: s.pool_tolerance for s in pooled})
         out = render.pools_check_run(job.head_sha, comparison)
-        out = replace(out, summary=_pool_run_mark(job.pool_run) + out.summary)
+        out = replace(out, summary=render.pool_run_mark(job.pool_run) + out.summary)
         check = _upsert_check(github, job.repo, job.head_sha, out)
         if out.status == "completed":
             PendingChecks(store).forget(job.repo, check.id)

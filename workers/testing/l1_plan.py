@@ -18,8 +18,9 @@ from core.config import CONFIG_PATH, Suite
 from core.github.records import IssueInfo
 from core.render import l1 as render
 from core.render import marker
-from core.tasknames import Q_L1_CPU, Q_L1_GPU
+from core.tasknames import Q_L1_CPU, Q_L1_GPU, l1_pool_queue
 from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conclude
+from workers.testing.pools import compare
 from workers.testing.suite_plan import SuitePlan
 from workers.testing.watchdog import RequiredChecks
 
@@ -193,6 +194,31 @@ def plan_fetched(sha: str, number: int, found: bool) -> list[Refuse]:
     if found:
         return []
     return [Refuse("not_fetchable", *render.gate_not_fetched(sha, number), conclusion="cancelled")]
+
+
+# --------------------------------------------------------------------------- pool dispatch
+
+
+@dataclass(frozen=True)
+class DispatchPool:
+    """Send the job for ``pool`` (its queue ``tasknames.l1_pool_queue(pool)``) under run ``run_id``."""
+
+    pool: str
+    run_id: str
+
+
+def plan_pools(sha: str, pooled: Sequence[Suite], run_id: str, *, trunk: bool, attempt: int,
+               external_id: str | None = None) -> list[UpsertCheck | RememberPending | DispatchPool]:
+    """Once per L1 run of a PR head (never on trunk, whose single run is its baseline, nor on an
+    infrastructure retry): ``forksync / L1 pools`` in progress under ``run_id``, the watchdog told
+    (it concludes the check timed_out if a pool's queue never answers), one job per pool."""
+    if trunk or attempt or not pooled:
+        return []
+    out = render.pools_check_run(sha, compare({s.name: s.pools for s in pooled}, ()))
+    pools = sorted({p for s in pooled for p in s.pools})
+    return [UpsertCheck(replace(out, summary=render.pool_run_mark(run_id) + out.summary), external_id),
+            RememberPending(0, l1_pool_queue(pools[0]), tuple(pooled)),  # 0: the check just upserted
+            *(DispatchPool(p, run_id) for p in pools)]
 
 
 @dataclass(frozen=True)
