@@ -382,7 +382,8 @@ def _why_backlog(upstream: Path, remote: Path, gh: DryGitHub) -> None:
                   if str(pull["head"]).startswith("forksync/chain/") and pull.get("state") == "open"
                   for sha, _ in _commit_rows(str(pull["body"]))})
     print(f"why the backlog is {len(backlog)}: the bundle moved the frontier past commits it left for risky chains;")
-    print("  they are holes behind the frontier (backlog) until their chain PRs land:")
+    print("  they are holes behind the frontier (backlog) until their chain PRs land; a deferred one waits for a")
+    print("  maintainer's decision (the end of the demo):")
     for sha in backlog:
         entry = entries.get(sha)
         chain = next((name for prefix, name in where.items() if sha.startswith(prefix)), None)
