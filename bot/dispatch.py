@@ -166,11 +166,15 @@ class StoreDeliveryLog:
 
         return open_store(self.database_url, self.data_dir)
 
-    def accept(self, delivery: str, event: str, repo: str, installation_id: int | None) -> bool:
-        """Record an accepted delivery; True the first time, False when it was accepted before."""
+    def accept(self, delivery: str, event: str, repo: str, installation_id: int | None, task: str = "",
+               kwargs: Mapping[str, Any] | None = None) -> bool:
+        """Record an accepted delivery and the task it sends (``kwargs``: kept so that the worker's
+        replay pass can send it again if the queued message is lost); True the first time, False
+        when it was accepted before."""
         from core.store import deliveries
 
-        record = deliveries.AcceptedDelivery(delivery, event, repo, installation_id, time.time())
+        record = deliveries.AcceptedDelivery(delivery, event, repo, installation_id, time.time(), task,
+                                             json.dumps(dict(kwargs)) if kwargs is not None else "")
         try:
             return deliveries.accept(self._store(), record)
         except Exception as exc:  # SQLAlchemy/driver errors: the delivery is not accepted

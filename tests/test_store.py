@@ -21,11 +21,11 @@ def test_first_use_migrates_to_the_newest_revision(store: Store) -> None:
     tables = set(inspect(store.engine).get_table_names())
     assert {"l1_suite_runs", "l1_test_results", "l2_runs", "l2_metrics", "series_points",
             "l1_pending_checks", "accepted_deliveries", "alembic_version"} <= tables
-    assert store.revision() == "0002"
+    assert store.revision() == "0003"
     again = Store(store.url)
     again.migrate()
     again.dispose()
-    assert store.revision() == "0002"
+    assert store.revision() == "0003"
 
 
 def test_trunk_results_are_per_repository_and_baselines_count_executed_tests(store: Store) -> None:

@@ -141,6 +141,11 @@ def beat_schedule(config: RepoConfig) -> dict[str, dict[str, Any]]:
             "task": tasknames.RECOVER_COMMANDS,
             "schedule": timedelta(minutes=config.schedule.recover_commands_minutes),
         },
+        # Accepted deliveries whose task never finished (their message was lost) are sent again.
+        "replay-deliveries": {
+            "task": tasknames.REPLAY_DELIVERIES,
+            "schedule": timedelta(minutes=config.schedule.recover_commands_minutes),
+        },
         # The L2 task itself belongs to the L2 feature; beat only sends it by name.
         "nightly-l2": {"task": tasknames.RUN_L2, "schedule": crontab(hour=int(hour), minute=int(minute))},
     }
