@@ -10,7 +10,8 @@ import time. Extra variables:
   point ``https://github.com/...`` at local remotes;
 * ``FORKSYNC_WORKER_QUEUES``: the queues this worker consumes (as its ``-Q``); they size its
   Redis visibility timeout (``visibility_for``) and name its own unacked-message index;
-* ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout (overrides the one from the queues);
+* ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout (overrides the one from the queues),
+  and every queue's lease on the embedded broker (else each queue's own, ``workers/app/embedded.py``);
   tests lower it to see redelivery;
 * ``FORKSYNC_RETRY_BASE_S``: first backoff step for transient GitHub errors (default 2 s);
 * ``FORKSYNC_LOCK_TTL_S``: how soon a dead holder's repository lock expires (default 60 s;
@@ -62,6 +63,8 @@ class WorkerSettings:
     retry_base_s: float = 2.0
     lock_ttl_s: int = 60
     replay_grace_s: float = 300.0
+    # FORKSYNC_VISIBILITY_TIMEOUT_S when set: every queue's lease on the embedded broker too.
+    visibility_override_s: int | None = None
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> WorkerSettings:
@@ -98,6 +101,7 @@ class WorkerSettings:
             retry_base_s=float(env.get("FORKSYNC_RETRY_BASE_S") or 2.0),
             lock_ttl_s=int(env.get("FORKSYNC_LOCK_TTL_S") or 60),
             replay_grace_s=float(env.get("FORKSYNC_REPLAY_GRACE_S") or 300.0),
+            visibility_override_s=int(timeout) if timeout else None,
         )
 
     @property
