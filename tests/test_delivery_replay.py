@@ -144,3 +144,24 @@ def test_beat_and_worker_start_send_the_replay_pass() -> None:
     entry = beat_schedule(load_repo_config(""))["replay-deliveries"]
     assert entry["task"] == tasknames.REPLAY_DELIVERIES
     assert tasknames.queue_for(tasknames.REPLAY_DELIVERIES) == tasknames.Q_GITHUB
+
+
+def test_a_pool_process_killed_mid_task_frees_its_delivery_at_once(store_url: str) -> None:
+    """The requeued message of a killed pool process (reject_on_worker_lost) runs at once: its
+    holder (this host, a pid that is gone) no longer exists; another host's holder keeps its lease."""
+    import subprocess
+    import sys
+
+    from workers.tasks.webhooks import holder, holder_gone
+
+    store = open_store(store_url, ".")
+    deliveries.accept(store, deliveries.AcceptedDelivery("k", "push", "o/r", 1, 100.0, tasknames.ON_PUSH, "{}"))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    host = holder().rpartition(":")[0]
+    assert deliveries.begin(store, "k", 110.0, 40, f"{host}:{gone.pid}", holder_gone) == deliveries.RUN
+    assert deliveries.begin(store, "k", 111.0, 40, holder(), holder_gone) == deliveries.RUN
+    assert deliveries.begin(store, "k", 112.0, 40, f"{host}:{gone.pid}", holder_gone) == deliveries.BUSY  # we live
+    deliveries.accept(store, deliveries.AcceptedDelivery("m", "push", "o/r", 1, 100.0, tasknames.ON_PUSH, "{}"))
+    assert deliveries.begin(store, "m", 110.0, 40, "elsewhere:1", holder_gone) == deliveries.RUN
+    assert deliveries.begin(store, "m", 111.0, 40, holder(), holder_gone) == deliveries.BUSY

@@ -13,6 +13,7 @@ deliveries again (:func:`mark_replayed`). Command recovery reads :func:`recent_r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
@@ -68,21 +69,32 @@ def accept(store: Store, record: AcceptedDelivery) -> bool:
     return True
 
 
-def begin(store: Store, delivery: str, now: float, lease_s: float) -> str:
-    """Take ``delivery`` for this run: :data:`RUN`, or why not (:data:`DONE`, :data:`BUSY`),
-    or :data:`UNKNOWN`. Atomic across workers: one conditional UPDATE; a holder that died frees
-    it when its lease (the task's time limit) passes."""
+def begin(store: Store, delivery: str, now: float, lease_s: float, holder: str = "",
+          holder_gone: Callable[[str], bool] = lambda _: False) -> str:
+    """Take ``delivery`` for this run (``holder``: who runs it, "host:pid"): :data:`RUN`, or why
+    not (:data:`DONE`, :data:`BUSY`), or :data:`UNKNOWN`. Atomic across workers: conditional
+    UPDATEs. A holder that died frees it when its lease (the task's time limit) passes, or at once
+    when ``holder_gone(its holder)`` says that process is gone (a pool process killed on this host)."""
     row = AcceptedDeliveryRow
     take = (update(row).where(row.delivery == delivery, row.finished_at.is_(None),
                               or_(row.started_at.is_(None), row.started_at < now - lease_s))
-            .values(started_at=now, touched_at=now))
+            .values(started_at=now, started_by=holder, touched_at=now))
     with store.engine.begin() as conn:
         if conn.execute(take).rowcount == 1:
             return RUN
-        found = conn.execute(select(row.finished_at).where(row.delivery == delivery)).first()
-    if found is None:
-        return UNKNOWN
-    return DONE if found[0] is not None else BUSY
+        found = conn.execute(select(row.finished_at, row.started_by).where(row.delivery == delivery)).first()
+        if found is None:
+            return UNKNOWN
+        if found[0] is not None:
+            return DONE
+        previous = str(found[1] or "")
+        if previous and previous != holder and holder_gone(previous):
+            took = conn.execute(update(row).where(row.delivery == delivery, row.finished_at.is_(None),
+                                                  row.started_by == previous)
+                                .values(started_at=now, started_by=holder, touched_at=now))
+            if took.rowcount == 1:
+                return RUN
+    return BUSY
 
 
 def finish(store: Store, delivery: str, outcome: str, now: float) -> None:
@@ -98,7 +110,7 @@ def release(store: Store, delivery: str, now: float) -> None:
     row = AcceptedDeliveryRow
     with store.engine.begin() as conn:
         conn.execute(update(row).where(row.delivery == delivery, row.finished_at.is_(None))
-                     .values(started_at=None, touched_at=now))
+                     .values(started_at=None, started_by="", touched_at=now))
 
 
 def unfinished(store: Store, touched_before: float, limit: int = 500) -> list[Unfinished]:

@@ -120,6 +120,7 @@ class AcceptedDeliveryRow(Base):
     kwargs: Mapped[str] = mapped_column(Text, default="")
     touched_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # accepted, started, retried, replayed
     started_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # a worker holds it (its lease)
+    started_by: Mapped[str] = mapped_column(String(300), default="")  # "host:pid" of that worker process
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # ran to the end: never again
     outcome: Mapped[str] = mapped_column(String(16), default="")  # done, failed, abandoned
     replays: Mapped[int] = mapped_column(Integer, default=0)

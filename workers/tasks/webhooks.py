@@ -10,6 +10,8 @@ deliveries that never finished because their message was lost.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -73,6 +75,26 @@ def _account(task: Any, kwargs: dict[str, Any], what: Callable[[Any, str], Any])
         return None
 
 
+def holder() -> str:
+    """Who runs a delivery: this host and process ("host:pid")."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def holder_gone(who: str) -> bool:
+    """True when ``who`` ("host:pid") is a process of this host that no longer exists (a pool
+    process killed mid-task: its requeued message must not wait for the lease)."""
+    host, _, pid = who.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by someone else
+        return False
+    return False
+
+
 def _make(name: str) -> Any:
     from core.store import deliveries
 
@@ -82,7 +104,8 @@ def _make(name: str) -> Any:
     @shared_task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True,
                  time_limit=limit, soft_time_limit=limit - 5)  # type: ignore[untyped-decorator]
     def event(self: Any, **kwargs: Any) -> int:
-        taken = _account(self, kwargs, lambda store, d: deliveries.begin(store, d, time.time(), limit))
+        taken = _account(self, kwargs, lambda store, d: deliveries.begin(store, d, time.time(), limit, holder(),
+                                                                         holder_gone))
         if taken == deliveries.DONE:
             log.info("%s: delivery %s finished before; not running it again", name, kwargs.get("delivery"))
             return 0

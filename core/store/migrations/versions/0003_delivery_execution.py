@@ -23,6 +23,7 @@ def upgrade() -> None:
         table.add_column(sa.Column("kwargs", sa.Text, nullable=False, server_default=""))
         table.add_column(sa.Column("touched_at", sa.Float, nullable=True))
         table.add_column(sa.Column("started_at", sa.Float, nullable=True))
+        table.add_column(sa.Column("started_by", sa.String(300), nullable=False, server_default=""))
         table.add_column(sa.Column("finished_at", sa.Float, nullable=True))
         table.add_column(sa.Column("outcome", sa.String(16), nullable=False, server_default=""))
         table.add_column(sa.Column("replays", sa.Integer, nullable=False, server_default="0"))
@@ -44,5 +45,5 @@ def downgrade() -> None:
     op.drop_table("comment_answers")
     op.drop_index("accepted_deliveries_unfinished", "accepted_deliveries")
     with op.batch_alter_table("accepted_deliveries") as table:
-        for name in ("replays", "outcome", "finished_at", "started_at", "touched_at", "kwargs", "task"):
+        for name in ("replays", "outcome", "finished_at", "started_by", "started_at", "touched_at", "kwargs", "task"):
             table.drop_column(name)
