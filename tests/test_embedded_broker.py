@@ -69,10 +69,12 @@ def test_acked_rows_are_deleted_and_held_ones_kept(tmp_path: Path) -> None:
             queue.put({"n": i})
         for _ in range(3):
             queue.get(timeout=5).ack()
+        conn.default_channel.delete_acked()  # the consumer thread's next poll does it
         assert rows(tmp_path) == (2, 2)
         held = queue.get(timeout=5)
         assert rows(tmp_path) == (1, 2)
         held.ack()
+        assert conn.default_channel.delete_acked() == 1
         assert rows(tmp_path) == (1, 1)
         assert queue.get(timeout=5).payload["n"] == 4
         queue.close()
@@ -111,6 +113,7 @@ def test_a_killed_consumers_message_comes_back_after_its_queues_lease(tmp_path: 
                     rival.get(timeout=0.2)
             rival.close()
         again.ack()
+        conn.default_channel.delete_acked()
         assert rows(tmp_path) == (0, 0)
         queue.close()
 

@@ -25,6 +25,7 @@ unchanged:
 
 from __future__ import annotations
 
+import collections
 import datetime
 import logging
 import time
@@ -68,6 +69,8 @@ class Channel(kombu_sqla.Channel):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # delivery tag -> row id of each message this channel took and has not acked yet
         self._held: dict[str, int] = {}
+        # row ids of messages acked or requeued, deleted by the consumer thread (delete_acked)
+        self._acked: collections.deque[int] = collections.deque()
         super().__init__(*args, **kwargs)
 
     def lease_s(self, queue: str) -> float:
@@ -76,6 +79,7 @@ class Channel(kombu_sqla.Channel):
         return float(configured) if configured else float(default_lease_s(queue))
 
     def _get(self, queue: Any, timeout: Any = None) -> Any:
+        self.delete_acked()
         # kombu's _get, keeping the row id of what it takes (its timestamp column is set to now on
         # the update: the lease starts)
         obj = self._get_or_create(queue)
@@ -100,6 +104,7 @@ class Channel(kombu_sqla.Channel):
             self.session.commit()
 
     def drain_events(self, timeout: Any = None, callback: Any = None) -> Any:
+        self.delete_acked()
         now = time.monotonic()
         if now - self._last_renew >= RENEW_EVERY_S:
             self._last_renew = now
@@ -136,15 +141,26 @@ class Channel(kombu_sqla.Channel):
         return restored
 
     def _drop(self, delivery_tag: Any) -> None:
+        # Acks may come from another thread than the consumer's (kombu's QoS says so), and the
+        # channel's session is not thread-safe: queue the row for the consumer thread to delete.
+        row = self._held.pop(str(delivery_tag), None)
+        if row is not None:
+            self._acked.append(row)
+
+    def delete_acked(self) -> int:
+        """Delete the rows of messages acked (or requeued) since the last call; how many."""
         from sqlalchemy import delete
 
-        row = self._held.pop(str(delivery_tag), None)
-        if row is None:
-            return
+        rows = []
+        while self._acked:
+            rows.append(self._acked.popleft())
+        if not rows:
+            return 0
         try:
-            self.session.execute(delete(self.message_cls).where(self.message_cls.id == row))
+            self.session.execute(delete(self.message_cls).where(self.message_cls.id.in_(rows)))
         finally:
             self.session.commit()
+        return len(rows)
 
     def basic_ack(self, delivery_tag: Any, multiple: bool = False) -> None:
         super().basic_ack(delivery_tag, multiple)  # type: ignore[no-untyped-call]
