@@ -30,11 +30,11 @@ import datetime
 import logging
 import time
 import warnings
+from queue import Empty
 from typing import Any
 
 from kombu.transport import TRANSPORT_ALIASES
 from kombu.transport import sqlalchemy as kombu_sqla
-from kombu.transport.virtual.base import Empty
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
@@ -71,7 +71,7 @@ class Channel(kombu_sqla.Channel):
         self._held: dict[str, int] = {}
         # row ids of messages acked or requeued, deleted by the consumer thread (delete_acked)
         self._acked: collections.deque[int] = collections.deque()
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
 
     def lease_s(self, queue: str) -> float:
         """How long a taken message of ``queue`` stays invisible without its consumer renewing it."""
@@ -82,7 +82,7 @@ class Channel(kombu_sqla.Channel):
         self.delete_acked()
         # kombu's _get, keeping the row id of what it takes (its timestamp column is set to now on
         # the update: the lease starts)
-        obj = self._get_or_create(queue)
+        obj = self._get_or_create(queue)  # type: ignore[no-untyped-call]
         if self.session.bind.name == "sqlite":
             from sqlalchemy import text
 
@@ -95,7 +95,7 @@ class Channel(kombu_sqla.Channel):
                 raise Empty()
             msg.visible = False
             msg.sent_at = datetime.datetime.now()
-            payload = loads(bytes_to_str(msg.payload))
+            payload = loads(bytes_to_str(msg.payload))  # type: ignore[no-untyped-call]
             tag = (payload.get("properties") or {}).get("delivery_tag") if isinstance(payload, dict) else None
             if tag is not None:
                 self._held[str(tag)] = int(msg.id)
@@ -109,7 +109,7 @@ class Channel(kombu_sqla.Channel):
         if now - self._last_renew >= RENEW_EVERY_S:
             self._last_renew = now
             self.renew_and_restore()
-        return super().drain_events(timeout=timeout, callback=callback)
+        return super().drain_events(timeout=timeout, callback=callback)  # type: ignore[no-untyped-call]
 
     def renew_and_restore(self) -> int:
         """Renew the lease of the rows this channel holds; make visible again the rows of every
@@ -124,7 +124,7 @@ class Channel(kombu_sqla.Channel):
                 self.session.execute(update(message).where(message.id.in_(list(self._held.values())))
                                      .values(sent_at=now))
             for queue in list(self._active_queues):
-                obj = self._get_or_create(queue)
+                obj = self._get_or_create(queue)  # type: ignore[no-untyped-call]
                 expired = now - datetime.timedelta(seconds=self.lease_s(queue))
                 result = self.session.execute(
                     update(message).where(message.queue_id == obj.id, message.visible.is_(False),
