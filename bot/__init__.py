@@ -53,7 +53,7 @@ def create_app(
             deliveries=deliveries or dispatch.StoreDeliveryLog(settings.database_url, settings.data_dir),
         ),
     )
-    feeds = feeds or store.open_feed_store(settings.redis_url, settings.data_dir)
+    feeds = feeds or store.open_feed_store(settings.database_url, settings.data_dir)
     web.register(app, settings, feeds)
     metrics.register(app, settings, feeds)
     return app

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from bot import create_app
-from core.dashboard.store import SqliteFeedStore
-from tests.fixtures.dashboard import NOW, bad_feed, recorded_feed
+from core.dashboard.store import SqlFeedStore
+from tests.fixtures.dashboard import NOW, bad_feed, recorded_feed, sha
 from tests.loopback_github import LoopbackGitHub
 
 pytestmark = pytest.mark.slow
@@ -35,7 +35,7 @@ def server(tmp_path: Path, loopback_github: LoopbackGitHub) -> Iterator[tuple[st
     gh.add_repo("acme/triton")
     gh.add_repo("acme/secret", private=True)
     gh.set_permission("acme/secret", "alice", "read")
-    store = SqliteFeedStore(tmp_path / "dashboard.sqlite")
+    store = SqlFeedStore(None, tmp_path)
     store.put(recorded_feed("acme/triton"))
     store.put(bad_feed("acme/behind"))
     store.put(recorded_feed("acme/secret", private=True))
@@ -129,7 +129,11 @@ def test_fork_page_shows_values_links_and_times_in_the_viewers_zone(server: tupl
     cells = _all_css(browser, 'tr[data-suite="lit"] .strip a')
     assert len(cells) == 20 and cells[6].get_attribute("href") == "https://github.com/acme/triton/runs/7006"
     regression = _by_css(browser, 'tr[data-metric="matmul/tflops"] .regression')
-    assert "-7.9%" in regression.text and "bisection" in regression.text
+    assert "-7.9%" in regression.text and "bisected" in regression.text and "3 steps" in regression.text
+    reg_links = {a.get_attribute("class"): a.get_attribute("href") for a in _all_css(browser, "#l2-table .regression a")}
+    assert reg_links["culprit"] == f"https://github.com/acme/triton/commit/{sha('culprit')}"
+    assert reg_links["bisection"] == f"https://github.com/acme/triton/compare/{sha('trunk9')}...{sha('trunk10')}"
+    assert reg_links["tracking"] == "https://github.com/acme/triton/issues/409"
     # The page's one script rewrote <time> in the viewer's zone: "as of" is 09:50 UTC = 18:50 in Tokyo.
     stamp = _by_css(browser, "p.muted time")
     assert stamp.get_attribute("datetime") == "2025-12-01T09:50:00Z"

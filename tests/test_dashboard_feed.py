@@ -62,11 +62,14 @@ def test_assemble_keeps_first_seen_times_asks_area_owners_and_reads_thresholds()
          "conflicts": ["lib/Dialect/TritonGPU/a.cpp", "cmake/llvm-hash.txt"], "pull": False, "head_sha": None},
         {"kind": "bundle", "key": "b1", "title": "bundle", "number": 8, "url": None, "size": 5, "conflicts": [],
          "pull": True, "head_sha": "h1"},
+        {"kind": "chain", "key": "c2", "title": "built chain", "number": 9, "url": None, "size": 3, "conflicts": [],
+         "pull": True, "head_sha": "h2"},
     ]}
     previous = ForkFeed("acme/fork", 0.0, in_flight=(InFlight("chain", "c1", "chain", 7, None, 2, 100.0),))
     feed = assemble("acme/fork", CONFIG, now=500.0, points=[], facts=facts, previous=previous, private=False,
                     l1={"h1": ("success", "https://github.com/acme/fork/runs/3")})
-    chain, bundle = feed.in_flight
+    chain, bundle, built = feed.in_flight
+    assert built.pull and built.url == "https://github.com/acme/fork/pull/9" and not chain.pull
     assert chain.opened_at == 100.0 and bundle.opened_at == 500.0
     assert chain.asked == ("layout-team", "llvm-owner") and chain.url == "https://github.com/acme/fork/issues/7"
     assert bundle.url == "https://github.com/acme/fork/pull/8" and bundle.l1 == "success"
@@ -121,7 +124,7 @@ def test_picks_are_dated_by_when_the_fork_first_had_them() -> None:
 def test_the_snapshot_clock_rebuilds_the_feed_with_githubs_state(tmp_path, loopback_github) -> None:  # type: ignore[no-untyped-def]
     """The beat's snapshot refreshes the feed: open tracking issues and the L1 check on an open
     bundle's head come from GitHub, the figures from the recorded points."""
-    from core.dashboard.store import SqliteFeedStore
+    from core.dashboard.store import SqlFeedStore
     from core.render.tracking import LABEL
     from core.settings import WorkerSettings
     from workers.adapters.state import open_state
@@ -132,7 +135,7 @@ def test_the_snapshot_clock_rebuilds_the_feed_with_githubs_state(tmp_path, loopb
     state = open_state(settings)
     state.append("metrics:acme/fork", {"t": 100.0, "days_behind": 2.5, "backlog": 3, "pending": 1})
     head = gh.head("acme/fork", "main")
-    feeds = SqliteFeedStore(tmp_path / "dashboard.sqlite")
+    feeds = SqlFeedStore(None, tmp_path)
     feeds.put_facts("acme/fork", {"private": False, "in_flight": [
         {"kind": "bundle", "key": "b1", "title": "bundle", "number": 5, "url": None, "size": 2, "head_sha": head}]})
     gh.add_issue("acme/fork", "[trunk] lit: test_x fails", labels=[LABEL])
@@ -143,3 +146,36 @@ def test_the_snapshot_clock_rebuilds_the_feed_with_githubs_state(tmp_path, loopb
     assert feed is not None and feed.series[-1].days_behind == 2.5 and not feed.private
     assert [t.title for t in feed.tracking] == ["[trunk] lit: test_x fails"]
     assert feed.in_flight[0].l1 == "success" and feed.in_flight[0].l1_url
+
+
+def test_the_feed_shows_regressions_stored_with_their_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The trunk-health feed takes each regression from the L2 store with its culprit, bisection
+    range and tracking issue; a failed run's appears on each metric of its benchmark; a regressed
+    run recorded with nothing stored is still listed, with no culprit."""
+    from core.store import open_store
+    from workers.jobs.dashboard_feed import l2_metrics
+    from workers.testing.regression import L2Run
+    from workers.testing.results import RegressionRecord, ResultStore
+
+    config = load_repo_config(
+        "l2:\n  benchmarks:\n    - name: mm\n      run: [python, b.py]\n"
+        "      metrics: [{name: tflops}, {name: gbps}]\n")
+    results = ResultStore(open_store(None, tmp_path))
+    runs = [results.record("acme/fork", L2Run("mm", f"s{i}", "pass", {"tflops": v, "gbps": 5.0}, verdict=verdict,
+                                              recorded_at=f"2026-11-0{i + 1}T00:00:00Z"))
+            for i, (v, verdict) in enumerate(((100.0, "ok"), (101.0, "ok"), (70.0, "regressed"), (100.0, "ok"),
+                                              (60.0, "regressed")))]
+    failing = results.record("acme/fork", L2Run("mm", "s5", "fail", verdict="failed", recorded_at="2026-11-06T00:00:00Z"))
+    results.record_regressions("acme/fork", [
+        RegressionRecord("mm", "tflops", "regressed", "s2", runs[2].run_id or 0, delta_pct=-30.2, good="s1",
+                         culprit="c1", bisect_status="found", bisect_steps=2, candidates=3, tracking_issue=12),
+        RegressionRecord("mm", "", "failed", "s5", failing.run_id or 0, good="s3", bisect_status="found", culprit="c5",
+                         tracking_issue=13),
+    ])
+    metrics = {m.metric: m for m in l2_metrics(results, "acme/fork", config)}
+    tflops = metrics["tflops"].regressions
+    assert [(r.sha, r.culprit, r.good, r.steps, r.tracking, r.kind) for r in tflops] == [
+        ("s2", "c1", "s1", 2, 12, "regressed"), ("s4", None, None, 0, None, "regressed"),
+        ("s5", "c5", "s3", 0, 13, "failed")]
+    assert tflops[0].delta_pct == -30.2 and tflops[2].delta_pct is None
+    assert [(r.sha, r.kind) for r in metrics["gbps"].regressions] == [("s5", "failed")]

@@ -111,11 +111,30 @@ def test_l2_rows_show_baseline_change_and_regressions_with_bisection_links() -> 
     rows = {(r.benchmark, r.metric): r for r in view.l2_rows(recorded_feed())}
     matmul = rows[("matmul", "tflops")]
     assert matmul.baseline == "612" and matmul.change.css == "bad" and matmul.change.text.startswith("-")
-    first_bad, delta, culprit, bisection = matmul.regressions[0]
+    first_bad, delta, culprit, bisection, issue = matmul.regressions[0]
     assert first_bad.url == f"{FORK_URL}/commit/{sha('trunk10')}" and delta.text == "-7.9%"
-    assert culprit.url == f"{FORK_URL}/commit/{sha('culprit')}" and bisection.url == f"{FORK_URL}/issues/409"
+    assert culprit.url == f"{FORK_URL}/commit/{sha('culprit')}" and culprit.text == f"culprit {sha('culprit')[:10]}"
+    assert bisection.url == f"{FORK_URL}/compare/{sha('trunk9')}...{sha('trunk10')}"
+    assert bisection.text == f"bisected {sha('trunk9')[:7]}..{sha('trunk10')[:7]} over 6 commits, 3 steps"
+    assert issue.url == f"{FORK_URL}/issues/409" and issue.text == "issue #409"
     softmax = rows[("softmax", "latency_ms")]
     assert softmax.change.css == "" and softmax.regressions == ()
+
+
+def test_regressions_without_a_culprit_say_why_and_a_failure_has_no_change() -> None:
+    """A regression whose bisection found nothing says why; one with nothing recorded yet is
+    "bisecting…"; a failed run shows "failed" instead of a change, and no range without a good end."""
+    from core.dashboard.feed import Regression
+
+    over = view.regression_cells(FORK_URL, Regression(sha("bad"), -9.0, good=sha("good"), steps=8, candidates=40,
+                                                      status="over-budget", note="budget of 8 runs spent", tracking=7))
+    assert over[2].text == "no culprit: budget of 8 runs spent" and over[2].url is None
+    assert over[3].url == f"{FORK_URL}/compare/{sha('good')}...{sha('bad')}" and over[4].text == "issue #7"
+    pending = view.regression_cells(FORK_URL, Regression(sha("bad"), -6.0))
+    assert [c.text for c in pending[2:]] == ["bisecting…", "–", "no issue"]
+    failed = view.regression_cells(FORK_URL, Regression(sha("bad"), None, kind="failed", status="none",
+                                                        note="no good run recorded to bisect from"))
+    assert failed[1].text == "failed" and failed[3].text == "not bisected" and failed[3].url is None
 
 
 def test_urgent_picks_are_marked_on_the_charts() -> None:

@@ -9,13 +9,13 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 
 from bot import create_app
-from core.dashboard.store import SqliteFeedStore
+from core.dashboard.store import SqlFeedStore
 from tests.fixtures.dashboard import NOW, recorded_feed
 from tests.loopback_github import LoopbackGitHub
 
 
-def _app(tmp_path: Path, gh: LoopbackGitHub | None = None, **extra: str) -> tuple[Any, SqliteFeedStore]:
-    store = SqliteFeedStore(tmp_path / "dashboard.sqlite")
+def _app(tmp_path: Path, gh: LoopbackGitHub | None = None, **extra: str) -> tuple[Any, SqlFeedStore]:
+    store = SqlFeedStore(None, tmp_path)
     store.put(recorded_feed("acme/triton"))
     store.put(recorded_feed("acme/secret", private=True))
     settings = {"FORKSYNC_DATA_DIR": str(tmp_path), "FORKSYNC_SESSION_SECRET": "s" * 32, **extra}
@@ -162,26 +162,26 @@ def test_oauth_callback_query_is_what_github_sends(loopback_github: LoopbackGitH
     assert query["state"] == ["s1"] and len(query["code"][0]) == 20
 
 
-def test_feed_stores_keep_feed_version_and_facts(tmp_path: Path) -> None:
-    """SQLite (embedded) and Redis stores answer the same: feed, version without the feed, facts."""
-    import uuid
+def test_feed_store_keeps_feed_version_and_facts_in_the_shared_store(store_url: str) -> None:
+    """The feed store lives in the shared SQL store (SQLite and PostgreSQL): feed, version without
+    the feed, facts, the fork's spelling in the index; a second store over the same database (another
+    web process, a restarted one) reads what the first wrote, and a newer feed replaces the older."""
+    from dataclasses import replace
 
-    import redis as redis_lib
+    from core.dashboard.store import SqlFeedStore
+    from core.store import open_store
 
-    from core.dashboard.store import FACTS_KEY, REDIS_KEY, VERSIONS_KEY, RedisFeedStore
-
-    repo = f"acme/store-{uuid.uuid4().hex[:8]}"
+    repo = "Acme/Store-Fork"
     feed = recorded_feed(repo)
-    url = "redis://127.0.0.1:6379/13"
-    stores: list[Any] = [SqliteFeedStore(tmp_path / "f.sqlite"), RedisFeedStore(url)]
-    try:
-        for store in stores:
-            assert store.get(repo) is None and store.version(repo) is None and store.facts(repo) == {}
-            store.put(feed)
-            store.put_facts(repo, {"landed_at": {"a": 1.0}})
-            assert store.get(repo) == feed and store.version(repo) == feed.version()
-            assert store.facts(repo) == {"landed_at": {"a": 1.0}} and repo in store.repos()
-    finally:
-        client = redis_lib.Redis.from_url(url)
-        for key in (REDIS_KEY, FACTS_KEY, VERSIONS_KEY):
-            client.hdel(key, repo.lower())
+    writer = SqlFeedStore(None, ".", open_store(store_url, "."))
+    assert writer.get(repo) is None and writer.version(repo) is None and writer.facts(repo) == {}
+    writer.put(feed)
+    writer.put_facts(repo, {"landed_at": {"a": 1.0}})
+    reader = SqlFeedStore(store_url, ".")
+    assert reader.get(repo.lower()) == feed and reader.version(repo) == feed.version()
+    assert reader.facts(repo) == {"landed_at": {"a": 1.0}} and reader.repos() == [repo]
+    newer = replace(feed, updated_at=feed.updated_at + 60)
+    writer.put(newer)
+    writer.put_facts(repo, {"private": True})
+    assert reader.get(repo) == newer and reader.version(repo) == newer.version() != feed.version()
+    assert reader.facts(repo) == {"private": True} and reader.repos() == [repo]

@@ -14,8 +14,9 @@ COMMITS = {"b1": [
 ]}
 
 
-def _item(l1: str = "success", key: str = "b1", number: int = 2, kind: str = "bundle") -> InFlight:
-    return InFlight(kind, key, "bundle", number, None, 3, 0.0, l1=l1)
+def _item(l1: str = "success", key: str = "b1", number: int = 2, kind: str = "bundle", pull: bool = True,
+          conflicts: tuple[str, ...] = ()) -> InFlight:
+    return InFlight(kind, key, kind, number, None, 3, 0.0, l1=l1, pull=pull, conflicts=conflicts)
 
 
 def test_a_ready_pr_touching_owned_areas_asks_those_owners() -> None:
@@ -29,9 +30,20 @@ def test_a_ready_pr_touching_owned_areas_asks_those_owners() -> None:
 
 def test_no_heads_up_before_l1_passes_or_outside_owned_areas_or_for_chain_issues() -> None:
     assert plan([_item("pending"), _item("failure")], COMMITS, OWNERS) == []
-    assert plan([_item(kind="chain")], COMMITS, OWNERS) == []
+    assert plan([_item(kind="chain", pull=False)], COMMITS, OWNERS) == []  # a chain issue: nothing to merge
+    assert plan([_item(kind="chain", conflicts=("lib/Dialect/x.cpp",))], COMMITS, OWNERS) == []  # not built through
     assert plan([_item()], {"b1": COMMITS["b1"][2:]}, OWNERS) == []
     assert plan([_item()], COMMITS, {}) == []  # no owners at all
+
+
+def test_a_ready_chain_pr_asks_the_owners_of_its_areas_too() -> None:
+    """A chain built to its end as a PR (conflicts resolved) whose L1 passed gets the same heads-up,
+    saying it is a chain whose conflicts were resolved; only the owners of areas it touches."""
+    chain = {"c1": [COMMITS["b1"][1], COMMITS["b1"][2]]}
+    (action,) = plan([_item(kind="chain", key="c1", number=7)], chain, OWNERS, upstream_url="https://github.com/up/triton")
+    assert action.number == 7 and action.users == ("alice",) and action.teams == ("layout",)
+    assert "this chain is built to its end (its conflicts resolved)" in action.body
+    assert "### `lib/Dialect/`" in action.body and "llvm-hash" not in action.body and "Docs" not in action.body
 
 
 def test_heads_up_on_github_requests_review_once_and_edits_its_comment(loopback_github: LoopbackGitHub) -> None:

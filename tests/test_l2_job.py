@@ -12,10 +12,12 @@ import pytest
 from celery.exceptions import DuplicateTaskNameWarning
 
 from core.render.l3 import parse_state
+from core.store import open_store
 from tests.loopback_github import LoopbackGitHub
 from workers.adapters.gitcache import GitCache
 from workers.jobs.l2_job import run_bisect_job, run_l2_job, run_l3_job
 from workers.testing.l3 import request_l3
+from workers.testing.results import ResultStore
 
 REPO = "acme/fork"
 BENCH = """\
@@ -56,6 +58,13 @@ def test_nightly_job_files_then_closes_a_tracking_issue(loopback_github: Loopbac
             assert result.culprits == {"matmul-sweep": shas[7]}
     assert verdicts == ["ok", "ok", "regressed", "regressed", "ok"]
     [issue] = [i for i in gh.state.issues[REPO].values() if not i.get("is_pull")]
+    # The regression is stored with night 9's run (night 10 continues the streak: nothing new).
+    [found] = ResultStore(open_store(None, data)).regressions(REPO)
+    assert (found.metric, found.kind, found.first_bad, found.good, found.culprit) == (
+        "tflops", "regressed", shas[9], shas[4], shas[7])
+    assert found.culprit_subject == "Slow epilogue" and found.bisect_status == "found"
+    assert found.candidates == 5 and found.bisect_steps >= 2 and found.tracking_issue == issue["number"]
+    assert found.delta_pct is not None and found.delta_pct == pytest.approx(-40.0)
     assert issue["title"] == "[trunk] matmul-sweep: tflops regressed"
     assert "Slow epilogue" in issue["body"] and "| occurrences | 2 |" in issue["body"]
     assert issue["state"] == "open"  # one clean night of the two needed

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot import create_app
-from core.dashboard.store import SqliteFeedStore
+from core.dashboard.store import SqlFeedStore
 from tests.fixtures.dashboard import recorded_feed
 from tests.loopback_github import LoopbackGitHub
 
@@ -25,7 +25,7 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def _app(tmp_path: Path, **extra: str):  # type: ignore[no-untyped-def]
-    store = SqliteFeedStore(tmp_path / "dashboard.sqlite")
+    store = SqlFeedStore(None, tmp_path)
     store.put(recorded_feed("acme/triton"))
     return create_app({"FORKSYNC_DATA_DIR": str(tmp_path), "FORKSYNC_WEBHOOK_SECRET": "s3cret", **extra}, feeds=store)
 

@@ -20,12 +20,12 @@ def test_first_use_migrates_to_the_newest_revision(store: Store) -> None:
     again (another worker's start-up) changes nothing."""
     tables = set(inspect(store.engine).get_table_names())
     assert {"l1_suite_runs", "l1_test_results", "l2_runs", "l2_metrics", "series_points",
-            "l1_pending_checks", "accepted_deliveries", "alembic_version"} <= tables
-    assert store.revision() == "0003"
+            "l1_pending_checks", "accepted_deliveries", "l2_regressions", "dashboard_feeds", "dashboard_facts", "comment_answers", "alembic_version"} <= tables
+    assert store.revision() == "0004"
     again = Store(store.url)
     again.migrate()
     again.dispose()
-    assert store.revision() == "0003"
+    assert store.revision() == "0004"
 
 
 def test_trunk_results_are_per_repository_and_baselines_count_executed_tests(store: Store) -> None:
@@ -59,6 +59,32 @@ def test_l2_history_and_metric_series(store: Store) -> None:
     last_good = results.last_good("acme/fork", "mm")
     assert last_good is not None and last_good.sha == "s1"
     assert results.benchmarks("acme/fork") == ["mm"] and results.history("other/fork", "mm") == []
+
+
+def test_l2_regressions_are_stored_with_their_run(store: Store) -> None:
+    """A regression is stored with the run that found it (culprit, bisection range and steps,
+    tracking issue), read back per repository and benchmark, and deleted with its run."""
+    from sqlalchemy import delete
+
+    from core.store.models import L2RunRow
+    from workers.testing.results import RegressionRecord
+
+    results = ResultStore(store)
+    run = results.record("acme/fork", L2Run(benchmark="mm", sha="s2", status="pass", verdict="regressed",
+                                            metrics={"tflops": 70.0, "gbps": 10.0}, recorded_at="night 2"))
+    other = results.record("acme/fork", L2Run(benchmark="sm", sha="s2", status="fail", verdict="failed"))
+    assert run.run_id is not None and other.run_id is not None
+    found = RegressionRecord("mm", "tflops", "regressed", "s2", run.run_id, delta_pct=-30.2, good="s1", culprit="c1",
+                             culprit_subject="Slow epilogue", bisect_status="found", bisect_steps=3, candidates=6,
+                             tracking_issue=12, recorded_at=5.0)
+    failed = RegressionRecord("sm", "", "failed", "s2", other.run_id, bisect_status="none",
+                              note="no good run recorded to bisect from", recorded_at=6.0)
+    results.record_regressions("acme/fork", [found, failed])
+    assert results.regressions("acme/fork") == [found, failed]
+    assert results.regressions("acme/fork", "sm") == [failed] and results.regressions("other/fork") == []
+    with store.session() as db:
+        db.execute(delete(L2RunRow).where(L2RunRow.id == run.run_id))
+    assert results.regressions("acme/fork") == [failed]
 
 
 def test_named_series_keep_order_and_trim(store: Store, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from bot.dashboard import plot
-from core.dashboard.feed import ForkFeed, InFlight, LandedPick, TrunkRun
+from core.dashboard.feed import ForkFeed, InFlight, LandedPick, Regression, TrunkRun
 
 WEEK_S = 7 * 86400
 TRUNK_STATUSES = ("passed", "broken", "flaky", "infra")
@@ -107,6 +107,10 @@ def commit_url(web: str, sha: str) -> str | None:
 
 def pull_url(web: str, number: int | None) -> str | None:
     return f"{web}/pull/{number}" if web and number else None
+
+
+def compare_url(web: str, base: str, head: str) -> str | None:
+    return f"{web}/compare/{base}...{head}" if web and base and head else None
 
 
 def issue_url(web: str, number: int | None) -> str | None:
@@ -349,6 +353,29 @@ def tracking_table(feed: ForkFeed) -> Table:
     return Table("Open tracking issues", ("kind", "issue", "title"), rows, "no open tracking issues")
 
 
+def regression_cells(fork_url: str, r: Regression) -> tuple[Cell, ...]:
+    """One regression as cells: first bad commit, change, culprit commit, the bisection's range
+    (good..first bad, compared on GitHub) with its steps, and the tracking issue holding its report."""
+    change = Cell(f"{r.delta_pct:+.1f}%" if r.delta_pct is not None else r.kind, css="bad")
+    if r.culprit:
+        culprit = Cell(f"culprit {r.culprit[:10]}", commit_url(fork_url, r.culprit), css="culprit")
+    elif r.status in ("", "none") and not r.note:
+        culprit = Cell("bisecting…", css="muted")
+    else:
+        culprit = Cell(f"no culprit: {r.note or r.status}"[:140], css="muted")
+    if r.good:
+        steps = f", {r.steps} step{'s' if r.steps != 1 else ''}" if r.steps else ""
+        over = f" over {r.candidates} commits" if r.candidates else ""
+        bisection = Cell(f"bisected {r.good[:7]}..{r.sha[:7]}{over}{steps}", compare_url(fork_url, r.good, r.sha),
+                         css="bisection")
+    else:
+        bisection = Cell("not bisected" if r.status else "–", css="muted")
+    url = r.bisection_url or issue_url(fork_url, r.tracking)
+    issue = Cell(f"issue #{r.tracking}" if r.tracking else ("tracking issue" if url else "no issue"), url,
+                 css="tracking" if url else "muted")
+    return (Cell(r.sha[:10], commit_url(fork_url, r.sha), t=r.t or None), change, culprit, bisection, issue)
+
+
 def l2_rows(feed: ForkFeed) -> tuple[L2Row, ...]:
     out = []
     for m in sorted(feed.l2, key=lambda m: (m.benchmark, m.metric)):
@@ -364,15 +391,7 @@ def l2_rows(feed: ForkFeed) -> tuple[L2Row, ...]:
             delta = 100.0 * (last.value - m.baseline) / abs(m.baseline)
             worse = delta < -m.threshold_pct if m.direction == "higher" else delta > m.threshold_pct
             change, css = f"{delta:+.1f}%", "bad" if worse else ""
-        regs = tuple(
-            (
-                Cell(r.sha[:10], commit_url(feed.fork_url, r.sha), t=r.t or None),
-                Cell(f"{r.delta_pct:+.1f}%", css="bad"),
-                Cell(r.culprit[:10] if r.culprit else "bisecting…", commit_url(feed.fork_url, r.culprit or "")),
-                Cell("bisection" if r.bisection_url else "–", r.bisection_url),
-            )
-            for r in m.regressions
-        )
+        regs = tuple(regression_cells(feed.fork_url, r) for r in m.regressions)
         out.append(L2Row(
             benchmark=m.benchmark, metric=m.metric,
             latest=Cell(f"{last.value:g}" if last else "–", commit_url(feed.fork_url, last.sha) if last else None),

@@ -49,6 +49,7 @@ class InFlight:
     head_sha: str | None = None
     conflicts: tuple[str, ...] = ()  # files it waits on
     asked: tuple[str, ...] = ()  # logins / teams asked to resolve or review
+    pull: bool = False  # ``number`` is a pull request (bundles, urgent picks, built chains), else an issue
 
 
 @dataclass(frozen=True)
@@ -107,11 +108,21 @@ class L2Point:
 
 @dataclass(frozen=True)
 class Regression:
+    """A regression (or failure) an L2 run found, with the bisection stored with that run."""
+
     sha: str  # first bad trunk commit seen
-    delta_pct: float
+    delta_pct: float | None  # against the baseline median; None for a failed run
     culprit: str | None = None  # the bisection's verdict
-    bisection_url: str | None = None  # the tracking issue / bisection report
+    bisection_url: str | None = None  # the tracking issue / bisection report (else built from ``tracking``)
     t: float = 0.0
+    kind: str = "regressed"  # regressed | failed
+    good: str | None = None  # the bisection's good end (its range is good..sha)
+    steps: int = 0  # benchmark runs the bisection made
+    candidates: int = 0  # commits in good..sha
+    status: str = ""  # found | ambiguous | over-budget | no-good | none; "" when nothing was recorded
+    tracking: int | None = None  # the tracking issue it was filed in (the bisection report is there)
+    culprit_subject: str = ""
+    note: str = ""  # why there is no culprit
 
 
 @dataclass(frozen=True)

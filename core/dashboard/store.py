@@ -1,24 +1,25 @@
 """Where the workers put each fork's dashboard feed and the web process reads it back.
 
-The narrow query interface of the dashboard: ``put(feed)``, ``get(repo)``, ``repos()``. One
-SQLite file under the data dir on the embedded default, a Redis hash with ``REDIS_URL``. A feed
-is recomputable (the next ingest or snapshot writes it again), so losing it loses nothing.
+The narrow query interface of the dashboard: ``put(feed)``, ``get(repo)``, ``version(repo)``,
+``repos()``, and the last ingest's facts (``put_facts``, ``facts``). The rows live in the shared
+SQL store (:mod:`core.store`: PostgreSQL with ``FORKSYNC_DATABASE_URL``, else SQLite under the
+data dir), tables ``dashboard_feeds`` and ``dashboard_facts``: one copy for every web process and
+worker, never only in Redis. The store is opened (and migrated) at the first read or write, not
+when the web app is built; with no worker yet it answers "no forks".
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sqlite3
+import threading
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.dashboard.feed import ForkFeed
+from sqlalchemy import select
 
-REDIS_KEY = "forksync:dashboard:feeds"
-FACTS_KEY = "forksync:dashboard:facts"
-VERSIONS_KEY = "forksync:dashboard:versions"
-FILENAME = "dashboard.sqlite"
+from core.dashboard.feed import ForkFeed
+from core.store import Store, open_store
+from core.store.models import DashboardFactsRow, DashboardFeedRow
 
 
 class FeedStore(Protocol):
@@ -39,104 +40,55 @@ class FeedStore(Protocol):
     def repos(self) -> list[str]: ...
 
 
-class SqliteFeedStore:
-    def __init__(self, path: str | Path) -> None:
-        # Nothing is created until the first put: a web process with no workers yet reads "no forks".
-        self.path = Path(path)
+class SqlFeedStore:
+    """The feeds and facts in the shared SQL store (``database_url``, else SQLite under ``data_dir``)."""
 
-    def _create(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._db() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("CREATE TABLE IF NOT EXISTS feeds (repo TEXT PRIMARY KEY, version TEXT, doc TEXT, updated_at REAL)")
-            db.execute("CREATE TABLE IF NOT EXISTS facts (repo TEXT PRIMARY KEY, doc TEXT)")
+    def __init__(self, database_url: str | None, data_dir: str | Path, store: Store | None = None) -> None:
+        self.database_url = database_url
+        self.data_dir = Path(data_dir)
+        self._store = store
+        self._lock = threading.Lock()
 
-    @contextlib.contextmanager
-    def _db(self) -> Any:
-        db = sqlite3.connect(self.path, timeout=30)
-        try:
-            with db:
-                yield db
-        finally:
-            db.close()
+    @property
+    def store(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                self._store = open_store(self.database_url, self.data_dir)
+            return self._store
 
     def put(self, feed: ForkFeed) -> None:
-        self._create()
-        with self._db() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO feeds (repo, version, doc, updated_at) VALUES (?, ?, ?, ?)",
-                (feed.repo.lower(), feed.version(), json.dumps(feed.as_json(), sort_keys=True), feed.updated_at),
-            )
+        doc = json.dumps(feed.as_json(), sort_keys=True)
+        with self.store.session() as db:
+            db.merge(DashboardFeedRow(repo=feed.repo.lower(), name=feed.repo, version=feed.version(), doc=doc,
+                                      updated_at=feed.updated_at))
 
     def version(self, repo: str) -> str | None:
-        if not self.path.exists():
-            return None
-        with self._db() as db:
-            row = db.execute("SELECT version FROM feeds WHERE repo = ?", (repo.lower(),)).fetchone()
-        return str(row[0]) if row else None
+        with self.store.session() as db:
+            value = db.scalar(select(DashboardFeedRow.version).where(DashboardFeedRow.repo == repo.lower()))
+        return str(value) if value is not None else None
 
     def get(self, repo: str) -> ForkFeed | None:
-        if not self.path.exists():
-            return None
-        with self._db() as db:
-            row = db.execute("SELECT doc FROM feeds WHERE repo = ?", (repo.lower(),)).fetchone()
-        return ForkFeed.from_json(json.loads(row[0])) if row else None
+        with self.store.session() as db:
+            doc = db.scalar(select(DashboardFeedRow.doc).where(DashboardFeedRow.repo == repo.lower()))
+        return ForkFeed.from_json(json.loads(doc)) if doc else None
 
     def put_facts(self, repo: str, facts: dict[str, Any]) -> None:
-        self._create()
-        with self._db() as db:
-            db.execute("INSERT OR REPLACE INTO facts (repo, doc) VALUES (?, ?)", (repo.lower(), json.dumps(facts, sort_keys=True)))
+        with self.store.session() as db:
+            db.merge(DashboardFactsRow(repo=repo.lower(), doc=json.dumps(facts, sort_keys=True)))
 
     def facts(self, repo: str) -> dict[str, Any]:
-        if not self.path.exists():
-            return {}
-        self._create()  # an older file may lack the table
-        with self._db() as db:
-            row = db.execute("SELECT doc FROM facts WHERE repo = ?", (repo.lower(),)).fetchone()
-        data: dict[str, Any] = json.loads(row[0]) if row else {}
+        with self.store.session() as db:
+            doc = db.scalar(select(DashboardFactsRow.doc).where(DashboardFactsRow.repo == repo.lower()))
+        data: dict[str, Any] = json.loads(doc) if doc else {}
         return data
 
     def repos(self) -> list[str]:
-        if not self.path.exists():
-            return []
-        with self._db() as db:
-            rows = db.execute("SELECT doc FROM feeds ORDER BY repo").fetchall()
-        return [json.loads(r[0])["repo"] for r in rows]
+        """The forks with a feed, as their feeds spell them (owner/name), sorted."""
+        with self.store.session() as db:
+            return list(db.scalars(select(DashboardFeedRow.name).order_by(DashboardFeedRow.repo)))
 
 
-class RedisFeedStore:
-    def __init__(self, url: str) -> None:
-        import redis
-
-        self.redis = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=10)
-
-    def put(self, feed: ForkFeed) -> None:
-        pipe = self.redis.pipeline()
-        pipe.hset(REDIS_KEY, feed.repo.lower(), json.dumps(feed.as_json(), sort_keys=True))
-        pipe.hset(VERSIONS_KEY, feed.repo.lower(), feed.version())
-        pipe.execute()
-
-    def version(self, repo: str) -> str | None:
-        raw = self.redis.hget(VERSIONS_KEY, repo.lower())
-        return raw.decode() if isinstance(raw, bytes) else raw
-
-    def get(self, repo: str) -> ForkFeed | None:
-        raw = self.redis.hget(REDIS_KEY, repo.lower())
-        return ForkFeed.from_json(json.loads(raw)) if raw else None
-
-    def repos(self) -> list[str]:
-        return sorted(json.loads(v)["repo"] for v in self.redis.hvals(REDIS_KEY))
-
-    def put_facts(self, repo: str, facts: dict[str, Any]) -> None:
-        self.redis.hset(FACTS_KEY, repo.lower(), json.dumps(facts, sort_keys=True))
-
-    def facts(self, repo: str) -> dict[str, Any]:
-        raw = self.redis.hget(FACTS_KEY, repo.lower())
-        data: dict[str, Any] = json.loads(raw) if raw else {}
-        return data
-
-
-def open_feed_store(redis_url: str | None, data_dir: str | Path) -> FeedStore:
-    if redis_url:
-        return RedisFeedStore(redis_url)
-    return SqliteFeedStore(Path(data_dir) / FILENAME)
+def open_feed_store(database_url: str | None, data_dir: str | Path) -> FeedStore:
+    """The feed store of this process: the shared SQL store of ``FORKSYNC_DATABASE_URL`` (``database_url``),
+    else the embedded SQLite store under ``data_dir``."""
+    return SqlFeedStore(database_url, data_dir)

@@ -45,8 +45,8 @@ class Stuck:
 @dataclass(frozen=True)
 class L2Change:
     benchmark: str
-    metric: str
-    delta_pct: float
+    metric: str  # "" for a failed run
+    delta_pct: float | None  # None for a failed run
     sha: str
     culprit: str | None = None
     issue_url: str | None = None
@@ -168,7 +168,11 @@ def digest_body(view: DigestView, notified: Sequence[str] = ()) -> str:
     for r in view.l2:
         culprit = f", culprit {_sha(view, r.culprit, view.fork_url)}" if r.culprit else ", bisecting"
         issue = f" ([tracking issue]({r.issue_url}))" if r.issue_url else ""
-        lines.append(f"- `{r.benchmark}` {r.metric} {r.delta_pct:+.1f}% from {_sha(view, r.sha, view.fork_url)}{culprit}{issue}")
+        if r.delta_pct is not None:
+            change = f"{r.metric} {r.delta_pct:+.1f}%"
+        else:
+            change = f"{r.metric} regressed" if r.metric else "failed"
+        lines.append(f"- `{r.benchmark}` {change} from {_sha(view, r.sha, view.fork_url)}{culprit}{issue}")
     lines += ["", "## Who should look"]
     if not view.owners:
         lines.append("No owned area was touched.")

@@ -141,3 +141,50 @@ class CommentAnswerRow(Base):
     reactions: Mapped[str] = mapped_column(String(200))  # comma-separated reaction contents
     reply_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     updated_at: Mapped[float] = mapped_column(Float)
+
+
+class L2RegressionRow(Base):
+    """A regression (or new failure) an L2 run found, stored with that run: the metric and how much
+    worse, the bisection's range, steps and culprit, and the tracking issue it was filed in."""
+
+    __tablename__ = "l2_regressions"
+    __table_args__ = (Index("l2_regressions_by_benchmark", "repo", "benchmark", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("l2_runs.id", ondelete="CASCADE"))
+    repo: Mapped[str] = mapped_column(String(200))
+    benchmark: Mapped[str] = mapped_column(String(200))
+    metric: Mapped[str] = mapped_column(String(200))  # "" for a failure (exit status or tests)
+    kind: Mapped[str] = mapped_column(String(32))  # regressed | failed
+    first_bad: Mapped[str] = mapped_column(String(64))  # the run's commit: the first bad trunk commit seen
+    delta_pct: Mapped[float | None] = mapped_column(Float, nullable=True)  # change vs the baseline median
+    good: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the bisection's good end
+    culprit: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    culprit_subject: Mapped[str] = mapped_column(Text, default="")
+    bisect_status: Mapped[str] = mapped_column(String(32))  # found | ambiguous | over-budget | no-good | none
+    bisect_steps: Mapped[int] = mapped_column(Integer, default=0)  # benchmark runs the bisection made
+    candidates: Mapped[int] = mapped_column(Integer, default=0)  # commits in good..bad
+    note: Mapped[str] = mapped_column(Text, default="")  # why there is no culprit, when there is none
+    tracking_issue: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    recorded_at: Mapped[float] = mapped_column(Float)
+
+
+class DashboardFeedRow(Base):
+    """One fork's dashboard feed (``core.dashboard.feed.ForkFeed`` as JSON) and its version."""
+
+    __tablename__ = "dashboard_feeds"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)  # lower-cased owner/name
+    name: Mapped[str] = mapped_column(String(200))  # owner/name as the feed spells it
+    version: Mapped[str] = mapped_column(String(64))
+    doc: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class DashboardFactsRow(Base):
+    """The last ingest's facts of one fork (what the feed is rebuilt from between ingests)."""
+
+    __tablename__ = "dashboard_facts"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    doc: Mapped[str] = mapped_column(Text)

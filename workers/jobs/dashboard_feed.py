@@ -179,13 +179,13 @@ def in_flight(
         conflicts = tuple(raw.get("conflicts", ()))
         asked = tuple(dict.fromkeys(o for path in conflicts for o in owners_of(path, owners)))
         url, number = raw.get("url"), raw.get("number")
+        pull = bool(raw.get("pull", raw["kind"] != "chain"))
         if not (isinstance(url, str) and url.startswith(("https://", "http://"))):
-            kind = "pull" if raw.get("pull", raw["kind"] != "chain") else "issues"
-            url = f"{fork_url}/{kind}/{number}" if fork_url and number else None
+            url = f"{fork_url}/{'pull' if pull else 'issues'}/{number}" if fork_url and number else None
         items.append(InFlight(
             kind=raw["kind"], key=raw["key"], title=raw["title"], number=number, url=url,
             size=int(raw.get("size", 0)), opened_at=seen.get(raw["key"], now), l1=state, l1_url=l1_url, head_sha=head,
-            conflicts=conflicts, asked=asked,
+            conflicts=conflicts, asked=asked, pull=pull,
         ))
     return tuple(items)
 
@@ -202,26 +202,50 @@ def owners_of(path: str, owners: Mapping[str, tuple[str, ...]]) -> tuple[str, ..
 
 
 def l2_metrics(results: Any, repo: str, config: RepoConfig) -> tuple[L2Metric, ...]:
-    """Each configured benchmark metric's history, baseline and regressions, from the L2 store."""
+    """Each configured benchmark metric's history, baseline and regressions, from the L2 store.
+
+    Regressions are those the L2 job stored with its runs (culprit, bisection range and steps,
+    tracking issue); a failed run's is shown on each metric of its benchmark. A regressed run that
+    starts a streak with nothing stored (recorded before regressions were kept) is still listed,
+    with no culprit.
+    """
     from workers.testing.regression import baseline, good_values
 
     out = []
     names = {b.name for b in config.l2.benchmarks} | set(results.benchmarks(repo))
+    stored = results.regressions(repo)
     for bench_name in sorted(names):
         bench = next((b for b in config.l2.benchmarks if b.name == bench_name), None)
         history = results.history(repo, bench_name, limit=200)
         metric_names = [m.name for m in bench.metrics] if bench else sorted({k for r in history for k in r.metrics})
+        mine = [r for r in stored if r.benchmark == bench_name]
+        if not metric_names and mine:
+            metric_names = ["exit status"]  # a benchmark without metrics still shows its failures
         for name in metric_names:
             rule = next((m for m in bench.metrics if m.name == name), None) if bench else None
             points = tuple(L2Point(_epoch(r.recorded_at), r.sha, float(r.metrics[name]), r.verdict)
                            for r in history if name in r.metrics)
             base = baseline(good_values(history, name, config.l2.baseline_runs))
-            regressions = []
+            times = {r.sha: _epoch(r.recorded_at) for r in history}  # a failed run has no point, but a time
+            regressions = [
+                Regression(r.first_bad, r.delta_pct, culprit=r.culprit, t=times.get(r.first_bad) or r.recorded_at,
+                           kind=r.kind, good=r.good, steps=r.bisect_steps, candidates=r.candidates,
+                           status=r.bisect_status, tracking=r.tracking_issue, culprit_subject=r.culprit_subject[:120],
+                           note=r.note[:300])
+                for r in mine if r.metric in (name, "")
+            ]
+            known = {r.sha for r in regressions}
             prev = "ok"
+            threshold = rule.threshold if rule else 5.0
+            lower = rule is not None and rule.direction == "lower"
             for p in points:
-                if p.verdict == "regressed" and prev != "regressed" and base is not None and base.median:
-                    regressions.append(Regression(p.sha, 100.0 * (p.value - base.median) / abs(base.median), t=p.t))
+                if (p.verdict == "regressed" and prev != "regressed" and p.sha not in known
+                        and base is not None and base.median):
+                    delta = 100.0 * (p.value - base.median) / abs(base.median)
+                    if (delta > threshold) if lower else (delta < -threshold):  # this metric is the one that regressed
+                        regressions.append(Regression(p.sha, delta, t=p.t))
                 prev = p.verdict
+            regressions.sort(key=lambda r: r.t)
             out.append(L2Metric(bench_name, name, rule.direction if rule else "higher",
                                 rule.threshold if rule else 5.0, base.median if base else None, points, tuple(regressions)))
     return tuple(out)
@@ -305,8 +329,10 @@ def new_regressions(previous: ForkFeed | None, feed: ForkFeed) -> list[str]:
         for r in m.regressions:
             if (m.benchmark, m.metric, r.sha) not in seen:
                 culprit = f", culprit {r.culprit[:10]}" if r.culprit else ""
-                link = f" <{r.bisection_url}|tracking issue>" if r.bisection_url else ""
-                out.append(f"*{feed.repo}* L2 regression: {m.benchmark} {m.metric} {r.delta_pct:+.1f}% at {r.sha[:10]}{culprit}.{link}")
+                url = r.bisection_url or (f"{feed.fork_url}/issues/{r.tracking}" if r.tracking and feed.fork_url else None)
+                link = f" <{url}|tracking issue>" if url else ""
+                change = f"{r.delta_pct:+.1f}%" if r.delta_pct is not None else "failed"
+                out.append(f"*{feed.repo}* L2 regression: {m.benchmark} {m.metric} {change} at {r.sha[:10]}{culprit}.{link}")
     return out
 
 

@@ -143,10 +143,16 @@ def build_view(
             elif open_item.l1 == "failure":
                 stuck.append(Stuck(open_item.kind, open_item.title, open_item.number, "its L1 check fails"))
         deferred = tuple((d.sha, d.subject, d.pr, d.reason) for d in feed.decisions if d.disposition == "deferred")
+        failed: set[tuple[str, str]] = set()  # a failed run is listed once, not under each metric
         for metric in feed.l2:
             for r in metric.regressions:
-                if period.start <= r.t < period.end:
-                    l2.append(L2Change(metric.benchmark, metric.metric, r.delta_pct, r.sha, r.culprit, r.bisection_url))
+                if period.start <= r.t < period.end and (metric.benchmark, r.sha) not in failed:
+                    if r.kind == "failed":
+                        failed.add((metric.benchmark, r.sha))
+                    url = r.bisection_url or (f"{feed.fork_url}/issues/{r.tracking}" if r.tracking and feed.fork_url
+                                              else None)
+                    l2.append(L2Change(metric.benchmark, "" if r.kind == "failed" else metric.metric, r.delta_pct,
+                                       r.sha, r.culprit, url))
         inside = [p for p in feed.series if p.t < period.end]
         first = next((p for p in inside if p.t >= period.start), None)
         before = [p for p in inside if p.t < period.start]

@@ -1,5 +1,5 @@
-"""Heads-up before a risky landing: a bundle or urgent PR whose L1 passed (ready to merge) and
-that touches an owned area (``owners:`` of the config, else the fork's CODEOWNERS: the LLVM pin,
+"""Heads-up before a risky landing: a bundle, urgent or chain PR that is ready to merge (its L1
+passed; a chain's also built to its end, no conflict left) and that touches an owned area (``owners:`` of the config, else the fork's CODEOWNERS: the LLVM pin,
 diverged zones, any owned path) requests review from those owners and says, in one comment edited
 in place, what changed upstream in their area. Pure :func:`plan`, thin :func:`execute`."""
 
@@ -34,10 +34,10 @@ def plan(
     upstream_url: str | None = None,
     author: str = "",
 ) -> list[HeadsUp]:
-    """One heads-up per ready PR (L1 success) whose upstream commits touch owned areas."""
+    """One heads-up per ready PR whose upstream commits touch owned areas (see :func:`ready`)."""
     out = []
     for item in items:
-        if item.kind not in ("bundle", "urgent") or item.l1 != "success" or not item.number:
+        if not ready(item) or item.number is None:
             continue
         areas: dict[str, tuple[tuple[str, ...], list[tuple[str, str, int | None]]]] = {}
         for c in commits.get(item.key, ()):
@@ -51,8 +51,19 @@ def plan(
         users = tuple(dict.fromkeys(o for o in everyone if "/" not in o))
         teams = tuple(dict.fromkeys(o.split("/", 1)[1] for o in everyone if "/" in o))
         out.append(HeadsUp(item.number, users, teams, heads_up_marker(item.key),
-                           heads_up_body(item.key, {k: (v[0], v[1]) for k, v in areas.items()}, upstream_url)))
+                           heads_up_body(item.key, {k: (v[0], v[1]) for k, v in areas.items()}, upstream_url,
+                                         kind=item.kind)))
     return out
+
+
+def ready(item: InFlight) -> bool:
+    """A PR that is ready to merge: its L1 check passed; a chain must also be a PR (a chain still
+    waiting on a conflict is a tracking issue, or a PR built only up to the conflict)."""
+    if not item.number or item.l1 != "success":
+        return False
+    if item.kind in ("bundle", "urgent"):
+        return True
+    return item.kind == "chain" and item.pull and not item.conflicts
 
 
 def execute(port: Any, repo: str, actions: Sequence[HeadsUp]) -> int:

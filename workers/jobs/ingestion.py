@@ -221,7 +221,7 @@ def refresh_dashboard(env: IngestEnv, repo: str, config: RepoConfig) -> None:
     from workers.jobs.dashboard_feed import refresh
 
     try:
-        refresh(env.settings, env.state, open_feed_store(env.settings.bot.redis_url, env.settings.data_dir),
+        refresh(env.settings, env.state, open_feed_store(env.settings.bot.database_url, env.settings.data_dir),
                 repo, config, github=env.github, notifier=notifier_for(config.digest.notify_url, repo))
     except Exception:
         log.exception("dashboard feed of %s not refreshed", repo)
@@ -252,7 +252,7 @@ def _plan_and_apply(
     post_check(env, repo, trunk_head, output, report)  # last: it reports a finished run
     from core.dashboard.store import open_feed_store
 
-    feeds = open_feed_store(env.settings.bot.redis_url, env.settings.data_dir)
+    feeds = open_feed_store(env.settings.bot.database_url, env.settings.data_dir)
     facts = feed_facts(repo, fork, output, report, env.github)
     feeds.put_facts(repo, landing_times(facts, feeds.facts(repo), time.time()))
     return report
@@ -284,6 +284,7 @@ def landing_times(facts: dict[str, Any], previous: dict[str, Any], now: float) -
 def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: IngestReport, gh: IngestGitHub) -> dict[str, Any]:
     """What this run knows for the dashboard: the engine's ledger facts and what is in flight."""
     posted = {item["key"]: item for item in [*report.pulls, *report.issues]}
+    as_pull = {item["key"] for item in report.pulls}  # a built chain is a PR too (bundle.chain_prs)
     items: list[dict[str, Any]] = []
 
     def add(kind: str, key: str, size: int, branch: str | None, conflicts: tuple[str, ...]) -> None:
@@ -291,7 +292,7 @@ def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: Ingest
         items.append({"kind": kind, "key": key, "title": item.get("title", key), "number": item.get("number"),
                       "url": item.get("url"), "size": size, "conflicts": list(conflicts),
                       "commits": output.dashboard.get("commits", {}).get(key, []),
-                      "pull": kind != "chain" and branch is not None,
+                      "pull": branch is not None and (kind != "chain" or key in as_pull),
                       "head_sha": fork.rev_parse(f"refs/heads/{branch}") if branch else None})
 
     for u in output.urgent:

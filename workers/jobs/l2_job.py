@@ -9,6 +9,7 @@ job), reads ``.github/forksync.yml`` at the commit it tests, runs the engine in
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ from core.store import Store, open_store
 from workers.adapters.gitcache import GitCache
 from workers.engine.git import Repository
 from workers.jobs.revert import propose_revert
-from workers.testing.l2 import bisect_benchmark, run_trunk
+from workers.testing.l2 import bisect_benchmark, regression_records, run_trunk
 from workers.testing.l3 import Reply, record_run_failure, run_l3_workload
 from workers.testing.regression import judge
 from workers.testing.results import ResultStore
@@ -110,6 +111,8 @@ def run_l2_job(
         actions = plan_tracking(known_issues(github, repo), report, config.l2.recover_after)
         touched = execute_tracking(github, repo, actions)
         issues += touched
+        filed = next((n for a, n in zip(actions, touched, strict=True) if not isinstance(a, CloseIssue)), None)
+        results.record_regressions(repo, regression_records(outcome, filed, time.time()))
         culprit = outcome.bisect.culprit if outcome.bisect else None
         if culprit:
             for action, number in zip(actions, touched, strict=True):

@@ -44,7 +44,7 @@ def digest(self: Any, installation_id: int | None = None, repo: str | None = Non
     except ConfigError as exc:
         log.warning("digest of %s skipped: %s", repo, exc.one_line())
         return {"status": "config_error", "message": exc.one_line()}
-    feeds = open_feed_store(settings.bot.redis_url, settings.data_dir)
+    feeds = open_feed_store(settings.bot.database_url, settings.data_dir)
     number = run_digest(adapter, repo, config, landed=feeds.facts(repo).get("landed", []), feed=feeds.get(repo),
                         now=time.time(), web_url=settings.bot.web_url, notifier=notifier_for(config.digest.notify_url, repo))
     log.info("digest of %s (%s): issue #%s", repo, reason, number)

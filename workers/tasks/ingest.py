@@ -108,7 +108,7 @@ def refresh_feed(settings: Any, state: Any, app: Any, installation: int, repo: s
     try:
         adapter = app.adapter(installation)
         config = load_repo_config(adapter.read_file(repo, CONFIG_PATH) or "", CONFIG_PATH)
-        refresh(settings, state, open_feed_store(settings.bot.redis_url, settings.data_dir), repo, config,
+        refresh(settings, state, open_feed_store(settings.bot.database_url, settings.data_dir), repo, config,
                 github=adapter, notifier=notifier_for(config.digest.notify_url, repo))
     except Exception as exc:  # a bad config or a GitHub blip: the ingest reports those; the feed waits
         log.warning("dashboard feed of %s not refreshed on the snapshot: %s", repo, exc)

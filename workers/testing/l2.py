@@ -42,7 +42,7 @@ from workers.testing.regression import (
     judge,
     worst,
 )
-from workers.testing.results import ResultStore
+from workers.testing.results import RegressionRecord, ResultStore
 from workers.testing.signatures import Failure, infra_reason
 
 # Without a good run to bisect from, suspects are ranked among this many recent trunk commits.
@@ -113,6 +113,33 @@ class BenchmarkOutcome:
     bisect: BisectReport | None = None
     suspects: tuple[Suspect, ...] = ()
     note: str = ""  # why there is no bisection, when there is none
+
+
+def regression_records(outcome: BenchmarkOutcome, tracking_issue: int | None, at: float) -> list[RegressionRecord]:
+    """What ``outcome`` found, as records to store with its run (pure): one per regressed metric,
+    or one for a failed run, with the bisection's range, steps and culprit; none unless this run
+    starts a bad streak (a streak's later runs add nothing new) or it has no run id."""
+    if not outcome.new_break or not outcome.verdict.bad or outcome.run.run_id is None:
+        return []
+    report = outcome.bisect
+    failed = RegressionRecord(
+        benchmark=outcome.run.benchmark, metric="", kind="failed", first_bad=outcome.run.sha,
+        run_id=outcome.run.run_id, good=report.good if report else outcome.last_good,
+        culprit=report.culprit if report else None, culprit_subject=report.culprit_subject if report else "",
+        bisect_status=report.status if report else "none", bisect_steps=report.runs if report else 0,
+        candidates=report.candidates if report else 0,
+        note=("" if report.culprit else report.reason) if report else outcome.note,
+        tracking_issue=tracking_issue, recorded_at=at,
+    )
+    if outcome.verdict.status == FAILED:
+        return [failed]
+    out = []
+    for check in outcome.verdict.regressed_metrics:
+        delta = None
+        if check.value is not None and check.baseline is not None and check.baseline.median:
+            delta = 100.0 * (check.value - check.baseline.median) / abs(check.baseline.median)
+        out.append(replace(failed, metric=check.metric, kind="regressed", delta_pct=delta))
+    return out
 
 
 def run_trunk(

@@ -14,7 +14,7 @@ from pathlib import Path
 from sqlalchemy import select
 
 from core.store import Store, open_store
-from core.store.models import L2MetricRow, L2RunRow
+from core.store.models import L2MetricRow, L2RegressionRow, L2RunRow
 from workers.testing.regression import OK, L2Run
 from workers.testing.signatures import Failure
 
@@ -28,6 +28,31 @@ class Point:
     verdict: str
     recorded_at: str
     run_id: int
+
+
+@dataclass(frozen=True)
+class RegressionRecord:
+    """A regression (or new failure) an L2 run found, with its bisection and tracking issue.
+
+    One record per regressed metric (``metric`` "" and ``kind`` "failed" for a failed run); the
+    bisection fields are those of the run's benchmark bisection, shared by its metrics.
+    """
+
+    benchmark: str
+    metric: str
+    kind: str  # regressed | failed
+    first_bad: str  # the run's commit
+    run_id: int
+    delta_pct: float | None = None  # value against the baseline median, signed
+    good: str | None = None  # the bisection's good end
+    culprit: str | None = None
+    culprit_subject: str = ""
+    bisect_status: str = "none"  # found | ambiguous | over-budget | no-good | none (not bisected)
+    bisect_steps: int = 0  # benchmark runs the bisection made
+    candidates: int = 0  # commits in good..first_bad
+    note: str = ""  # why there is no culprit, when there is none
+    tracking_issue: int | None = None
+    recorded_at: float = 0.0
 
 
 class ResultStore:
@@ -104,3 +129,35 @@ class ResultStore:
         """The newest run whose verdict was ok: the "good" end of a bisection."""
         good = self._runs(repo, benchmark, OK, 1)
         return good[-1] if good else None
+
+    def record_regressions(self, repo: str, records: list[RegressionRecord]) -> None:
+        """Store ``records`` beside their runs (deleted with the run)."""
+        if not records:
+            return
+        with self.store.session() as db:
+            db.add_all(
+                L2RegressionRow(
+                    run_id=r.run_id, repo=repo, benchmark=r.benchmark, metric=r.metric, kind=r.kind,
+                    first_bad=r.first_bad, delta_pct=r.delta_pct, good=r.good, culprit=r.culprit,
+                    culprit_subject=r.culprit_subject, bisect_status=r.bisect_status, bisect_steps=r.bisect_steps,
+                    candidates=r.candidates, note=r.note, tracking_issue=r.tracking_issue, recorded_at=r.recorded_at,
+                )
+                for r in records
+            )
+
+    def regressions(self, repo: str, benchmark: str | None = None, limit: int = 200) -> list[RegressionRecord]:
+        """The regressions recorded for ``repo`` (one benchmark's when given), oldest first."""
+        query = select(L2RegressionRow).where(L2RegressionRow.repo == repo)
+        if benchmark is not None:
+            query = query.where(L2RegressionRow.benchmark == benchmark)
+        with self.store.session() as db:
+            rows = list(db.scalars(query.order_by(L2RegressionRow.id.desc()).limit(limit)))
+        return [
+            RegressionRecord(
+                benchmark=r.benchmark, metric=r.metric, kind=r.kind, first_bad=r.first_bad, run_id=r.run_id,
+                delta_pct=r.delta_pct, good=r.good, culprit=r.culprit, culprit_subject=r.culprit_subject,
+                bisect_status=r.bisect_status, bisect_steps=r.bisect_steps, candidates=r.candidates, note=r.note,
+                tracking_issue=r.tracking_issue, recorded_at=r.recorded_at,
+            )
+            for r in reversed(rows)
+        ]

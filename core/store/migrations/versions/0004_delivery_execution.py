@@ -1,9 +1,9 @@
 """Accepted deliveries carry their task and its state (replayed when lost, never run again once
 finished), and the index of answered comments ("already answered" without reading the thread);
-issue 14, findings 4 and 8.
+issue 14, findings 4 and 8. (Numbered 0004: 0003 is the dashboard feeds and L2 regressions.)
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 
