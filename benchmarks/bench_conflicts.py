@@ -1,6 +1,6 @@
 """Benchmark: forksync's deterministic conflict pipeline on real backport conflicts, against git's trivial strategies.
 
-    python -m benchmarks.bench_conflicts [SETDIR] [--json OUT] [--write-resolved DIR]
+    python -m benchmarks.bench_conflicts [SETDIR] [--json OUT] [--write-resolved DIR] [--memory] [--off RULE ...]
 
 SETDIR is a conflict set laid out like ../shared/conflict-bench (case-NNN/meta.json with
 base/ours/theirs/expected per file; default ../shared/conflict-bench beside the repository; the tests use the
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from workers.engine.resolve.memory import MemoryIndex, MemoryRecord, learn
 from workers.engine.resolve.pipeline import Conflict, resolve_text
+from workers.engine.resolve.strategies import enabled
 
 DEFAULT_SET = Path(__file__).resolve().parents[2] / "shared" / "conflict-bench"  # ../shared beside the repo
 _IMPORT = re.compile(r"^\s*(import\s|from\s+\S+\s+import\s|#\s*include\s)")
@@ -82,8 +83,10 @@ class FileResult:
     baselines: dict[str, bool] = field(default_factory=dict)
 
 
-def run_case(case_dir: Path, write_to: Path | None = None, memory: MemoryIndex | None = None) -> list[FileResult]:
-    """Score one case; with ``memory``, lookups see what earlier cases taught and this case is learned after."""
+def run_case(case_dir: Path, write_to: Path | None = None, memory: MemoryIndex | None = None,
+             off: tuple[str, ...] = ()) -> list[FileResult]:
+    """Score one case (``off``: rules switched off, as ``resolve.rules_off``); with ``memory``, lookups see what
+    earlier cases taught and this case is learned after."""
     meta = json.loads((case_dir / "meta.json").read_text())
     number = int(meta["case"].split("-")[1])
     half = "design (odd)" if number % 2 else "held out (even)"
@@ -94,7 +97,7 @@ def run_case(case_dir: Path, write_to: Path | None = None, memory: MemoryIndex |
         paths = {k: case_dir / names[k] for k in ("base", "ours", "theirs", "expected")}
         text = {k: p.read_bytes().decode("utf-8", "surrogateescape") for k, p in paths.items()}
         conflict = Conflict(f["path"], text["base"], text["ours"], text["theirs"])
-        outcome, merged = resolve_text(conflict, memory=memory)
+        outcome, merged = resolve_text(conflict, memory=memory, strategies=enabled(off))
         expected = text["expected"]
         if memory is not None and merged is not None:
             learned.extend(learn(f["path"], merged, expected, f"{meta['case']} ({meta['backport_sha'][:10]})"))
@@ -158,7 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", action="store_true",
                         help="also run with resolution memory learned chronologically: each case (by backport date) "
                         "sees only what the humans committed in earlier cases")
+    parser.add_argument("--off", action="append", default=[], metavar="RULE",
+                        help="switch a deterministic rule off, as resolve.rules_off does (repeatable)")
     args = parser.parse_args(argv)
+    off = tuple(args.off)
     setdir = Path(args.setdir)
     cases = sorted(p for p in setdir.iterdir() if p.name.startswith("case-") and (p / "meta.json").exists())
     if not cases:
@@ -166,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     start = time.perf_counter()
     with tempfile.TemporaryDirectory():
-        results = [r for c in cases for r in run_case(c, Path(args.write_resolved) if args.write_resolved else None)]
+        results = [r for c in cases for r in run_case(c, Path(args.write_resolved) if args.write_resolved else None, off=off)]
     elapsed = time.perf_counter() - start
     print(table(results))
     by_strategy: dict[str, list[int]] = {}
@@ -179,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory:
         memory = MemoryIndex()
         dated = sorted(cases, key=lambda c: (json.loads((c / "meta.json").read_text())["backport_date"], c.name))
-        with_memory = [r for c in dated for r in run_case(c, None, memory)]
+        with_memory = [r for c in dated for r in run_case(c, None, memory, off=off)]
         with_memory.sort(key=lambda r: (r.case, r.path))
         print("\nWith resolution memory learned chronologically from earlier cases' human resolutions "
               f"({len(memory)} hunk records at the end):\n")

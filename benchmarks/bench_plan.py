@@ -5,7 +5,8 @@ The baseline is what a maintainer would otherwise run: a worktree of the fork at
 on to the next). forksync runs as the real CLI in a subprocess with a cold cache (ledger built
 from scratch; for bundle, no forksync refs in the fork yet), so its figures include interpreter
 start, imports, the ledger and the writes; "engine" is the same work in process, as the bot's
-warm worker runs it. forksync figures are the median of ``--repeat`` cold runs; the loop runs once.
+warm worker runs it. forksync figures are the median of ``--repeat`` cold runs, each followed by a loop run (the two
+alternate, so load falls on both alike); medians and the load average are printed.
 The CLI runs with compiled bytecode, as an installed forksync does (written once by an untimed
 ``--help`` run, even where the shell sets ``PYTHONDONTWRITEBYTECODE``).
 
@@ -108,12 +109,17 @@ def bench(kind: str, pending: int, files: int, repeat: int, loop: bool, seed: in
         fork = root / "pair" / "fork"
         args = [kind, *pair_args(root / "pair"), "--json"]
         forksync([kind, "--help"], _env(root / "home", root / "cache-help"))  # untimed: writes the bytecode
-        cold, outputs = [], []
-        for i in range(repeat):
+        cold, outputs, loops, loads = [], [], [], []
+        failed = 0
+        for i in range(repeat):  # alternated: forksync cold, then the loop, then forksync, ...
+            loads.append(os.getloadavg()[0])
             drop_forksync_refs(fork)
             seconds, out = forksync(args, _env(root / "home", root / f"cache-{i}"))
             cold.append(seconds)
             outputs.append(out)
+            if loop:
+                loop_s, failed = cherry_pick_loop(fork, pair.pending, _env(root / "home", root / "cache-0"), root)
+                loops.append(loop_s)
         assert len(set(outputs)) == 1, f"{kind} output differs between cold runs"
         warm, again = forksync(args, _env(root / "home", root / "cache-0"))
         assert again == outputs[0], f"{kind} output differs on a warm rerun"
@@ -134,11 +140,16 @@ def bench(kind: str, pending: int, files: int, repeat: int, loop: bool, seed: in
             result.update(conflict_seeds=kinds.count("conflict"), zone_seeds=kinds.count("diverged_zone"))
         else:
             result["built"] = sum(len(b["commits"]) for b in doc["bundles"]) + result["chain_commits"]
+        result.update(load=statistics.median(loads), cold_runs=cold)
         if loop:
-            seconds, failed = cherry_pick_loop(fork, pair.pending, _env(root / "home", root / "cache-0"), root)
-            result.update(loop_s=seconds, loop_conflicts=failed, ratio=seconds / result["cold_s"],
+            seconds = statistics.median(loops)
+            result.update(loop_s=seconds, loop_runs=loops, loop_conflicts=failed, ratio=seconds / result["cold_s"],
                           engine_ratio=seconds / result["engine_s"])
         return result
+
+
+def _runs(seconds: list[float]) -> str:
+    return "/".join(f"{x:.2f}" for x in seconds)
 
 
 def main() -> None:
@@ -146,19 +157,29 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--files", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", choices=("plan", "bundle"), help="just this figure (no scaling runs)")
     args = parser.parse_args()
     plan_n, bundle_n, scale = (200, 100, (100, 200, 400)) if args.quick else (1000, 200, (250, 1000, 4000))
 
+    if args.only == "bundle":
+        b = bench("bundle", bundle_n, args.files, args.repeat, loop=True, seed=11)
+        print(f"bundle {b['pending']} pending ({b['built']} commits built on {b['bundles'] + b['chains']} branches): "
+              f"forksync {b['cold_s']:.2f}s cold CLI, engine {b['engine_s']:.2f}s vs cherry-pick loop "
+              f"{b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine; load {b['load']:.1f}; "
+              f"runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}", flush=True)
+        return
     r = bench("plan", plan_n, args.files, args.repeat, loop=True, seed=7)
     print(f"plan {r['pending']} pending, {args.files} files: forksync {r['cold_s']:.2f}s cold CLI "
           f"({r['warm_s']:.2f}s warm), engine {r['engine_s']:.2f}s vs cherry-pick loop {r['loop_s']:.2f}s "
           f"({r['loop_conflicts']} conflicts) -> {r['ratio']:.1f}x CLI, {r['engine_ratio']:.1f}x engine "
           f"[{r['bundles']} bundles, {r['chains']} chains holding {r['chain_commits']} commits; "
-          f"{r['conflict_seeds']} conflict seeds, {r['zone_seeds']} zone seeds]", flush=True)
+          f"{r['conflict_seeds']} conflict seeds, {r['zone_seeds']} zone seeds]; load {r['load']:.1f}; "
+          f"runs CLI {_runs(r['cold_runs'])}, loop {_runs(r['loop_runs'])}", flush=True)
     b = bench("bundle", bundle_n, args.files, args.repeat, loop=True, seed=11)
     print(f"bundle {b['pending']} pending ({b['built']} commits built on {b['bundles'] + b['chains']} branches): "
           f"forksync {b['cold_s']:.2f}s cold CLI ({b['warm_s']:.2f}s rerun), engine {b['engine_s']:.2f}s vs "
-          f"cherry-pick loop {b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine", flush=True)
+          f"cherry-pick loop {b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine; load "
+          f"{b['load']:.1f}; runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}", flush=True)
     times = [bench("plan", n, args.files, args.repeat, loop=False, seed=7) for n in scale]
     n0, c0, e0 = times[0]["pending"], times[0]["cold_s"], times[0]["engine_s"]
     for t in times:

@@ -274,7 +274,7 @@ def fast_import(repo: Path, base: str, messages: list[str], start: int) -> str:
     return git(repo, "rev-parse", "refs/heads/main").strip()
 
 
-def run(mirror: Path, tip_rev: str, count: int, seed: int) -> dict[str, Any]:
+def run(mirror: Path, tip_rev: str, count: int, seed: int, keep: Path | None = None) -> dict[str, Any]:
     tip = git(mirror, "rev-parse", tip_rev).strip()
     base, ups = read_upstream(mirror, tip, count)
     plan = make_plan(ups, seed)
@@ -284,7 +284,8 @@ def run(mirror: Path, tip_rev: str, count: int, seed: int) -> dict[str, Any]:
                 f"`UPSTREAM_FRONTIER_HASH` advanced to `{state['frontier']}`.\n")
     plan.messages.append("[triton][beta] Record the Reactor pins (#1)\n\nSummary:\nNo code change." + pin_line)
     with tempfile.TemporaryDirectory(prefix="forksync-replay-") as tmp:
-        root = Path(tmp)
+        root = Path(tmp) if keep is None else keep
+        root.mkdir(parents=True, exist_ok=True)
         for name in ("upstream.git", "fork.git"):
             subprocess.run(["git", "init", "-q", "--bare", str(root / name)], check=True)
             (root / name / "objects" / "info" / "alternates").write_text(str(mirror / "objects") + "\n")
@@ -333,8 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="write upstream.git and fork.git here and keep them (bench_status --upstream/--fork)")
     args = parser.parse_args(argv)
-    result = run(args.mirror, args.pre_fork_tip, args.commits, args.seed)
+    result = run(args.mirror, args.pre_fork_tip, args.commits, args.seed, args.keep)
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:

@@ -12,7 +12,9 @@ On a synthetic pair from ``benchmarks/gen_pair.py`` it times, as separate proces
 * ``forksync status --json`` cold (empty cache dir) and warm (cache filled);
 * the same cold status on a pair twice as long (the doubling test).
 
-It prints the figures and the ratios against the issue's targets; nothing here asserts.
+The tools alternate within each round (not one tool's runs back to back), and every round's
+load average is printed. It prints the figures and the ratios against the issue's targets;
+nothing here asserts.
 """
 
 from __future__ import annotations
@@ -84,35 +86,47 @@ def make_baseline(pair: GeneratedPair, where: Path) -> Path:
     return repo
 
 
+def cli_env(cache: Path) -> dict[str, str]:
+    """forksync as installed runs from compiled bytecode: a shell's PYTHONDONTWRITEBYTECODE (this
+    dev box sets it) would make every run compile its modules from source (~0.05-0.1 s); the
+    bytecode goes to one prefix in the temp dir, written by the untimed ledger check run."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update({"FORKSYNC_CACHE_DIR": str(cache), "PYTHONPYCACHEPREFIX": str(Path(tempfile.gettempdir()) / "forksync-bench-pycache")})
+    return env
+
+
 def status_argv(pair: GeneratedPair) -> list[str]:
     return [sys.executable, "-m", "workers.cli", "status", "--upstream", str(pair.upstream),
             "--fork", str(pair.fork), "--json"]
 
 
 def measure(pair: GeneratedPair, work: Path, runs: int) -> dict[str, Timing]:
+    """Each tool once per round, alternated (cherry, floor, cold, warm, cherry, ...): on a shared,
+    loaded box the load then falls on all of them alike. Medians; the load average per round."""
     baseline = make_baseline(pair, work)
-    out: dict[str, Timing] = {}
-    out["git cherry"] = median([timed_rss(["git", "-C", str(baseline), "cherry", "main", "refs/remotes/upstream/main"])
-                                for _ in range(runs)])
-    out["git log (floor)"] = median([timed_rss(git_log_floor(pair, baseline)) for _ in range(runs)])
-    cold, warm = [], []
+    samples: dict[str, list[Timing]] = {"git cherry": [], "git log (floor)": [], "status cold": [], "status warm": []}
+    loads = []
     for i in range(runs):
+        loads.append(os.getloadavg()[0])
+        samples["git cherry"].append(timed_rss(["git", "-C", str(baseline), "cherry", "main", "refs/remotes/upstream/main"]))
+        samples["git log (floor)"].append(timed_rss(git_log_floor(pair, baseline)))
         cache = work / f"cache-{i}"
         if cache.exists():
             shutil.rmtree(cache)
-        env = {**os.environ, "FORKSYNC_CACHE_DIR": str(cache)}
-        cold.append(timed_rss(status_argv(pair), env))
-        warm.append(timed_rss(status_argv(pair), env))
-    out["status cold"] = median(cold)
-    out["status warm"] = median(warm)
-    return out
+        env = cli_env(cache)
+        samples["status cold"].append(timed_rss(status_argv(pair), env))
+        samples["status warm"].append(timed_rss(status_argv(pair), env))
+    print(f"  load average per round: {', '.join(f'{x:.1f}' for x in loads)}")
+    for name, ts in samples.items():
+        print(f"  {name:<16} " + "  ".join(f"{t.seconds:.3f}s" for t in ts))
+    return {name: median(ts) for name, ts in samples.items()}
 
 
 def check_counts(pair: GeneratedPair, env_cache: Path) -> tuple[int, int]:
     """(picked+urgent that status reports, picks the generator made): they must agree."""
     if env_cache.exists():
         shutil.rmtree(env_cache)  # computed now, not remembered from an earlier version's run
-    env = {**os.environ, "FORKSYNC_CACHE_DIR": str(env_cache)}
+    env = cli_env(env_cache)
     proc = subprocess.run(status_argv(pair), env=env, capture_output=True, text=True, check=True)
     data = json.loads(proc.stdout)
     return int(data["picked"]) + len(data["urgent"]), sum(pair.expected_picked.values())
@@ -139,19 +153,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-doubling", action="store_true")
     parser.add_argument("--dir", type=Path, default=None, help="keep the generated pairs here")
+    parser.add_argument("--upstream", type=Path, default=None,
+                        help="with --fork: measure this existing pair (its main branches; e.g. a replay written by "
+                             "bench_replay_fbtriton --keep) instead of a generated one; no doubling")
+    parser.add_argument("--fork", type=Path, default=None)
     args = parser.parse_args(argv)
 
     root = args.dir or Path(tempfile.mkdtemp(prefix="forksync-bench-"))
     root.mkdir(parents=True, exist_ok=True)
-    spec = PairSpec(args.upstream_commits, args.fork_commits, args.files)
-    print(f"pair of {spec.upstream_commits} upstream / {spec.fork_commits} fork commits, {spec.files} files ...")
-    pair = _pair(root / "n", spec)
-    found, made = check_counts(pair, root / "check-cache")
-    print(f"  ledger carried commits: {found} (generator made {made}){'' if found == made else '  MISMATCH'}")
+    if args.upstream is not None and args.fork is not None:
+        tip = lambda repo: subprocess.run(["git", "-C", str(repo), "rev-parse", "main"], capture_output=True,  # noqa: E731
+                                          text=True, check=True).stdout.strip()
+        up_tip, fork_tip = tip(args.upstream), tip(args.fork)
+        base = subprocess.run(["git", "-C", str(args.fork), "merge-base", "main", up_tip], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        pair = GeneratedPair(args.upstream, args.fork, base, up_tip, fork_tip, {}, 0, 0.0)
+        found, _ = check_counts(pair, root / "check-cache")
+        print(f"existing pair {args.upstream} / {args.fork}: ledger carried commits {found}")
+        args.no_doubling = True
+    else:
+        spec = PairSpec(args.upstream_commits, args.fork_commits, args.files)
+        print(f"pair of {spec.upstream_commits} upstream / {spec.fork_commits} fork commits, {spec.files} files ...")
+        pair = _pair(root / "n", spec)
+        found, made = check_counts(pair, root / "check-cache")
+        print(f"  ledger carried commits: {found} (generator made {made}){'' if found == made else '  MISMATCH'}")
     figures = measure(pair, root / "n", args.runs)
 
     doubled: dict[str, Timing] = {}
     if not args.no_doubling:
+        spec = PairSpec(args.upstream_commits, args.fork_commits, args.files)
         spec2 = PairSpec(2 * spec.upstream_commits, 2 * spec.fork_commits, spec.files)
         print(f"doubled pair ({spec2.upstream_commits} / {spec2.fork_commits}) ...")
         pair2 = _pair(root / "2n", spec2)

@@ -191,7 +191,7 @@ class BundleConfig:
     # Committer of the commits forksync builds ("Name <email>"); the author stays upstream's.
     committer: str = key(DEFAULT_COMMITTER, check=_committer)
     # Whether a chain with built commits is opened as a [Cherry-pick][CHAIN] PR (else a tracking issue).
-    chain_prs: bool = False
+    chain_prs: bool = True
 
 
 @dataclass(frozen=True)
@@ -360,6 +360,18 @@ def _syntax_checks(doc: _Doc, path: Path_, raw: Any) -> tuple[tuple[str, tuple[s
     return tuple(checks)
 
 
+# The deterministic rules of the resolution pipeline, by name (workers.engine.resolve.strategies.NAMED;
+# a test keeps the two lists equal).
+RESOLVE_RULES = ("identical-sides", "whitespace-only", "already-applied", "fork-unchanged", "dependency-pins",
+                 "list-union", "upstream-inserts", "token-merge")
+
+
+def _rule_names(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
+    for name in value:
+        if name not in RESOLVE_RULES:
+            raise doc.error(path, f"unknown resolution rule {name!r}", "one of " + ", ".join(RESOLVE_RULES))
+
+
 @dataclass(frozen=True)
 class ResolveConfig:
     """Conflict resolution: the agent, per-extension syntax checks, and where the memory lives."""
@@ -368,6 +380,7 @@ class ResolveConfig:
     checks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (file suffix, argv with {file})
     memory_ref: str = key("refs/forksync/resolutions", check=_under_refs)
     auto_agent: bool = False  # run the agent without a /resolve agent command
+    rules_off: tuple[str, ...] = key((), check=_rule_names)  # deterministic rules this fork does not want
 
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

@@ -343,6 +343,20 @@ class LoopbackGitHub:
             issue.update(state="closed", closed_at=_now())
             return sha
 
+    def review(self, repo: str, number: int, login: str, state: str = "APPROVED", body: str = "") -> int:
+        """``login`` reviews PR ``number`` at its current head, as a human would (APPROVED,
+        CHANGES_REQUESTED or COMMENTED); its id."""
+        with self.lock:
+            pr = self.state.pulls[repo][number]
+            rid = self.next_id()
+            pr.setdefault("reviews", []).append({
+                "id": rid, "user": login, "state": state, "body": body, "submitted_at": _now(),
+                "commit_id": self.head(pr["head_repo"], pr["head"]) or pr.get("last_head_sha") or "0" * 40,
+            })
+            # GitHub drops a user from the requested reviewers once they review.
+            pr["requested_reviewers"] = [u for u in pr.get("requested_reviewers", []) if u != login]
+            return rid
+
     # ------------------------------------------------------------------ faults
 
     def fail(self, status: int, times: int = 1, *, method: str | None = None, path: str | None = None,
@@ -1218,6 +1232,23 @@ def _edit_issue(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload
         issue["state_reason"] = payload.get("state_reason") or ("completed" if payload["state"] == "closed" else "reopened")
     issue["updated_at"] = _now()
     return 200, gh._issue_json(repo, issue)
+
+
+@route("GET", "/repos/{repo}/pulls/(?P<number>[0-9]+)/reviews")
+def _list_reviews(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, query: Mapping[str, str], **_: Any) -> Any:
+    """GitHub: the PR's reviews, oldest first, paginated."""
+    h.installation(repo)
+    n = _find_pull(gh, repo, number)
+    url = f"https://github.com/{repo}/pull/{n}"
+    out = [{"id": r["id"], "node_id": f"PRR_{r['id']}", "user": gh._user(r["user"]), "body": r["body"],
+            "state": r["state"], "html_url": f"{url}#pullrequestreview-{r['id']}",
+            "pull_request_url": f"{gh.url}/repos/{repo}/pulls/{n}", "author_association": "MEMBER",
+            "_links": {"html": {"href": f"{url}#pullrequestreview-{r['id']}"},
+                       "pull_request": {"href": f"{gh.url}/repos/{repo}/pulls/{n}"}},
+            "submitted_at": r["submitted_at"], "commit_id": r["commit_id"]}
+           for r in gh.state.pulls[repo][n].get("reviews", [])]
+    chunk, links = _paginate(h, out, query)
+    return 200, chunk, links
 
 
 @route("POST", "/repos/{repo}/pulls/(?P<number>[0-9]+)/requested_reviewers")

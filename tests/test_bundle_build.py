@@ -85,5 +85,34 @@ def test_same_plan_builds_same_shas(make_repo: Callable[[str], GitRepo]) -> None
     one = build(pg, plan, fork_tip, "fork", changes, shas)
     two = build(pg, plan, fork_tip, "fork", changes, shas)
     assert one == two
-    assert one.bundles[1].base == one.bundles[0].head  # stacked
+    # Independent: each bundle is built on the fork tip alone and targets the fork branch.
+    assert [b.base for b in one.bundles] == [fork_tip, fork_tip]
+    assert [b.base_branch for b in one.bundles] == ["fork", "fork"]
     assert RepoConfig().ledger.trailer == PickStyle().trailer
+
+
+def test_commit_needing_an_earlier_bundle_is_ejected_to_a_chain_that_follows_it(
+    make_repo: Callable[[str], GitRepo],
+) -> None:
+    """Bundles are built on the trunk alone: a commit planned into bundle 2 that only applies on top
+    of bundle 1 (the trial's running target had it) is ejected to a chain naming bundle 1."""
+    repo = make_repo("repo")
+    base = repo.commit("base", {"a.txt": "one\n", "b.txt": "b\n"})
+    first = repo.commit("Change a (#1)", {"a.txt": "two\n"})
+    other = repo.commit("Change b (#2)", {"b.txt": "bb\n"})
+    needs = repo.commit("Change a again (#3)", {"a.txt": "three\n"})
+    repo.git("checkout", "-q", "-b", "fork", base)
+    fork_tip = repo.commit("fork change", {"c.txt": "c\n"})
+    pg = pygit2.Repository(str(repo.path))
+    shas = [first, other, needs]
+    changes = {sha: commit_changes(pg, sha) for sha in shas}
+    plan = Plan((Bundle(f"bundle-{first[:7]}", (first,)), Bundle(f"bundle-{other[:7]}", (other, needs))), ())
+    result = build(pg, plan, fork_tip, "fork", changes, shas)
+    one, two = result.bundles
+    assert one.commits == (first,) and two.commits == (other,) and two.ejected == (needs,)
+    (chain,) = result.chains
+    assert chain.base == fork_tip and chain.base_branch == "fork"
+    assert chain.stopped_at == needs and chain.conflicts == ("a.txt",) and chain.commits == ()
+    (reason,) = result.open_chains[0].reasons
+    assert reason.kind == "conflict"
+    assert f"bundle-{first[:7]} changes them: it follows, once they land" in reason.detail

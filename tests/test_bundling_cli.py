@@ -119,8 +119,9 @@ def test_chain_branch_built_up_to_first_conflict(triton_pair: TritonPair) -> Non
     assert conflict["commits"] == [] and conflict["head"] == conflict["base"]
     llvm = chains[f"chain-{s['llvm'][:7]}"]
     assert llvm["stopped_at"] is None and llvm["commits"] == [s["llvm"]]
-    # Built on the bundle that started before it, so its PR can target that branch.
-    assert llvm["base_branch"] == f"forksync/bundle/{s['docs'][:7]}"
+    # Built on the fork trunk like every branch: its PR lands on its own, in any order.
+    assert llvm["base_branch"] == "main" and llvm["base"] == triton_pair.fork.head()
+    assert {b["base_branch"] for b in built["bundles"]} == {"main"}
 
 
 def test_work_tree_index_and_head_untouched(triton_pair: TritonPair) -> None:

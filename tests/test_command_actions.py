@@ -253,7 +253,7 @@ def test_concurrent_decision_is_kept_and_ours_written_on_top(
     gh: FakeCommentGitHub, pair: ForkPair, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """If another decision lands between our read and our push, ours is re-applied on top: both survive."""
-    import workers.commands.actions as actions
+    import workers.commands.execute as executor
     from workers.engine.decisions import write_decision as real_write
 
     calls: list[str] = []
@@ -265,7 +265,7 @@ def test_concurrent_decision_is_kept_and_ours_written_on_top(
         calls.append(sha)
         return real_write(repo, notes_commit, sha, disposition, reason)
 
-    monkeypatch.setattr(actions, "write_decision", racing_write)
+    monkeypatch.setattr(executor, "write_decision", racing_write)  # the executor writes the notes
     answer = comment(gh, pair, f"/skip {pair.shas['b']} mine")
     assert "👍" in answer.body and len(calls) == 2
     assert "mine" in pair.fork.git("notes", "--ref", "forksync", "show", pair.shas["b"])

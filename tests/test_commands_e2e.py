@@ -82,7 +82,7 @@ def test_status_reply(command_world: CommandWorld) -> None:
 
 def test_bundle_dry_run_then_bundle_opens_the_pr(command_world: CommandWorld) -> None:
     """/bundle dry-run replies with the plan and pushes nothing; /bundle enqueues the ingestion, which
-    (run here as the worker would) opens the bundle PR; /status then lists it."""
+    (run here as the worker would) opens the bundle PR and the chain's; /status then lists it."""
     from workers.tasks.ingest import ingest
 
     w = command_world
@@ -98,7 +98,8 @@ def test_bundle_dry_run_then_bundle_opens_the_pr(command_world: CommandWorld) ->
     ingest(**kwargs)
     with w.gh.lock:
         titles = [w.gh.state.issues[FORK][n]["title"] for n in w.gh.state.pulls[FORK]]
-    assert titles == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)"]
+    assert titles == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)",
+                      "[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)"]  # the chain built its commit: a PR
     cid = w.say("/status")
     assert "Cherry-pick 2 upstream" in w.reply(cid) and "(2 commits)" in w.reply(cid)
 

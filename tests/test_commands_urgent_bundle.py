@@ -39,7 +39,8 @@ def test_urgent_reply_is_truthful_and_ingestion_opens_its_own_pr(command_world: 
     ingest(**kwargs)
     pulls = _pulls(w)
     assert pulls["[Cherry-pick][URGENT] 'Add c (#104)'"] == {"head": f"forksync/urgent/{sha[:7]}", "base": "main"}
-    assert "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream(#102)" in pulls and len(pulls) == 2
+    assert "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream(#102)" in pulls
+    assert pulls["[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)"]["base"] == "main" and len(pulls) == 3
 
 
 def test_urgent_reply_names_the_conflicting_files(command_world: CommandWorld) -> None:

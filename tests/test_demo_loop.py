@@ -31,8 +31,11 @@ def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -
     title = next(line for line in loop.splitlines() if "[Cherry-pick][BUNDLE]" in line)
     assert "Cherry-pick 7 upstream(" in title and "#7009" not in title and "#7005" not in title
     # Three chains: the two warp-specialization commits each seed one (diverged zone) and no longer
-    # join on sharing Partition.cpp alone (line-level links); the LLVM bump is a risky path.
-    assert "risky-chain tracking issues (3):" in loop and "Bump LLVM" in loop and "(#7005)" not in loop
+    # join on sharing Partition.cpp alone (line-level links); the LLVM bump is a risky path. Those
+    # that build on the trunk are PRs; the one that builds nothing is a tracking issue.
+    assert "chain PRs (2), each on the trunk" in loop and "risky-chain tracking issues (1):" in loop
+    assert "Bump LLVM" in loop and "(#7005)" not in loop
+    assert "[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#7016)" in loop
     assert "backlog         2 commits" in status and "days behind     3.94" in status
     assert "ledger moved: check was '3.9 days behind upstream, backlog 2, pending 9'" in loop
     assert "check run 'forksync / ingestion'" in loop and ": success: 0.0 days behind upstream, backlog 4," in loop

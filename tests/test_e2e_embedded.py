@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_serve_without_redis_runs_the_loop(e2e: Callable[..., E2E]) -> None:
-    """A push webhook to `forksync serve` (no Redis anywhere) gives the bundle PR, the chain issue and
+    """A push webhook to `forksync serve` (no Redis anywhere) gives the bundle PR, the chain PR and
     the check; a duplicate delivery is recognised; SIGTERM stops web, worker and beat cleanly."""
     h = e2e(None)
     assert "REDIS_URL" not in h.env
@@ -29,7 +29,7 @@ def test_serve_without_redis_runs_the_loop(e2e: Callable[..., E2E]) -> None:
         assert [p["title"] for p in pulls] == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)"]
         (check,) = wait_for(h.checks, 30, "the ingestion check")
         assert check["conclusion"] == "success" and "pending 3" in check["output"]["title"]
-        assert len(h.issues()) == 1
+        assert len(h.chain_pulls()) == 1 and h.issues() == []
         assert deliver(serve.url, "push", payload, "embedded-1")[0] == 200  # deduplicated (SQLite)
         assert (h.data_dir / "celery-broker.sqlite").exists()
         assert "beat: Starting" in serve.text()

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 BUNDLE_TITLE = "[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)"
 
 
-def test_upstream_ahead_gives_bundle_pr_chain_issue_and_check(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
-    """A push webhook leads to one bundle PR, one chain issue and a success check with the right
+def test_upstream_ahead_gives_bundle_pr_chain_pr_and_check(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+    """A push webhook leads to one bundle PR, one chain PR (both on the trunk) and a success check with the right
     figures; the same delivery again is answered "duplicate" and opens nothing more."""
     h = e2e(shared_redis_db)
     h.start_web()
@@ -32,8 +32,9 @@ def test_upstream_ahead_gives_bundle_pr_chain_issue_and_check(e2e: Callable[...,
     checks = wait_for(h.checks, 30, "the ingestion check run")
     assert [p["title"] for p in pulls] == [BUNDLE_TITLE]
     assert pulls[0]["base"] == "main"
-    (issue,) = h.issues()
-    assert "Bump LLVM (#103)" in issue["title"] + issue["body"]
+    (chain,) = h.chain_pulls()
+    assert "Bump LLVM (#103)" in chain["body"] and chain["base"] == "main"
+    assert h.issues() == []
     (check,) = checks
     assert check["conclusion"] == "success"
     assert check["head_sha"] == h.gh.head(FORK, "main")
@@ -42,7 +43,7 @@ def test_upstream_ahead_gives_bundle_pr_chain_issue_and_check(e2e: Callable[...,
     # the same delivery again: deduplicated at the door, nothing new on GitHub
     assert h.push_to_fork(delivery="delivery-1")[0] == 200
     time.sleep(1.0)
-    assert len(h.bundle_pulls()) == 1 and len(h.issues()) == 1 and len(h.checks()) == 1
+    assert len(h.bundle_pulls()) == 1 and len(h.chain_pulls()) == 1 and h.issues() == [] and len(h.checks()) == 1
 
 
 def test_redelivered_and_overlapping_triggers_open_one_pr(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
@@ -55,7 +56,7 @@ def test_redelivered_and_overlapping_triggers_open_one_pr(e2e: Callable[..., E2E
         assert h.push_to_fork()[0] == 202
     wait_for(lambda: len(h.checks()) == 4, 90, "four ingestion runs")
     assert [p["title"] for p in h.bundle_pulls()] == [BUNDLE_TITLE]
-    assert len(h.issues()) == 1
+    assert len(h.chain_pulls()) == 1 and h.issues() == []
 
 
 def test_merged_bundle_moves_the_ledger(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
@@ -103,7 +104,7 @@ def test_worker_killed_mid_task_is_redelivered_and_completes_once(e2e: Callable[
     wait_for(lambda: len(h.checks()) >= 1, 60, "the redelivered ingest to finish")
     time.sleep(1.0)
     assert [p["title"] for p in h.bundle_pulls()] == [BUNDLE_TITLE]
-    assert len(h.issues()) == 1
+    assert len(h.chain_pulls()) == 1 and h.issues() == []
     assert worker.alive()
 
 
@@ -116,18 +117,18 @@ def _bundle_branches(h: E2E) -> list[str]:
 
 def test_github_502_and_secondary_rate_limit_are_retried(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
     """GitHub answers 502, then a secondary rate limit with Retry-After: the task retries (no sooner
-    than Retry-After) and succeeds; exactly one PR, issue and check result."""
+    than Retry-After) and succeeds; exactly one bundle PR, one chain PR and one check result."""
     h = e2e(shared_redis_db)
     h.start_web()
     h.start_worker()
     h.gh.fail(502, times=1, method="POST", path=f"/repos/{FORK}/pulls")
-    h.gh.secondary_rate_limit(retry_after=1, method="POST", path=f"/repos/{FORK}/issues")
+    h.gh.secondary_rate_limit(retry_after=1, method="POST", path=f"/repos/{FORK}/check-runs")
     h.push_to_fork()
     wait_for(h.checks, 60, "the ingestion check after retries")
     statuses = [s for (m, p, s) in h.gh.requests if m == "POST" and p.startswith(f"/repos/{FORK}/")]
     assert 502 in statuses and 403 in statuses
     assert [p["title"] for p in h.bundle_pulls()] == [BUNDLE_TITLE]
-    assert len(h.issues()) == 1 and len(h.checks()) == 1
+    assert len(h.chain_pulls()) == 1 and h.issues() == [] and len(h.checks()) == 1
     assert "retry" in h.workers[0].text().lower()
 
 
@@ -173,7 +174,7 @@ def test_redis_restart_mid_flow_loses_nothing_and_duplicates_nothing(
         wait_for(lambda: any("#105" in p["title"] for p in h.bundle_pulls()), 60, "the post-restart ingest")
         assert h.push_to_fork(delivery="before-restart")[0] == 200  # the dedup key survived the restart
         time.sleep(1.0)
-        assert len(h.bundle_pulls()) == 1 and len(h.issues()) == 1
+        assert len(h.bundle_pulls()) == 1 and len(h.chain_pulls()) == 1 and h.issues() == []
         assert worker.alive()
     finally:
         private.stop()
@@ -218,4 +219,4 @@ def test_whole_worker_killed_mid_task_is_redelivered_to_another(e2e: Callable[..
     time.sleep(1.0)
     assert "forksync.ingest" in second.text()
     assert [p["title"] for p in h.bundle_pulls()] == [BUNDLE_TITLE]
-    assert len(h.issues()) == 1 and len(h.checks()) == 1
+    assert len(h.chain_pulls()) == 1 and h.issues() == [] and len(h.checks()) == 1

@@ -42,11 +42,11 @@ def test_bundle_body_has_markers_table_links_and_no_broken_cells() -> None:
     """The body carries the bundle and plan markers, a row per commit with author and PR link; a
     `|` in a subject cannot break the table."""
     row = CommitRow("c" * 40, "Fix a | b (#7)", "Ada", 7, "touches hot path")
-    body = bundle_body(BundleView("bundle-1", "forksync/bundle/c", "forksync/bundle/prev", (row,), "plan9"), "https://github.com/o/up.git")
+    body = bundle_body(BundleView("bundle-1", "forksync/bundle/c", "main", (row,), "plan9"), "https://github.com/o/up.git")
     assert "<!-- forksync:bundle:bundle-1 -->" in body and "<!-- forksync:plan:plan9 -->" in body
     assert "[#7](https://github.com/o/up/pull/7)" in body and "Ada" in body and "touches hot path" in body
     assert "Fix a \\| b (#7)" in body
-    assert "Stacked on `forksync/bundle/prev`" in body
+    assert "Built on `main` alone: it lands on its own, in any order" in body
 
 
 def test_chain_body_lists_reasons_conflicts_and_how_to_reproduce() -> None:

@@ -42,6 +42,7 @@ def test_urgent_commit_gets_its_own_pr_on_the_trunk_ahead_of_bundles(ingest_pair
     assert gh.titles("pulls") == [
         "[Cherry-pick][URGENT] 'Add c (#104)'",
         "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream(#102)",
+        "[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)",
     ]
     urgent = next(p for p in gh.pulls.values() if "URGENT" in str(p["title"]))
     assert urgent["head"] == f"forksync/urgent/{sha[:7]}" and urgent["base"] == "main"
@@ -56,7 +57,7 @@ def test_urgent_commit_gets_its_own_pr_on_the_trunk_ahead_of_bundles(ingest_pair
     assert "| urgent picks in flight | 1 |" in str(gh.checks[-1]["summary"])
     # a rerun updates the same PR, never a second one
     again = ingest_repository(env, REPO)
-    assert [p["created"] for p in again.pulls] == [False, False] and len(gh.pulls) == 2
+    assert [p["created"] for p in again.pulls] == [False, False, False] and len(gh.pulls) == 3
 
 
 def test_merged_urgent_pr_is_an_urgent_pick_and_the_frontier_stays(ingest_pair: IngestPair, tmp_path: Path) -> None:

@@ -28,20 +28,23 @@ def make_env(pair: IngestPair, tmp_path: Path) -> tuple[IngestEnv, DryGitHub]:
     return env, gh
 
 
-def test_upstream_ahead_opens_bundle_pr_chain_issue_and_check(ingest_pair: IngestPair, tmp_path: Path) -> None:
-    """One bundle PR (#102 #104), one chain issue (#103, risky path), and a check with the figures."""
+def test_upstream_ahead_opens_bundle_pr_chain_pr_and_check(ingest_pair: IngestPair, tmp_path: Path) -> None:
+    """One bundle PR (#102 #104) and one chain PR (#103, risky path, built), each on the trunk, and a
+    check with the figures; no tracking issue (the chain built its commit)."""
     env, gh = make_env(ingest_pair, tmp_path)
     report = ingest_repository(env, REPO)
     assert report.status == "ingested"
-    assert gh.titles("pulls") == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)"]
-    (pull,) = gh.pulls.values()
+    assert gh.titles("pulls") == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)",
+                                  "[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)"]
+    pull, chain = gh.pulls.values()
     assert pull["base"] == "main" and str(pull["head"]).startswith("forksync/bundle/")
     body = str(pull["body"])
     assert "<!-- forksync:bundle:" in body and "<!-- forksync:plan:" in body
     assert "Improve b (#102)" in body and "Upstream Dev" in body
-    (issue,) = gh.issues.values()
-    assert "Bump LLVM (#103)" in str(issue["title"]) + str(issue["body"])
-    assert "risky_path" in str(issue["body"]) and "git cherry-pick -x" in str(issue["body"])
+    assert "lands on its own, in any order" in body
+    assert chain["base"] == "main" and str(chain["head"]).startswith("forksync/chain/")
+    assert "Bump LLVM (#103)" in str(chain["body"]) and "risky_path" in str(chain["body"])
+    assert gh.issues == {}
     (check,) = gh.checks
     assert check["name"] == "forksync / ingestion" and check["conclusion"] == "success"
     assert check["head_sha"] == Repository(ingest_pair.fork_bare).rev_parse("refs/heads/main")
@@ -64,10 +67,10 @@ def test_rerun_updates_never_duplicates(ingest_pair: IngestPair, tmp_path: Path)
     first = ingest_repository(env, REPO)
     heads = Repository(ingest_pair.fork_bare).text("for-each-ref", "refs/heads/forksync/")
     second = ingest_repository(env, REPO)
-    assert [p["created"] for p in first.pulls] == [True]
-    assert [p["created"] for p in second.pulls] == [False]
-    assert [i["created"] for i in second.issues] == [False]
-    assert len(gh.pulls) == 1 and len(gh.issues) == 1
+    assert [p["created"] for p in first.pulls] == [True, True]
+    assert [p["created"] for p in second.pulls] == [False, False]
+    assert second.issues == [] and second.closed == []
+    assert len(gh.pulls) == 2 and gh.issues == {} and gh.comments == []
     assert Repository(ingest_pair.fork_bare).text("for-each-ref", "refs/heads/forksync/") == heads
     assert first.figures["plan_id"] == second.figures["plan_id"]
 
@@ -86,8 +89,12 @@ def test_merged_bundle_moves_the_ledger(ingest_pair: IngestPair, tmp_path: Path)
     # the frontier is now the upstream tip; the chain's commit (#103) is a hole behind it
     assert second.figures["pending"] == 0 and second.figures["backlog"] == 1
     assert second.figures["days_behind"] == 0
-    assert second.pulls == []
-    assert [i["created"] for i in second.issues] == [False]  # the same chain issue, updated
+    # the chain PR stays, rebuilt onto the new trunk: the same PR, its base unchanged
+    assert [(p["key"], p["created"]) for p in second.pulls] == [(first.pulls[1]["key"], False)]
+    chain = next(p for p in gh.pulls.values() if str(p["head"]).startswith("forksync/chain/"))
+    assert chain["base"] == "main" and chain["state"] == "open"
+    chain_head = fork.rev_parse(f"refs/heads/{chain['head']}")
+    assert fork.text("rev-parse", f"{chain_head}~1") == bundle_head  # on the new trunk
 
 
 def test_upstream_advance_is_planned(ingest_pair: IngestPair, tmp_path: Path) -> None:
@@ -142,11 +149,10 @@ def test_superseded_bundle_and_finished_chain_are_closed(ingest_pair: IngestPair
     second = ingest_repository(env, REPO)
     assert second.figures["pending"] == 0 and second.figures["backlog"] == 0
     assert second.pulls == [] and second.issues == []
-    assert sorted(c["kind"] for c in second.closed) == ["issue", "pull"]
-    (pull,) = gh.pulls.values()
-    (issue,) = gh.issues.values()
+    assert sorted(c["kind"] for c in second.closed) == ["pull", "pull"]
+    pull, chain = gh.pulls.values()
     assert pull["state"] == "closed" and "Superseded" in str(pull["closing_comment"])
-    assert issue["state"] == "closed" and "picked" in str(issue["closing_comment"])
+    assert chain["state"] == "closed" and "picked" in str(chain["closing_comment"])
     assert fork.text("for-each-ref", "refs/heads/forksync/") == ""
     third = ingest_repository(env, REPO)
     assert third.closed == [] and third.pulls == [] and third.issues == []
@@ -190,25 +196,32 @@ def test_stale_locks_from_a_crashed_run_do_not_wedge_the_next(ingest_pair: Inges
     ingest_pair.advance_upstream("Add d (#105)", {"src/d.py": "d = 1\n"})
     report = ingest_repository(env, REPO)
     assert report.status == "ingested" and report.figures["pending"] == 4
-    assert len(gh.pulls) == 1 and len(gh.issues) == 1
+    assert len(gh.pulls) == 2 and gh.issues == {}
 
 
-def test_chain_with_built_commits_is_a_chain_pr_updated_in_place(ingest_pair: IngestPair, tmp_path: Path) -> None:
-    """With bundle.chain_prs, the built chain (#103) is a [Cherry-pick][CHAIN] PR found by its head branch:
-    a rerun edits it, never a second PR, and no chain issue is opened."""
+def test_chain_issue_with_chain_prs_off_becomes_a_pr_when_turned_on(ingest_pair: IngestPair, tmp_path: Path) -> None:
+    """With ``bundle.chain_prs: false`` the built chain (#103) is a tracking issue; turned back on (the
+    default), the chain is a [Cherry-pick][CHAIN] PR on the trunk and its issue is closed naming the PR;
+    a rerun edits the PR in place, never a second one."""
     from tests.fixtures.ingest import CONFIG
 
-    text = CONFIG.format(url=UPSTREAM_URL).replace("  max_commits: 10\n", "  max_commits: 10\n  chain_prs: true\n")
-    ingest_pair.fork.commit("Fork: open chains as PRs", {".github/forksync.yml": text})
+    off = CONFIG.format(url=UPSTREAM_URL).replace("  max_commits: 10\n", "  max_commits: 10\n  chain_prs: false\n")
+    ingest_pair.fork.commit("Fork: chains as issues", {".github/forksync.yml": off})
     ingest_pair.push_fork()
     env, gh = make_env(ingest_pair, tmp_path)
     first = ingest_repository(env, REPO)
-    assert first.status == "ingested" and gh.issues == {}
-    titles = sorted(gh.titles("pulls"))
-    assert titles == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)", "[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)"]
-    chain = next(p for p in gh.pulls.values() if str(p["head"]).startswith("forksync/chain/"))
-    # built on the bundle before it (stacked, as bundle.py builds chains), so its PR targets that bundle
-    assert str(chain["base"]).startswith("forksync/bundle/") and "<!-- forksync:chain:" in str(chain["body"])
-    assert "risky_path" in str(chain["body"]) and "Runs L1 like any PR" in str(chain["body"])
+    assert gh.titles("pulls") == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)"]
+    (issue,) = gh.issues.values()
+    assert "Bump LLVM (#103)" in str(issue["title"]) + str(issue["body"])
+    assert "risky_path" in str(issue["body"]) and "git cherry-pick -x" in str(issue["body"])
+    assert first.closed == []
+    ingest_pair.fork.commit("Fork: chains as PRs", {".github/forksync.yml": CONFIG.format(url=UPSTREAM_URL)})
+    ingest_pair.push_fork()
     second = ingest_repository(env, REPO)
-    assert [p["created"] for p in second.pulls] == [False, False] and len(gh.pulls) == 2
+    chain = next(p for p in gh.pulls.values() if str(p["head"]).startswith("forksync/chain/"))
+    assert chain["base"] == "main" and "<!-- forksync:chain:" in str(chain["body"])
+    assert "risky_path" in str(chain["body"]) and "Runs L1 like any PR" in str(chain["body"])
+    assert issue["state"] == "closed" and f"dry://{REPO}/{chain['number']}" in str(issue["closing_comment"])
+    assert [c["kind"] for c in second.closed] == ["issue"]
+    third = ingest_repository(env, REPO)
+    assert [p["created"] for p in third.pulls] == [False, False] and len(gh.pulls) == 2 and third.closed == []

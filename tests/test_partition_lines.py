@@ -132,3 +132,39 @@ def test_large_clean_commit_is_bundled_alone_unless_size_seeds() -> None:
     assert plan.chains == ()
     seeding = RepoConfig(bundle=CONFIG.bundle, risk=RiskConfig(max_lines=50, size_seeds=True))
     assert reasons(partition(commits, seeding, ChainFakeTrial({})))[sha(2)].kind == "size"
+
+
+# ---- independent bundles: each lands on the trunk alone, so a dependency keeps commits together
+
+SMALL = RepoConfig(bundle=BundleConfig(max_commits=2, max_lines=100), risk=RiskConfig(max_lines=50))
+
+
+def test_commit_depending_on_an_earlier_bundle_joins_it_past_the_bound() -> None:
+    """Bundle 2 never needs bundle 1: a commit over bundle 1's lines joins bundle 1, saying which lines."""
+    commits = [change(1, "a.py"), change(2, "b.py"), change(3, "c.py"),
+               change(4, "a.py", depends=[(1, "a.py", 3, 4)]), change(5, "d.py")]
+    plan = partition(commits, SMALL, ChainFakeTrial({}))
+    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2), sha(4)), (sha(3), sha(5))]
+    (joined,) = plan.bundles[0].joined
+    assert joined == Reason(sha(4), "line", f"lines 3-4 of a.py last changed by {sha(1)[:7]} of bundle-{sha(1)[:7]}")
+    assert plan.chains == ()
+    assert plan.as_json()["bundles"][0]["joined"] == [joined.as_json()]
+    assert "joined" not in plan.as_json()["bundles"][1]
+
+
+def test_commit_depending_on_two_bundles_merges_them() -> None:
+    """Depending on two bundles (lines of one, a name the other introduces) merges them into the oldest."""
+    commits = [change(1, "a.py"), change(2, "b.py"), change(3, "c.py", introduced=["make_widget"]),
+               change(4, "e.py"), change(5, "f.py"),
+               change(6, "a.py", depends=[(1, "a.py", 1, 1)], used=["make_widget"])]
+    plan = partition(commits, SMALL, ChainFakeTrial({}))
+    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2), sha(3), sha(4), sha(6)), (sha(5),)]
+    assert "links and merges" in plan.bundles[0].joined[-1].detail
+
+
+def test_a_shared_file_alone_does_not_tie_bundles() -> None:
+    """Touching a file an earlier bundle touches, on other lines, is no dependency: the bound holds."""
+    commits = [change(1, "a.py"), change(2, "b.py"), change(3, "a.py")]
+    plan = partition(commits, SMALL, ChainFakeTrial({}))
+    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2)), (sha(3),)]
+    assert all(not b.joined for b in plan.bundles)

@@ -50,6 +50,15 @@ def test_merge_file_resolves_into_ours_with_exit_0(tmp_path: Path) -> None:
     assert doc["resolved"] and doc["entry"]["strategy"] == "token-merge" and doc["path"] == "app.py"
 
 
+def test_merge_file_off_switches_a_rule_off(tmp_path: Path) -> None:
+    """--off token-merge: the same files keep git's markers (exit 1); an unknown rule is a usage error."""
+    paths = _files(tmp_path, OURS, BASE, THEIRS)
+    rc, _, _ = cli("merge-file", *paths, "--path", "app.py", "--off", "token-merge")
+    assert rc == 1 and "<<<<<<< ours" in Path(paths[0]).read_text()
+    rc, _, err = cli("merge-file", *paths, "--off", "token_merge")
+    assert rc == 2 and "token_merge" in err
+
+
 def test_merge_file_leaves_markers_with_exit_1(tmp_path: Path) -> None:
     """A real conflict: git's markers in OURS, exit 1, like git merge-file."""
     paths = _files(tmp_path, "a\nX\nb\n", "a\nx\nb\n", "a\nY\nb\n")

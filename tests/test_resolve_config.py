@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import ConfigError, load_repo_config
+from core.config import RESOLVE_RULES, ConfigError, load_repo_config
+from workers.engine.resolve.strategies import NAMED
 
 
 def test_defaults_have_no_agent_and_the_standard_memory_ref() -> None:
@@ -33,6 +34,7 @@ def test_agent_command_and_checks_are_read() -> None:
         ("resolve:\n  agent:\n    command: python3 agent.py\n", "expected a list of arguments"),
         ("resolve:\n  memory_ref: resolutions\n", "a ref under refs/"),
         ("resolve:\n  agnet: {}\n", "unknown key"),
+        ("resolve:\n  rules_off: [token_merge]\n", "unknown resolution rule 'token_merge'"),
     ],
 )
 def test_bad_resolve_config_names_the_line(text: str, expect: str) -> None:
@@ -40,3 +42,11 @@ def test_bad_resolve_config_names_the_line(text: str, expect: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_repo_config(text)
     assert expect in str(info.value) and info.value.line is not None
+
+
+def test_rules_off_names_pipeline_rules() -> None:
+    """``rules_off`` takes the names the pipeline's rules record; the config's list is the pipeline's."""
+    assert tuple(name for name, _ in NAMED) == RESOLVE_RULES
+    cfg = load_repo_config("resolve:\n  rules_off: [token-merge, upstream-inserts]\n").resolve
+    assert cfg.rules_off == ("token-merge", "upstream-inserts")
+    assert load_repo_config("").resolve.rules_off == ()

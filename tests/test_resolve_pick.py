@@ -52,6 +52,20 @@ def test_neighbouring_word_edits_are_token_merged(make_repo: Callable[[str], Git
     assert repo.git("status", "--porcelain") == ""  # no work tree touched
 
 
+def test_a_rule_switched_off_is_not_used(make_repo: Callable[[str], GitRepo]) -> None:
+    """``resolve.rules_off: [token-merge]``: the same neighbouring edits now wait for a human."""
+    from core.config import load_repo_config
+
+    repo, pick, fork = _fork_and_pick(
+        make_repo,
+        {"app.py": BASE.replace("name", "who")},
+        {"app.py": BASE.replace("'hi '", "'hello '")},
+    )
+    config = load_repo_config("resolve:\n  rules_off: [token-merge]\n")
+    out = resolve_pick(pygit2.Repository(str(repo.path)), pick, fork, config=config)
+    assert not out.resolved and [w.path for w in out.waiting] == ["app.py"]
+
+
 def test_overlapping_edits_wait_for_a_human(make_repo: Callable[[str], GitRepo]) -> None:
     """Both sides rewrite the same word differently: declined, nothing written, the file named."""
     repo, pick, fork = _fork_and_pick(

@@ -214,3 +214,24 @@ def test_upstream_inserts_declines_a_rewritten_or_deleted_fork_region() -> None:
     assert upstream_inserts_around_fork_edit(_hunk("", "x = 1\n", "y = 0\nx = 1\n"), CTX) is None
     # Upstream's side must keep its parent intact: an edit inside it is not a pure insertion.
     assert upstream_inserts_around_fork_edit(_hunk("x = 2\n", "x = 1\n", "y = 0\nx = 3\n"), CTX) is None
+
+
+def test_token_merge_declines_lines_inserted_inside_the_other_sides_rewrite() -> None:
+    """The fork adds parameters between lines upstream annotates one by one: the new ones would stay bare.
+
+    Real block (sqlalchemy/sqlalchemy, MIT: backport 43c5473 of e833474, a typing commit onto a branch with two more
+    parameters; the maintainer annotated the fork's new lines too, which no token merge supplies).
+    """
+    h = _hunk(
+        "        native_datetime=False,\n        json_serializer=None,\n        json_deserializer=None,\n"
+        "        _json_serializer=None,\n        _json_deserializer=None,\n        **kwargs,\n    ):\n",
+        "        native_datetime=False,\n        json_serializer=None,\n        json_deserializer=None,\n"
+        "        **kwargs,\n    ):\n",
+        "        native_datetime: bool = False,\n        json_serializer: Optional[Callable[..., Any]] = None,\n"
+        "        json_deserializer: Optional[Callable[..., Any]] = None,\n        **kwargs: Any,\n    ) -> None:\n",
+    )
+    assert token_merge(h, CTX) is None
+    # Lines inserted next to an unedited line still merge: only an insertion inside the other's edit declines.
+    h = _hunk("a = f(1)\nb = 2\nextra = 0\nc = 3\n", "a = f(0)\nb = 2\nc = 3\n", "a = f(0)\nb = 20\nc = 3\n")
+    res = token_merge(h, CTX)
+    assert res is not None and res.lines == ("a = f(1)\n", "b = 20\n", "extra = 0\n", "c = 3\n")

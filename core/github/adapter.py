@@ -48,6 +48,7 @@ from core.github.records import (
     CommentInfo,
     IssueInfo,
     PullRequestInfo,
+    ReviewInfo,
     author_type,
     cut,
 )
@@ -282,6 +283,27 @@ class GitHubAdapter:
             return _pull_info(pull)
 
         return self._call(f"close pull request #{number}", repo, close)
+
+    def edit_pull_request(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                          base: str | None = None) -> PullRequestInfo:
+        """``PullRequest.edit`` with only what is given (title, body, base: re-targeting keeps the PR)."""
+        fields: dict[str, Any] = {k: v for k, v in (("title", title), ("body", body), ("base", base)) if v is not None}
+
+        def edit() -> PullRequestInfo:
+            pull: PullRequest = self._repo(repo).get_pull(number)
+            if fields:
+                pull.edit(**fields)
+            return _pull_info(pull)
+
+        what = f"re-target pull request #{number} to {base}" if base else f"update pull request #{number}"
+        return self._call(what, repo, edit)
+
+    def list_reviews(self, repo: str, number: int) -> list[ReviewInfo]:
+        def fetch() -> list[ReviewInfo]:
+            return [ReviewInfo(r.user.login if r.user is not None else "ghost", r.state, r.commit_id or None)
+                    for r in self._repo(repo).get_pull(number).get_reviews()]
+
+        return self._call(f"read the reviews of pull request #{number}", repo, fetch)
 
     # ----------------------------------------------------------------- issues
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from core.github.records import CheckOutput, Posted
+from core.github.records import CheckOutput, CheckRunInfo, Posted, PullRequestInfo, ReviewInfo
 from core.github.roles import GitHubPort, IngestGitHub
 
 if TYPE_CHECKING:
@@ -36,9 +36,30 @@ class LiveGitHub:
     def git_token(self) -> str | None:
         return self.app.installation_token(self.installation_id)
 
-    def upsert_pull(self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False) -> Posted:
-        info, created = self.adapter.ensure_pull_request(repo, head=head, base=base, title=title, body=body, draft=draft)
+    def find_pull(self, repo: str, head: str) -> PullRequestInfo | None:
+        return self.adapter.find_pull_request(repo, head)
+
+    def open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> Posted:
+        info, created = self.adapter.ensure_pull_request(repo, head=head, base=base, title=title, body=body)
         return Posted(info.number, info.html_url, created)
+
+    def edit_pull(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                  base: str | None = None) -> Posted:
+        info = self.adapter.edit_pull_request(repo, number, title=title, body=body, base=base)
+        return Posted(info.number, info.html_url, False)
+
+    def pull_reviews(self, repo: str, number: int) -> Sequence[ReviewInfo]:
+        return self.adapter.list_reviews(repo, number)
+
+    def check_runs(self, repo: str, sha: str) -> Sequence[CheckRunInfo]:
+        return self.adapter.list_check_runs(repo, sha)
+
+    def comment(self, repo: str, number: int, body: str) -> None:
+        self.adapter.create_comment(repo, number, body)
+
+    def request_review(self, repo: str, number: int, users: Sequence[str]) -> None:
+        if users:
+            self.adapter.request_reviewers(repo, number, users=users)
 
     def upsert_issue(self, repo: str, *, marker: str, title: str, body: str) -> Posted:
         info, created = self.adapter.ensure_issue(repo, marker=marker, title=title, body=body)
@@ -91,6 +112,10 @@ class DryGitHub:
     pulls: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)
     issues: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)
     checks: list[dict[str, object]] = field(default_factory=list)
+    comments: list[dict[str, object]] = field(default_factory=list)  # {"number", "body"}
+    reviews: dict[int, list[ReviewInfo]] = field(default_factory=dict)  # set by tests: reviews per PR
+    running: dict[str, list[CheckRunInfo]] = field(default_factory=dict)  # set by tests: check runs per sha
+    review_requests: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
     _numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def clone_url(self, repo: str) -> str:
@@ -112,8 +137,35 @@ class DryGitHub:
         table[(repo, key)] = {"number": number, "state": "open", **fields}
         return Posted(number, f"dry://{repo}/{number}", created=True)
 
-    def upsert_pull(self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False) -> Posted:
-        return self._post(self.pulls, repo, head, head=head, base=base, title=title, body=body, draft=draft)
+    def find_pull(self, repo: str, head: str) -> PullRequestInfo | None:
+        entry = self.pulls.get((repo, head))
+        if entry is None or entry.get("state") != "open":
+            return None
+        number = int(str(entry["number"]))
+        return PullRequestInfo(number, str(entry["title"]), str(entry["body"]), "open",
+                               "", head, repo, str(entry["base"]), False, False,
+                               "forksync[bot]", "NONE", f"dry://{repo}/{number}")
+
+    def open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> Posted:
+        return self._post(self.pulls, repo, head, head=head, base=base, title=title, body=body, draft=False)
+
+    def edit_pull(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                  base: str | None = None) -> Posted:
+        entry = next(v for (r, _), v in self.pulls.items() if r == repo and v["number"] == number)
+        entry.update({k: v for k, v in (("title", title), ("body", body), ("base", base)) if v is not None})
+        return Posted(number, f"dry://{repo}/{number}", created=False)
+
+    def pull_reviews(self, repo: str, number: int) -> Sequence[ReviewInfo]:
+        return self.reviews.get(number, [])
+
+    def check_runs(self, repo: str, sha: str) -> Sequence[CheckRunInfo]:
+        return self.running.get(sha, [])
+
+    def comment(self, repo: str, number: int, body: str) -> None:
+        self.comments.append({"number": number, "body": body})
+
+    def request_review(self, repo: str, number: int, users: Sequence[str]) -> None:
+        self.review_requests.append((number, tuple(users)))
 
     def upsert_issue(self, repo: str, *, marker: str, title: str, body: str) -> Posted:
         return self._post(self.issues, repo, marker, title=title, body=body)

@@ -98,6 +98,16 @@ class PullRequestInfo:
 
 
 @dataclass(frozen=True)
+class ReviewInfo:
+    """One review of a pull request: who, its state (APPROVED, CHANGES_REQUESTED, COMMENTED,
+    DISMISSED, PENDING) and the head commit it was given on."""
+
+    user: str
+    state: str
+    commit_id: str | None = None
+
+
+@dataclass(frozen=True)
 class IssueInfo:
     number: int
     title: str

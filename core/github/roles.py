@@ -22,6 +22,7 @@ from core.github.records import (
     IssueInfo,
     Posted,
     PullRequestInfo,
+    ReviewInfo,
 )
 
 
@@ -73,6 +74,19 @@ class Pulls(PullReader, Protocol):
                             draft: bool = False) -> tuple[PullRequestInfo, bool]: ...
 
     def close_pull_request(self, repo: str, number: int, *, comment: str | None = None) -> PullRequestInfo: ...
+
+    def edit_pull_request(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                          base: str | None = None) -> PullRequestInfo:
+        """Change a PR's title, body or base branch (``PullRequest.edit``): re-targeting keeps the PR."""
+        ...
+
+    def list_reviews(self, repo: str, number: int) -> list[ReviewInfo]:
+        """The PR's reviews, oldest first."""
+        ...
+
+    def request_reviewers(self, repo: str, number: int, *, users: Sequence[str] = (), teams: Sequence[str] = ()) -> None:
+        """Ask users and teams to review the PR (again: a re-request after a force-push)."""
+        ...
 
 
 @runtime_checkable
@@ -137,7 +151,8 @@ class GitHubPort(Checks, Pulls, Issues, Comments, Contents, Collaborators, Refs,
 
 
 class IngestGitHub(Protocol):
-    """One installation's view of GitHub as the ingestion loop uses it: upsert by key, close by key.
+    """One installation's view of GitHub as the ingestion loop uses it: PRs by head branch, issues
+    by marker, reviews and checks read, comments and review requests written.
 
     ``core.github.ingest.LiveGitHub`` implements it over :class:`GitHubPort`; ``DryGitHub``
     records it in memory (``forksync demo``, executor tests).
@@ -151,8 +166,33 @@ class IngestGitHub(Protocol):
         """An installation token for git over https (minted now, never stored)."""
         ...
 
-    def upsert_pull(self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False) -> Posted:
-        """Update the open PR whose head is ``head``, or open one: never a second."""
+    def find_pull(self, repo: str, head: str) -> PullRequestInfo | None:
+        """The open PR whose head is the branch ``head`` of ``repo``, whatever its base."""
+        ...
+
+    def open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> Posted:
+        """Open a PR from ``head`` into ``base`` (a create that races another finds the first)."""
+        ...
+
+    def edit_pull(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
+                  base: str | None = None) -> Posted:
+        """Edit an open PR in place: title, body, or re-target it to ``base``."""
+        ...
+
+    def pull_reviews(self, repo: str, number: int) -> Sequence[ReviewInfo]:
+        """The PR's reviews, oldest first."""
+        ...
+
+    def check_runs(self, repo: str, sha: str) -> Sequence[CheckRunInfo]:
+        """The check runs on commit ``sha``."""
+        ...
+
+    def comment(self, repo: str, number: int, body: str) -> None:
+        """Post ``body`` as a comment on issue or PR ``number``."""
+        ...
+
+    def request_review(self, repo: str, number: int, users: Sequence[str]) -> None:
+        """Ask ``users`` to review PR ``number`` (again)."""
         ...
 
     def upsert_issue(self, repo: str, *, marker: str, title: str, body: str) -> Posted:

@@ -395,3 +395,168 @@ def plan_table(groups: Sequence[PlannedGroup], upstream_url: str | None) -> str:
     if len(groups) > MAX_LISTED:
         rows.append(f"| … | {len(groups) - MAX_LISTED} more | | | | |")
     return "\n".join(rows)
+
+
+# --------------------------------------------------------------------------- each command's answers
+# (the planners in workers/commands/plan.py choose among these; the texts live here only)
+
+
+def help_answer(command: Command, topic: str | None) -> Outcome:
+    return done(command, "the commands forksync understands" if not topic else f"how to use `/{topic}`", help_table(topic))
+
+
+def status_answer(command: Command, view: StatusView, backlog: int) -> Outcome:
+    summary = f"{view.days_behind:.1f} days behind upstream, {backlog} backlog commits, {view.pending} pending"
+    return done(command, summary, status_details(view))
+
+
+def already_picked(command: Command, shown: str, carriers: Sequence[str], disposition: str) -> Outcome:
+    listed = ", ".join(f"`{c[:10]}`" for c in carriers)
+    return failed(
+        command,
+        f"{shown} is already picked (carried by {listed}), so it cannot be {disposition}",
+        "revert the pick in the fork first if it should not be there",
+    )
+
+
+def nothing_to_hurry(command: Command, shown: str) -> Outcome:
+    return done(command, f"{shown} is already picked; nothing to hurry")
+
+
+def _marked(shown: str, disposition: str, reason: str) -> str:
+    return f"marked {shown} as **{disposition}**" + (f": {inline(reason)}" if reason else "")
+
+
+def decided(command: Command, shown: str, disposition: str, reason: str) -> Outcome:
+    """/defer and /skip recorded."""
+    said = _marked(shown, disposition, reason)
+    if disposition == "deferred":
+        return done(command, said + "; it stays in the backlog and out of bundles")
+    return done(command, said + "; it will not be picked")
+
+
+def urgent_outlook(trunk: str, branch: str, conflicts: Sequence[str]) -> str:
+    """What ingestion will do with an urgent commit, from its trial pick onto the fork tip."""
+    if not conflicts:
+        return (
+            f"it picks cleanly onto {code(trunk)}, so it gets a PR of its own on {code(branch)}, "
+            "built on the fork tip ahead of the bundles; merging it does not move the frontier"
+        )
+    files = ", ".join(code(path) for path in conflicts)
+    return (
+        f"its pick onto {code(trunk)} conflicts in {files}, so no PR can be built; an issue will name the files "
+        "and the commands to pick it by hand (the frontier stays either way)"
+    )
+
+
+def urgent_started(command: Command, shown: str, reason: str, outlook: str) -> Outcome:
+    return started(command, _marked(shown, "urgent", reason) + "; ingestion started now: " + outlook)
+
+
+def urgent_recorded(command: Command, shown: str, reason: str, outlook: str) -> Outcome:
+    return done(command, _marked(shown, "urgent", reason) + "; the next ingestion (push or poll) acts on it: " + outlook)
+
+
+def unchained(command: Command, shown: str) -> Outcome:
+    return done(command, f"took {shown} out of its chain; file and symbol links will not pull it back in")
+
+
+def chained(command: Command, shown: str, chain_id: str, commits: int) -> Outcome:
+    return done(command, f"moved {shown} into chain {code(chain_id)} ({commits} commits, upstream order)")
+
+
+def plan_summary(bundles: int, chains: int, commits: int, urgent: int) -> str:
+    summary = f"{bundles} bundle(s) and {chains} chain(s), {commits} commits"
+    if urgent:
+        summary += f" ({urgent} urgent, each in a PR of its own)"
+    return summary
+
+
+def bundle_dry_run(command: Command, summary: str, table: str) -> Outcome:
+    return done(command, f"the plan (dry run, nothing pushed): {summary}", table)
+
+
+def bundle_started(command: Command, summary: str, table: str, limit: int | None, configured_max: int) -> Outcome:
+    note = ""
+    if limit is not None:
+        note = (
+            f" with at most {limit} commit(s) per bundle (`max={limit}`, for this run only; later runs bundle by "
+            f"`bundle.max_commits` = {configured_max} again)"
+        )
+    return started(command, f"planned {summary}; ingestion started: bundle PRs will be opened or updated{note}", table)
+
+
+def nothing_planned_why(deferred: int) -> str:
+    why = "every upstream commit after the base is picked, deferred or won't port"
+    if deferred:
+        why += f" ({deferred} deferred)"
+    return why
+
+
+def pr_only(command: Command) -> Outcome:
+    return failed(
+        command, f"`/{command.name}` works on pull requests; this is an issue", "comment it on the PR it is about"
+    )
+
+
+def retest_not_approved(command: Command, head_repo: str | None, head_sha: str) -> Outcome:
+    return failed(
+        command,
+        f"this PR comes from outside ({head_repo or 'a deleted fork'}) and its head `{head_sha[:10]}` "
+        "is not approved for the self-hosted runners",
+        "a maintainer reviews the change and comments `/approve`, then `/retest`",
+    )
+
+
+def retest_started(command: Command, suites: Sequence[str], known: Sequence[str], head_sha: str) -> Outcome:
+    if suites:
+        scope = (
+            f"rerunning {', '.join(code(a) for a in suites)} on `{head_sha[:10]}`; the other suites "
+            "keep their results on this commit (one with no result on it yet runs too)"
+        )
+    else:
+        listed = ", ".join(code(n) for n in known) or "none are configured"
+        scope = f"rerunning all L1 suites ({listed}) on `{head_sha[:10]}`"
+    return started(command, f"{scope}; the `forksync / L1` check updates in place")
+
+
+def unknown_benchmark(command: Command, target: str, names: Sequence[str]) -> Outcome:
+    listed = ", ".join(code(n) for n in names) if names else "none are configured"
+    return failed(
+        command,
+        f"there is no L2 benchmark or metric {code(target)} (known: {listed})",
+        "use a name under `l2.benchmarks` in `.github/forksync.yml`",
+    )
+
+
+def bisect_started(command: Command, benchmark: str, target: str) -> Outcome:
+    what = f"benchmark {code(benchmark)}" + (f" (metric {code(target)})" if target != benchmark else "")
+    return started(command, f"bisecting {what} on the l2 queue; the culprit will be posted here")
+
+
+def digest_started(command: Command) -> Outcome:
+    return started(command, "refreshing this period's pin-update digest issue (label `forksync:digest`); "
+                            "owners of the touched areas are mentioned there once")
+
+
+def approve_on_issue(command: Command) -> Outcome:
+    return failed(command, "`/approve` works on pull requests; this is an issue", "comment it on the PR to approve")
+
+
+def approve_not_needed_inside(command: Command) -> Outcome:
+    return done(command, "not needed: this PR's branch is in the repository, so its L1 runs on the self-hosted runners already")
+
+
+def approve_not_needed_member(command: Command, author: str, association: str) -> Outcome:
+    return done(
+        command,
+        f"not needed: @{author} is a {association.lower()} of this repository, so this PR's L1 "
+        "runs on the self-hosted runners already",
+    )
+
+
+def approved(command: Command, author: str, head_sha: str) -> Outcome:
+    return done(
+        command,
+        f"approved head `{head_sha[:10]}` of @{author}'s PR for the self-hosted runners; a new push needs a new `/approve`",
+    )

@@ -30,7 +30,7 @@ class CommitRow:
 class BundleView:
     key: str  # stable bundle id; also the marker key
     branch: str
-    base_branch: str  # what the PR targets: the fork trunk, or the previous bundle (stacked)
+    base_branch: str  # what the PR targets: the fork trunk (bundles are independent, never stacked)
     commits: tuple[CommitRow, ...]
     plan_id: str
     ejected: tuple[CommitRow, ...] = ()  # failed at build time, moved to a chain
@@ -123,11 +123,8 @@ def bundle_body(bundle: BundleView, upstream_url: str | None) -> str:
         marker("plan", bundle.plan_id),
         f"Cherry-picks {len(bundle.commits)} low-risk upstream commits, in upstream order, "
         f"on branch `{bundle.branch}`. Each keeps its author and names the upstream commit in a trailer.",
-        *(
-            [f"Stacked on `{bundle.base_branch}`: merge that one first."]
-            if bundle.base_branch.startswith("forksync/")
-            else []
-        ),
+        f"Built on `{bundle.base_branch}` alone: it lands on its own, in any order with the other bundles and "
+        "chains. When another lands first, forksync rebuilds this one onto the new trunk in this same PR.",
         "",
         *_commit_table(bundle.commits, upstream_url, "risk notes"),
     ]
@@ -309,3 +306,54 @@ def config_error_summary(message: str, source: str, line: int | None, line_text:
         parts += [f"Line {line} of `{source}`:", "", "```yaml", line_text, "```", ""]
     parts.append("Fix the file and push: ingestion resumes on the next push or poll. Nothing else was changed.")
     return title, "\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------- comments the loop posts
+
+
+def force_push_note(branch: str, old_head: str, new_head: str, trunk: str, approvers: tuple[str, ...],
+                    running: tuple[str, ...], plan_id: str) -> str:
+    """Said on a PR whose branch forksync force-pushed over an approval or a running L1 check."""
+    lines = [f"forksync force-pushed `{branch}` (`{old_head[:10]}` → `{new_head[:10]}`): plan `{plan_id}` rebuilt "
+             f"it onto the current `{trunk}` (something landed there, or the plan changed)."]
+    if approvers:
+        who = ", ".join(f"@{login}" for login in approvers)
+        lines.append(f"It was **force-pushed over your approval** ({who}): the commits you approved are rebuilt, so "
+                     "forksync asked you to review again. Compare with `git range-diff "
+                     f"{old_head[:10]}...{new_head[:10]}`.")
+    if running:
+        lines.append(f"L1 was still running on the old head ({', '.join(f'`{name}`' for name in running)}): that result "
+                     "no longer describes this PR; L1 runs again on the new head.")
+    return "\n\n".join(lines) + "\n"
+
+
+def retarget_note(branch: str, old_base: str, new_base: str) -> str:
+    """Said on a PR forksync re-targeted (it was based on a merged or stale branch)."""
+    return (f"forksync re-targeted this PR from `{old_base}` to `{new_base}`: every bundle and chain is now built "
+            f"on `{new_base}` alone and lands on its own, and `{branch}` was rebuilt onto it. Same PR, same branch.\n")
+
+
+def superseded_comment(branch: str, plan_id: str) -> str:
+    return (f"Superseded: ingestion plan `{plan_id}` no longer has this bundle (its commits were merged, or "
+            f"re-planned into another bundle). forksync closed it and deleted `{branch}`.")
+
+
+def chain_emptied_comment(branch: str, plan_id: str, stopped_at: str | None) -> str:
+    """Closing a chain's PR whose rebuild onto the trunk carries no commit (its issue says what waits)."""
+    first = f" (its first commit `{stopped_at[:10]}` does not pick onto the trunk)" if stopped_at else ""
+    return (f"This chain now builds no commit{first}, so there is nothing to review here: plan `{plan_id}` tracks "
+            f"it in an issue that names the files waiting and the command to reproduce. forksync closed this PR and "
+            f"deleted `{branch}`; it opens a PR again once something builds.")
+
+
+def urgent_done_comment(branch: str, plan_id: str) -> str:
+    return (f"No longer needed: ingestion plan `{plan_id}` has no urgent pick for this commit "
+            f"(it is picked, or its urgent mark was changed). forksync closed it and deleted `{branch}`.")
+
+
+def chain_done_comment(plan_id: str) -> str:
+    return f"Done: every commit of this risky chain is now picked or marked won't-port (plan `{plan_id}`)."
+
+
+def chain_now_pr_comment(url: str) -> str:
+    return f"This chain now has built commits: it is reviewed and landed as a PR, {url}. forksync closed this issue."

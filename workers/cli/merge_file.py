@@ -20,10 +20,12 @@ from typing import Any
 
 import pygit2
 
+from core.config import RESOLVE_RULES
 from core.errors import ForksyncError
 from workers.cli.pairargs import one_line_errors
 from workers.engine.resolve.memory import DEFAULT_REF, ResolutionMemory
 from workers.engine.resolve.pipeline import Conflict, resolve_text
+from workers.engine.resolve.strategies import enabled
 
 EXIT_RESOLVED, EXIT_MARKERS = 0, 1
 
@@ -42,6 +44,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("theirs", metavar="THEIRS", help="the version merged in")
     parser.add_argument("--path", metavar="P", help="the file's path in the repository (language rules, memory)")
     parser.add_argument("--json", action="store_true", help="print what was done as JSON on stdout")
+    parser.add_argument("--off", action="append", default=[], metavar="RULE", choices=RESOLVE_RULES,
+                        help="switch a deterministic rule off, as resolve.rules_off does (repeatable)")
     parser.set_defaults(func=run)
 
 
@@ -66,7 +70,7 @@ def _memory() -> ResolutionMemory | None:
 def run(args: argparse.Namespace) -> int:
     ours, base, theirs = _read(args.ours, "OURS"), _read(args.base, "BASE"), _read(args.theirs, "THEIRS")
     path = args.path or args.ours
-    outcome, merged = resolve_text(Conflict(path, base, ours, theirs), memory=_memory())
+    outcome, merged = resolve_text(Conflict(path, base, ours, theirs), memory=_memory(), strategies=enabled(args.off))
     if outcome.entry is not None and outcome.entry.content is not None:
         result, code = outcome.entry.content, EXIT_RESOLVED
     else:

@@ -18,8 +18,9 @@ from core.github.roles import Comments, Issues
 from core.render import commands as render
 from core.render import marker as render_marker
 from core.render import resolution as show
-from workers.commands.actions import fork_auth, open_fork
+from workers.commands.actions import open_fork
 from workers.commands.handler import Context, bot_comment, post_comment
+from workers.commands.services import fork_auth
 from workers.engine.bundle import BOT_COMMITTER, PickStyle
 from workers.engine.pair import normalise_web_url
 from workers.engine.resolve.agent import agent_step, from_config

@@ -179,14 +179,27 @@ def _commit_rows(body: str) -> list[tuple[str, str]]:
 
 
 def _print_results(gh: DryGitHub) -> None:
-    print(f"bundle PRs ({len(gh.pulls)}):")
-    for pull in gh.pulls.values():
-        rows = _commit_rows(str(pull["body"]))
-        first = f"{rows[0][0][:10]} {cut(rows[0][1], 80)}" if rows else "-"
-        print(f"  #{pull['number']} {cut(str(pull['title']), 100)}")
-        print(f"      {pull['head']} -> {pull['base']}, {len(rows)} commits; first: {first}")
-    print(f"risky-chain tracking issues ({len(gh.issues)}):")
-    for issue in gh.issues.values():
+    for kind, prefix in (("bundle", "forksync/bundle/"), ("urgent", "forksync/urgent/"), ("chain", "forksync/chain/")):
+        pulls = [p for p in gh.pulls.values() if str(p["head"]).startswith(prefix) and p.get("state") == "open"]
+        if kind == "urgent" and not pulls:
+            continue
+        print(f"{kind} PRs ({len(pulls)}), each on the trunk, landable on its own:")
+        for pull in pulls:
+            _print_pull(pull)
+    _print_issues(gh)
+
+
+def _print_pull(pull: dict[str, object]) -> None:
+    rows = _commit_rows(str(pull["body"]))
+    first = f"{rows[0][0][:10]} {cut(rows[0][1], 80)}" if rows else "-"
+    print(f"  #{pull['number']} {cut(str(pull['title']), 100)}")
+    print(f"      {pull['head']} -> {pull['base']}, {len(rows)} commits; first: {first}")
+
+
+def _print_issues(gh: DryGitHub) -> None:
+    issues = [i for i in gh.issues.values() if i.get("state") == "open"]
+    print(f"risky-chain tracking issues ({len(issues)}): chains that built no commit yet")
+    for issue in issues:
         body = str(issue["body"])
         reasons = [line.rsplit("|", 2)[-2].strip() for line in body.splitlines() if line.startswith("| ") and not line.startswith("| #")]
         print(f"  #{issue['number']} {cut(str(issue['title']), 100)}")
@@ -205,8 +218,11 @@ def _why_backlog(upstream: Path, remote: Path, gh: DryGitHub) -> None:
     if not backlog:
         return
     entries = {e.sha: e for e in ledger.entries}
-    where = {sha: f"chain issue #{issue['number']}" for issue in gh.issues.values()
+    where = {sha: f"chain issue #{issue['number']}" for issue in gh.issues.values() if issue.get("state") == "open"
              for sha, _ in _commit_rows(str(issue["body"]))}
+    where.update({sha: f"chain PR #{pull['number']}" for pull in gh.pulls.values()
+                  if str(pull["head"]).startswith("forksync/chain/") and pull.get("state") == "open"
+                  for sha, _ in _commit_rows(str(pull["body"]))})
     print(f"why the backlog is {len(backlog)}: the bundle moved the frontier past commits it left for risky chains;")
     print("  they are holes behind the frontier (backlog) until their chain PRs land:")
     for sha in backlog:

@@ -1,10 +1,10 @@
 """Build bundles and risky chains as branches, by in-memory cherry-picks (never a work tree).
 
-Bundles are stacked in plan order: the first is built on the fork tip, each next one on the
-head of the previous, exactly the target the partition's trial picks used. Each urgent commit
-(``Plan.urgent``) is built alone on the fork tip, on ``forksync/urgent/<sha7>``. A chain is built on
-the head of the last bundle that started before the chain's first commit (the fork tip when
-none), up to its first conflict. Every built commit keeps the upstream author and author date,
+Every branch is built on the fork tip (the trunk) alone: bundles, chains and urgent picks are
+independent PRs, each landable on its own and in any order; when one lands, the next run
+re-plans and rebuilds the others onto the new trunk (same branches, so the same PRs). The
+partition keeps bundles independent (a commit that depends on an earlier bundle joins it);
+each urgent commit (``Plan.urgent``) is built alone on ``forksync/urgent/<sha7>``. Every built commit keeps the upstream author and author date,
 carries the upstream message, the upstream PR link and the configured trailer, and is
 committed by the bot at the upstream commit's committer time: the same plan gives the same
 shas, so a rerun updates branches instead of duplicating them.
@@ -15,9 +15,11 @@ resolution of that pick onto the chain so far. A resolved member is committed wi
 tree and its file entries are kept for the chain's PR (Conflict Resolution notes); without a
 resolution the chain stops there and says which commit and files wait, and how to reproduce it.
 
-A bundle commit that fails at build time (the fork moved since planning, or libgit2 could not
-merge it) is ejected to a chain (a new one, or one ejected earlier in this build that it links
-to by file or symbol) and the build goes on.
+A bundle commit that fails at build time (it needs an earlier bundle that the trial pick's
+running target had and the trunk has not, the fork moved since planning, or no merge was
+possible) is ejected to a chain (a new one, or one ejected earlier in this build that it links
+to by file or symbol), whose reason names the earlier bundles that change its conflicting files
+(it waits for them to land), and the build goes on.
 
 Picks happen in memory (``pick.PickTarget``); the commits are then written by one
 ``git fast-import`` process (one pack, no tree written per commit), through the git funnel,
@@ -111,7 +113,7 @@ class Built:
     id: str
     branch: str
     base: str  # the commit it is built on
-    base_branch: str  # what a PR of it targets: the fork branch or the previous bundle's branch
+    base_branch: str  # what a PR of it targets: the fork branch (every branch is built on the trunk)
     head: str
     commits: tuple[str, ...]  # upstream shas carried, in order
     picks: tuple[str, ...]  # the fork commits made, one per carried upstream commit
@@ -348,48 +350,48 @@ def build(
     resolver: Resolver | None = None,
     resolver_config: Any = None,
 ) -> BuildResult:
-    """Build every bundle and chain of ``plan`` as commits in ``repo`` (no branch is written).
+    """Build every bundle and chain of ``plan`` as commits in ``repo``, each on ``fork_tip``
+    (no branch is written).
 
     ``changes`` must hold every planned commit; ``order`` is the upstream order of the walk
-    (it decides which bundle a chain is built on).
+    (chains made by ejection take their place in it).
     """
     position = {sha: i for i, sha in enumerate(order)}
     builder = _Builder(repo, changes, style, f"refs/forksync/build-{os.getpid()}")
     merger = GitMerger(repo)  # the plan's trial picks use git's merge too: build and plan agree
     tip = repo.get(fork_tip)
     assert isinstance(tip, pygit2.Commit)
-    # Bundles are stacked, so one target carries through all of them, as in the plan's trials.
-    target = PickTarget(repo, tip.tree.id, merger)
-    head, base_branch = fork_tip, fork_branch
-    stack: list[tuple[int, str, str, pygit2.Oid]] = []  # (first position, head, branch, tree) per bundle
     bundles: list[tuple[Bundle, str, str, str, list[str], list[str], list[str]]] = []
     ejected_chains: list[_Ejected] = []
     taken = {c.id for c in plan.chains}
+    touched: dict[str, list[str]] = {}  # path → ids of the bundles built so far that change it
     for bundle in plan.bundles:
         branch = BUNDLE_BRANCH + short(bundle.commits[0])
-        new_head, carried, picks, failures = builder.run(target, head, bundle.commits, stop_at_conflict=False)
+        # Each bundle alone on the trunk: it must land on its own, in any order.
+        _head, carried, picks, failures = builder.run(
+            PickTarget(repo, tip.tree.id, merger), fork_tip, bundle.commits, stop_at_conflict=False
+        )
         for sha, paths, error in failures:
-            _eject(sha, paths, error, branch, changes, ejected_chains, taken)
-        bundles.append((bundle, branch, head, base_branch, carried, picks, [sha for sha, _, _ in failures]))
-        stack.append((position[bundle.commits[0]], new_head, branch, target.tree()))
-        head, base_branch = new_head, branch
+            needs = sorted({b for path in paths for b in touched.get(path, ())})
+            _eject(sha, paths, error, branch, changes, ejected_chains, taken, needs)
+        bundles.append((bundle, branch, fork_tip, fork_branch, carried, picks, [sha for sha, _, _ in failures]))
+        for sha in carried:
+            for path in changes[sha].paths:
+                if not touched.setdefault(path, []) or touched[path][-1] != bundle.id:
+                    touched[path].append(bundle.id)
 
     open_chains = [*plan.chains, *(e.chain() for e in ejected_chains)]
     open_chains.sort(key=lambda c: position[c.commits[0]])
     chains = []
     for chain in open_chains:
-        first = position[chain.commits[0]]
-        base, base_name, tree = fork_tip, fork_branch, tip.tree.id
-        for start, bundle_head, bundle_branch, bundle_tree in stack:
-            if start < first:
-                base, base_name, tree = bundle_head, bundle_branch, bundle_tree
         ask = None if resolver is None else (
             lambda sha, onto: resolver(repo, sha, onto, config=resolver_config)
         )
+        # On the trunk too: a member needing a bundle still open conflicts (or is resolved) until it lands.
         chain_head, carried, picks, failures = builder.run(
-            PickTarget(repo, tree, merger), base, chain.commits, stop_at_conflict=True, resolve=ask
+            PickTarget(repo, tip.tree.id, merger), fork_tip, chain.commits, stop_at_conflict=True, resolve=ask
         )
-        chains.append((chain, base, base_name, chain_head, carried, picks, failures[0] if failures else None))
+        chains.append((chain, fork_tip, fork_branch, chain_head, carried, picks, failures[0] if failures else None))
 
     # Urgent commits: each alone on the fork tip, not stacked behind anything (picked now, out of order).
     urgent = []
@@ -448,6 +450,7 @@ def _eject(
     changes: Mapping[str, CommitChanges],
     ejected: list[_Ejected],
     taken: set[str],
+    needs: Sequence[str] = (),
 ) -> None:
     change = changes[sha]
     for chain in ejected:
@@ -460,9 +463,11 @@ def _eject(
             chain.files.update(change.paths)
             chain.symbols.update(change.symbols)
             return
-    detail = f"ejected from {branch}: pick conflicts in {', '.join(paths)}" if paths else (
+    detail = f"ejected from {branch}: pick onto the fork trunk conflicts in {', '.join(paths)}" if paths else (
         f"ejected from {branch}: {error}"
     )
+    if needs:
+        detail += f"; {', '.join(needs)} change{'s' if len(needs) == 1 else ''} them: it follows, once they land"
     chain_id, n = f"chain-{short(sha)}", 2
     while chain_id in taken:
         chain_id, n = f"chain-{short(sha)}-{n}", n + 1

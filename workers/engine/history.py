@@ -177,6 +177,22 @@ def changed_files_raw(repo: Repository, include: str, exclude: Sequence[str], *,
     return repo.git(*args)
 
 
+def touching_files_raw(repo: Repository, include: str, exclude: Sequence[str], paths: Iterable[str]) -> bytes:
+    """The first-parent commits of the range that change any of ``paths``, each with every file
+    it changes (``--full-diff``): :func:`changed_files_raw`'s records for just those commits.
+
+    A path-limited walk reads only the trees on the way to ``paths``; with a few paths that is
+    a fraction of the full listing's tree diffs (git matches each tree entry against every
+    path, so with many paths the full listing is cheaper: see ``ledger.PATH_LIMITED_MAX``).
+    """
+    args = ["-c", "core.quotePath=false", "log", "--no-color", "--no-renames", "-z", "--raw", "--no-abbrev",
+            "--full-diff", "--first-parent", "--format=%x1e%H%x1f", include]
+    args.extend(f"^{sha}" for sha in exclude)
+    args.append("--")
+    args.extend(f":(literal){p}" for p in sorted(set(paths)))
+    return repo.git(*args)
+
+
 def commit_files(repo: Repository, shas: Iterable[str]) -> dict[str, frozenset[Change]]:
     """The files (with blobs) each given commit changes against its first parent (one process)."""
     return file_records(commit_files_raw(repo, shas))

@@ -46,6 +46,7 @@ from workers.engine.history import (
     patch_ids,
     paths_of,
     read_range,
+    touching_files_raw,
     tree_paths,
 )
 from workers.engine.metrics import Fact, Metrics, compute_metrics
@@ -65,7 +66,7 @@ __all__ = [
 ]
 
 # Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
-LEDGER_VERSION = 6  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins
+LEDGER_VERSION = 7  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins; 7: cache rows
 _KEEP_CACHED = 8
 
 
@@ -103,6 +104,20 @@ class LedgerEntry:
         if self.decided_by is not None:
             out["decided_by"] = self.decided_by
         return out
+
+    def as_row(self) -> list[Any]:
+        """The cache's form: positional (a third cheaper to write and read than ``as_json``)."""
+        row = [self.sha, self.subject, self.author, self.author_time, self.committer_time, self.pr_number,
+               self.disposition.value, list(self.carriers), self.reason]
+        if self.recognisers or self.decided_by is not None:
+            row += [list(self.recognisers), self.decided_by]
+        return row
+
+    @classmethod
+    def from_row(cls, r: list[Any]) -> LedgerEntry:
+        sha, subject, author, author_time, committer_time, pr, disposition, carriers, reason = r[:9]
+        return cls(sha, subject, author, author_time, committer_time, pr, Disposition(disposition), tuple(carriers),
+                   reason, tuple(r[9]) if len(r) > 9 else (), r[10] if len(r) > 10 else None)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> LedgerEntry:
@@ -202,25 +217,38 @@ class Ledger:
         return tuple(e for e in self.entries if e.disposition is disposition)
 
     def as_json(self) -> dict[str, Any]:
+        head = self.as_json_head()
+        return {**{k: head[k] for k in ("version", "base", "upstream_tip", "fork_tip", "metrics")},
+                "entries": [e.as_json() for e in self.entries],
+                **{k: head[k] for k in ("picks", "warnings", "fork_pins")}}
+
+    def as_cache(self) -> dict[str, Any]:
+        """:meth:`as_json` with the entries as rows (``LedgerEntry.as_row``): what the cache keeps."""
+        return {**self.as_json_head(), "entries": [e.as_row() for e in self.entries]}
+
+    def as_json_head(self) -> dict[str, Any]:
         return {
             "version": LEDGER_VERSION,
             "base": self.base,
             "upstream_tip": self.upstream_tip,
             "fork_tip": self.fork_tip,
             "metrics": self.metrics.as_json(),
-            "entries": [e.as_json() for e in self.entries],
             "picks": [p.as_json() for p in self.picks],
             "warnings": list(self.warnings),
             "fork_pins": self.fork_pins.as_json(),
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Ledger:
+    def from_cache(cls, d: dict[str, Any]) -> Ledger:
+        return cls.from_json(d, entries=tuple(LedgerEntry.from_row(r) for r in d["entries"]))
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], entries: tuple[LedgerEntry, ...] | None = None) -> Ledger:
         return cls(
             base=d["base"],
             upstream_tip=d["upstream_tip"],
             fork_tip=d["fork_tip"],
-            entries=tuple(LedgerEntry.from_json(e) for e in d["entries"]),
+            entries=entries if entries is not None else tuple(LedgerEntry.from_json(e) for e in d["entries"]),
             metrics=Metrics.from_json(d["metrics"]),
             picks=tuple(
                 Pick(p["sha"], p["subject"], tuple(p["upstream"]), p["recogniser"], p["reverted_by"], tuple(p["found_by"]))
@@ -491,29 +519,49 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
         known: dict[str, frozenset[Change]] = {}
         known_raw = b""
         listing: Future[bytes] | None = None
-        if any(_maybe_unmarked(c) and not upstream_paths.isdisjoint(c.files) for c in fork):
+        limited_to: frozenset[str] | None = None  # the listing covers only commits touching these
+        guessed = frozenset(p for c in fork if _maybe_unmarked(c) for p in c.files)
+
+        def list_all() -> Future[bytes]:
+            # A long range and few candidate paths: only the upstream commits touching them (a
+            # path-limited walk, not kept: a short range's full listing is cheap and is kept).
+            nonlocal limited_to
+            if len(guessed) <= PATH_LIMITED_MAX and len(upstream) >= PATH_LIMITED_MIN_RANGE:
+                limited_to = guessed
+                return pool.submit(touching_files_raw, repo, pair.upstream_tip, [pair.base], guessed)
+            return pool.submit(changed_files_raw, repo, pair.upstream_tip, [pair.base])
+
+        needed = any(_maybe_unmarked(c) and not upstream_paths.isdisjoint(c.files) for c in fork)
+        if needed:
             # Upstream file sets never change for a commit: keep them between runs, list the rest.
-            # With nothing kept yet, start the whole listing now, before the upstream log is in.
+            # With nothing kept yet and many candidate paths, start the whole listing now,
+            # before the upstream log is in.
             known_raw = _load_file_sets(pair)
             known = file_records(known_raw)
-            if not known:
+            if not known and len(guessed) > PATH_LIMITED_MAX:
                 listing = pool.submit(changed_files_raw, repo, pair.upstream_tip, [pair.base])
         upstream = upstream_f.result()
-        if known:
+        if needed and listing is None:
             missing = [c.sha for c in upstream if c.sha not in known]
             if len(missing) > len(upstream) // 2:
-                listing = pool.submit(changed_files_raw, repo, pair.upstream_tip, [pair.base])
+                listing = list_all()
             elif missing:
                 listing = pool.submit(commit_files_raw, repo, missing)
 
         changes: dict[str, frozenset[Change]] = {}
 
         def file_sets(paths: Iterable[str]) -> dict[str, frozenset[str]]:
-            if not any(p in upstream_paths for p in paths):
+            nonlocal listing, limited_to
+            paths = set(paths)
+            if not paths & upstream_paths:
                 return {}
+            if limited_to is not None and not paths <= limited_to:
+                # A candidate the early guess missed (a pick hint no recogniser confirmed).
+                limited_to = None
+                listing = pool.submit(changed_files_raw, repo, pair.upstream_tip, [pair.base])
             fresh_raw = listing.result() if listing is not None else b""
             fresh = file_records(fresh_raw)
-            if fresh:
+            if fresh and limited_to is None:  # a path-limited listing is not kept (partial)
                 _store_file_sets(pair, known_raw if len(known) + len(fresh) <= _FILE_SETS_KEPT else b"", fresh_raw)
             in_range = {c.sha for c in upstream}
             changes.update((sha, ch) for sha, ch in (*known.items(), *fresh.items()) if sha in in_range)
@@ -535,6 +583,11 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
         )
 
 
+# Up to this many distinct candidate paths, the upstream listing is a path-limited walk (git
+# compares every tree entry with every path: 1 path 0.17 s, 10 paths 0.31 s, 25 paths 0.45 s,
+# the full listing 0.64 s of CPU at 20,000 commits); beyond it, the full listing.
+PATH_LIMITED_MAX = 16
+PATH_LIMITED_MIN_RANGE = 2_000  # upstream commits; below it the full listing costs < 0.1 s and is kept
 _FILE_SETS_KEPT = 400_000  # upstream commits whose file sets the cache keeps (a few tens of MB)
 
 
@@ -591,7 +644,7 @@ def load_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = 
     key = cache_key(pair, config, upstream_url)
     path = _cache_path(pair, key, "ledger")
     try:
-        return Ledger.from_json(json.loads(path.read_text()))
+        return Ledger.from_cache(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         pass
     ledger = build_ledger(pair, config, upstream_url=upstream_url)
@@ -632,12 +685,13 @@ def _store(pair: Pair, key: str, ledger: Ledger) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for kind, data in (
-            ("ledger", ledger.as_json()),
+            ("ledger", ledger.as_cache()),
             ("status", StatusView(ledger.metrics, ledger.warnings, ledger.fork_pins).as_json()),
         ):
             path = _cache_path(pair, key, kind)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")))
+            # Rows need no key sorting: every dict is built in a fixed order, so the bytes are deterministic.
+            tmp.write_text(json.dumps(data, sort_keys=kind == "status", separators=(",", ":")))
             tmp.replace(path)
         stale = sorted(folder.glob("*.ledger.json"), key=lambda p: p.stat().st_mtime, reverse=True)[_KEEP_CACHED:]
         for old in stale:

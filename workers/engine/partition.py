@@ -17,8 +17,16 @@ fork tip plus everything bundled before it?". Each commit, in upstream order:
    ``risk.size_seeds: true`` (``size``); a large clean commit is otherwise bundled, alone when it
    exceeds ``bundle.max_lines``. The cheap checks run first so the trial pick is only paid for
    commits that would otherwise be bundled;
-3. **otherwise** it joins the current bundle, which closes at ``bundle.max_commits`` commits or
-   ``bundle.max_lines`` changed lines.
+3. **otherwise** it is bundled. Bundles are independent: each is built on the fork trunk alone and
+   lands on its own, in any order. So a commit whose change depends on an earlier bundle — its
+   hunks overlap lines a member of that bundle was the last to change, it changes a definition a
+   member changes, or it uses a name a member introduces (the chain rules, on bundles) — joins
+   **that** bundle, past its size bound if need be (a dependency beats the bound); depending on
+   several bundles merges them into the oldest. Otherwise it joins the current bundle, which
+   closes at ``bundle.max_commits`` commits or ``bundle.max_lines`` changed lines. A dependency
+   the trial pick alone reveals (a commit that picks on the running target but not on the trunk
+   with its own bundle) is caught when the bundle is built on the trunk: the commit is ejected to
+   a chain that follows the bundle it needs (``bundle.build``).
 
 Recorded chains (``chains.py``) make the partition durable and idempotent: a recorded member is
 placed in its chain when the walk reaches it (so planning twice gives the same plan); a commit
@@ -87,9 +95,15 @@ class ChainRecord:
 
 @dataclass(frozen=True)
 class Bundle:
+    """A low-risk bundle: ``commits`` in upstream order, built on the fork trunk alone.
+
+    ``joined`` says, for each member that came in by depending on an earlier bundle (rather than
+    by being next in line), which lines or symbol tie it there."""
+
     id: str
     commits: tuple[str, ...]
     lines: int = 0
+    joined: tuple[Reason, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,7 +175,7 @@ class Plan:
         ]
         return {
             "bundles": urgent_bundles
-            + [{"id": b.id, "commits": list(b.commits), "lines": b.lines} for b in self.bundles],
+            + [_bundle_json(b) for b in self.bundles],
             "chains": [
                 {"id": c.id, "commits": list(c.commits), "reasons": [r.as_json() for r in c.reasons]}
                 for c in self.chains
@@ -183,6 +197,13 @@ class Plan:
 
     def urgent_of(self, sha: str) -> Urgent | None:
         return next((u for u in self.urgent if u.commit == sha), None)
+
+
+def _bundle_json(bundle: Bundle) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": bundle.id, "commits": list(bundle.commits), "lines": bundle.lines}
+    if bundle.joined:
+        out["joined"] = [r.as_json() for r in bundle.joined]
+    return out
 
 
 class Trial(Protocol):
@@ -230,6 +251,14 @@ class _Open:
     excluded: set[str]
 
 
+@dataclass
+class _OpenBundle:
+    id: str
+    members: list[str]
+    lines: int
+    joined: list[Reason]
+
+
 def short(sha: str) -> str:
     return sha[:7]
 
@@ -272,9 +301,11 @@ class _Walk:
         self.taken_ids: set[str] = set()
         self.links = ChainLinks(config.risk.link)
         self.touched: dict[str, set[str]] = {}  # path → chains touching it: candidates of the pick rule
-        self.bundles: list[Bundle] = []
-        self.current: list[str] = []
-        self.current_lines = 0
+        # Bundles: members, lines and join reasons by id; the one still filling; their link index.
+        self.bundled: dict[str, _OpenBundle] = {}
+        self.current: _OpenBundle | None = None
+        self.bundle_alias: dict[str, str] = {}
+        self.bundle_links = ChainLinks("line")  # lines and definitions only: a shared file is no dependency
         self.planned = 0
 
     # ---- chains
@@ -384,25 +415,60 @@ class _Walk:
         ordered = sorted(candidates, key=lambda c: (self.opened[c].order, c))[:MAX_PICK_CANDIDATES]
         return next((c for c in ordered if self.chain_trial.picks_with(c, change.sha)), None)
 
-    def bundle(self, change: Change) -> None:
-        bound = self.config.bundle
-        if self.current and (
-            len(self.current) + 1 > bound.max_commits or self.current_lines + change.lines > bound.max_lines
-        ):
-            self.close_bundle()
-        self.current.append(change.sha)
-        self.current_lines += change.lines
-        self.planned += 1
+    def find_bundle(self, bundle_id: str) -> str:
+        while bundle_id in self.bundle_alias:
+            bundle_id = self.bundle_alias[bundle_id]
+        return bundle_id
 
-    def close_bundle(self) -> None:
-        if self.current:
-            self.bundles.append(Bundle(f"bundle-{short(self.current[0])}", tuple(self.current), self.current_lines))
-        self.current, self.current_lines = [], 0
+    def bundle(self, change: Change) -> None:
+        """Bundle ``change``: into the bundle(s) it depends on, else into the current one."""
+        deps = self.bundle_links.links_of(change, self.find_bundle)
+        current = self.current.id if self.current is not None else None
+        bound = self.config.bundle
+        full = self.current is not None and (
+            len(self.current.members) + 1 > bound.max_commits or self.current.lines + change.lines > bound.max_lines
+        )
+        if deps:
+            # It depends on bundled commits: it must land with them (bundles land independently),
+            # past the size bound if need be; depending on several bundles merges them.
+            ids = sorted(set(deps), key=lambda b: self.position[self.bundled[b].members[0]])
+            keep = self.bundled[ids[0]]
+            for other_id in ids[1:]:
+                other = self.bundled.pop(other_id)
+                self.bundle_alias[other_id] = keep.id
+                keep.members = sorted({*keep.members, *other.members}, key=self.position.__getitem__)
+                keep.lines += other.lines
+                keep.joined.extend(other.joined)
+                for sha in other.members:
+                    self.bundle_links.member[sha] = keep.id
+            if current is not None and current in ids[1:]:
+                self.current = None  # merged into an older bundle: the next commit starts a new one
+            if keep.id != current or full:
+                keep.joined.append(_link_reason(
+                    change.sha, [(b, Reason(change.sha, ln.kind, ln.detail)) for b, ln in deps.items()]))
+            self.add_to(keep, change)
+            return
+        if full:
+            self.current = None
+        if self.current is None:
+            # The id names the first commit (as its branch does); the full sha where seven digits collide.
+            bundle_id = f"bundle-{short(change.sha)}"
+            if bundle_id in self.bundled or bundle_id in self.bundle_alias:
+                bundle_id = f"bundle-{change.sha}"
+            self.current = _OpenBundle(bundle_id, [], 0, [])
+            self.bundled[self.current.id] = self.current
+        self.add_to(self.current, change)
+
+    def add_to(self, bundle: _OpenBundle, change: Change) -> None:
+        bundle.members.append(change.sha)
+        bundle.lines += change.lines
+        self.bundle_links.add(bundle.id, change.sha, change.paths, change.symbols, change.defined, change.introduced)
+        self.planned += 1
 
     # ---- the result
 
     def plan(self, deferred: Sequence[str]) -> Plan:
-        self.close_bundle()
+        bundles = sorted(self.bundled.values(), key=lambda b: self.position[b.members[0]])
         out = []
         for chain in self.opened.values():
             if not chain.members:
@@ -419,7 +485,11 @@ class _Walk:
                 ),
             ))
         out.sort(key=lambda item: item[0])
-        return Plan(tuple(self.bundles), tuple(chain for _, chain in out), tuple(deferred))
+        return Plan(
+            tuple(Bundle(f"bundle-{short(b.members[0])}", tuple(b.members), b.lines, tuple(b.joined)) for b in bundles),
+            tuple(chain for _, chain in out),
+            tuple(deferred),
+        )
 
 
 def _link_reason(sha: str, links: list[tuple[str, Reason]]) -> Reason:

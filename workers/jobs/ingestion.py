@@ -9,11 +9,16 @@ redelivered webhook, an overlapping poll or a rerun after a crash converges on t
    ``forksync / ingestion`` check run quoting the line, and the loop stops there;
 2. fetch upstream into its cache, run the engine (ledger, plan, bundle and chain builds) on the
    two caches;
-3. push the bot-owned refs (``forksync/*`` branches force, decision notes fast-forward only);
-4. upsert one PR per urgent commit first (``forksync/urgent/<sha7>`` on the trunk; an issue naming
-   the conflicting files when its pick conflicts), one PR per bundle (found by head branch) and
-   one tracking issue per chain (found by its hidden marker), then post the check run with the
-   figures, and record a metrics point.
+3. read what GitHub has for the branches it built (the open PR of each head branch, and for
+   those whose branch moves, approvals and running L1 checks), and plan from that plain data
+   (``workers.jobs.ingest_plan.plan``: typed actions, no I/O);
+4. execute the actions in order (:func:`execute`): push the bot-owned refs (``forksync/*``
+   branches force, decision notes fast-forward only); one PR per urgent commit first, then one
+   per bundle and per chain with built commits, each based on the trunk, found by head branch
+   (re-targeted if an old one is based elsewhere, a force-push over an approval or a running L1
+   said on the PR and review re-requested); an issue per conflicting urgent pick and per chain
+   that built nothing; stale PRs closed and their branches deleted; finished chains' issues
+   closed; then the check run with the figures, and a metrics point.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +34,6 @@ from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
 from core.errors import ForksyncError
 from core.github.records import Posted
 from core.github.roles import IngestGitHub
-from core.render import marker
 from core.render.ingest import (
     CHECK_NAME,
     BundleView,
@@ -39,6 +43,7 @@ from core.render.ingest import (
     bundle_body,
     bundle_title,
     chain_body,
+    chain_now_pr_comment,
     chain_pr_body,
     chain_pr_title,
     chain_title,
@@ -51,6 +56,25 @@ from core.settings import WorkerSettings
 from workers.adapters.gitcache import GitCache, remote_git
 from workers.adapters.state import StateStore
 from workers.engine.git import GitError, Repository
+from workers.jobs.ingest_plan import (
+    Action,
+    CloseIssue,
+    ClosePull,
+    Comment,
+    DeleteBranches,
+    EditPull,
+    IngestFacts,
+    OpenPull,
+    PostCheck,
+    PullFacts,
+    PushRefs,
+    RequestReview,
+    UpsertIssue,
+    Wanted,
+    approvers,
+    plan,
+    running_l1,
+)
 
 log = logging.getLogger(__name__)
 
@@ -236,26 +260,146 @@ def retry_after_of(exc: BaseException) -> float | None:
 def _plan_and_apply(
     env: IngestEnv, repo: str, config: RepoConfig, fork: Repository, fork_url: str, token: str | None, trunk_head: str
 ) -> IngestReport:
-    """Steps 2-4 of the loop (module docstring), under the caller's repository lock."""
+    """Steps 2-4 of the loop (module docstring), under the caller's repository lock: run the
+    engine, read what GitHub has for the branches it built, plan (``ingest_plan.plan``), execute."""
     assert config.upstream.url is not None
     upstream_url = env.settings.map_url(config.upstream.url)
-    branches_before = bot_branches(fork)
+    heads_before = bot_branches(fork)
     chains_before = recorded_chain_ids(fork)
     with env.caches.open(f"upstream:{config.upstream.url}") as upstream:
         branch = config.upstream.branch
         env.caches.fetch(upstream, upstream_url, [f"+refs/heads/{branch}:refs/heads/{branch}"])
         output = env.engine(upstream, fork, branch, config.fork.branch, config)
-    push_bot_refs(fork, fork_url, token, output)
-    report = apply_output(env, repo, config, trunk_head, output)
-    report.closed = close_stale(env, repo, fork, fork_url, token, output, branches_before,
-                                chains_before - recorded_chain_ids(fork))
-    post_check(env, repo, trunk_head, output, report)  # last: it reports a finished run
+    facts = gather(env.github, repo, config, fork, trunk_head, output, heads_before,
+                   chains_before - recorded_chain_ids(fork))
+    report = IngestReport(repo, "ingested", figures=run_figures(output))
+    execute(env.github, repo, fork, fork_url, token, plan(facts), report)
     from core.dashboard.store import open_feed_store
 
     feeds = open_feed_store(env.settings.bot.database_url, env.settings.data_dir)
-    facts = feed_facts(repo, fork, output, report, env.github)
-    feeds.put_facts(repo, landing_times(facts, feeds.facts(repo), time.time()))
+    dash = feed_facts(repo, fork, output, report, env.github)
+    feeds.put_facts(repo, landing_times(dash, feeds.facts(repo), time.time()))
     return report
+
+
+def wanted_of(config: RepoConfig, fork: Repository, output: EngineOutput) -> tuple[Wanted, ...]:
+    """What GitHub should show for the engine's output: a PR per urgent pick, bundle and chain
+    with built commits (each on the trunk); an issue per conflicting urgent pick and per chain
+    that built nothing (or every chain, with ``bundle.chain_prs: false``)."""
+    web = output.upstream_web_url
+    out: list[Wanted] = []
+
+    def head_of(branch: str) -> str | None:
+        return fork.rev_parse(f"refs/heads/{branch}")
+
+    for u in output.urgent:
+        if u.branch is not None:
+            out.append(Wanted("urgent", u.key, urgent_title(u), urgent_body(u, web), 1, u.branch, u.base_branch,
+                              head_of(u.branch)))
+        else:
+            out.append(Wanted("urgent", u.key, urgent_title(u), urgent_body(u, web), 1))
+    for b in output.bundles:
+        out.append(Wanted("bundle", b.key, bundle_title(b), bundle_body(b, web), len(b.commits), b.branch,
+                          b.base_branch, head_of(b.branch)))
+    for c in output.chains:
+        if config.bundle.chain_prs and c.branch is not None and c.carried:
+            out.append(Wanted("chain", c.key, chain_pr_title(c), chain_pr_body(c, web), len(c.commits), c.branch,
+                              c.base_branch, head_of(c.branch), c.stopped_at))
+        else:
+            out.append(Wanted("chain", c.key, chain_title(c), chain_body(c, web), len(c.commits),
+                              stopped_at=c.stopped_at))
+    return tuple(out)
+
+
+def gather(
+    gh: IngestGitHub, repo: str, config: RepoConfig, fork: Repository, trunk_head: str, output: EngineOutput,
+    heads_before: dict[str, str], chains_closed: set[str],
+) -> IngestFacts:
+    """The planner's facts: what to show, and the open PR of each branch (found by head, whatever
+    its base). Reviews and checks are read only for PRs whose branch this run moves."""
+    wanted = wanted_of(config, fork, output)
+    pulls: dict[str, PullFacts] = {}
+    for w in wanted:
+        if w.head is None:
+            continue
+        info = gh.find_pull(repo, w.head)
+        if info is None:
+            continue
+        before = heads_before.get(w.head)
+        moved = before is not None and before != w.head_sha
+        approved: tuple[str, ...] = ()
+        running: tuple[str, ...] = ()
+        if moved:
+            approved = approvers([(r.user, r.state, r.commit_id) for r in gh.pull_reviews(repo, info.number)], before)
+            running = running_l1([(c.name, c.status, c.head_sha) for c in gh.check_runs(repo, before or "")], before)
+        pulls[w.head] = PullFacts(info.number, w.head, info.base_ref, info.html_url, info.title, info.body,
+                                  approved, running)
+    pushed = tuple(w.head for w in wanted if w.head)
+    pushed += tuple(c.branch for c in output.chains if c.branch and c.branch not in pushed)
+    title, summary = ingestion_summary(output.figures)
+    return IngestFacts(repo, config.fork.branch, trunk_head, output.plan_id, wanted, pulls,
+                       {b: sha for b, sha in heads_before.items()}, pushed, title, summary, tuple(sorted(chains_closed)))
+
+
+def run_figures(output: EngineOutput) -> dict[str, Any]:
+    """The run's figures (the task's JSON result and the metrics point)."""
+    f = output.figures
+    return {
+        **output.dashboard.get("point", {}),
+        "days_behind": f.days_behind,
+        "backlog": f.backlog,
+        "pending": f.pending,
+        "picked": f.picked,
+        "bundles": f.bundles,
+        "chains": f.chains,
+        "urgent": f.urgent,
+        "plan_id": output.plan_id,
+    }
+
+
+def execute(gh: IngestGitHub, repo: str, fork: Repository, fork_url: str, token: str | None,
+            actions: list[Action], report: IngestReport) -> None:
+    """Apply the planner's actions in order, recording in ``report`` what was posted and closed."""
+    opened: dict[str, str] = {}  # head → URL of the PR opened this run
+    for action in actions:
+        if isinstance(action, PushRefs):
+            push_bot_refs(fork, fork_url, token, action.branches)
+        elif isinstance(action, OpenPull):
+            posted = gh.open_pull(repo, head=action.head, base=action.base, title=action.title, body=action.body)
+            opened[action.head] = posted.url
+            report.pulls.append(_posted(posted, action.key, action.title, action.commits))
+            log.info("%s PR #%d opened: %d commits (%s)", action.kind, posted.number, action.commits, action.head)
+        elif isinstance(action, EditPull):
+            posted = Posted(action.number, action.url, False)
+            if action.new_title is not None or action.new_body is not None or action.base is not None:
+                posted = gh.edit_pull(repo, action.number, title=action.new_title, body=action.new_body, base=action.base)
+            report.pulls.append(_posted(posted, action.key, action.title, action.commits))
+            log.info("%s PR #%d updated%s", action.kind, action.number, f", re-targeted to {action.base}" if action.base else "")
+        elif isinstance(action, Comment):
+            gh.comment(repo, action.number, action.body)
+        elif isinstance(action, RequestReview):
+            gh.request_review(repo, action.number, action.users)
+        elif isinstance(action, UpsertIssue):
+            posted = gh.upsert_issue(repo, marker=action.marker, title=action.title, body=action.body)
+            report.issues.append(_posted(posted, action.key, action.title, action.commits))
+        elif isinstance(action, ClosePull):
+            number = gh.close_pull(repo, head=action.head, comment=action.comment)
+            if number is not None:
+                report.closed.append({"kind": "pull", "number": number, "branch": action.head})
+        elif isinstance(action, DeleteBranches):
+            remote_git(fork, token, "push", "--quiet", "--no-verify", "--delete", "--", fork_url, *action.branches)
+        elif isinstance(action, CloseIssue):
+            comment = action.comment
+            if action.pull_of is not None:
+                comment = chain_now_pr_comment(opened.get(action.pull_of, f"branch `{action.pull_of}`"))
+            number = gh.close_issue(repo, marker=action.marker, comment=comment)
+            if number is not None:
+                report.closed.append({"kind": "issue", "number": number, "chain": action.chain})
+        elif isinstance(action, PostCheck):
+            posted = gh.check_run(repo, name=CHECK_NAME, head_sha=action.head_sha, conclusion="success",
+                                  title=action.title, summary=action.summary)
+            report.check = {"id": posted.number, "conclusion": "success", "title": action.title,
+                            "head_sha": action.head_sha}
 
 
 def landing_times(facts: dict[str, Any], previous: dict[str, Any], now: float) -> dict[str, Any]:
@@ -311,13 +455,13 @@ def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: Ingest
     return {**output.dashboard, "in_flight": items, **({"private": private} if private is not None else {})}
 
 
-def bot_branches(fork: Repository) -> set[str]:
-    """The bundle, chain and urgent branches the fork has now (names without ``refs/heads/``)."""
+def bot_branches(fork: Repository) -> dict[str, str]:
+    """The bundle, chain and urgent branches the fork has now (names without ``refs/heads/``) → heads."""
     out = fork.text(
-        "for-each-ref", "--format=%(refname:lstrip=2)",
+        "for-each-ref", "--format=%(refname:lstrip=2) %(objectname)",
         "refs/heads/forksync/bundle/", "refs/heads/forksync/chain/", "refs/heads/forksync/urgent/",
     )
-    return set(out.split())
+    return dict(line.split(" ", 1) for line in out.splitlines() if line)
 
 
 def recorded_chain_ids(fork: Repository) -> set[str]:
@@ -330,64 +474,9 @@ def recorded_chain_ids(fork: Repository) -> set[str]:
     return {record.id for record in decode(fork.git("cat-file", "-p", blob), f"{CHAINS_REF} in the fork")}
 
 
-def close_stale(
-    env: IngestEnv,
-    repo: str,
-    fork: Repository,
-    fork_url: str,
-    token: str | None,
-    output: EngineOutput,
-    branches_before: set[str],
-    closed_chains: set[str],
-) -> list[dict[str, Any]]:
-    """Close what the new plan no longer has: bundle PRs (and their branches) and finished chains.
-
-    A bundle branch is stale when its commits were merged or re-planned into another bundle; a
-    chain is finished when the engine dropped it from the record (every commit picked or won't
-    port). Nothing is closed silently: each gets a comment saying why.
-    """
-    gh = env.github
-    current = {b.branch for b in output.bundles} | {c.branch for c in output.chains if c.branch}
-    current |= {u.branch for u in output.urgent if u.branch}
-    stale = sorted(branches_before - current)
-    closed: list[dict[str, Any]] = []
-    for branch in stale:
-        if branch.startswith(("forksync/bundle/", "forksync/chain/")):
-            number = gh.close_pull(
-                repo,
-                head=branch,
-                comment=f"Superseded: ingestion plan `{output.plan_id}` no longer has this bundle (its commits were "
-                f"merged, or re-planned into another bundle). forksync closed it and deleted `{branch}`.",
-            )
-            if number is not None:
-                closed.append({"kind": "pull", "number": number, "branch": branch})
-        elif branch.startswith("forksync/urgent/"):
-            number = gh.close_pull(
-                repo,
-                head=branch,
-                comment=f"No longer needed: ingestion plan `{output.plan_id}` has no urgent pick for this commit "
-                f"(it is picked, or its urgent mark was changed). forksync closed it and deleted `{branch}`.",
-            )
-            if number is not None:
-                closed.append({"kind": "pull", "number": number, "branch": branch})
-    if stale:
-        remote_git(fork, token, "push", "--quiet", "--no-verify", "--delete", "--", fork_url, *stale)
-    for chain_id in sorted(closed_chains):
-        number = gh.close_issue(
-            repo,
-            marker=marker("chain", chain_id),
-            comment=f"Done: every commit of this risky chain is now picked or marked won't-port (plan `{output.plan_id}`).",
-        )
-        if number is not None:
-            closed.append({"kind": "issue", "number": number, "chain": chain_id})
-    return closed
-
-
-def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: EngineOutput) -> None:
+def push_bot_refs(fork: Repository, fork_url: str, token: str | None, branches: Sequence[str]) -> None:
     """Push the bundle and chain branches (force: they are rebuilt), then the decision notes and
     the chain record (fast-forward only: a concurrent writer makes us retry, never lose work)."""
-    branches = [b.branch for b in output.bundles] + [c.branch for c in output.chains if c.branch]
-    branches += [u.branch for u in output.urgent if u.branch]
     specs = []
     for branch in branches:
         if not branch.startswith(BOT_BRANCH_PREFIX):
@@ -407,68 +496,6 @@ def push_bot_refs(fork: Repository, fork_url: str, token: str | None, output: En
             from core.github.errors import RetryableGitHubError
 
             raise RetryableGitHubError(f"the fork's decision notes or chain record moved during ingestion ({exc.problem})", 0.0) from None
-
-
-def apply_output(env: IngestEnv, repo: str, config: RepoConfig, trunk_head: str, output: EngineOutput) -> IngestReport:
-    """Upsert one PR per bundle and one issue per chain. Safe to repeat: upserts find before creating."""
-    gh = env.github
-    report = IngestReport(repo, "ingested")
-    # Urgent picks first: they are out of order on purpose and should not wait behind the bundles.
-    for urgent in output.urgent:
-        title, body = urgent_title(urgent), urgent_body(urgent, output.upstream_web_url)
-        if urgent.branch is not None:
-            posted = gh.upsert_pull(repo, head=urgent.branch, base=urgent.base_branch, title=title, body=body)
-            report.pulls.append(_posted(posted, urgent.key, title, 1))
-        else:
-            # Its pick conflicts: no branch to open a PR on. An issue names the files and the way by hand.
-            posted = gh.upsert_issue(repo, marker=marker("urgent", urgent.key), title=title, body=body)
-            report.issues.append(_posted(posted, urgent.key, title, 1))
-    for bundle in output.bundles:
-        posted = gh.upsert_pull(
-            repo,
-            head=bundle.branch,
-            base=bundle.base_branch,
-            title=bundle_title(bundle),
-            body=bundle_body(bundle, output.upstream_web_url),
-        )
-        report.pulls.append(_posted(posted, bundle.key, bundle_title(bundle), len(bundle.commits)))
-        log.info("bundle PR #%d %s: %d commits (%s)", posted.number, "opened" if posted.created else "updated",
-                 len(bundle.commits), bundle.branch)
-    for chain in output.chains:
-        if config.bundle.chain_prs and chain.branch is not None and chain.carried:
-            # Something is built: the chain is a PR (found by its head branch, never a second one),
-            # based on what it is built on; L1 runs on it like on any PR.
-            title = chain_pr_title(chain)
-            posted = gh.upsert_pull(repo, head=chain.branch, base=chain.base_branch, title=title,
-                                    body=chain_pr_body(chain, output.upstream_web_url))
-            report.pulls.append(_posted(posted, chain.key, title, len(chain.commits)))
-            continue
-        posted = gh.upsert_issue(
-            repo, marker=marker("chain", chain.key), title=chain_title(chain), body=chain_body(chain, output.upstream_web_url)
-        )
-        report.issues.append(_posted(posted, chain.key, chain_title(chain), len(chain.commits)))
-        log.info("chain issue #%d %s: %d commits", posted.number, "opened" if posted.created else "updated", len(chain.commits))
-    f = output.figures
-    point = output.dashboard.get("point", {})
-    report.figures = {
-        **point,
-        "days_behind": f.days_behind,
-        "backlog": f.backlog,
-        "pending": f.pending,
-        "picked": f.picked,
-        "bundles": f.bundles,
-        "chains": f.chains,
-        "urgent": f.urgent,
-        "plan_id": output.plan_id,
-    }
-    return report
-
-
-def post_check(env: IngestEnv, repo: str, trunk_head: str, output: EngineOutput, report: IngestReport) -> None:
-    """The ``forksync / ingestion`` check run on the fork trunk head, with the figures."""
-    title, summary = ingestion_summary(output.figures)
-    posted = env.github.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="success", title=title, summary=summary)
-    report.check = {"id": posted.number, "conclusion": "success", "title": title, "head_sha": trunk_head}
 
 
 def _posted(posted: Posted, key: str, title: str, commits: int) -> dict[str, Any]:

@@ -112,7 +112,7 @@ def chain_ejector(config: RepoConfig, upstream_location: str, fork_location: str
 
     def eject(upstream_sha: str, reason: str) -> str | None:
         from core.errors import ForksyncError
-        from workers.commands.actions import git_auth
+        from workers.commands.services import git_auth
         from workers.engine.pair import open_pair
         from workers.engine.planning import move_commit
 

@@ -16,10 +16,10 @@ from core import tasknames
 from core.errors import ForksyncError
 from core.settings import WorkerSettings
 from workers.app.handlers import handles
-from workers.commands.actions import Services
 from workers.commands.gate import Gate, MemoryGate, RedisGate
 from workers.commands.handler import Answer, CommentTask, handle
 from workers.commands.registry import default_actions
+from workers.commands.services import Services
 
 log = logging.getLogger("forksync.commands")
 

@@ -23,7 +23,7 @@ BRANCH_PREFIX = "forksync/"
 
 def learn_from_merge(config: RepoConfig, fork_location: str, upstream_location: str, number: int, token: str | None = None) -> int:
     """Learn PR #number's resolution from the fork's trunk and push it to the memory ref; how many records."""
-    from workers.commands.actions import git_auth
+    from workers.commands.services import git_auth
     from workers.engine.pair import open_pair
     from workers.engine.resolve.learning import learn_merged, record_in_fork
 

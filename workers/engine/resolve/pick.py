@@ -24,6 +24,7 @@ from workers.engine.resolve import rails
 from workers.engine.resolve.merge3 import Merged
 from workers.engine.resolve.model import FileEntry, FileOutcome, ResolveOutcome, Waiting
 from workers.engine.resolve.pipeline import Conflict, HunkMemory, resolve_text
+from workers.engine.resolve.strategies import enabled
 
 # An agent as the pick sees it: the files left after the deterministic pipeline in, and a
 # candidate outcome per file out (already through the rails). workers.engine.resolve.agent builds one.
@@ -109,7 +110,7 @@ def resolve_pick(
             continue
         conflict = Conflict(path, _text(repo, ancestor), _text(repo, ours), _text(repo, theirs))
         conflicts.append((conflict, ours, theirs))
-        outcome, merged = resolve_text(conflict, memory=memory, checks=checks)
+        outcome, merged = resolve_text(conflict, memory=memory, checks=checks, strategies=enabled(cfg.rules_off))
         outcomes[path] = outcome
         merges[path] = merged
 

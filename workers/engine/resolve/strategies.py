@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -244,6 +244,23 @@ def _wraps_base(side: Sequence[str], base: Sequence[str]) -> bool:
     return any(tuple(side[i : i + n]) == tuple(base) for i in range(len(side) - n + 1))
 
 
+def _edited_base_lines(base: Sequence[str], side: Sequence[str]) -> set[int]:
+    ops = SequenceMatcher(None, list(base), list(side), autojunk=False).get_opcodes()
+    return {i for op, i1, i2, _, _ in ops if op in ("replace", "delete") for i in range(i1, i2)}
+
+
+def _inserts_inside_edit(side: Sequence[str], base: Sequence[str], other: Sequence[str]) -> bool:
+    """``side`` inserts whole lines between two base lines that ``other`` both edits.
+
+    The new lines sit inside the other side's rewrite (annotations added to every parameter,
+    a renamed call on every line): they are likely to need that rewrite too, which no merge of
+    tokens can supply.
+    """
+    edited = _edited_base_lines(base, other)
+    ops = SequenceMatcher(None, list(base), list(side), autojunk=False).get_opcodes()
+    return any(op == "insert" and (i1 - 1) in edited and i1 in edited for op, i1, _, _, _ in ops)
+
+
 def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     """The sides change different words or lines of the block: merge them token by token.
 
@@ -259,6 +276,8 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     if _wraps_base(ours, base) or _wraps_base(theirs, base):
         return None
     if _drops_lines(base, ours) or _drops_lines(base, theirs):
+        return None
+    if _inserts_inside_edit(ours, base, theirs) or _inserts_inside_edit(theirs, base, ours):
         return None
     text = ["".join(side) for side in (hunk.ours, hunk.base, hunk.theirs)]
     chunks = diff3(tokens(text[1]), tokens(text[0]), tokens(text[2]))
@@ -322,14 +341,21 @@ def dependency_pins(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
             out.append(raw_o)
             picked["fork"] += 1
     return _resolution(
-        hunk, "dependency-pins", out,
+        hunk, model.DEPENDENCY_PINS, out,
         f"both sides only move dependency pins; the newer version is kept on each line "
         f"({picked['fork']} from the fork, {picked['upstream']} from upstream)",
     )
 
 
-# The deterministic pipeline, in order. Memory (exact fingerprints) runs before these.
-DETERMINISTIC: tuple[Strategy, ...] = (
-    identical_sides, whitespace_only, already_applied, fork_unchanged, dependency_pins, list_union,
-    upstream_inserts_around_fork_edit, token_merge,
+# The deterministic pipeline, in order, by the name each records. Memory (exact fingerprints) runs before these.
+NAMED: tuple[tuple[str, Strategy], ...] = (
+    (model.IDENTICAL, identical_sides), (model.WHITESPACE, whitespace_only), (model.ALREADY_APPLIED, already_applied),
+    (model.FORK_UNCHANGED, fork_unchanged), (model.DEPENDENCY_PINS, dependency_pins), (model.LIST_UNION, list_union),
+    (model.UPSTREAM_INSERTS, upstream_inserts_around_fork_edit), (model.TOKEN_MERGE, token_merge),
 )
+DETERMINISTIC: tuple[Strategy, ...] = tuple(fn for _, fn in NAMED)
+
+
+def enabled(off: Collection[str] = ()) -> tuple[Strategy, ...]:
+    """The pipeline without the rules a fork switched off (``resolve.rules_off``), order kept."""
+    return tuple(fn for name, fn in NAMED if name not in off)

@@ -1,0 +1,116 @@
+"""The ingestion planner on plain data: one PR per head, re-targeting, force-push notes, closing."""
+
+from __future__ import annotations
+
+from workers.jobs.ingest_plan import (
+    CloseIssue,
+    ClosePull,
+    Comment,
+    DeleteBranches,
+    EditPull,
+    IngestFacts,
+    OpenPull,
+    PostCheck,
+    PullFacts,
+    PushRefs,
+    RequestReview,
+    UpsertIssue,
+    Wanted,
+    approvers,
+    plan,
+    running_l1,
+)
+
+OLD, NEW = "a" * 40, "b" * 40
+BUNDLE = "forksync/bundle/1111111"
+CHAIN = "forksync/chain/2222222"
+
+
+def bundle(head_sha: str = NEW) -> Wanted:
+    return Wanted("bundle", "bundle-1111111", "[Cherry-pick][BUNDLE] x", "body", 2, BUNDLE, "main", head_sha)
+
+
+def facts(wanted: tuple[Wanted, ...], pulls: dict[str, PullFacts] | None = None,
+          before: dict[str, str] | None = None, closed: tuple[str, ...] = ()) -> IngestFacts:
+    push = tuple(w.head for w in wanted if w.head)
+    return IngestFacts("o/fork", "main", "c" * 40, "plan1", wanted, pulls or {}, before or {}, push, "t", "s", closed)
+
+
+def found(**kw: object) -> PullFacts:
+    base = {"number": 7, "head": BUNDLE, "base": "main", "url": "u/7", "title": "[Cherry-pick][BUNDLE] x", "body": "body"}
+    return PullFacts(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_new_branch_opens_a_pr_and_the_check_comes_last() -> None:
+    actions = plan(facts((bundle(),)))
+    assert isinstance(actions[0], PushRefs) and actions[0].branches == (BUNDLE,)
+    assert isinstance(actions[1], OpenPull) and (actions[1].head, actions[1].base) == (BUNDLE, "main")
+    assert isinstance(actions[-1], PostCheck) and len(actions) == 3
+
+
+def test_found_pr_is_edited_never_opened_again_and_unchanged_text_is_not_sent() -> None:
+    actions = plan(facts((bundle(),), {BUNDLE: found()}, {BUNDLE: NEW}))
+    (edit,) = [a for a in actions if isinstance(a, EditPull)]
+    assert edit.number == 7 and (edit.new_title, edit.new_body, edit.base) == (None, None, None)
+    assert not [a for a in actions if isinstance(a, OpenPull | Comment)]
+
+
+def test_pr_on_another_base_is_retargeted_and_says_so() -> None:
+    actions = plan(facts((bundle(),), {BUNDLE: found(base="forksync/bundle/0000000")}, {BUNDLE: NEW}))
+    (edit,) = [a for a in actions if isinstance(a, EditPull)]
+    assert edit.base == "main"
+    (note,) = [a for a in actions if isinstance(a, Comment)]
+    assert "re-targeted this PR from `forksync/bundle/0000000` to `main`" in note.body
+
+
+def test_force_push_over_an_approval_is_said_and_review_re_requested() -> None:
+    actions = plan(facts((bundle(),), {BUNDLE: found(approvers=("mona",))}, {BUNDLE: OLD}))
+    (note,) = [a for a in actions if isinstance(a, Comment)]
+    assert "force-pushed over your approval" in note.body and "@mona" in note.body and OLD[:10] in note.body
+    assert [a for a in actions if isinstance(a, RequestReview)] == [RequestReview(7, ("mona",))]
+    # the comment comes after the push that makes it true
+    assert actions.index(note) > next(i for i, a in enumerate(actions) if isinstance(a, PushRefs))
+
+
+def test_force_push_over_a_running_l1_is_said_without_a_review_request() -> None:
+    actions = plan(facts((bundle(),), {BUNDLE: found(running=("forksync / L1",))}, {BUNDLE: OLD}))
+    (note,) = [a for a in actions if isinstance(a, Comment)]
+    assert "L1 was still running" in note.body and "approval" not in note.body
+    assert not [a for a in actions if isinstance(a, RequestReview)]
+
+
+def test_no_note_when_the_branch_does_not_move_or_nobody_is_overrun() -> None:
+    same = plan(facts((bundle(),), {BUNDLE: found(approvers=("mona",))}, {BUNDLE: NEW}))
+    quiet = plan(facts((bundle(),), {BUNDLE: found()}, {BUNDLE: OLD}))
+    assert not [a for a in same + quiet if isinstance(a, Comment | RequestReview)]
+
+
+def test_chain_pr_opened_closes_its_old_issue_and_empty_chain_pr_closes_for_its_issue() -> None:
+    chain = Wanted("chain", "chain-2222222", "[Cherry-pick][CHAIN] y", "b", 1, CHAIN, "main", NEW)
+    opened = plan(facts((chain,)))
+    assert CloseIssue("<!-- forksync:chain:chain-2222222 -->", "", chain="chain-2222222", pull_of=CHAIN) in opened
+    emptied = Wanted("chain", "chain-2222222", "[forksync][CHAIN] y", "b", 1, stopped_at="d" * 40)
+    actions = plan(facts((emptied,), before={CHAIN: OLD}))
+    assert [type(a) for a in actions] == [PushRefs, UpsertIssue, ClosePull, DeleteBranches, PostCheck]
+    close = next(a for a in actions if isinstance(a, ClosePull))
+    assert close.head == CHAIN and "builds no commit" in close.comment and "dddddddddd" in close.comment
+
+
+def test_stale_branches_are_closed_with_why_then_deleted() -> None:
+    urgent = "forksync/urgent/3333333"
+    actions = plan(facts((), before={BUNDLE: OLD, urgent: OLD, CHAIN: OLD}, closed=("chain-2222222",)))
+    closes = {a.head: a.comment for a in actions if isinstance(a, ClosePull)}
+    assert "Superseded" in closes[BUNDLE] and "No longer needed" in closes[urgent]
+    assert "every commit of this risky chain is now picked" in closes[CHAIN]
+    (delete,) = [a for a in actions if isinstance(a, DeleteBranches)]
+    assert sorted(delete.branches) == sorted([BUNDLE, urgent, CHAIN])
+    assert any(isinstance(a, CloseIssue) and a.chain == "chain-2222222" for a in actions)
+
+
+def test_approvers_are_the_latest_approvals_of_the_current_head() -> None:
+    reviews = [("mona", "APPROVED", OLD), ("lisa", "APPROVED", OLD), ("lisa", "CHANGES_REQUESTED", OLD),
+               ("kai", "APPROVED", "e" * 40), ("mona", "COMMENTED", OLD)]
+    assert approvers(reviews, OLD) == ("mona",)  # lisa withdrew; kai approved an older head
+    assert running_l1([("forksync / L1", "in_progress", OLD), ("forksync / L1 (gpu)", "queued", OLD),
+                       ("forksync / L1", "completed", OLD), ("other", "in_progress", OLD),
+                       ("forksync / L1", "queued", NEW)], OLD) == ("forksync / L1", "forksync / L1 (gpu)")

@@ -1,0 +1,270 @@
+"""What one ingestion run does on GitHub, decided from plain data: ``plan(facts) -> list[Action]``.
+
+The engine has built the branches in the worker's fork cache; :class:`IngestFacts` says what it
+built (:class:`Wanted`: one PR per urgent pick, bundle and built chain, one issue per urgent pick
+that conflicts and per chain that built nothing), what the fork had before (branch heads), and
+the open PRs found by head branch with their approvals and running L1 checks. :func:`plan`
+decides, without touching anything:
+
+- **one PR per head branch**: found by head, whatever its base; never a second one. A PR based on
+  another branch (a merged or stale bundle, from when bundles were stacked) is re-targeted to the
+  trunk (``PullRequest.edit(base=...)``) and says so;
+- **force-pushes are said**: a PR whose branch moves while it has an approval given on its current
+  head, or an L1 check queued or running there, gets a comment (``core.render.ingest.force_push_note``)
+  and its approvers are asked to review again;
+- a chain that now has built commits closes its tracking issue, pointing at the PR; a chain PR
+  whose rebuild carries nothing is closed, and its issue says what waits;
+- stale bot branches (merged, re-planned, finished) have their PRs closed with a comment and are
+  deleted; finished chains close their issues; the check run with the figures comes last.
+
+:func:`workers.jobs.ingestion.execute` applies the actions through the ingestion GitHub roles and
+the git funnel, in order (the push before anything that names the new heads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from core.render import marker
+from core.render.ingest import (
+    chain_done_comment,
+    chain_emptied_comment,
+    force_push_note,
+    retarget_note,
+    superseded_comment,
+    urgent_done_comment,
+)
+from core.render.l1 import L1_CHECK
+
+# --------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One thing the engine built that GitHub should show: a PR (``head`` set) or an issue."""
+
+    kind: str  # "urgent", "bundle", "chain"
+    key: str  # bundle, chain or urgent id; the marker key
+    title: str
+    body: str
+    commits: int
+    head: str | None = None  # the branch to open the PR from; None: an issue instead
+    base: str | None = None  # the fork trunk
+    head_sha: str | None = None  # what the branch points at once pushed
+    stopped_at: str | None = None  # chain: the member its build stopped at
+
+
+@dataclass(frozen=True)
+class PullFacts:
+    """An open PR found by its head branch, and what a force-push over it would overrun."""
+
+    number: int
+    head: str
+    base: str
+    url: str
+    title: str
+    body: str
+    approvers: tuple[str, ...] = ()  # whose latest review approves the current head
+    running: tuple[str, ...] = ()  # L1 check runs queued or in progress on the current head
+
+
+@dataclass(frozen=True)
+class IngestFacts:
+    """Everything :func:`plan` decides from."""
+
+    repo: str
+    trunk: str
+    trunk_head: str
+    plan_id: str
+    wanted: tuple[Wanted, ...]
+    pulls: Mapping[str, PullFacts]  # head branch → its open PR
+    heads_before: Mapping[str, str]  # bot branch → the fork's head before this run
+    push: tuple[str, ...]  # bot branches the engine wrote, to force-push
+    check_title: str
+    check_summary: str
+    chains_closed: tuple[str, ...] = ()  # chains the engine dropped from the record: every commit placed
+
+
+# --------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True)
+class PushRefs:
+    """Force-push the bot branches, then the notes and chain record (fast-forward only)."""
+
+    branches: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OpenPull:
+    key: str
+    kind: str
+    head: str
+    base: str
+    title: str
+    body: str
+    commits: int
+
+
+@dataclass(frozen=True)
+class EditPull:
+    """Edit PR ``number`` in place: fields left None are unchanged (nothing to send when all are)."""
+
+    key: str
+    kind: str
+    number: int
+    url: str
+    title: str  # the title it has after the edit, for the report
+    commits: int
+    new_title: str | None = None
+    new_body: str | None = None
+    base: str | None = None  # re-target
+
+
+@dataclass(frozen=True)
+class Comment:
+    number: int
+    body: str
+
+
+@dataclass(frozen=True)
+class RequestReview:
+    number: int
+    users: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClosePull:
+    head: str
+    comment: str
+    kind: str = "pull"
+
+
+@dataclass(frozen=True)
+class DeleteBranches:
+    branches: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class UpsertIssue:
+    key: str
+    kind: str
+    marker: str
+    title: str
+    body: str
+    commits: int
+
+
+@dataclass(frozen=True)
+class CloseIssue:
+    marker: str
+    comment: str
+    chain: str | None = None
+    pull_of: str | None = None  # the head of the PR whose URL the comment names (filled in by the executor)
+
+
+@dataclass(frozen=True)
+class PostCheck:
+    head_sha: str
+    title: str
+    summary: str
+
+
+Action = (PushRefs | OpenPull | EditPull | Comment | RequestReview | ClosePull | DeleteBranches | UpsertIssue
+          | CloseIssue | PostCheck)
+
+
+@dataclass
+class _Plan:
+    actions: list[Action] = field(default_factory=list)
+
+    def add(self, action: Action) -> None:
+        self.actions.append(action)
+
+
+# --------------------------------------------------------------------------- the planner
+
+
+def plan(facts: IngestFacts) -> list[Action]:
+    """The run's GitHub and push actions, in the order they must happen (module docstring)."""
+    out = _Plan()
+    out.add(PushRefs(facts.push))
+    wanted_heads = {w.head for w in facts.wanted if w.head}
+    issue_chains = {w.key for w in facts.wanted if w.kind == "chain" and w.head is None}
+    order = {"urgent": 0, "bundle": 1, "chain": 2}
+    for w in sorted(facts.wanted, key=lambda w: order.get(w.kind, 3)):  # urgent first: they should not wait
+        if w.head is None:
+            out.add(UpsertIssue(w.key, w.kind, marker(w.kind, w.key), w.title, w.body, w.commits))
+            continue
+        _pull(out, facts, w)
+    stale = sorted(set(facts.heads_before) - wanted_heads - set(facts.push))
+    for branch in stale:
+        if branch.startswith("forksync/urgent/"):
+            out.add(ClosePull(branch, urgent_done_comment(branch, facts.plan_id)))
+        elif branch.startswith("forksync/chain/") and _chain_key(branch) in facts.chains_closed:
+            out.add(ClosePull(branch, chain_done_comment(facts.plan_id)))
+        elif branch.startswith("forksync/chain/") and _chain_key(branch) in issue_chains:
+            stopped = next((w.stopped_at for w in facts.wanted if w.key == _chain_key(branch)), None)
+            out.add(ClosePull(branch, chain_emptied_comment(branch, facts.plan_id, stopped)))
+        else:
+            out.add(ClosePull(branch, superseded_comment(branch, facts.plan_id)))
+    if stale:
+        out.add(DeleteBranches(tuple(stale)))
+    for chain_id in sorted(facts.chains_closed):
+        out.add(CloseIssue(marker("chain", chain_id), chain_done_comment(facts.plan_id), chain=chain_id))
+    out.add(PostCheck(facts.trunk_head, facts.check_title, facts.check_summary))  # last: it reports a finished run
+    return out.actions
+
+
+def _chain_key(branch: str) -> str:
+    return "chain-" + branch.removeprefix("forksync/chain/")
+
+
+def _pull(out: _Plan, facts: IngestFacts, w: Wanted) -> None:
+    assert w.head is not None and w.base is not None
+    found = facts.pulls.get(w.head)
+    if found is None:
+        out.add(OpenPull(w.key, w.kind, w.head, w.base, w.title, w.body, w.commits))
+        if w.kind == "chain":
+            # It was a tracking issue while nothing was built: the PR is where it lives now.
+            out.add(CloseIssue(marker("chain", w.key), "", chain=w.key, pull_of=w.head))
+        return
+    retarget = found.base != w.base
+    out.add(EditPull(
+        w.key, w.kind, found.number, found.url, w.title, w.commits,
+        new_title=w.title if w.title != found.title else None,
+        new_body=w.body if w.body != found.body else None,
+        base=w.base if retarget else None,
+    ))
+    before = facts.heads_before.get(w.head)
+    moved = before is not None and w.head_sha is not None and before != w.head_sha
+    if retarget:
+        out.add(Comment(found.number, retarget_note(w.head, found.base, w.base)))
+    if moved and (found.approvers or found.running):
+        assert before is not None and w.head_sha is not None
+        out.add(Comment(found.number, force_push_note(w.head, before, w.head_sha, facts.trunk, found.approvers,
+                                                      found.running, facts.plan_id)))
+        if found.approvers:
+            out.add(RequestReview(found.number, found.approvers))
+
+
+# --------------------------------------------------------------------------- facts from records
+
+
+def approvers(reviews: Sequence[tuple[str, str, str | None]], head_sha: str | None) -> tuple[str, ...]:
+    """Who approves ``head_sha``: each reviewer's latest approving or blocking review decides
+    (comments do not); an approval given on an older head was already overrun and said."""
+    latest: dict[str, tuple[str, str | None]] = {}
+    for user, state, commit in reviews:
+        if state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
+            latest[user] = (state, commit)
+    return tuple(sorted(user for user, (state, commit) in latest.items()
+                        if state == "APPROVED" and (commit is None or head_sha is None or commit == head_sha)))
+
+
+def running_l1(checks: Sequence[tuple[str, str, str]], head_sha: str | None) -> tuple[str, ...]:
+    """The L1 check runs (``forksync / L1``, pools included) queued or in progress on ``head_sha``."""
+    return tuple(sorted({name for name, status, sha in checks
+                         if name.startswith(L1_CHECK) and status in ("queued", "in_progress")
+                         and (head_sha is None or sha == head_sha)}))
