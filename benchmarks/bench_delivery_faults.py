@@ -59,6 +59,7 @@ class Result:
     executed: int = 0
     lost: int = 0
     duplicated: int = 0
+    rerun_after_finish: int = 0
     refused_5xx: int = 0
     replayed: int = 0
     drain_s: float = 0.0
@@ -148,6 +149,29 @@ def markers(path: Path) -> list[str]:
         return []
     finally:
         db.close()
+
+
+def marker_times(path: Path) -> list[tuple[str, float]]:
+    """(delivery, when its handler's side effect was written) of every marker row."""
+    if not path.exists():
+        return []
+    db = sqlite3.connect(path, timeout=30)
+    try:
+        return [(str(d), float(t)) for d, t in db.execute("SELECT delivery, at FROM markers")]
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        db.close()
+
+
+def _finished_at(store: Any, ids: set[str]) -> dict[str, float]:
+    from sqlalchemy import select
+
+    from core.store.models import AcceptedDeliveryRow as Row
+
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(Row.delivery, Row.finished_at).where(Row.finished_at.is_not(None)))
+        return {str(d): float(f) for d, f in rows if d in ids}
 
 
 def run_fault(fault: str, n: int, root: Path, *, threads: int = 4, grace_s: float = 10.0, replay_every_s: float = 5.0,
@@ -256,7 +280,7 @@ def run_fault(fault: str, n: int, root: Path, *, threads: int = 4, grace_s: floa
             break
         if time.monotonic() - last_replay >= replay_every_s:
             with contextlib.suppress(Exception):
-                sender.send_task(tasknames.REPLAY_DELIVERIES)
+                sender.send_task(tasknames.REPLAY_DELIVERIES, queue=tasknames.queue_for(tasknames.REPLAY_DELIVERIES))
             last_replay = time.monotonic()
         time.sleep(0.5)
     result.drain_s = round(time.monotonic() - started, 1)
@@ -267,6 +291,8 @@ def run_fault(fault: str, n: int, root: Path, *, threads: int = 4, grace_s: floa
     result.lost = len(accepted - executed)
     result.duplicated = len(rows) - len(set(rows))
     store = open_store(None, data)
+    finished = _finished_at(store, accepted)
+    result.rerun_after_finish = sum(1 for d, at in marker_times(marker_file) if d in finished and at > finished[d])
     result.replayed = sum((delivery_log.outcome(store, d) or ("", 0))[1] for d in accepted)
     outcomes: dict[str, int] = {}
     for d in accepted:
@@ -302,11 +328,12 @@ def main() -> int:
             print(json.dumps(asdict(result)), flush=True)
     after = os.getloadavg()
     print(f"\nload average before {load[0]:.2f} {load[1]:.2f}, after {after[0]:.2f} {after[1]:.2f}")
-    print("| fault | accepted | executed | lost | duplicated | 5xx answers redelivered | replays sent | all executed after |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| fault | accepted | executed | lost | duplicated side effects | of which re-runs after finishing | "
+          "5xx answers redelivered | replays sent | all executed after |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
-        print(f"| {r.fault} | {r.accepted} | {r.executed} | {r.lost} | {r.duplicated} | {r.refused_5xx} | {r.replayed} "
-              f"| {r.drain_s} s |")
+        print(f"| {r.fault} | {r.accepted} | {r.executed} | {r.lost} | {r.duplicated} | {r.rerun_after_finish} "
+              f"| {r.refused_5xx} | {r.replayed} | {r.drain_s} s |")
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=2))
     return 0 if all(r.lost == 0 and r.duplicated == 0 and r.accepted == r.executed for r in results) else 1
