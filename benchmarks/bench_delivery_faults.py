@@ -18,7 +18,8 @@ During the load one fault is injected:
 
 The replay pass (``forksync.replay_deliveries``, which beat sends every
 ``schedule.recover_commands_minutes``) is sent every ``--replay-every`` seconds, with
-``FORKSYNC_REPLAY_GRACE_S=--grace``. Per fault: accepted (202 answers), executed (deliveries with a
+``FORKSYNC_REPLAY_GRACE_S=--grace``. Per fault: accepted (deliveries answered ``accepted``, or
+``duplicate`` on a retry whose first try was accepted but its answer lost), executed (deliveries with a
 marker), lost (accepted, no marker after ``--settle`` s), duplicated (marker rows beyond one per
 delivery), replays sent, and the time until the last accepted delivery was executed.
 
@@ -227,7 +228,9 @@ def run_fault(fault: str, n: int, root: Path, *, threads: int = 4, grace_s: floa
                 with lock:
                     refused[0] += 1
                 time.sleep(0.25 + 0.1 * attempt)
-            if status == 202 and text.startswith("accepted"):
+            # accepted: the first 2xx that is not "ignored" ("duplicate" when an earlier try was
+            # accepted but its answer was lost in the fault: GitHub sees it delivered all the same)
+            if status in (200, 202) and text.startswith(("accepted", "duplicate")):
                 with lock:
                     accepted.add(headers["X-GitHub-Delivery"])
             time.sleep(0.005)
