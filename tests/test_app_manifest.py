@@ -18,7 +18,8 @@ def test_manifest_has_the_required_keys_and_permissions() -> None:
     assert {"name", "url", "hook_attributes", "public", "default_permissions", "default_events"} <= set(manifest)
     assert manifest["hook_attributes"]["url"].endswith("/webhook")
     assert manifest["default_permissions"] == {"checks": "write", "contents": "write", "issues": "write",
-                                               "pull_requests": "write", "metadata": "read", "statuses": "read"}
+                                               "pull_requests": "write", "metadata": "read", "statuses": "read",
+                                               "administration": "read"}
 
 
 def test_manifest_subscribes_to_every_handled_event() -> None:

@@ -52,3 +52,27 @@ def test_protection_alone_makes_coverage_run(loopback_github: LoopbackGitHub, tm
     info = coverage_from_github(adapter, REPO, sha)
     assert info is not None and info.conclusion == "success"
     assert "protection requires `Build / linux`" in _coverage(gh)["output"]["summary"]
+
+
+def test_protection_the_app_may_not_read_is_said_on_the_check_runs(loopback_github: LoopbackGitHub,
+                                                                  tmp_path: Path) -> None:
+    """Without `Administration: read` GitHub answers 403 on the protection rules: the L1 and
+    coverage check runs say the cross-check could not run and which permission to grant, and the
+    configured checks are still required (the 403 is not taken for an unprotected branch)."""
+    gh = loopback_github
+    cfg = config_yaml(flow_suite("unit", "tests"), extra='  required_checks: ["Lint"]\n')
+    sha = gh.commit(REPO, {".github/forksync.yml": cfg, "tests/test_a.py": passing_tests(1)})
+    gh.protect(REPO, "main", ["Build / linux"])
+    gh.fail(403, times=10, path="/protection/required_status_checks", message="Resource not accessible by integration")
+    adapter = gh.adapter(gh.installation)
+    run_l1_job(adapter, GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha),
+               clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation))
+    (l1,) = [r for r in gh.state.check_runs[REPO].values() if r["name"] == "forksync / L1"]
+    cov = _coverage(gh)
+    for check in (l1, cov):
+        summary = check["output"]["summary"]
+        assert "could not read `main`'s branch protection (GitHub answered 403" in summary
+        assert "**Administration: read**" in summary
+    assert l1["conclusion"] == "success"
+    assert cov["conclusion"] == "failure" and cov["output"]["title"] == "Not covered: Lint"
+    assert "Build / linux" not in cov["output"]["summary"]

@@ -74,6 +74,71 @@ def test_a_red_bundle_is_bisected_and_its_culprit_ejected(loopback_github: Loopb
     assert any("Red bundle split" in c and "rebuilt without them in this PR" in c for c in comments)
 
 
+def test_the_red_bundle_is_rebuilt_without_its_culprit_and_retested_in_the_same_pr(
+        loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """After the split, the PR's branch is force-pushed to the bundle rebuilt without the ejected
+    pick (same base, the other picks kept, in order), L1 runs on it in the same PR and passes; the
+    new head's check, the old head's check, the PR body and a comment say what was ejected and
+    why. The job the force-push starts (pull_request synchronize) does not run the suites again;
+    a second split of the same PR replaces the body's section instead of adding one."""
+    gh = loopback_github
+    cfg = config_yaml(flow_suite("unit", "."))
+    base = gh.commit(REPO, {".github/forksync.yml": cfg, "lib.py": LIB, "test_lib.py": TESTS})
+    store = open_store(None, tmp_path / "data")
+    adapter = gh.adapter(gh.installation)
+    ejected: list[tuple[str, str]] = []
+
+    def job(sha: str, **kw: Any) -> Any:
+        return run_l1_job(adapter, GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha, **kw),
+                          clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), store=store,
+                          eject=lambda sha, reason: ejected.append((sha, reason)) or "chain-split",
+                          rebuild=lambda: None)
+
+    job(base, trunk=True, push_ref="refs/heads/main")
+    picks = _bundle(gh, base, broken_at=2, size=5)
+    old_head = picks[-1][0]
+    number = gh.add_pull(REPO, BRANCH, title="[BUNDLE] Cherry-pick 5 upstream", body="Five upstream commits.")
+    result = job(old_head, pr_number=number)
+    assert result.run is not None and result.run.conclusion == "failure"
+
+    new_head = gh.head(REPO, BRANCH)
+    assert new_head is not None and new_head != old_head, "the PR's branch was force-pushed"
+    git = ["git", "--git-dir", str(gh.bare(REPO))]
+    rebuilt = subprocess.run([*git, "log", "--format=%s", f"{base}..{new_head}"], capture_output=True, text=True,
+                             check=True).stdout.split("\n")
+    assert [line for line in rebuilt if line][::-1] == [f"Upstream change {i} (#{100 + i})" for i in (0, 1, 3, 4)]
+    assert subprocess.run([*git, "show", f"{new_head}:lib.py"], capture_output=True, text=True,
+                          check=True).stdout == LIB, "the culprit's change is gone"
+    assert subprocess.run([*git, "merge-base", base, new_head], capture_output=True, text=True,
+                          check=True).stdout.strip() == base, "rebuilt on the same base"
+
+    checks = {r["head_sha"]: r for r in gh.state.check_runs[REPO].values() if r["name"] == "forksync / L1"}
+    new_check, old_check = checks[new_head], checks[old_head]
+    assert (new_check["status"], new_check["conclusion"]) == ("completed", "success")
+    assert new_check["external_id"] == f"pr:{number}"
+    for check in (new_check, old_check):
+        summary = check["output"]["summary"]
+        assert f"`{picks[2][0][:12]}` Upstream change 2" in summary and "ejected into chain `chain-split`" in summary
+        assert f"force-pushed to `{new_head[:12]}` and L1 ran again on it. L1 on it: **success**" in summary
+    assert old_check["conclusion"] == "failure"
+    body = gh.state.issues[REPO][number]["body"]
+    assert body.startswith("Five upstream commits.") and "**Red bundle split**" in body
+    assert "breaks `unit/test_lib::test_adds_one`" in body
+    assert [sha for sha, _ in ejected] == [picks[2][1]]
+
+    again = job(new_head, pr_number=number, after_push=True)
+    assert again.status == "skipped" and again.check_run_id == new_check["id"] and again.run is None
+    assert gh.state.check_runs[REPO][new_check["id"]]["output"] == new_check["output"], "left as the split wrote it"
+    rerun = job(new_head, pr_number=number)
+    assert rerun.status == "done" and rerun.run is not None and rerun.run.conclusion == "success", \
+        "a re-run button or /retest still runs it"
+
+    from core.render.l1 import with_split_section
+
+    twice = with_split_section(with_split_section(body, "first"), "second")
+    assert twice.count("forksync:l1-split-section -->") == 2 and "first" not in twice.split("Five upstream commits.")[1]
+
+
 def test_a_bundle_failing_where_trunk_fails_is_not_split(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
     """A failure trunk shares (broken trunk) ejects nothing: the bundle is not its cause."""
     gh = loopback_github

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,46 @@ def test_trunk_runs_that_stop_arriving_are_reported(loopback_github: LoopbackGit
     assert issue["title"] == "[infra] trunk L1 results stopped arriving" and sha[:12] in issue["body"]
     TrunkResults(store, REPO).record(sha, "unit", "passed", [("t", "passed")], at=t0 + 3700)
     assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=600, now=t0 + 7200) == []
+
+
+def test_a_pr_head_whose_check_was_never_created_gets_one_concluded(loopback_github: LoopbackGitHub,
+                                                                    tmp_path: Path) -> None:
+    """A PR opened (its webhook accepted) whose L1 job never created a check: past the suites'
+    timeouts + margin after the PR last changed, the watchdog creates `forksync / L1` concluded
+    timed_out with the reason, files the l1-cpu queue's infrastructure issue, and a second pass
+    does nothing. A PR whose L1 job ran, and one updated recently, are left alone."""
+    from core.store import deliveries
+
+    gh = loopback_github
+    cfg = config_yaml(flow_suite("unit", "tests", timeout=60)) + "  stale_margin_minutes: 5\n"
+    base = gh.commit(REPO, {".github/forksync.yml": cfg, "tests/test_a.py": passing_tests(1)})
+    for branch in ("feature/lost", "feature/ran"):
+        subprocess.run(["git", "--git-dir", str(gh.bare(REPO)), "update-ref", f"refs/heads/{branch}", base], check=True)
+    store = open_store(None, tmp_path / "data")
+    deliveries.accept(store, deliveries.AcceptedDelivery("d-1", "pull_request", REPO, gh.installation, time.time()))
+    lost = gh.commit(REPO, {"tests/test_b.py": passing_tests(1)}, branch="feature/lost")
+    lost_pr = gh.add_pull(REPO, "feature/lost", title="A PR whose L1 job was lost")
+    ran = gh.commit(REPO, {"tests/test_c.py": passing_tests(1)}, branch="feature/ran")
+    ran_pr = gh.add_pull(REPO, "feature/ran", title="A PR whose L1 job ran")
+    run_l1_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data",
+               L1Job(REPO, ran, pr_number=ran_pr, installation_id=gh.installation),
+               clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), store=store)
+    t0 = time.time()
+
+    assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=3600, now=t0 + 60 + 4 * 60) == [], "within the margin"
+    acted = run_l1_watchdog(store, gh.adapter, trunk_silent_s=3600, now=t0 + 60 + 5 * 60 + 5)
+    assert [type(a).__name__ for a in acted] == ["ConcludeNeverStarted", "ReportQueue"]
+    (check,) = [c for c in _l1(gh) if c["head_sha"] == lost]
+    assert (check["status"], check["conclusion"]) == ("completed", "timed_out")
+    assert check["output"]["title"] == "Timed out: L1 never started (no worker took its job from the l1-cpu queue)"
+    assert "No L1 check was ever created for this head" in check["output"]["summary"]
+    assert "`/retest`" in check["output"]["summary"] and check["external_id"] == f"pr:{lost_pr}"
+    (issue,) = _infra(gh)
+    assert issue["title"] == "[infra] L1 queue l1-cpu: checks never finished"
+    assert lost[:12] in issue["body"] and ran[:12] not in issue["body"]
+    assert [c["conclusion"] for c in _l1(gh) if c["head_sha"] == ran] == ["success"]
+    assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=3600, now=t0 + 3600) == []
+    assert len(_infra(gh)) == 1 and len([c for c in _l1(gh) if c["head_sha"] == lost]) == 1
 
 
 @pytest.mark.slow

@@ -188,3 +188,52 @@ def test_a_regression_with_a_culprit_gets_a_revert_pr_linked_from_its_issue(loop
     assert len(links) == 1 and f"revert PR #{pulls[0]['number']}" in links[0]
     run_l2_job(port, caches, data, REPO, now="night 3", **job_args(gh, tmp_path))
     assert len(gh.state.pulls[REPO]) == 1, "no second revert PR for the same culprit"
+
+
+def test_a_revert_pr_a_maintainer_closed_is_not_reopened_nightly(loopback_github: LoopbackGitHub,
+                                                                 tmp_path: Path) -> None:
+    """A maintainer closes the proposed revert PR without merging. The benchmark passes once more
+    (a run at the commit before the culprit) and breaks again, so the next night bisects to the
+    same culprit: no new PR is opened, nothing is reopened, and the tracking issue's comment says
+    the revert was declined."""
+    gh = loopback_github
+    port = gh.adapter(gh.installation)
+    caches, data = GitCache(tmp_path / "git"), tmp_path / "data"
+    shas = [gh.commit(REPO, {".github/forksync.yml": CONFIG, "bench.py": BENCH, "speed": "100\n"})]
+    for i in range(1, 9):
+        shas.append(gh.commit(REPO, {"speed": "60\n" if i >= 5 else "100\n", f"m{i}.py": "x\n"},
+                              message="Slow epilogue (#55)" if i == 5 else f"change {i}"))
+    run_l2_job(port, caches, data, REPO, sha=shas[2], now="night 1", **job_args(gh, tmp_path))
+    run_l2_job(port, caches, data, REPO, now="night 2", **job_args(gh, tmp_path))
+    (pr,) = gh.state.pulls[REPO]
+    port.close_pull_request(REPO, pr, comment="We fix forward instead.")
+    run_l2_job(port, caches, data, REPO, sha=shas[4], now="night 3", **job_args(gh, tmp_path))
+    result = run_l2_job(port, caches, data, REPO, now="night 4", **job_args(gh, tmp_path))
+    assert result.culprits == {"matmul-sweep": shas[5]}, "bisected again to the same culprit"
+    assert list(gh.state.pulls[REPO]) == [pr], "no second revert PR"
+    assert gh.state.issues[REPO][pr]["state"] == "closed", "the declined PR stays closed"
+    [issue] = [i for i in gh.state.issues[REPO].values() if not i.get("is_pull")]
+    links = [c["body"] for c in gh.state.comments[REPO].values() if c["issue_number"] == issue["number"]]
+    assert len(links) == 1, "one comment per culprit, edited in place"
+    assert f"**Revert declined:** a maintainer closed revert PR #{pr}" in links[0]
+    assert "does not reopen it nor propose this revert again" in links[0]
+
+
+def test_the_revert_rule_respects_a_maintainers_close() -> None:
+    """plan_revert from plain data: an open PR is linked; a merged one means reverted; a closed,
+    unmerged one is declined; none at all opens the first."""
+    from workers.testing.revert import (
+        AlreadyReverted,
+        Declined,
+        LinkExisting,
+        OpenRevert,
+        RevertPull,
+        plan_revert,
+    )
+
+    sha = "a" * 40
+    assert plan_revert(sha, "x", "main", 9, None, [RevertPull(3, "closed", False), RevertPull(7, "open", False)]) \
+        == LinkExisting(sha, 7, 9)
+    assert plan_revert(sha, "x", "main", 9, None, [RevertPull(3, "closed", True)]) == AlreadyReverted(sha, 3, 9)
+    assert plan_revert(sha, "x", "main", 9, None, [RevertPull(3, "closed", False)]) == Declined(sha, 3, 9)
+    assert isinstance(plan_revert(sha, "x", "main", 9, None, []), OpenRevert)

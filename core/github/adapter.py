@@ -209,16 +209,14 @@ class GitHubAdapter:
 
     def required_status_checks(self, repo: str, branch: str) -> tuple[str, ...] | None:
         """The contexts ``branch``'s protection requires (PyGithub ``Branch.get_required_status_checks``);
-        None when the branch is unprotected or protection does not require status checks (404)."""
+        None when the branch is unprotected or protection does not require status checks (404).
+        A 403 (the App lacks ``Administration: read``) raises ``GitHubPermissionError``: the
+        caller says so on the check run instead of taking it for an unprotected branch."""
 
         def fetch() -> tuple[str, ...] | None:
             try:
                 checks = self._repo(repo).get_branch(branch).get_required_status_checks()
             except GithubException as exc:
-                if exc.status == 403:  # the App may not read protection rules
-                    log.warning("%s: cannot read %s's branch protection (403): grant the App "
-                                "'Administration: read' for the required-checks cross-check", repo, branch)
-                    return None
                 if exc.status == 404:  # not protected, or no required status checks
                     return None
                 raise
@@ -267,6 +265,18 @@ class GitHubAdapter:
         pull: PullRequest = self._repo(repo).get_pull(number)
         self._call(f"update pull request #{number}", repo, lambda: pull.edit(title=title, body=body))
         return _pull_info(pull), False  # edit() refreshed the object from GitHub's answer
+
+    def open_pull_requests(self, repo: str) -> list[PullRequestInfo]:
+        """Every open PR of ``repo``, newest first (PyGithub pages through them)."""
+        return self._call("list the open pull requests", repo,
+                          lambda: [_pull_info(pr, listed=True) for pr in self._repo(repo).get_pulls(state="open")])
+
+    def pull_requests_from(self, repo: str, head: str) -> list[PullRequestInfo]:
+        """Every PR ever opened from ``head`` (a branch of ``repo``), open or closed, newest first."""
+        qualified = head if ":" in head else f"{repo.split('/')[0]}:{head}"
+        return self._call(f"list the pull requests from {qualified}", repo,
+                          lambda: [_pull_info(pr, listed=True)
+                                   for pr in self._repo(repo).get_pulls(state="all", head=qualified)])
 
     def get_pull_request(self, repo: str, number: int) -> PullRequestInfo:
         return self._call(f"read pull request #{number}", repo,
@@ -624,12 +634,15 @@ def _check_run_info(run: CheckRun) -> CheckRunInfo:
                         text=output.text if output else None)
 
 
-def _pull_info(pr: PullRequest) -> PullRequestInfo:
+def _pull_info(pr: PullRequest, *, listed: bool = False) -> PullRequestInfo:
+    """``listed``: ``pr`` comes from a listing, which carries no ``merged`` (PyGithub would fetch
+    each PR again to fill it in): ``merged_at`` says it instead."""
     head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
     return PullRequestInfo(number=pr.number, title=pr.title, body=pr.body or "", state=pr.state,
                            head_sha=pr.head.sha, head_ref=pr.head.ref, head_repo=head_repo, base_ref=pr.base.ref,
-                           merged=bool(pr.merged), draft=bool(pr.draft), author=pr.user.login,
-                           author_association=pr.raw_data.get("author_association") or "NONE", html_url=pr.html_url)
+                           merged=bool(pr.raw_data.get("merged_at")) if listed else bool(pr.merged), draft=bool(pr.draft), author=pr.user.login,
+                           author_association=pr.raw_data.get("author_association") or "NONE", html_url=pr.html_url,
+                           updated_at=pr.updated_at.timestamp() if pr.updated_at is not None else 0.0)
 
 
 def _is_pull(issue: Issue) -> bool:

@@ -91,6 +91,7 @@ class PullRequestInfo:
     author: str
     author_association: str
     html_url: str
+    updated_at: float = 0.0  # seconds since the epoch (a push, an edit, a comment); 0: GitHub did not say
 
     def from_outside(self, repo: str) -> bool:
         """True when the head branch lives in another repository (or a deleted one)."""

@@ -54,7 +54,8 @@ class Checks(Protocol):
 
     def required_status_checks(self, repo: str, branch: str) -> tuple[str, ...] | None:
         """The status checks ``branch``'s protection requires (None: the branch is not protected
-        or requires none)."""
+        or requires none). Raises ``GitHubPermissionError`` when the App may not read protection
+        rules (403: it lacks ``Administration: read``)."""
         ...
 
 
@@ -87,6 +88,16 @@ class Pulls(PullReader, Protocol):
     def request_reviewers(self, repo: str, number: int, *, users: Sequence[str] = (), teams: Sequence[str] = ()) -> None:
         """Ask users and teams to review the PR (again: a re-request after a force-push)."""
         ...
+
+
+class PullLister(Protocol):
+    """Pull requests listed, not found one by one: every open one of a repository (the L1
+    watchdog's look for heads with no check), every one ever opened from a branch (a revert PR a
+    maintainer closed)."""
+
+    def open_pull_requests(self, repo: str) -> list[PullRequestInfo]: ...
+
+    def pull_requests_from(self, repo: str, head: str) -> list[PullRequestInfo]: ...
 
 
 @runtime_checkable
@@ -146,7 +157,7 @@ class Refs(Protocol):
     def push_branch(self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False) -> None: ...
 
 
-class GitHubPort(Checks, Pulls, Issues, Comments, Contents, Collaborators, Refs, Protocol):
+class GitHubPort(Checks, Pulls, PullLister, Issues, Comments, Contents, Collaborators, Refs, Protocol):
     """Everything forksync does on GitHub, for one installation."""
 
 

@@ -7,6 +7,7 @@ They read plain records through the Protocols below (workers' ``L1Run``/``SuiteO
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -446,6 +447,10 @@ def stale_check_title(queue: str) -> str:
     return f"Timed out: no runner finished L1 (waited on the {queue} queue)"
 
 
+def never_started_title(queue: str) -> str:
+    return f"Timed out: L1 never started (no worker took its job from the {queue} queue)"
+
+
 def stale_queue_issue(queue: str, runs: Sequence[tuple[str, int, str, float]]) -> tuple[str, str]:
     """(title, body) of the infrastructure issue of a queue that left L1 checks unfinished;
     ``runs``: (repo, check run id, head sha, minutes waited) of each."""
@@ -453,7 +458,8 @@ def stale_queue_issue(queue: str, runs: Sequence[tuple[str, int, str, float]]) -
     rows = "\n".join(f"| {_cell(repo)} | {cid} | `{sha[:12]}` | {minutes:.0f} min |" for repo, cid, sha, minutes in runs)
     body = (
         f"The L1 staleness watchdog concluded {len(runs)} check run(s) as timed out: they waited on the "
-        f"`{queue}` queue past their suites' timeouts plus `l1.stale_margin_minutes`, and no worker finished them.\n\n"
+        f"`{queue}` queue past their suites' timeouts plus `l1.stale_margin_minutes`, and no worker finished them "
+        "(or, for a PR head that had no L1 check at all, no worker ever started its job).\n\n"
         "| repository | check run | commit | waited |\n| --- | ---: | --- | ---: |\n"
         f"{rows}\n\n"
         f"Check that a worker consumes `{queue}` (`celery -A workers.app.celery_app inspect active_queues`) and "
@@ -474,12 +480,19 @@ def trunk_silent_issue(repo: str, sha: str, waited_minutes: float, last_recorded
     return title, body
 
 
-def protection_note(branch: str, only_in_protection: Sequence[str], only_in_config: Sequence[str]) -> str:
-    """Where ``l1.required_checks`` and ``branch``'s protection rules disagree (empty when they agree)."""
+def protection_note(branch: str, only_in_protection: Sequence[str], only_in_config: Sequence[str],
+                    unreadable: str = "") -> str:
+    """Where ``l1.required_checks`` and ``branch``'s protection rules disagree (empty when they
+    agree); ``unreadable``: GitHub's answer when the protection could not be read at all."""
     def names(items: Sequence[str]) -> str:
         return ", ".join(f"`{_cell(n)}`" for n in items)
 
     lines = []
+    if unreadable:
+        lines.append(f"- ⚠️ forksync could not read `{branch}`'s branch protection ({_cell(unreadable)[:200]}): "
+                     "the required checks were not cross-checked, so only `l1.required_checks` are required here. "
+                     "Grant the App the **Administration: read** repository permission (app.yml, "
+                     "docs/github-app.md) and accept it on the installation page")
     if only_in_protection:
         lines.append(f"- ⚠️ `{branch}`'s branch protection requires {names(only_in_protection)}, which "
                      "`l1.required_checks` does not list: required here too; add them to the config")
@@ -491,9 +504,11 @@ def protection_note(branch: str, only_in_protection: Sequence[str], only_in_conf
 
 
 def split_note(*, commits: int, runs: int, complete: bool, rebuilt: bool,
-               culprits: Sequence[tuple[str, str, str | None, str | None, Sequence[str]]]) -> str:
-    """What the split of a red bundle found and did (check run and PR comment); ``culprits``:
-    (fork sha, subject, upstream sha, chain it went to, the tests it breaks)."""
+               culprits: Sequence[tuple[str, str, str | None, str | None, Sequence[str]]],
+               rebuilt_head: str | None = None, retest_conclusion: str | None = None, not_rebuilt: str = "") -> str:
+    """What the split of a red bundle found and did (check runs, PR comment and body); ``culprits``:
+    (fork sha, subject, upstream sha, chain it went to, the tests it breaks); ``rebuilt_head``:
+    the bundle rebuilt without the ejected ones and pushed to the PR, ``retest_conclusion`` its L1."""
     lines = [marker("l1-split", "bundle"), f"**Red bundle split**: bisected {commits} commit(s) with {runs} "
              "in-memory build(s) and L1 run(s)" + ("" if complete else " (stopped at the run budget)") + "."]
     if not culprits:
@@ -506,9 +521,31 @@ def split_note(*, commits: int, runs: int, complete: bool, rebuilt: bool,
             f"{upstream[:12]}`")
         shown = ", ".join(f"`{t}`" for t in list(tests)[:3])
         lines.append(f"- `{fork_sha[:12]}` {_cell(subject)}: breaks {shown}; {where}")
-    lines.append("The bundle is rebuilt without them in this PR and L1 runs again." if rebuilt else
-                 "The bundle was not rebuilt here: the next ingest rebuilds it.")
+    if rebuilt_head is not None:
+        verdict = f" L1 on it: **{retest_conclusion}**." if retest_conclusion else ""
+        lines.append(f"The bundle is rebuilt without them in this PR: its branch was force-pushed to "
+                     f"`{rebuilt_head[:12]}` and L1 ran again on it.{verdict} The ejected commits wait in their "
+                     "chains, each with the failing test as its reason.")
+    elif not_rebuilt:
+        lines.append(f"The bundle was not rebuilt here ({not_rebuilt}).")
+    else:
+        lines.append("The bundle is rebuilt without them in this PR and L1 runs again." if rebuilt else
+                     "The bundle was not rebuilt here: the next ingest rebuilds it.")
     return "\n".join(lines)
+
+
+def retested_mark(sha: str) -> str:
+    """Hidden in the L1 check of a bundle head the split rebuilt and re-tested itself."""
+    return f"<!-- forksync:l1-retested:{sha} -->\n"
+
+
+_SPLIT_SECTION = re.compile(r"\n*<!-- forksync:l1-split-section -->.*?<!-- /forksync:l1-split-section -->", re.DOTALL)
+
+
+def with_split_section(body: str, note: str) -> str:
+    """The PR body with the split's note as its own section, replacing an earlier one."""
+    section = f"<!-- forksync:l1-split-section -->\n{note}\n<!-- /forksync:l1-split-section -->"
+    return (_SPLIT_SECTION.sub("", body or "").rstrip("\n") + "\n\n" + section).lstrip("\n")
 
 
 # --------------------------------------------------------------------------- pools

@@ -2,6 +2,10 @@
 ``forksync / L1`` (in progress first, then updated in place), ``forksync / coverage`` and the
 infrastructure tracking issue through the GitHub adapter.
 
+Plan, then act: the decisions before and after the suites are the pure planners of
+``workers/testing/l1_plan.py`` (``plan_start``, ``plan_report``: typed actions from plain
+data); this module reads what they need and is their executor (``_start``, ``_report``).
+
 The Celery task (``workers/tasks/l1.py``) is a thin shell around :func:`run_l1_job`; tests call
 this directly against the loopback GitHub.
 """
@@ -14,13 +18,14 @@ import logging
 import re
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from core import tasknames
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, Suite, load_repo_config
+from core.github.errors import GitHubPermissionError
 from core.github.records import Annotation, CheckOutput, CheckRunInfo
 from core.github.roles import GitHubPort
 from core.render import l1 as render
@@ -31,11 +36,34 @@ from workers.adapters.state import LocalState, SeriesStore, StateStore
 from workers.engine.git import GitError, Repository
 from workers.jobs.l1_split import Eject, SplitOutcome, split_bundle
 from workers.testing.canary import CanaryResult
-from workers.testing.l1 import CANCELLED, FAILURE, NEUTRAL, SUCCESS, L1Run, conclude, run_l1_for_ref
+from workers.testing.l1 import CANCELLED, L1Run, run_l1_for_ref
+from workers.testing.l1_plan import (
+    Action,
+    CloseIssue,
+    Comment,
+    FileIssue,
+    ForgetPending,
+    HandOverToGpu,
+    PublishCoverage,
+    PublishRetest,
+    RememberPending,
+    ReportFacts,
+    RunSuites,
+    Skip,
+    StartFacts,
+    TrackTrunk,
+    UpdateCheck,
+    UpdateIssue,
+    UpsertCheck,
+    infra_issue_actions,
+    plan_report,
+    plan_start,
+    suite_conclusions,
+)
 from workers.testing.pools import PoolResult, as_point, compare, from_point, pool_series
 from workers.testing.red_bundle import DEFAULT_MAX_RUNS, plan_split
 from workers.testing.staleness import PendingCheck, PendingChecks, deadline_for
-from workers.testing.suite_plan import SuitePlan, plan_suites
+from workers.testing.suite_plan import plan_suites
 from workers.testing.triage import TrunkResults
 from workers.testing.watchdog import CheckRunState, RequiredChecks, coverage, cross_check
 
@@ -67,6 +95,9 @@ class L1Job:
     # under ``pool_run`` (the dispatching job's id) and conclude ``forksync / L1 pools`` if last.
     pool: str | None = None
     pool_run: str = ""
+    # Started by a push to the PR (pull_request opened/synchronize): a head the red-bundle split
+    # rebuilt and re-tested itself is not run again (a /retest or a re-run button still runs it).
+    after_push: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,6 +157,10 @@ def run_l1_job(
     ``dispatch_pool(job)``: how a pool job is sent to its pool's queue (the task's; the jobs are
     also listed in the result); ``state``: whose repository lock serialises the pool reports."""
     store = store or open_store(None, data_dir)
+    if job.after_push and not job.trunk and not job.suite_names and job.pool is None:
+        tested = _retested_by_split(github, job)
+        if tested is not None:
+            return L1JobResult("skipped", tested, message="the L1 split that rebuilt this bundle re-tested it already")
     with caches.open(cache_key(job.repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
         if not job.trunk and job.pr_number is None:
@@ -142,21 +177,20 @@ def run_l1_job(
                 "maintainer approves it: comment `/approve`, then `/retest`, on the PR.",
                 conclusion="cancelled",
             )
+        config_error = not_trunk = None
         try:
             head_config = _config_at(cache, job.head_sha)
             trunk_ref = None if job.trunk else _trunk_ref(github, cache, job, head_config)
             trunk_config = head_config if trunk_ref is None else _config_at(cache, trunk_ref)
         except ConfigError as exc:
-            if job.trunk:
-                return L1JobResult("config_error", None, message=exc.one_line())
-            check = _upsert_check(github, job.repo, job.head_sha, render.CheckRunOutput(
-                name=render.L1_CHECK, head_sha=job.head_sha, status="completed", conclusion="failure",
-                title=f"{CONFIG_PATH} is invalid: L1 cannot run",
-                summary=f"{marker('l1', job.head_sha)}\n`{exc.one_line()}`",
-            ))
-            return L1JobResult("config_error", check.id, message=exc.one_line())
-        if job.trunk and job.push_ref != f"refs/heads/{head_config.fork.branch}":
-            return L1JobResult("skipped", message=f"{job.push_ref} is not the trunk branch {head_config.fork.branch}")
+            config_error, head_config, trunk_ref, trunk_config = exc.one_line(), RepoConfig(), None, RepoConfig()
+        if config_error is None and job.trunk and job.push_ref != f"refs/heads/{head_config.fork.branch}":
+            not_trunk = f"{job.push_ref} is not the trunk branch {head_config.fork.branch}"
+        if config_error is not None or not_trunk is not None:
+            stopped = _start(github, job, plan_start(StartFacts(job.head_sha, job.trunk, job.gpu_runner, (), {}, None,
+                                                                config_error, not_trunk)), PendingChecks(store), 0)
+            assert stopped.result is not None
+            return stopped.result
         plan = plan_suites(trunk_config, head_config, drop_approved_by=_drop_approval(github, job, own_login))
         trunk_branch = (trunk_ref or f"refs/heads/{head_config.fork.branch}").removeprefix("refs/heads/")
         config = plan.apply(trunk_config)
@@ -174,29 +208,32 @@ def run_l1_job(
         chosen = names
         if job.suite_names and not job.trunk:
             kept, chosen = _partial(github, job, names)
-        check_id: int | None = None
-        suites = [s for s in config.l1.suites if s.name in chosen]
+        suites = tuple(s for s in config.l1.suites if s.name in chosen)
         pending = PendingChecks(store)
-        if not job.trunk:
-            progress = render.l1_in_progress(job.head_sha, chosen)
-            check_id = _upsert_check(github, job.repo, job.head_sha, _with_kept(progress, kept, {}),
-                                     external_id=_external_id(job)).id
-            # Until it completes, the staleness watchdog (beat) knows this check and its deadline.
-            # A CPU worker hands GPU suites over (below): then the check waits on the GPU queue.
-            queue = tasknames.Q_L1_GPU if job.gpu_runner or any(s.gpu for s in suites) else tasknames.Q_L1_CPU
-            pending.remember(_pending(job, check_id, queue, suites, config.l1.stale_margin_minutes))
-        if not job.gpu_runner and any(s.gpu for s in suites):
-            return L1JobResult("needs_gpu", check_id, message="GPU suites: the job goes to the l1-gpu queue")
+        started = _start(github, job, plan_start(StartFacts(job.head_sha, job.trunk, job.gpu_runner, suites, kept,
+                                                            _external_id(job))),
+                         pending, config.l1.stale_margin_minutes)
+        check_id = started.check_id
+        if started.result is not None or started.run is None:
+            assert started.result is not None
+            return started.result
+        to_run = list(started.run.names) if started.run.partial else None
         # Once per L1 run: an infrastructure retry of this job (attempt > 0) leaves its pools be.
         pool_jobs = () if job.trunk or job.attempt else _dispatch_pools(github, job, pooled, pending, config.l1.stale_margin_minutes,
                                                          dispatch_pool)
         try:
             run = run_l1_for_ref(
                 cache.path, job.head_sha, config, data_dir=data_dir, base_ref=config.fork.branch,
-                trunk=job.trunk, canary=canary, host_canary=host_canary, infra_retries=0, suite_names=chosen if kept else None,
+                trunk=job.trunk, canary=canary, host_canary=host_canary, infra_retries=0, suite_names=to_run,
                 results=TrunkResults(store, job.repo),
             )
             split = _split_if_red_bundle(github, cache, job, run, config, store, data_dir, eject, rebuild)
+            retest = None
+            if split is not None and split.rebuilt_head is not None:
+                # Re-tested in the same PR, here: the runner and cache are ours already.
+                retest = run_l1_for_ref(
+                    cache.path, split.rebuilt_head, config, data_dir=data_dir, base_ref=config.fork.branch,
+                    canary=canary, host_canary=host_canary, infra_retries=0, results=TrunkResults(store, job.repo))
         except Exception as exc:
             if check_id is not None:
                 github.update_check_run(job.repo, check_id, conclusion="failure", output=CheckOutput(
@@ -205,38 +242,91 @@ def run_l1_job(
             raise
     retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
     observe_suites(run)
-    _file_infra_issues(github, job, run)
-    _close_recovered_infra_issues(github, job, run, config.l2.recover_after)
-    if job.trunk:
-        _track_trunk_failures(github, job, run, config.l2.recover_after)
-    if plan.blocked:
-        run = replace(run, conclusion=FAILURE)
-    if check_id is not None:
-        out = _with_plan(render.l1_check_run(run, log_url=log_url), plan)
-        if split is not None:
-            note = _split_note(split)
-            out = replace(out, summary=out.summary + "\n\n" + note)
-            assert job.pr_number is not None
-            github.create_comment(job.repo, job.pr_number, note)
-        out = _with_kept(out, kept, suite_conclusions(run))
-        if pool_jobs:
-            title, note = render.pooled_suites_note(out.title, [s.name for s in pooled], len(run.suites))
-            out = replace(out, title=title, summary=out.summary + note)
-        if run.conclusion == CANCELLED and job.attempt < retries:
-            out = _retrying(out, job.attempt + 1, retries)
-        github.update_check_run(
-            job.repo, check_id, status=out.status, conclusion=out.conclusion if out.status == "completed" else None,
-            output=_output(out),
-        )
-        if out.status == "completed":
-            pending.forget(job.repo, check_id)
-        else:  # retried on another runner: it may wait once more for every suite
-            pending.remember(_pending(job, check_id, tasknames.Q_L1_GPU if job.gpu_runner else tasknames.Q_L1_CPU,
-                                      suites, config.l1.stale_margin_minutes))
-        required = required_checks_for(github, job.repo, trunk_branch, config.l1.required_checks)
-        if required.checks or required.only_in_config:
-            publish_coverage(github, job.repo, job.head_sha, required)
+    clean = bool(run.suites) and not any(s.status == "infrastructure" for s in run.suites)
+    report = ReportFacts(
+        repo=job.repo, head_sha=job.head_sha, trunk=job.trunk, pr_number=job.pr_number, attempt=job.attempt,
+        retries=retries, check_run_id=check_id, run=run, suite_plan=plan, runner=socket.gethostname(),
+        # Read only when a clean run may count against them (as before: no listing otherwise).
+        infra_issues=tuple(github.list_issues(job.repo, labels=[INFRA_LABEL])) if clean else (),
+        recover_after=config.l2.recover_after,
+        required=(required_checks_for(github, job.repo, trunk_branch, config.l1.required_checks)
+                  if check_id is not None else RequiredChecks(())),
+        retry_queue=tasknames.Q_L1_GPU if job.gpu_runner else tasknames.Q_L1_CPU, suites=suites, kept=kept,
+        pooled=tuple(s.name for s in pooled) if pool_jobs else (),
+        split_note=None if split is None else _split_note(split, retest), retest=retest,
+        rebuilt_head=None if split is None else split.rebuilt_head, external_id=_external_id(job), log_url=log_url,
+    )
+    _report(github, job, plan_report(report), run, pending, config)
     return L1JobResult("done", check_id, run, max_infra_retries=retries, pool_jobs=pool_jobs)
+
+
+@dataclass(frozen=True)
+class _Started:
+    check_id: int | None
+    result: L1JobResult | None  # the job ends here (config error, skip, GPU hand-over)
+    run: RunSuites | None = None  # else: what to run
+
+
+def _start(github: GitHubPort, job: L1Job, actions: Sequence[Action | Skip], pending: PendingChecks,
+           margin_minutes: int) -> _Started:
+    """Apply :func:`plan_start`'s actions; stops at a skip or a hand-over, else the suites run."""
+    check_id: int | None = None
+    for action in actions:
+        if isinstance(action, Skip):
+            return _Started(check_id, L1JobResult(action.status, check_id, message=action.message))
+        if isinstance(action, UpsertCheck):
+            check_id = _upsert_check(github, job.repo, job.head_sha, action.output, external_id=action.external_id).id
+        elif isinstance(action, RememberPending):
+            assert check_id is not None
+            pending.remember(_pending(job, check_id, action.queue, action.suites, margin_minutes))
+        elif isinstance(action, HandOverToGpu):
+            return _Started(check_id, L1JobResult("needs_gpu", check_id,
+                                                  message="GPU suites: the job goes to the l1-gpu queue"))
+        elif isinstance(action, RunSuites):
+            return _Started(check_id, None, action)
+    raise AssertionError("plan_start ends with a skip, a hand-over or the run")
+
+
+def _report(github: GitHubPort, job: L1Job, actions: Sequence[Action], run: L1Run, pending: PendingChecks,
+            config: RepoConfig) -> None:
+    """Apply :func:`plan_report`'s actions through the GitHub roles and the store, in order."""
+    from datetime import UTC, datetime
+
+    from workers.testing.tracking import report_from_suite, track
+
+    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    outcomes = {s.name: s for s in run.suites}
+    for action in actions:
+        if isinstance(action, FileIssue):
+            github.ensure_issue(job.repo, marker=action.marker, title=action.title, body=action.body,
+                                labels=[INFRA_LABEL])
+        elif isinstance(action, UpdateIssue):
+            github.update_issue(job.repo, action.number, body=action.body)
+        elif isinstance(action, CloseIssue):
+            github.close_issue(job.repo, action.number, comment=action.comment)
+        elif isinstance(action, TrackTrunk):
+            track(github, job.repo, report_from_suite(outcomes[action.suite], run.sha, at), config.l2.recover_after)
+        elif isinstance(action, PublishRetest):
+            assert job.pr_number is not None
+            _upsert_check(github, job.repo, action.head_sha, action.output, external_id=action.external_id)
+            pull = github.get_pull_request(job.repo, job.pr_number)
+            github.edit_pull_request(job.repo, job.pr_number, body=render.with_split_section(pull.body, action.note))
+        elif isinstance(action, Comment):
+            github.create_comment(job.repo, action.number, action.body)
+        elif isinstance(action, UpdateCheck):
+            out = action.output
+            github.update_check_run(job.repo, action.check_run_id, status=out.status,
+                                    conclusion=out.conclusion if out.status == "completed" else None,
+                                    output=_output(out))
+        elif isinstance(action, ForgetPending):
+            pending.forget(job.repo, action.check_run_id)
+        elif isinstance(action, RememberPending):
+            pending.remember(_pending(job, action.check_run_id, action.queue, action.suites,
+                                      config.l1.stale_margin_minutes))
+        elif isinstance(action, PublishCoverage):
+            publish_coverage(github, job.repo, job.head_sha, action.required)
+        else:
+            raise AssertionError(f"plan_report has no executor for {type(action).__name__}")
 
 
 # --------------------------------------------------------------------------- pools
@@ -284,7 +374,7 @@ def _run_pool(github: GitHubPort, cache: Repository, job: L1Job, config: RepoCon
                          canary=canary, host_canary=host_canary, infra_retries=0, suite_names=mine,
                          results=TrunkResults(store, job.repo))
     observe_suites(run)
-    _file_infra_issues(github, job, run)
+    _report(github, job, infra_issue_actions(run, socket.gethostname()), run, PendingChecks(store), config)
     if run.conclusion == CANCELLED and job.attempt < retries:
         # Only the runner failed: the task retries on the pool's queue; nothing is reported yet.
         return L1JobResult("done", None, run, message="retrying", max_infra_retries=retries)
@@ -328,16 +418,30 @@ def _split_if_red_bundle(github: GitHubPort, cache: Repository, job: L1Job, run:
     chase = plan_split(pull.head_ref, run, passing)
     if chase is None:
         return None
+    branch = pull.head_ref
     return split_bundle(cache, job.repo, job.head_sha, run.merge_base, config, chase, pr=job.pr_number,
                         data_dir=data_dir, results=TrunkResults(store, job.repo), eject=eject, rebuild=rebuild,
-                        max_runs=DEFAULT_MAX_RUNS)
+                        max_runs=DEFAULT_MAX_RUNS,
+                        push=lambda sha: github.push_branch(job.repo, cache, sha, branch, force=True))
 
 
-def _split_note(split: SplitOutcome) -> str:
+def _split_note(split: SplitOutcome, retest: L1Run | None) -> str:
     return render.split_note(
         commits=split.commits, runs=len(split.result.runs), complete=split.result.complete, rebuilt=split.rebuilt,
         culprits=[(c.fork_sha, c.subject, c.upstream_sha, c.chain, c.tests) for c in split.culprits],
+        rebuilt_head=split.rebuilt_head, retest_conclusion=retest.conclusion if retest is not None else None,
+        not_rebuilt=split.not_rebuilt,
     )
+
+
+def _retested_by_split(github: GitHubPort, job: L1Job) -> int | None:
+    """Our completed check on this head when the split that rebuilt it re-tested it already (the
+    id; None: run as usual)."""
+    mark = render.retested_mark(job.head_sha)
+    for run in github.list_check_runs(job.repo, job.head_sha, name=render.L1_CHECK):
+        if run.head_sha == job.head_sha and run.status == "completed" and mark in (run.summary or ""):
+            return run.id
+    return None
 
 
 def _refuse(github: GitHubPort, job: L1Job, status: str, title: str, summary: str,
@@ -437,19 +541,6 @@ def observe_suites(run: L1Run) -> None:
         telemetry.L1_SUITE_DURATION.labels(suite=suite.name, status=suite.status).observe(suite.duration_s)
 
 
-def suite_conclusions(run: L1Run) -> dict[str, str]:
-    """Each suite's own conclusion in ``run`` (the rule of :func:`conclude` on that suite alone)."""
-    return {s.name: conclude([s], run.fail_on) for s in run.suites}
-
-
-def _combined(conclusions: Iterable[str]) -> str:
-    values = list(conclusions)
-    for worst in (FAILURE, CANCELLED):
-        if worst in values:
-            return worst
-    return SUCCESS if values and all(v == SUCCESS for v in values) else NEUTRAL
-
-
 def _partial(github: GitHubPort, job: L1Job, names: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     """(results kept from the last run on this commit, suites to run) for ``/retest SUITE …``.
 
@@ -472,21 +563,6 @@ def _partial(github: GitHubPort, job: L1Job, names: Sequence[str]) -> tuple[dict
     return kept, chosen
 
 
-def _with_kept(out: render.CheckRunOutput, kept: Mapping[str, str], ran: Mapping[str, str]) -> render.CheckRunOutput:
-    """The check run with every suite's own conclusion recorded (hidden, for a later partial
-    rerun) and, after a partial rerun, the suites kept from the earlier run and a conclusion over all."""
-    every = {**kept, **ran}
-    mark = f"<!-- forksync:l1-suites {json.dumps(every, sort_keys=True)} -->\n" if every else ""
-    if not kept:
-        return replace(out, summary=mark + out.summary)
-    summary = mark + out.summary + render.kept_suites_note(kept)
-    if out.status != "completed":
-        return replace(out, summary=summary)
-    conclusion = _combined(every.values())
-    title = render.partial_rerun_title(out.title, list(ran), kept)
-    return replace(out, conclusion=conclusion, title=title, summary=summary)
-
-
 def _trunk_ref(github: GitHubPort, cache: Repository, job: L1Job, head_config: RepoConfig) -> str | None:
     """The ref whose config decides what L1 runs on ``job``: the PR's base branch, else the trunk
     branch the commit's own config names (None: no such branch here, the commit's config decides)."""
@@ -505,18 +581,6 @@ def _drop_approval(github: GitHubPort, job: L1Job, own_login: str | None) -> str
 
     approval = read_approval(github, job.repo, job.pr_number, own_login)
     return approval.by if approval is not None and approval.head_sha == job.head_sha else None
-
-
-def _with_plan(out: render.CheckRunOutput, plan: SuitePlan) -> render.CheckRunOutput:
-    """The check run saying which suites the PR's config adds or drops (and failing an unapproved drop)."""
-    if not plan.changes:
-        return out
-    note = render.suite_changes_note(
-        added=plan.added, dropped=plan.dropped, changed=plan.changed, required_added=plan.required_added,
-        required_dropped=plan.required_dropped, approved_by=plan.drop_approved_by,
-    )
-    title = render.unapproved_drop_title(out.title, (*plan.dropped, *plan.required_dropped)) if plan.blocked else out.title
-    return replace(out, title=title, summary=out.summary + note)
 
 
 def _config_at(cache: Repository, sha: str) -> RepoConfig:
@@ -546,78 +610,6 @@ def _output(out: render.CheckRunOutput) -> CheckOutput:
     return CheckOutput(out.title, out.summary, out.text or None, notes)
 
 
-def _retrying(out: render.CheckRunOutput, attempt: int, retries: int) -> render.CheckRunOutput:
-    return replace(
-        out, status="in_progress", conclusion=None,
-        title=f"{out.title} (retrying on another runner, {attempt} of {retries})",
-    )
-
-
-def _file_infra_issues(github: GitHubPort, job: L1Job, run: L1Run) -> None:
-    runner = socket.gethostname()
-    for suite in run.suites:
-        if suite.status != "infrastructure" or not suite.infra_cause:
-            continue
-        title, body = render.infra_issue(suite.infra_cause, runner, suite.name, run.sha, suite.reason)
-        github.ensure_issue(job.repo, marker=marker("infra", f"{suite.infra_cause}:{runner}"),
-                            title=title, body=body, labels=[INFRA_LABEL])
-
-
-_INFRA_KEY = re.compile(r"<!-- forksync:infra:(?P<key>.+?) -->")
-_HEALTHY = re.compile(r"<!-- forksync:infra-healthy:(?P<n>\d+) -->\n?")
-# Causes that only a run with GPU suites can show to be gone (a CPU-only run never touches the device).
-_GPU_CAUSE = re.compile(r"GPU|CUDA|canary|device", re.IGNORECASE)
-
-
-def _close_recovered_infra_issues(github: GitHubPort, job: L1Job, run: L1Run, recover_after: int) -> list[int]:
-    """Count a clean run against this runner's open infrastructure issues; close those that
-    reach ``recover_after`` clean runs in a row (``l2.recover_after``, as trunk issues), with a
-    comment. The count lives in the issue body, so it survives worker restarts; a recurrence
-    rewrites the body (``_file_infra_issues``), which starts the count again. Returns the closed
-    issue numbers."""
-    if not run.suites or any(s.status == "infrastructure" for s in run.suites):
-        return []
-    runner = socket.gethostname()
-    ran_gpu = any(s.gpu for s in run.suites)
-    closed = []
-    for issue in github.list_issues(job.repo, labels=[INFRA_LABEL]):
-        found = _INFRA_KEY.search(issue.body)
-        if found is None:
-            continue
-        cause, _, on = found.group("key").rpartition(":")
-        if on != runner or (_GPU_CAUSE.search(cause) and not ran_gpu):
-            continue
-        counted = _HEALTHY.search(issue.body)
-        healthy = (int(counted.group("n")) if counted else 0) + 1
-        body = _HEALTHY.sub("", issue.body).rstrip("\n") + f"\n<!-- forksync:infra-healthy:{healthy} -->"
-        github.update_issue(job.repo, issue.number, body=body)
-        if healthy >= recover_after:
-            github.close_issue(job.repo, issue.number, comment=render.infra_recovered_comment(cause, runner, healthy))
-            closed.append(issue.number)
-    return closed
-
-
-def _track_trunk_failures(github: GitHubPort, job: L1Job, run: L1Run, recover_after: int) -> list[int]:
-    """Trunk runs file or update one tracking issue per failure signature, and close them after
-    ``recover_after`` clean runs of the suite, as L2 does (``workers/testing/tracking.py``).
-    Infrastructure outcomes are left to the runner's infra issue (``_file_infra_issues``): one
-    issue per cause and runner, never a second one per signature."""
-    from datetime import UTC, datetime
-
-    from workers.testing.tracking import report_from_suite, track
-
-    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    touched: list[int] = []
-    for suite in run.suites:
-        if suite.status == "infrastructure":
-            continue
-        for action in track(github, job.repo, report_from_suite(suite, run.sha, at), recover_after):
-            number = getattr(action, "number", None)
-            if isinstance(number, int):
-                touched.append(number)
-    return touched
-
-
 OWN_CHECKS = (render.L1_CHECK, render.COVERAGE_CHECK)
 
 
@@ -641,8 +633,16 @@ def coverage_from_github(github: GitHubPort, repo: str, sha: str) -> CheckRunInf
 
 
 def required_checks_for(github: GitHubPort, repo: str, branch: str, configured: Sequence[str]) -> RequiredChecks:
-    """``configured`` cross-checked against ``branch``'s protection rules (read from GitHub)."""
-    return cross_check(configured, github.required_status_checks(repo, branch), branch=branch, own=OWN_CHECKS)
+    """``configured`` cross-checked against ``branch``'s protection rules (read from GitHub); when
+    GitHub refuses to show them (403: no ``Administration: read``), the configured checks alone,
+    with the refusal kept for the check runs to say."""
+    try:
+        protection = github.required_status_checks(repo, branch)
+    except GitHubPermissionError as exc:
+        log.warning("%s: cannot read %s's branch protection: %s", repo, branch, exc)
+        return replace(cross_check(configured, None, branch=branch, own=OWN_CHECKS),
+                       unreadable=f"GitHub answered {exc.status or 403}: the App lacks Administration: read")
+    return cross_check(configured, protection, branch=branch, own=OWN_CHECKS)
 
 
 def publish_coverage(github: GitHubPort, repo: str, sha: str, required: Sequence[str] | RequiredChecks) -> CheckRunInfo:
@@ -655,6 +655,6 @@ def publish_coverage(github: GitHubPort, repo: str, sha: str, required: Sequence
     ]
     result = coverage(checks.checks, runs)
     out = render.coverage_check_run(sha, result)
-    note = render.protection_note(checks.branch, checks.only_in_protection, checks.only_in_config)
+    note = render.protection_note(checks.branch, checks.only_in_protection, checks.only_in_config, checks.unreadable)
     return _upsert_check(github, repo, sha, replace(out, summary=out.summary + note) if note else out)
 

@@ -1,7 +1,9 @@
 """The executor of a red bundle's split (see ``workers.testing.red_bundle``): each subset of the
 bundle's commits is built in memory on the merge-base (``git merge-tree``, no work tree) and L1
-runs on it; ``find_culprits`` bisects; culprits are ejected through ``eject`` (the chains ref)
-and the bundle is rebuilt through ``rebuild`` (an ingest), so the same PR is re-tested."""
+runs on it; ``find_culprits`` bisects; culprits are ejected through ``eject`` (the chains ref);
+the bundle is rebuilt without them here, in memory on the same base, and force-pushed to the
+PR's branch through ``push`` (the L1 job re-tests it in the same PR), and ``rebuild`` (an ingest)
+opens the chains' PRs."""
 
 from __future__ import annotations
 
@@ -37,7 +39,11 @@ class SplitOutcome:
     result: SplitResult
     culprits: tuple[Culprit, ...]
     commits: int
-    rebuilt: bool
+    rebuilt: bool  # the ingest was asked to rebuild (chain PRs for the ejected commits)
+    # The bundle rebuilt here without its ejected culprits (in memory, on the same base) and
+    # force-pushed to the PR's branch; the caller re-tests it in the same PR.
+    rebuilt_head: str | None = None
+    not_rebuilt: str = ""  # why it was not rebuilt here although culprits were ejected
 
 
 def build_subset(cache: Repository, base: str, commits: Sequence[str]) -> str | None:
@@ -72,8 +78,11 @@ def split_bundle(
     eject: Eject | None,
     rebuild: Callable[[], None] | None,
     max_runs: int,
+    push: Callable[[str], None] | None = None,
 ) -> SplitOutcome:
-    """Bisect the bundle ``merge_base..head`` for the commits that make ``plan.targets`` fail."""
+    """Bisect the bundle ``merge_base..head`` for the commits that make ``plan.targets`` fail,
+    eject them, and rebuild the bundle without the ejected ones: ``push(sha)`` force-pushes the
+    rebuilt head to the PR's branch (None: the ingest's rebuild alone)."""
     commits = cache.text("rev-list", "--reverse", "--first-parent", f"{merge_base}..{head}").split()
     seen: dict[tuple[str, ...], frozenset[str]] = {}
 
@@ -97,13 +106,27 @@ def split_bundle(
         tests = tuple(sorted(plan.targets))
         chain = eject(upstream, culprit_reason(tests, pr)) if eject and upstream else None
         culprits.append(Culprit(sha, message.splitlines()[0] if message else "", upstream, chain, tests))
+    ejected = {c.fork_sha for c in culprits if c.chain}
+    rebuilt_head, not_rebuilt = None, ""
+    if ejected and push is not None:
+        remaining = [sha for sha in commits if sha not in ejected]
+        if not remaining:
+            not_rebuilt = "every commit of the bundle was ejected: the next ingest closes or replans it"
+        else:
+            # The same picks (authors, committer, messages) on the same base: the commits the
+            # bundle builder makes for this bundle without them, so the ingest's rebuild agrees.
+            rebuilt_head = build_subset(cache, merge_base, remaining)
+            if rebuilt_head is None:
+                not_rebuilt = "the remaining commits conflict without the ejected ones: the next ingest replans them"
+            else:
+                push(rebuilt_head)
     rebuilt = False
-    if rebuild is not None and any(c.chain for c in culprits):
+    if rebuild is not None and ejected:
         rebuild()
         rebuilt = True
-    log.info("L1 split %s#%d: %d commit(s), culprits %s in %d run(s)", repo, pr, len(commits),
-             [c.fork_sha[:12] for c in culprits], len(result.runs))
-    return SplitOutcome(result, tuple(culprits), len(commits), rebuilt)
+    log.info("L1 split %s#%d: %d commit(s), culprits %s in %d run(s), rebuilt %s", repo, pr, len(commits),
+             [c.fork_sha[:12] for c in culprits], len(result.runs), (rebuilt_head or "no")[:12])
+    return SplitOutcome(result, tuple(culprits), len(commits), rebuilt, rebuilt_head, not_rebuilt)
 
 
 def chain_ejector(config: RepoConfig, upstream_location: str, fork_location: str, token: str | None) -> Eject:

@@ -8,8 +8,17 @@ import logging
 
 from core.github.roles import GitHubPort
 from core.render import marker
+from core.render import revert as render
 from workers.engine.git import Repository
-from workers.testing.revert import LinkExisting, OpenRevert, plan_revert, revert_branch
+from workers.testing.revert import (
+    AlreadyReverted,
+    Declined,
+    LinkExisting,
+    OpenRevert,
+    RevertPull,
+    plan_revert,
+    revert_branch,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,28 +45,31 @@ def build_revert(cache: Repository, culprit: str, onto: str) -> str | None:
 def propose_revert(github: GitHubPort, cache: Repository, repo: str, *, culprit: str, subject: str,
                    trunk_branch: str, trunk_sha: str, issue: int) -> int | None:
     """Open (or find) the revert PR of ``culprit`` and link it from ``issue``; the PR number, or
-    None when the revert does not apply cleanly on trunk (the issue says so)."""
-    existing = github.find_pull_request(repo, revert_branch(culprit), base=trunk_branch)
-    action = plan_revert(culprit, subject, trunk_branch, issue, existing.number if existing else None)
+    None when the revert does not apply cleanly on trunk, or a maintainer declined (closed) or
+    merged its revert PR already (the issue says which)."""
+    pulls = [RevertPull(p.number, p.state, p.merged)
+             for p in github.pull_requests_from(repo, revert_branch(culprit)) if p.base_ref == trunk_branch]
+    action = plan_revert(culprit, subject, trunk_branch, issue, None, pulls)
     note = marker("revert", culprit)
+    if isinstance(action, Declined | AlreadyReverted):
+        github.upsert_comment(repo, issue, marker=note, body=f"{note}\n" + (
+            render.revert_declined(culprit, subject, action.pr) if isinstance(action, Declined)
+            else render.revert_merged(culprit, subject, action.pr)))
+        log.info("revert of %s in %s: PR #%d %s; not proposed again", culprit[:12], repo, action.pr,
+                 "declined" if isinstance(action, Declined) else "merged")
+        return None
     if isinstance(action, LinkExisting):
-        number: int | None = action.pr
+        number = action.pr
     else:
         assert isinstance(action, OpenRevert)
         sha = build_revert(cache, culprit, trunk_sha)
         if sha is None:
-            github.upsert_comment(repo, issue, marker=note, body=(
-                f"{note}\nThe revert of {culprit[:12]} does not apply cleanly on trunk `{trunk_sha[:12]}`: no revert PR "
-                "was opened. Revert it by hand, or eject it into a chain."))
+            github.upsert_comment(repo, issue, marker=note, body=f"{note}\n{render.revert_does_not_apply(culprit, trunk_sha)}")
             return None
         github.push_branch(repo, cache, sha, action.branch, force=True)
         pull, _created = github.ensure_pull_request(repo, head=action.branch, base=action.base, title=action.title, body=(
-            f"{note}\nReverts {culprit} (found by bisection in #{issue}).\n\n"
-            "Proposed by forksync: L1 runs on this PR like on any other, and **it is never merged "
-            "without a maintainer**. Merge it to fix trunk, or close it and fix forward."))
+            f"{note}\n{render.revert_pr_body(culprit, issue)}"))
         number = pull.number
-    github.upsert_comment(repo, issue, marker=note, body=(
-        f"{note}\n**Proposed fix:** revert PR #{number} reverts {culprit[:12]} {subject}".rstrip()
-        + ". L1 runs on it; a maintainer merges it (forksync never does)."))
+    github.upsert_comment(repo, issue, marker=note, body=f"{note}\n{render.revert_proposed(culprit, subject, number)}")
     log.info("revert of %s proposed in %s#%s for issue #%d", culprit[:12], repo, number, issue)
     return number

@@ -42,13 +42,15 @@ def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
 def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: bool = False,
            push_ref: str | None = None, number: int | None = None, delivery: str | None = None,
            suites: list[str] | None = None, pool: str | None = None, pool_run: str = "",
-           **_: Any) -> dict[str, Any]:
+           after_push: bool = False, **_: Any) -> dict[str, Any]:
     """Run L1 on ``head_sha`` of ``repo`` and publish its check runs (see ``workers/jobs/l1_job.py``).
 
     ``number``: the PR (an outside PR runs only with a maintainer's ``/approve`` of its head);
     ``suites``: ``/retest SUITE …``, only those run and the others keep their results.
     ``pool``, ``pool_run``: a pool job (``l1.suites[].pools``), sent by the L1 job of that head to
     the pool's queue (``tasknames.l1_pool_queue``); it reports into ``forksync / L1 pools``.
+    ``after_push``: sent for a push to a PR; a bundle head the red-bundle split rebuilt and
+    re-tested already is not run twice.
     Idempotent: the check run is updated in place. An infrastructure failure is retried (bounded
     by ``l1.max_infra_retries``) so another runner can take it; the PR is never blamed for it.
     """
@@ -57,7 +59,7 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     queue = (self.request.delivery_info or {}).get("routing_key")
     job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries,
                 gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number, suite_names=tuple(suites or ()),
-                installation_id=installation_id, pool=pool, pool_run=pool_run)
+                installation_id=installation_id, pool=pool, pool_run=pool_run, after_push=after_push)
     eject, rebuild = _split_wiring(settings, app, installation_id, repo)
     result = run_l1_job(
         github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, job,
@@ -97,7 +99,8 @@ def l1_on_pull_request(installation_id: int, repo: str, number: int, action: str
                        delivery: str | None = None, **_: Any) -> None:
     """A PR opened, pushed to or reopened: test its head (an outside PR's once approved)."""
     if action in ("opened", "synchronize", "reopened", "ready_for_review"):
-        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=head_sha, number=number, delivery=delivery)
+        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=head_sha, number=number, delivery=delivery,
+                     after_push=True)
 
 
 @handles(tasknames.ON_PUSH)

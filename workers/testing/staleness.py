@@ -6,7 +6,9 @@ A worker records each ``forksync / L1`` check it leaves queued or in progress
 when their L1 run is enqueued. Beat runs :func:`plan` over those records: a check past its
 deadline is concluded ``timed_out`` with the reason, and the queue it waited on gets an
 infrastructure issue; a trunk push with no trunk result recorded after it within
-``schedule.trunk_silent_minutes`` is reported too. Pure decisions here; the executor is
+``schedule.trunk_silent_minutes`` is reported too. An open PR head with no L1 check at all past
+its deadline (the job was lost before it created one) gets one, concluded ``timed_out`` with the
+reason, and the queue where jobs start gets the issue. Pure decisions here; the executor is
 ``workers/jobs/l1_watchdog.py``.
 """
 
@@ -68,7 +70,33 @@ class ReportTrunkSilent:
     waited_s: float
 
 
-Action = ConcludeTimedOut | ReportQueue | ReportTrunkSilent
+@dataclass(frozen=True)
+class UncheckedHead:
+    """An open PR's head on which no ``forksync / L1`` check run exists: its L1 job was never
+    enqueued, or no worker took it, or it died before creating the check. ``deadline``: its last
+    update plus the trunk's suites' timeouts and ``l1.stale_margin_minutes``."""
+
+    repo: str
+    number: int
+    head_sha: str
+    installation_id: int
+    updated_at: float
+    deadline: float
+
+
+@dataclass(frozen=True)
+class ConcludeNeverStarted:
+    """Create the missing ``forksync / L1`` check on ``head``, concluded ``timed_out`` with ``reason``."""
+
+    head: UncheckedHead
+    queue: str
+    reason: str
+
+
+Action = ConcludeTimedOut | ConcludeNeverStarted | ReportQueue | ReportTrunkSilent
+
+# Where every L1 job starts (its default route): a job that never created its check was lost there.
+FIRST_QUEUE = "l1-cpu"
 
 
 def plan(
@@ -78,11 +106,16 @@ def plan(
     *,
     now: float,
     trunk_silent_s: float,
+    unchecked: Iterable[UncheckedHead] = (),
 ) -> list[Action]:
-    """What the watchdog does now: conclude every check past its deadline (then one issue per
+    """What the watchdog does now: conclude every check past its deadline, create and conclude
+    the check of every open PR head that has none past its deadline (then one issue per
     repository and queue), and report each trunk whose newest push has no result after it."""
     actions: list[Action] = []
     stale = sorted((c for c in pending if c.deadline <= now), key=lambda c: (c.repo, c.queue, c.started_at))
+    lost = sorted((h for h in unchecked if h.deadline <= now), key=lambda h: (h.repo, h.number))
+    pending_heads = {(c.repo, c.head_sha) for c in pending}
+    lost = [h for h in lost if (h.repo, h.head_sha) not in pending_heads]  # a check exists: the rule above
     for check in stale:
         waited = (now - check.started_at) / 60
         actions.append(ConcludeTimedOut(check, (
@@ -90,9 +123,20 @@ def plan(
             f"suites' timeouts and the watchdog's margin. The queue may have no live worker; the maintainers "
             f"have an infrastructure issue for it. Comment `/retest` to run L1 again."
         )))
+    for head in lost:
+        waited = (now - head.updated_at) / 60
+        actions.append(ConcludeNeverStarted(head, FIRST_QUEUE, (
+            f"No L1 check was ever created for this head: {waited:.0f} min after the PR last changed, past the "
+            f"suites' timeouts and the watchdog's margin, no worker had started its L1 job. The job was never "
+            f"enqueued, or no worker takes the `{FIRST_QUEUE}` queue, or it died before starting; the maintainers "
+            f"have an infrastructure issue for it. Comment `/retest` (or re-run this check) to run L1 again."
+        )))
     by_queue: dict[tuple[str, str], list[PendingCheck]] = {}
     for check in stale:
         by_queue.setdefault((check.repo, check.queue), []).append(check)
+    for head in lost:  # as a check of id 0: the executor fills in the one it creates
+        by_queue.setdefault((head.repo, FIRST_QUEUE), []).append(PendingCheck(
+            head.repo, 0, head.head_sha, head.installation_id, FIRST_QUEUE, head.updated_at, head.deadline))
     for (repo, queue), checks in sorted(by_queue.items()):
         actions.append(ReportQueue(repo, checks[0].installation_id, queue, tuple(checks)))
     for push in sorted(trunk_pushes, key=lambda p: p.repo):

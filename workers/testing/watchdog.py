@@ -162,6 +162,8 @@ class RequiredChecks:
     only_in_protection: tuple[str, ...] = ()  # GitHub blocks merging on them; forksync was not told
     only_in_config: tuple[str, ...] = ()  # forksync requires them; GitHub would merge without them
     protected: bool = False
+    # Why the branch's protection could not be read (GitHub's 403 answer); empty when it was read.
+    unreadable: str = ""
 
 
 def cross_check(configured: Sequence[str], protection: Sequence[str] | None, *, branch: str = "",
