@@ -81,6 +81,7 @@ class FileResult:
     loose: bool
     strategy: str
     baselines: dict[str, bool] = field(default_factory=dict)
+    blocks_only: bool | None = None  # the human only rewrote the conflict blocks (the set's meta; None: unknown)
 
 
 def run_case(case_dir: Path, write_to: Path | None = None, memory: MemoryIndex | None = None,
@@ -123,6 +124,7 @@ def run_case(case_dir: Path, write_to: Path | None = None, memory: MemoryIndex |
             loose=proposed and norm_loose(got) == norm_loose(expected),
             strategy=outcome.entry.strategy if outcome.entry else "",
             baselines=baselines,
+            blocks_only=f.get("expected_keeps_all_non_conflicting_lines"),
         ))
     if memory is not None:
         memory.add(learned)  # after the whole case: a case never answers itself
@@ -147,6 +149,10 @@ def table(results: list[FileResult]) -> str:
     row("forksync: declined (left to a human)", lambda r: not r.proposed)
     row("forksync: **wrong and proposed** (exact)", lambda r: r.proposed and not r.exact)
     row("forksync: wrong and proposed (loose)", lambda r: r.proposed and not r.loose)
+    if all(r.blocks_only is not None for r in results):
+        row("  of which the human also edited outside the conflict blocks (no hunk answer can match)",
+            lambda r: r.proposed and not r.exact and not r.blocks_only)
+        row("files the human edited outside the conflict blocks", lambda r: not r.blocks_only)
     for how in ("ours", "theirs", "union"):
         row(f"git merge-file --{how}: exact", functools.partial(lambda h, r: r.baselines[h], how))
     row("oracle, best trivial per file (hindsight): exact", lambda r: r.baselines["oracle"])

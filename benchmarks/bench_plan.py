@@ -157,7 +157,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--files", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--only", choices=("plan", "bundle"), help="just this figure (no scaling runs)")
+    parser.add_argument("--only", choices=("plan", "bundle", "scaling"), help="just this figure")
     args = parser.parse_args()
     plan_n, bundle_n, scale = (200, 100, (100, 200, 400)) if args.quick else (1000, 200, (250, 1000, 4000))
 
@@ -167,6 +167,9 @@ def main() -> None:
               f"forksync {b['cold_s']:.2f}s cold CLI, engine {b['engine_s']:.2f}s vs cherry-pick loop "
               f"{b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine; load {b['load']:.1f}; "
               f"runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}", flush=True)
+        return
+    if args.only == "scaling":
+        scaling(scale, args.files, args.repeat)
         return
     r = bench("plan", plan_n, args.files, args.repeat, loop=True, seed=7)
     print(f"plan {r['pending']} pending, {args.files} files: forksync {r['cold_s']:.2f}s cold CLI "
@@ -180,14 +183,19 @@ def main() -> None:
           f"forksync {b['cold_s']:.2f}s cold CLI ({b['warm_s']:.2f}s rerun), engine {b['engine_s']:.2f}s vs "
           f"cherry-pick loop {b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine; load "
           f"{b['load']:.1f}; runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}", flush=True)
-    times = [bench("plan", n, args.files, args.repeat, loop=False, seed=7) for n in scale]
+    scaling(scale, args.files, args.repeat)
+
+
+def scaling(scale: tuple[int, ...], files: int, repeat: int) -> None:
+    """Plan time as the pending count grows, against linear and n log n, with the load of each size."""
+    times = [bench("plan", n, files, repeat, loop=False, seed=7) for n in scale]
     n0, c0, e0 = times[0]["pending"], times[0]["cold_s"], times[0]["engine_s"]
     for t in times:
         n = t["pending"]
         nlogn = (n * math.log2(n)) / (n0 * math.log2(n0))
         print(f"scaling: {n:>5} pending -> plan {t['cold_s']:.2f}s CLI (x{t['cold_s'] / c0:.2f}), engine "
-              f"{t['engine_s']:.2f}s (x{t['engine_s'] / e0:.2f}); linear x{n / n0:.1f}, n log n x{nlogn:.1f}",
-              flush=True)
+              f"{t['engine_s']:.2f}s (x{t['engine_s'] / e0:.2f}); linear x{n / n0:.1f}, n log n x{nlogn:.1f}; "
+              f"load {t['load']:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ from pathlib import Path
 
 import pygit2
 
+from workers.engine.resolve.merge3 import git_merge
+
 TRAILERS = (
     re.compile(r"\(cherry picked from commit ([0-9a-f]{7,40})\)"),
     re.compile(r"\b[Bb]ackport of (?:commit )?([0-9a-f]{7,40})\b"),
@@ -199,6 +201,37 @@ def _diff3(paths: list[Path]) -> tuple[bytes, int]:
     return proc.stdout, proc.returncode
 
 
+def keeps_clean_lines(ours: str, base: str, theirs: str, expected: str) -> bool:
+    """The maintainers only rewrote the conflict blocks: their file is git's clean merge (zdiff3, as the
+    pipeline sees it) with each block replaced by something, every clean line kept in order.
+
+    Where this is false the human also edited outside the blocks (adapting the fix to the branch),
+    and no per-hunk answer can equal their file.
+    """
+    segments = [[line.rstrip() for line in seg] for seg in git_merge(ours, base, theirs).texts]
+    want = [line.rstrip() for line in expected.splitlines()]
+    while want and not want[-1]:
+        want.pop()
+    for seg in segments:
+        while seg and not seg[-1] and seg is segments[-1]:
+            seg.pop()
+    first, last = segments[0], segments[-1]
+    if want[: len(first)] != first:
+        return False
+    end = len(want) - len(last)
+    if len(segments) > 1 and (end < len(first) or want[end:] != last):
+        return False
+    pos = len(first)
+    for seg in segments[1:-1]:
+        if not seg:
+            continue
+        found = next((i for i in range(pos, end - len(seg) + 1) if want[i : i + len(seg)] == seg), -1)
+        if found < 0:
+            return False
+        pos = found + len(seg)
+    return True
+
+
 def write_case(repo: pygit2.Repository, setdir: Path, number: int, bp: Backport, files: list[MinedFile],
                name: str, licence: str) -> None:
     """One case directory in the conflict-bench layout."""
@@ -215,7 +248,9 @@ def write_case(repo: pygit2.Repository, setdir: Path, number: int, bp: Backport,
         raw, nconf = _diff3([cdir / names[k] for k in ("ours", "base", "theirs")])
         names["conflict_diff3"] = f"{flat(f.path)}.conflict.diff3"
         (cdir / names["conflict_diff3"]).write_bytes(raw)
+        text = [repo[oid].data.decode("utf-8", "surrogateescape") for oid in (f.ours, f.base, f.theirs, f.expected)]
         fmeta.append({"path": f.path, "files": names, "git_merge_file_conflicts": nconf,
+                      "expected_keeps_all_non_conflicting_lines": keeps_clean_lines(*text),
                       "blob_ids": {"base": str(f.base), "ours": str(f.ours), "theirs": str(f.theirs),
                                    "expected": str(f.expected)}})
 

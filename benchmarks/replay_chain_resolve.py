@@ -5,7 +5,7 @@
 
 What it is for: issue 13's replay figure. ``benchmarks.replay_triton`` (the partition benchmark)
 builds the replay fork and plans it; it counts the conflicts each chain meets when built through
-on its bundle, resolving each by taking upstream's side of the files (a proxy). This runs the
+on the fork trunk (where bundle.py builds every branch), resolving each by taking upstream's side of the files (a proxy). This runs the
 same plans and builds every chain through with forksync's real resolver instead:
 ``resolve_pick`` (libgit2 merge, per-file pipeline, rails) with a resolution memory that learns,
 in chain order, nothing but what forksync itself proposed earlier in the run (there is no human
@@ -57,28 +57,17 @@ def _file(pg: pygit2.Repository, tree: pygit2.Tree, path: str) -> bytes | None:
     return blob.data if isinstance(blob, pygit2.Blob) else None
 
 
-def build_chains(pg: pygit2.Repository, tree: pygit2.Oid, order: Sequence[str], bundles: Sequence[Sequence[str]],
-                 chains: Sequence[Sequence[str]], changes: dict[str, CommitChanges],
-                 memory: MemoryIndex) -> dict[str, Any]:
-    """Build each chain through on its bundle (as replay_triton.chain_conflicts does), resolving with forksync."""
-    position = {s: i for i, s in enumerate(order)}
+def build_chains(pg: pygit2.Repository, tree: pygit2.Oid, chains: Sequence[Sequence[str]],
+                 changes: dict[str, CommitChanges], memory: MemoryIndex) -> dict[str, Any]:
+    """Build each chain through on the fork trunk ``tree`` (as bundle.py builds every branch, and as
+    replay_triton.chain_conflicts counts), resolving each conflicting pick with forksync."""
     merger = GitMerger(pg)
-    running = PickTarget(pg, tree, merger)
-    stack: list[tuple[int, pygit2.Oid]] = []
-    for bundle in bundles:
-        for sha in bundle:
-            running.pick(changes[sha])
-        stack.append((position[bundle[0]], running.tree()))
     totals: Counter[str] = Counter()
     strategies: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     per_chain = []
     for members in chains:
-        base = tree
-        for start, bundle_tree in stack:
-            if start < position[members[0]]:
-                base = bundle_tree
-        target = PickTarget(pg, base, merger)
+        target = PickTarget(pg, tree, merger)
         conflicts = resolved = 0
         first_wait: int | None = None
         for i, sha in enumerate(members):
@@ -149,8 +138,7 @@ def snapshot(work: Path) -> dict[str, Any]:
     tip = pg.get(pair.fork_tip)
     assert isinstance(tip, pygit2.Commit)
     started = time.monotonic()
-    out = build_chains(pg, tip.tree.id, planned.order, [b.commits for b in planned.plan.bundles],
-                       [c.commits for c in planned.plan.chains], planned.changes, MemoryIndex())
+    out = build_chains(pg, tip.tree.id, [c.commits for c in planned.plan.chains], planned.changes, MemoryIndex())
     out["seconds"] = round(time.monotonic() - started, 1)
     return out
 
@@ -178,8 +166,7 @@ def weekly(work: Path, info: dict[str, Any]) -> dict[str, Any]:
         walk = [Change(s, changes[s].paths, changes[s].symbols, changes[s].lines, depends=deps[s],
                        defined=changes[s].defined, introduced=changes[s].introduced, used=changes[s].used) for s in shas]
         plan = partition(walk, config, TipTrial(PickTarget(pg, tree, GitMerger(pg)), changes))
-        got = build_chains(pg, tree, shas, [b.commits for b in plan.bundles], [c.commits for c in plan.chains],
-                           changes, memory)
+        got = build_chains(pg, tree, [c.commits for c in plan.chains], changes, memory)
         for key in ("conflicts", "resolved", "waiting"):
             total[key] += got[key]
         for key, n in got["strategies"].items():

@@ -23,8 +23,8 @@ the running bundle conflicts. Otherwise it is bundled and the running tree advan
 **Continuous** (``weekly``): the 1,000 commits cut into calendar weeks (committer date); for
 each week the fork is upstream as of the week's start (everything earlier landed) and the week's
 commits are planned; forksync's pure partition (line mode, git trial picks) and the oracle, side
-by side. Chain conflict counts: each chain built through commit by commit on the bundle it would
-be built on (see bundle.py), a conflict "resolved" by taking the upstream side of the files, and
+by side. Chain conflict counts: each chain built through commit by commit on the fork trunk,
+where bundle.py builds it, a conflict "resolved" by taking the upstream side of the files, and
 counted.
 
     python -m benchmarks.replay_triton --mirror /work/.mirror/facebookexperimental+triton/repo --work /tmp/replay
@@ -35,6 +35,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -46,16 +48,17 @@ from typing import Any
 
 import pygit2
 
+from benchmarks.bench_plan import cherry_pick_loop
 from core.config import load_repo_config
-from workers.engine.changes import CommitChanges, commit_changes_many
+from workers.engine.changes import CHANGES_CACHE_FILE, CommitChanges, commit_changes_many
 from workers.engine.git import Repository, run_git
 from workers.engine.lines import line_dependencies
 from workers.engine.pair import open_configured
 from workers.engine.partition import Change, partition
 from workers.engine.paths import first_match
-from workers.engine.pick import GitMerger, PickTarget
-from workers.engine.planning import TipTrial, make_plan
-from workers.engine.symbols import stoplist
+from workers.engine.pick import MERGE_CACHE_FILE, GitMerger, PickTarget
+from workers.engine.planning import TipTrial, make_plan, names_in_tree
+from workers.engine.symbols import last_name, stoplist
 
 PRE_FORK_TIP = "2ac060b8b"
 CUT = 1000
@@ -185,24 +188,15 @@ def oracle(repo_path: Path, pg: pygit2.Repository, walk: Sequence[str], since: s
 # --------------------------------------------------------------------------- build-through counts
 
 
-def chain_conflicts(pg: pygit2.Repository, tree: pygit2.Oid, order: Sequence[str], bundles: Sequence[Sequence[str]],
-                    chains: Sequence[Sequence[str]], changes: dict[str, CommitChanges]) -> list[int]:
-    """Conflicts met building each chain through on its bundle (a conflict resolved by upstream's files)."""
-    position = {s: i for i, s in enumerate(order)}
+def chain_conflicts(pg: pygit2.Repository, tree: pygit2.Oid, chains: Sequence[Sequence[str]],
+                    changes: dict[str, CommitChanges]) -> list[int]:
+    """Conflicts met building each chain through on the fork trunk, as bundle.py builds every
+    branch (alone on the trunk, landable in any order); a conflict "resolved" by taking the
+    upstream side of its files, and counted."""
     merger = GitMerger(pg)
-    running = PickTarget(pg, tree, merger)
-    stack: list[tuple[int, pygit2.Oid]] = []
-    for bundle in bundles:
-        for sha in bundle:
-            running.pick(changes[sha])
-        stack.append((position[bundle[0]], running.tree()))
     counts = []
     for members in chains:
-        base = tree
-        for start, bundle_tree in stack:
-            if start < position[members[0]]:
-                base = bundle_tree
-        target = PickTarget(pg, base, merger)
+        target = PickTarget(pg, tree, merger)
         conflicts = 0
         for sha in members:
             result = target.pick(changes[sha])
@@ -217,7 +211,46 @@ def chain_conflicts(pg: pygit2.Repository, tree: pygit2.Oid, order: Sequence[str
 # --------------------------------------------------------------------------- runs
 
 
-def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) -> dict[str, Any]:
+def drop_caches(cache_dir: Path) -> None:
+    """A cold plan: no ledger, merge or commit-analysis cache (the cache repository's objects stay)."""
+    shutil.rmtree(cache_dir / "ledger", ignore_errors=True)
+    for name in (MERGE_CACHE_FILE, CHANGES_CACHE_FILE):
+        (cache_dir / name).unlink(missing_ok=True)
+
+
+def speed(work: Path, cfg_file: Path, rounds: int = 2) -> dict[str, Any]:
+    """Plan (cold caches, then warm) beside a worktree ``git cherry-pick -x`` loop over the same
+    commits (the walk) onto the fork tip, alternated in one run, with the load average of each."""
+    fork, up = work / "fork", work / "upstream.git"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "fork", "GIT_AUTHOR_EMAIL": "fork@example.com",
+           "GIT_COMMITTER_NAME": "fork", "GIT_COMMITTER_EMAIL": "fork@example.com"}
+    runs: list[dict[str, Any]] = []
+    outputs: set[str] = set()
+    for n in range(rounds):
+        pair, config = open_configured(str(up), str(fork), config_file=str(cfg_file))
+        drop_caches(pair.cache_dir)
+        load = os.getloadavg()[0]
+        started = time.monotonic()
+        cold = make_plan(pair, config)
+        cold_s = time.monotonic() - started
+        started = time.monotonic()
+        warm = make_plan(pair, config)
+        warm_s = time.monotonic() - started
+        outputs |= {cold.plan.to_json(), warm.plan.to_json()}
+        loop_dir = work / f"loop-{n}"
+        shutil.rmtree(loop_dir, ignore_errors=True)
+        loop_dir.mkdir()
+        loop_s, failed = cherry_pick_loop(fork, cold.order, env, loop_dir)
+        runs.append({"load": round(load, 2), "plan_cold_s": round(cold_s, 2), "plan_warm_s": round(warm_s, 2),
+                     "loop_s": round(loop_s, 1), "loop_conflicts": failed, "commits": len(cold.order),
+                     "cold_ratio": round(loop_s / cold_s, 1), "warm_ratio": round(loop_s / warm_s, 1),
+                     "load_after": round(os.getloadavg()[0], 2)})
+    if len(outputs) != 1:
+        raise SystemExit("plan output differs between cold and warm runs")
+    return {"runs": runs, "byte_identical": True}
+
+
+def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, timed: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"holes": len(info["holes"]), "left_behind": len(info["left_behind"]),
                            "ingest_loop_seconds": info["ingest_seconds"]}
     fork, up = work / "fork", work / "upstream.git"
@@ -238,14 +271,15 @@ def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) 
         for c in plan.chains:
             for r in c.reasons:
                 kinds[r.kind] = kinds.get(r.kind, 0) + 1
-        counts = chain_conflicts(pg, tip.tree.id, planned.order, [b.commits for b in plan.bundles],
-                                 [c.commits for c in plan.chains], planned.changes) if link == "line" else []
+        counts = chain_conflicts(pg, tip.tree.id, [c.commits for c in plan.chains], planned.changes) if link == "line" else []
         out[link] = {
             "placed": placed, "bundled": bundled, "share": round(bundled / placed, 3) if placed else 0,
             "bundles": [len(b.commits) for b in plan.bundles], "chains": sorted((len(c.commits) for c in plan.chains), reverse=True),
             "reasons": kinds, "plan_seconds": round(seconds, 2), "chain_conflicts": sum(counts),
             "chain_conflicts_each": counts,
         }
+        if link == "line" and timed:
+            out["speed"] = speed(work, cfg_file)
         if link == "line" and not skip_oracle:
             started = time.monotonic()
             result = oracle(Path(pair.repo.path), pg, planned.order, info["base"], tip.tree.id, planned.changes,
@@ -260,10 +294,49 @@ def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) 
     return out
 
 
-def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) -> dict[str, Any]:
+# The fork's own divergence for the continuous model: facebookexperimental/triton's first own
+# commits ([TLX-rebase][1/2] and [2/2]) on top of the pre-fork tip: 68 files (45 added, 23 changed).
+DIVERGENCE = "2d98c5e28"
+
+
+def diverged_tree(pg: pygit2.Repository, repo_path: Path, upstream_tree: pygit2.Oid, base: str, own: str) -> tuple[pygit2.Oid, int]:
+    """``upstream_tree`` plus the fork's own changes ``base..own`` by git's merge; where they
+    conflict with that upstream the file stays upstream's (the fork's change there is left out),
+    and so does a file whose blob the partial mirror lacks. Returns the tree and the files left out."""
+    b, o = pg.revparse_single(base).peel(pygit2.Tree), pg.revparse_single(own).peel(pygit2.Tree)
+    theirs = PickTarget(pg, o.id)
+    for delta in b.diff_to_tree(o).deltas:
+        if delta.new_file.id != pygit2.Oid(hex="0" * 40) and delta.new_file.id not in pg:
+            old = delta.old_file
+            theirs.replace({delta.new_file.path: None if old.id == pygit2.Oid(hex="0" * 40) else (old.id, int(old.mode))})
+    sig = pygit2.Signature("m", "m@example.com", 0, 0)
+    root = pg.create_commit(None, sig, sig, "base", b.id, [])
+    one = pg.create_commit(None, sig, sig, "ours", upstream_tree, [root])
+    two = pg.create_commit(None, sig, sig, "theirs", theirs.tree(), [root])
+    out = git(repo_path, "merge-tree", "--write-tree", "--name-only", "--no-messages", str(one), str(two), check=False)
+    lines = [x for x in out.split("\n") if x]
+    merged = PickTarget(pg, pygit2.Oid(hex=lines[0]))
+    ours = PickTarget(pg, upstream_tree)
+    conflicted = sorted(set(lines[1:]))
+    merged.replace({p: ours.entry(p) for p in conflicted})
+    return merged.tree(), len(conflicted)
+
+
+def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, *, divergence: bool = False,
+           zones: bool = True) -> dict[str, Any]:
+    """The continuous model: each calendar week planned on the fork as of the week's start.
+
+    The fork is upstream as of the week's start (everything earlier landed), plus, with
+    ``divergence``, the fork's own real changes (:data:`DIVERGENCE`). ``zones``: the configured
+    diverged zones seed chains (else only conflicts, links and the risky path do). Names a chain
+    member introduces link only when the week's fork tree lacks them, as in ``make_plan``.
+    """
     up = work / "upstream.git"
     pg = pygit2.Repository(str(up))
-    config = load_repo_config(CONFIG.replace("LINK", "line"))
+    text = CONFIG.replace("LINK", "line")
+    if not zones:
+        text = re.sub(r"  diverged_zones:\n(    - .*\n)+", "  diverged_zones: []\n", text)
+    config = load_repo_config(text)
     stop = stoplist(config.risk.symbol_stoplist)
     commits: list[str] = info["upstream"]
     changes = commit_changes_many(pg, Repository(up), commits, stop)
@@ -276,30 +349,43 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool) ->
     ours_b = oracle_b = total = 0
     chain_sizes: list[int] = []
     oracle_sizes: list[int] = []
-    conflicts = 0
+    conflicts = left_out = 0
+    seeds: dict[str, int] = {}  # chains by the reason of their first member (what started them)
+    members: dict[str, int] = {}  # chain members by reason
     for _week, shas in sorted(weeks.items()):
         first = pg.get(shas[0])
         assert isinstance(first, pygit2.Commit)
         tree, since = first.parents[0].tree.id, str(first.parents[0].id)
+        if divergence:
+            tree, dropped = diverged_tree(pg, up, tree, info["tip"], DIVERGENCE)
+            left_out += dropped
         deps = line_dependencies([(s, changes[s].ranges) for s in shas], config.risk.context_lines)
+        known = names_in_tree(Repository(up), str(tree), (last_name(n) for s in shas for n in changes[s].introduced))
         walk = [Change(s, changes[s].paths, changes[s].symbols, changes[s].lines, depends=deps[s],
-                       defined=changes[s].defined, introduced=changes[s].introduced, used=changes[s].used) for s in shas]
+                       defined=changes[s].defined, used=changes[s].used,
+                       introduced=frozenset(n for n in changes[s].introduced if last_name(n) not in known))
+                for s in shas]
         trial = TipTrial(PickTarget(pg, tree, GitMerger(pg)), changes)
         plan = partition(walk, config, trial)
         total += len(shas)
         ours_b += sum(len(b.commits) for b in plan.bundles)
         chain_sizes += [len(c.commits) for c in plan.chains]
-        conflicts += sum(chain_conflicts(pg, tree, shas, [b.commits for b in plan.bundles],
-                                         [c.commits for c in plan.chains], changes))
+        for c in plan.chains:
+            seeds[c.reasons[0].kind] = seeds.get(c.reasons[0].kind, 0) + 1
+            for r in c.reasons:
+                members[r.kind] = members.get(r.kind, 0) + 1
+        conflicts += sum(chain_conflicts(pg, tree, [c.commits for c in plan.chains], changes))
         if not skip_oracle:
             result = oracle(up, pg, shas, since, tree, changes, config.risk.diverged_zones + config.risk.risky_paths)
             oracle_b += result["bundled"]
             if result["chain"]:
                 oracle_sizes.append(result["chain"])
     return {
+        "divergence": divergence, "zones": zones, "divergence_files_left_out": left_out,
         "weeks": len(weeks), "commits": total, "bundled": ours_b, "share": round(ours_b / total, 3),
         "chains": len(chain_sizes), "median_chain": statistics.median(chain_sizes) if chain_sizes else 0,
         "largest_chains": sorted(chain_sizes, reverse=True)[:6], "chain_conflicts": conflicts,
+        "seeds": dict(sorted(seeds.items())), "members": dict(sorted(members.items())),
         "oracle": None if skip_oracle else {
             "bundled": oracle_b, "share": round(oracle_b / total, 3),
             "median_chain": statistics.median(oracle_sizes) if oracle_sizes else 0,
@@ -314,15 +400,20 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "forksync-replay")
     parser.add_argument("--only", choices=("snapshot", "weekly"), default=None)
     parser.add_argument("--no-oracle", action="store_true")
+    parser.add_argument("--no-speed", action="store_true", help="skip the plan vs cherry-pick loop timing")
     args = parser.parse_args()
     os.environ.setdefault("FORKSYNC_CACHE_DIR", str(args.work / "cache"))
     info = build_replay(args.mirror, args.work)
     load = os.getloadavg()
     result: dict[str, Any] = {"load_before": [round(x, 2) for x in load]}
     if args.only in (None, "snapshot"):
-        result["snapshot"] = snapshot(args.mirror, args.work, info, args.no_oracle)
+        result["snapshot"] = snapshot(args.mirror, args.work, info, args.no_oracle, not args.no_speed)
     if args.only in (None, "weekly"):
-        result["weekly"] = weekly(args.mirror, args.work, info, args.no_oracle)
+        result["weekly"] = [
+            weekly(args.mirror, args.work, info, args.no_oracle),
+            weekly(args.mirror, args.work, info, args.no_oracle, divergence=True),
+            weekly(args.mirror, args.work, info, args.no_oracle, divergence=True, zones=False),
+        ]
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=1))
 

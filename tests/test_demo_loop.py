@@ -41,5 +41,11 @@ def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -
     assert "check run 'forksync / ingestion'" in loop and ": success: 0.0 days behind upstream, backlog 4," in loop
     assert "why the backlog is 4:" in loop
     assert "ledger moved:" in out and "pending 0" in out.split("ledger moved:")[1]
+    # Then the chain PRs land out of order, newest first: the other is rebuilt onto the new trunk in
+    # its same PR, and the backlog falls to what still waits (the deferred hole, the conflicting chain).
+    landing = out.split("landing the chain PRs out of order")[1]
+    assert "merged chain PR #4" in landing and "#3 forksync/chain/" in landing
+    assert "rebuilt onto the new trunk in the same PR" in landing and "base main" in landing
+    assert "backlog 3, pending 0" in landing and landing.rstrip().count("backlog 2, pending 0") == 1
     assert "Traceback" not in proc.stderr
     assert (tmp_path / "demo" / "data" / "celery-broker.sqlite").exists()  # the embedded broker was used

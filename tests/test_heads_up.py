@@ -72,3 +72,36 @@ def test_a_refused_review_request_still_leaves_the_comment(loopback_github: Loop
     assert execute(gh.adapter(gh.installation), "acme/fork", actions) == 1
     assert ("POST", f"/repos/acme/fork/pulls/{number}/requested_reviewers", 422) in gh.requests
     assert any("@stranger" in c["body"] for c in gh.state.comments["acme/fork"].values())
+
+
+def test_the_feed_refresh_gives_a_ready_chain_pr_its_heads_up(tmp_path, loopback_github: LoopbackGitHub) -> None:  # type: ignore[no-untyped-def]
+    """Through the feed refresh on the loopback GitHub: a chain PR built to its end whose L1 check
+    passed gets the comment and the review request from the owner of its area; a chain PR still
+    stopped at a conflict (same area, L1 green on its partial build) gets nothing."""
+    from core.dashboard.store import SqlFeedStore
+    from core.settings import WorkerSettings
+    from workers.adapters.state import open_state
+    from workers.tasks.ingest import refresh_feed
+
+    gh = loopback_github
+    gh.commit("acme/fork", {".github/forksync.yml": "owners:\n  lib/Dialect/: [alice]\n"})
+    gh.set_permission("acme/fork", "alice", "write")
+    port = gh.adapter(gh.installation)
+    items = []
+    for key, conflicts in (("c1", []), ("c2", ["lib/Dialect/y.cpp"])):
+        head = gh.commit("acme/fork", {f"{key}.txt": "x\n"}, branch=f"forksync/chain/{key}")
+        number = gh.add_pull("acme/fork", f"forksync/chain/{key}")
+        port.create_check_run("acme/fork", name="forksync / L1", head_sha=head, status="completed", conclusion="success")
+        items.append({"kind": "chain", "key": key, "title": f"chain {key}", "number": number, "url": None, "size": 1,
+                      "conflicts": conflicts, "pull": True, "head_sha": head,
+                      "commits": [{"sha": "d" * 40, "subject": "Layouts", "pr": 8104, "paths": ["lib/Dialect/x.cpp"]}]})
+    settings = WorkerSettings.from_mapping({**gh.settings(), "FORKSYNC_DATA_DIR": str(tmp_path)})
+    SqlFeedStore(None, tmp_path).put_facts("acme/fork", {"private": False, "in_flight": items})
+    refresh_feed(settings, open_state(settings), gh.app(), gh.installation, "acme/fork")
+    ready, stopped = (int(i["number"]) for i in items)
+    said = [c for c in gh.state.comments["acme/fork"].values() if c["issue_number"] == ready]
+    assert len(said) == 1 and "this chain is built to its end (its conflicts resolved)" in said[0]["body"]
+    assert "### `lib/Dialect/`" in said[0]["body"]
+    assert gh.state.pulls["acme/fork"][ready]["requested_reviewers"] == ["alice"]
+    assert not [c for c in gh.state.comments["acme/fork"].values() if c["issue_number"] == stopped]
+    assert not gh.state.pulls["acme/fork"][stopped].get("requested_reviewers")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pygit2
 
 from benchmarks.bench_conflicts import run_case
-from benchmarks.mine_conflicts import direct_original, main, mine, originals_of
+from benchmarks.mine_conflicts import direct_original, keeps_clean_lines, main, mine, originals_of
 from tests.gitrepo import GitRepo
 
 BASE = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
@@ -48,6 +48,7 @@ def test_mines_the_conflicting_backport_with_the_maintainers_file(
     meta = json.loads((out / "case-001" / "meta.json").read_text())
     assert meta["original_sha"] == shas["fix"] and meta["backport_sha"] == shas["picked"]
     assert meta["conflicted_paths"] == ["m.py"]
+    assert meta["files"][0]["expected_keeps_all_non_conflicting_lines"] is True
     names = meta["files"][0]["files"]
     assert (out / "case-001" / names["expected"]).read_text() == BASE.replace("return 1", "return 1 + 0  # old")
     assert (out / "case-001" / names["ours"]).read_text() == BASE.replace("return 1", "return 1  # old")
@@ -87,3 +88,11 @@ def test_a_pick_of_a_pick_is_replayed_from_its_direct_source(make_repo: Callable
     other = repo.head("main~1")
     assert direct_original(git, (other, shas["picked"])) is None
     assert direct_original(git, (shas["fix"],)) == shas["fix"]
+
+
+def test_keeps_clean_lines_tells_block_rewrites_from_edits_elsewhere() -> None:
+    """The human's file is the clean merge with the block rewritten, or it also changed a clean line."""
+    ours, base, theirs = "a\nB\nc\nd\n", "a\nb\nc\nd\n", "a\nC\nc\nd\n"
+    assert keeps_clean_lines(ours, base, theirs, "a\nBC\nmore\nc\nd\n")
+    assert not keeps_clean_lines(ours, base, theirs, "a\nBC\nc\nd changed\n")
+    assert not keeps_clean_lines(ours, base, theirs, "z\na\nBC\nc\nd\n")

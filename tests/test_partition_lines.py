@@ -134,6 +134,47 @@ def test_large_clean_commit_is_bundled_alone_unless_size_seeds() -> None:
     assert reasons(partition(commits, seeding, ChainFakeTrial({})))[sha(2)].kind == "size"
 
 
+def test_python_definitions_link_only_within_their_module() -> None:
+    """Two modules that each define their own ``is_hopper`` change two functions (no link); a change
+    of the same module's ``is_hopper`` is a link, and names the module (real Triton history: a
+    tutorial's own helper was linked to ``triton._internal_testing.is_hopper``)."""
+    own = Hunk("", ("def is_hopper():", "    return torch.cuda.get_device_capability()[0] == 9"), ())
+    first = file_definitions("python/tutorials/09-persistent-matmul.py", [own])
+    other = file_definitions("python/tutorials/06-fused-attention.py", [own])
+    assert first.defined == {"is_hopper in python/tutorials/09-persistent-matmul.py"}
+    assert first.introduced == {"is_hopper"}  # uses elsewhere still link by the bare name
+    assert first.defined.isdisjoint(other.defined)
+    header = Hunk("", ("LogicalResult rewriteRegion(Region &r);",), ())
+    assert file_definitions("include/A.h", [header]).defined == {"rewriteRegion"}  # C++ stays bare
+    trial = ChainFakeTrial({sha(1): ("python/tutorials/09-persistent-matmul.py",)})
+    commits = [change(1, "python/tutorials/09-persistent-matmul.py", defined=sorted(first.defined)),
+               change(2, "python/tutorials/06-fused-attention.py", defined=sorted(other.defined)),
+               change(3, "python/tutorials/09-persistent-matmul.py", defined=sorted(first.defined))]
+    plan = partition(commits, CONFIG, trial)
+    assert plan.bundle_of(sha(2)) is not None
+    assert reasons(plan)[sha(3)].detail.startswith(
+        "changes the definition of is_hopper in python/tutorials/09-persistent-matmul.py, also changed by")
+
+
+def test_a_cpp_member_call_is_no_use_of_a_new_free_function() -> None:
+    """``createTokenOp.getNumBuffers()`` calls a member: it does not use the free function
+    ``getNumBuffers`` a chain member introduces in a .cpp (real Triton history), while a bare call
+    does, and a member call still uses a new method ``Cls::getNumBuffers``."""
+    call = file_definitions("lib/WS.cpp", [Hunk("", ("  for (unsigned i = 0; i < createTokenOp.getNumBuffers(); i++) {",), ())])
+    assert ".getNumBuffers" in call.used and "getNumBuffers" not in call.used
+    bare = file_definitions("lib/WS.cpp", [Hunk("", ("  unsigned n = getNumBuffers(op);",), ())])
+    trial = ChainFakeTrial({sha(1): ("lib/San.cpp",), sha(3): ("lib/Op.cpp",)})
+    commits = [change(1, "lib/San.cpp", introduced=["getNumBuffers"]),
+               change(2, "lib/WS.cpp", used=sorted(call.used)),
+               change(3, "lib/Op.cpp", introduced=["TokenOpAdaptor::getNumBuffers"]),
+               change(4, "lib/WS.cpp", used=sorted(call.used)),
+               change(5, "lib/Other.cpp", used=sorted(bare.used))]
+    plan = partition(commits, CONFIG, trial)
+    assert plan.bundle_of(sha(2)) is not None
+    assert reasons(plan)[sha(4)].detail.startswith("uses TokenOpAdaptor::getNumBuffers, introduced by")
+    assert reasons(plan)[sha(5)].detail.startswith("uses getNumBuffers, introduced by")
+
+
 # ---- independent bundles: each lands on the trunk alone, so a dependency keeps commits together
 
 SMALL = RepoConfig(bundle=BundleConfig(max_commits=2, max_lines=100), risk=RiskConfig(max_lines=50))
@@ -168,3 +209,34 @@ def test_a_shared_file_alone_does_not_tie_bundles() -> None:
     plan = partition(commits, SMALL, ChainFakeTrial({}))
     assert [b.commits for b in plan.bundles] == [(sha(1), sha(2)), (sha(3),)]
     assert all(not b.joined for b in plan.bundles)
+
+
+class AloneTrial(ChainFakeTrial):
+    """Also answers whether a commit applies on the trunk with its own bundle alone (BundleTrial)."""
+
+    def __init__(self, alone_fails: set[str]) -> None:
+        super().__init__({})
+        self.alone_fails = alone_fails
+        self.current: list[str] = []
+        self.closed = 0
+
+    def picks_alone(self, sha: str, fresh: bool) -> bool:
+        return sha not in self.alone_fails
+
+    def bundle_add(self, sha: str) -> None:
+        self.current.append(sha)
+
+    def bundle_close(self) -> None:
+        self.current, self.closed = [], self.closed + 1
+
+
+def test_near_lines_that_apply_without_the_earlier_bundle_do_not_tie_it() -> None:
+    """With the trunk-plus-own-bundle trial, a line dependency on an earlier bundle ties only when the
+    commit does not apply without it: the bounds hold otherwise."""
+    commits = [change(1, "a.py"), change(2, "b.py"), change(3, "c.py"),
+               change(4, "a.py", depends=[(1, "a.py", 3, 4)]), change(5, "a.py", depends=[(1, "a.py", 9, 9)])]
+    trial = AloneTrial(alone_fails={sha(5)})
+    plan = partition(commits, SMALL, trial)
+    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2), sha(5)), (sha(3), sha(4))]
+    assert [r.commit for r in plan.bundles[0].joined] == [sha(5)] and plan.bundles[1].joined == ()
+    assert trial.current == [sha(3), sha(4)] and trial.closed == 1

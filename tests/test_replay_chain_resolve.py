@@ -25,7 +25,7 @@ def test_chain_members_are_resolved_or_counted_waiting(make_repo: Callable[[str]
     pg = pygit2.Repository(str(repo.path / ".git"))
     changes = commit_changes_many(pg, Repository(repo.path), [up1, up2])
     tip = pg.revparse_single("fork").peel(pygit2.Commit)
-    out = build_chains(pg, tip.tree.id, [up1, up2], [], [[up1, up2]], changes, MemoryIndex())
+    out = build_chains(pg, tip.tree.id, [[up1, up2]], changes, MemoryIndex())
     assert out["chains"] == [{"members": 2, "conflicts": 2, "resolved": 1, "waiting": 1, "first_wait": 1}]
     assert out["strategies"] == {"list-union": 1}
     assert out["waiting_reasons"] == {"hunks no rule is safe on": 1}

@@ -235,3 +235,21 @@ def test_token_merge_declines_lines_inserted_inside_the_other_sides_rewrite() ->
     h = _hunk("a = f(1)\nb = 2\nextra = 0\nc = 3\n", "a = f(0)\nb = 2\nc = 3\n", "a = f(0)\nb = 20\nc = 3\n")
     res = token_merge(h, CTX)
     assert res is not None and res.lines == ("a = f(1)\n", "b = 20\n", "extra = 0\n", "c = 3\n")
+
+
+def test_token_merge_declines_when_a_side_only_changes_layout() -> None:
+    """Upstream re-indents a doc example the branch edited: where the branch's edit lands is a guess.
+
+    Real block (sqlalchemy/sqlalchemy, MIT: backport 147b116 of f4aa9de, doc/build/core/pooling.rst;
+    the maintainer took upstream's re-indented text, not a merge of the two).
+    """
+    h = _hunk(
+        '      with engine.connect() as conn:\n          conn.execute("...")\n',
+        '      with engine.connect() as conn:\n          conn.execute(text("..."))\n',
+        '        with engine.connect() as conn:\n            conn.execute(text("..."))\n',
+    )
+    assert token_merge(h, CTX) is None
+    # A re-wrap that also changes words is not layout only: it still merges (a receiver renamed on the other side).
+    h = _hunk("r = testdir.run('-v')\n", "r = pytester.run('-v')\n", "r = pytester.run(\n    '-v', '-W'\n)\n")
+    res = token_merge(h, CTX)
+    assert res is not None and "".join(res.lines) == "r = testdir.run(\n    '-v', '-W'\n)\n"

@@ -167,9 +167,50 @@ def test_legacy_per_node_files_import_once(store: Store, tmp_path: Path) -> None
                           "INSERT INTO series (name, point) VALUES ('metrics:acme/fork', '{\"t\": 1}');")):
         with sqlite3.connect(path) as db:
             db.executescript(script)
-    assert import_legacy(store, node, "acme/fork") == {"l1_suite_runs": 1, "l2_runs": 1, "series_points": 1}
+    assert import_legacy(store, node, "acme/fork") == {"l1_suite_runs": 1, "l2_runs": 1, "series_points": 1,
+                                                       "dashboard_feeds": 0, "dashboard_facts": 0}
     assert TrunkResults(store, "acme/fork").failing_at("c1", "unit") == frozenset({"t1"})
     assert [r.metrics for r in ResultStore(store).history("acme/fork", "mm")] == [{"tflops": 101.0}]
     assert SeriesStore(store).series("metrics:acme/fork") == [{"t": 1}]
-    assert import_legacy(store, node, "acme/fork") == {"l1_suite_runs": 0, "l2_runs": 0, "series_points": 0}
+    assert import_legacy(store, node, "acme/fork") == {"l1_suite_runs": 0, "l2_runs": 0, "series_points": 0,
+                                                       "dashboard_feeds": 0, "dashboard_facts": 0}
     assert (node / "l2-results.sqlite.imported").exists()
+
+
+def test_legacy_dashboard_feeds_and_facts_import_without_overwriting_newer_ones(
+        store: Store, tmp_path: Path, redis_url) -> None:  # type: ignore[no-untyped-def]
+    """The web process's old dashboard.sqlite and a Redis deployment's feed hashes move into the store
+    (the facts date the picks for the digest); a fork the store already has keeps its own copy."""
+    import json
+    import sqlite3
+
+    import redis as redis_lib
+
+    from core.dashboard.feed import ForkFeed
+    from core.dashboard.store import SqlFeedStore
+    from workers.cli.store import import_legacy, import_legacy_redis
+
+    node = tmp_path / "node"
+    node.mkdir()
+    old = ForkFeed("acme/fork", 10.0)
+    with sqlite3.connect(node / "dashboard.sqlite") as db:
+        db.executescript("CREATE TABLE feeds (repo TEXT PRIMARY KEY, version TEXT, doc TEXT, updated_at REAL);"
+                         "CREATE TABLE facts (repo TEXT PRIMARY KEY, doc TEXT);")
+        db.execute("INSERT INTO feeds VALUES (?, ?, ?, ?)", ("acme/fork", old.version(), json.dumps(old.as_json()), 10.0))
+        db.execute("INSERT INTO facts VALUES (?, ?)", ("acme/fork", json.dumps({"landed_at": {"f1": 5.0}})))
+    feeds = SqlFeedStore(None, ".", store)
+    newer = ForkFeed("other/fork", 99.0)
+    feeds.put(newer)
+    feeds.put_facts("other/fork", {"landed_at": {"f9": 90.0}})
+    counts = import_legacy(store, node, "acme/fork")
+    assert (counts["dashboard_feeds"], counts["dashboard_facts"]) == (1, 1)
+    assert feeds.get("acme/fork") == old and feeds.facts("acme/fork") == {"landed_at": {"f1": 5.0}}
+    assert (node / "dashboard.sqlite.imported").exists()
+    url = redis_url(14)
+    client = redis_lib.Redis.from_url(url)
+    client.hset("forksync:dashboard:feeds", "other/fork", json.dumps(ForkFeed("other/fork", 1.0).as_json()))
+    client.hset("forksync:dashboard:facts", "other/fork", json.dumps({"landed_at": {"f9": 1.0}}))
+    client.hset("forksync:dashboard:facts", "third/fork", json.dumps({"private": True}))
+    assert import_legacy_redis(store, url) == {"dashboard_feeds_redis": 0, "dashboard_facts_redis": 1}
+    assert feeds.get("other/fork") == newer and feeds.facts("other/fork") == {"landed_at": {"f9": 90.0}}
+    assert feeds.facts("third/fork") == {"private": True}

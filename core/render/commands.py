@@ -560,3 +560,15 @@ def approved(command: Command, author: str, head_sha: str) -> Outcome:
         command,
         f"approved head `{head_sha[:10]}` of @{author}'s PR for the self-hosted runners; a new push needs a new `/approve`",
     )
+
+
+def approval_record(record_marker: str, head_sha: str, by: str) -> str:
+    """The bot's record of an ``/approve`` on an outside PR (``workers/commands/approval.py`` reads
+    its "Approved by" and "Approved head" lines back)."""
+    return (
+        f"{record_marker}\n"
+        "**Self-hosted runners allowed for this PR** (forksync `/approve`).\n\n"
+        f"Approved by: @{by}\n"
+        f"Approved head: `{head_sha}`\n\n"
+        "A new push needs a new `/approve` from a maintainer."
+    )

@@ -297,6 +297,19 @@ def ingestion_summary(figures: IngestionFigures) -> tuple[str, str]:
     return title, "\n".join(rows) + "\n"
 
 
+def no_upstream_summary(config_path: str) -> tuple[str, str]:
+    """The check run's title and summary when the fork's config names no upstream."""
+    return (f"{config_path}: upstream.url is not set; nothing to ingest",
+            f"Add `upstream: {{url: https://github.com/OWNER/REPO, branch: main}}` to `{config_path}`.\n")
+
+
+def ingest_failure_summary(problem: str, one_line: str) -> tuple[str, str]:
+    """The check run's title and summary when a run fails for a reason the maintainer must fix."""
+    return (f"ingestion failed: {problem}"[:240],
+            f"**{one_line}**\n\nNothing was pushed or opened by this run. Fix the cause and push: the next push or "
+            "poll retries.\n")
+
+
 def config_error_summary(message: str, source: str, line: int | None, line_text: str | None) -> tuple[str, str]:
     """(title, summary) of the failing check run for a bad ``.github/forksync.yml``."""
     where = f"{source}:{line}" if line else source

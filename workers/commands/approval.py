@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.github.roles import Comments, PullReader
+from core.render import commands as render_commands
 from core.render import marker
 from workers.commands.handler import bot_comment
 
@@ -42,14 +43,9 @@ def approval_marker(pr: int) -> str:
 
 
 def approval_body(pr: int, head_sha: str, by: str) -> str:
-    """The bot's record of an approval (edited in place on a new /approve)."""
-    return (
-        f"{approval_marker(pr)}\n"
-        "**Self-hosted runners allowed for this PR** (forksync `/approve`).\n\n"
-        f"Approved by: @{by}\n"
-        f"Approved head: `{head_sha}`\n\n"
-        "A new push needs a new `/approve` from a maintainer."
-    )
+    """The bot's record of an approval (edited in place on a new /approve); its text is
+    ``core.render.commands.approval_record``, whose two lines :func:`read_approval` parses."""
+    return render_commands.approval_record(approval_marker(pr), head_sha, by)
 
 
 def read_approval(gh: Comments, repo: str, pr: int, own_login: str | None) -> Approval | None:

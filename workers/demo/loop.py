@@ -127,6 +127,7 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
                 before, after = gh.checks[0]["title"], gh.checks[-1]["title"]
                 print(f"ledger moved: check was '{before}'\n              now       '{after}'")
                 _why_backlog(upstream, remote, gh)
+                _land_out_of_order(gh, fork_git, client)
     finally:
         runtime.use()
     where = (f"kept under {root}: the sample pair, the fork's bare copy (github/), worker data (data/: SQLite "
@@ -136,6 +137,36 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
     print(f"\ndashboard of the demo's data: {dashboard_url(DASHBOARD_PORT)}\n"
           "  (served there when the demo runs with --serve, until Ctrl-C)")
     return 0
+
+
+def _land_out_of_order(gh: DryGitHub, fork_git: Repository, client: Any) -> None:
+    """Land the chain PRs newest first (out of upstream order, as each is built on the trunk and
+    lands on its own); after each, the next ingest rebuilds the others onto the new trunk in their
+    same PRs. Prints what moved."""
+    chains = [p for p in gh.pulls.values() if str(p["head"]).startswith("forksync/chain/") and p.get("state") == "open"]
+    if not chains:
+        return
+    print("\nlanding the chain PRs out of order (newest first): each is built on the trunk and lands on its own")
+    for pull in reversed(chains):
+        if pull.get("state") != "open":
+            continue
+        branch, number = str(pull["head"]), int(str(pull["number"]))
+        others = {str(p["head"]): fork_git.rev_parse(f"refs/heads/{p['head']}") for p in chains
+                  if p is not pull and p.get("state") == "open"}
+        head = fork_git.rev_parse(f"refs/heads/{branch}") or ""
+        fork_git.git("update-ref", "refs/heads/main", head)
+        seen = len(gh.checks)
+        answer = _post(client, "pull_request", _merged_payload(number, branch, head))
+        pull.update(state="closed", merged=True)  # what GitHub shows once merged (the recorder keeps the PR)
+        _wait(lambda seen=seen: len(gh.checks) > seen, 60, "the ingestion after the chain merge")
+        print(f"  merged chain PR #{number} ({cut(str(pull['title']), 70)}) -> {answer}")
+        for other, old in others.items():
+            new = fork_git.rev_parse(f"refs/heads/{other}")
+            same = next((p for p in chains if str(p["head"]) == other), {})
+            if new and new != old:
+                print(f"    #{same.get('number')} {other} rebuilt onto the new trunk in the same PR "
+                      f"({str(old)[:10]} -> {new[:10]}, base {same.get('base')})")
+        print(f"    check: {gh.checks[-1]['title']}")
 
 
 DASHBOARD_PORT = 8000

@@ -8,12 +8,19 @@ what links chains by file (both the old and the new path).
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pygit2
 
+from workers.engine import lines as lines_module
+from workers.engine import symbols as symbols_module
 from workers.engine.git import Repository
 from workers.engine.lines import FileRanges
 from workers.engine.lines import Hunk as LineHunk
@@ -139,13 +146,17 @@ _RAW = re.compile(r"^:(\d{6}) (\d{6}) ([0-9a-f]{40}) ([0-9a-f]{40}) ([A-Z])\d*\t
 
 
 def commit_changes_many(
-    repo: pygit2.Repository, git: Repository, shas: Sequence[str], stop: frozenset[str] = BUILTIN_STOPLIST
+    repo: pygit2.Repository, git: Repository, shas: Sequence[str], stop: frozenset[str] = BUILTIN_STOPLIST,
+    *, analyse: Collection[str] | None = None,
 ) -> dict[str, CommitChanges]:
     """:func:`commit_changes` for many commits in one ``git diff-tree --stdin`` process.
 
     libgit2 diffs cost a few milliseconds per commit on a large tree; one git process streams the
     raw entries and the zero-context patches of a thousand commits in a fraction of that.
     Merge commits are diffed against their first parent (by libgit2), like the rest of the engine.
+    ``analyse``: the commits whose symbols are read (None: all). The others get paths, entries,
+    size and hunk ranges only, and empty symbol sets: the line-dependency walk over already
+    picked history needs no more, and reading symbols is most of the parsing.
     """
     commits: dict[str, pygit2.Commit] = {}
     merges: dict[str, CommitChanges] = {}
@@ -174,6 +185,7 @@ def commit_changes_many(
     seen: set[str] = set()
     path: str | None = None
     hunk: tuple[str, list[str], list[str]] | None = None
+    text = True
 
     def flush() -> None:
         nonlocal hunk
@@ -187,6 +199,7 @@ def commit_changes_many(
             flush()
             sha = header.group(1)
             current, path = (sha if sha in commits and sha not in seen else None), None
+            text = analyse is None or sha in analyse  # keep the lines only where symbols are read
             seen.add(sha)
             continue
         if current is None:
@@ -214,10 +227,12 @@ def commit_changes_many(
             context = line.split("@@", 2)[2].lstrip(" ") if line.count("@@") >= 2 else ""
             hunk = (context, [], [])
         elif hunk is not None and line.startswith("+"):
-            hunk[1].append(line[1:])
+            if text:
+                hunk[1].append(line[1:])
             counts[current] += 1
         elif hunk is not None and line.startswith("-"):
-            hunk[2].append(line[1:])
+            if text:
+                hunk[2].append(line[1:])
             counts[current] += 1
     flush()
 
@@ -226,9 +241,10 @@ def commit_changes_many(
         parent_tree = c.parents[0].tree.id if c.parents else empty_tree(repo)
         symbols: set[str] = set()
         defs = []
-        for name, file_hunks in hunks[sha].items():
-            symbols |= file_symbols(name, file_hunks, stop)
-            defs.append(file_definitions(name, file_hunks, stop))
+        if analyse is None or sha in analyse:
+            for name, file_hunks in hunks[sha].items():
+                symbols |= file_symbols(name, file_hunks, stop)
+                defs.append(file_definitions(name, file_hunks, stop))
         deltas = dict(raw[sha])  # one entry per path, whatever git lists
         ranges = [FileRanges(p, tuple(spans[sha].get(p, ())), whole=not spans[sha].get(p)) for p in sorted(deltas)]
         result[sha] = CommitChanges(
@@ -276,3 +292,100 @@ def _diff_path(rest: str) -> str:
         return _unquote(first)[2:]
     half = (len(rest) - 1) // 2
     return rest[2:half]
+
+
+# --------------------------------------------------------------------------- kept between runs
+
+# The analyses cache's file in a pair's cache directory, and how many commits it keeps.
+CHANGES_CACHE_FILE = "commit-changes.v1.jsonl"
+ANALYSES_KEPT = 50_000
+
+
+def analysis_key(stop: frozenset[str]) -> str:
+    """What an analysis depends on besides its commit: the stop-list and the code that reads
+    diffs (this module, symbols.py, lines.py, hashed), so a changed rule never reads back old results."""
+    digest = hashlib.sha256(json.dumps(sorted(stop)).encode())
+    for module in (__file__, symbols_module.__file__, lines_module.__file__):
+        digest.update(Path(module).read_bytes())
+    return f"forksync-commit-changes {digest.hexdigest()[:32]}"
+
+
+def cached_commit_changes(
+    repo: pygit2.Repository, git: Repository, shas: Sequence[str], stop: frozenset[str] = BUILTIN_STOPLIST,
+    *, analyse: Collection[str] | None = None, folder: Path | None = None,
+) -> dict[str, CommitChanges]:
+    """:func:`commit_changes_many`, reading back what earlier runs analysed.
+
+    An upstream commit never changes, so neither does its analysis (for one stop-list and one
+    version of the code: :func:`analysis_key`): the bot, planning again on every poll, diffs only
+    the commits it has not seen. ``folder`` is a pair's cache directory (None: no cache). A
+    commit analysed without symbols is analysed again when they are asked for. The file is
+    rewritten atomically with the newest :data:`ANALYSES_KEPT`; one that cannot be read or
+    written only costs speed.
+    """
+    if folder is None:
+        return commit_changes_many(repo, git, shas, stop, analyse=analyse)
+    path = folder / CHANGES_CACHE_FILE
+    key = analysis_key(stop)
+    known = _read_analyses(path, key)
+    wanted = list(dict.fromkeys(shas))
+    full = set(wanted) if analyse is None else set(analyse)
+    missing = [s for s in wanted if s not in known or (s in full and not known[s][0])]
+    if missing:
+        fresh = commit_changes_many(repo, git, missing, stop, analyse=[s for s in missing if s in full])
+        for sha in missing:
+            known.pop(sha, None)
+            known[sha] = (sha in full, fresh[sha])
+        _write_analyses(path, key, known)
+    return {s: known[s][1] for s in wanted}
+
+
+def _entry_json(entry: Entry | None) -> list[Any] | None:
+    return None if entry is None else [str(entry[0]), entry[1]]
+
+
+def _entry_of(data: list[Any] | None) -> Entry | None:
+    return None if data is None else (pygit2.Oid(hex=data[0]), int(data[1]))
+
+
+def _read_analyses(path: Path, key: str) -> dict[str, tuple[bool, CommitChanges]]:
+    try:
+        lines = path.read_text("utf-8").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    if not lines or lines[0] != key:
+        return {}
+    out: dict[str, tuple[bool, CommitChanges]] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        try:
+            sha, read, parent, tree, deltas, size, symbols, ranges, introduced, defined, used = json.loads(line)
+            out[sha] = (bool(read), CommitChanges(
+                sha=sha, parent_tree=pygit2.Oid(hex=parent), tree=pygit2.Oid(hex=tree),
+                deltas=tuple(FileDelta(p, _entry_of(o), _entry_of(n)) for p, o, n in deltas), lines=int(size),
+                symbols=frozenset(symbols),
+                ranges=tuple(FileRanges(p, tuple(LineHunk(*h) for h in hunks), bool(whole)) for p, whole, hunks in ranges),
+                introduced=frozenset(introduced), defined=frozenset(defined), used=frozenset(used),
+            ))
+        except (ValueError, TypeError):
+            continue
+    return out
+
+
+def _write_analyses(path: Path, key: str, known: dict[str, tuple[bool, CommitChanges]]) -> None:
+    rows = []
+    for sha, (read, c) in list(known.items())[-ANALYSES_KEPT:]:
+        rows.append(json.dumps([
+            sha, read, str(c.parent_tree), str(c.tree),
+            [[d.path, _entry_json(d.old), _entry_json(d.new)] for d in c.deltas], c.lines, sorted(c.symbols),
+            [[r.path, r.whole, [[h.old_start, h.old_count, h.new_start, h.new_count] for h in r.hunks]] for r in c.ranges],
+            sorted(c.introduced), sorted(c.defined), sorted(c.used),
+        ], ensure_ascii=False))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(key + "\n" + "\n".join(rows) + "\n", "utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass

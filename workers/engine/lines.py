@@ -85,8 +85,9 @@ class LineOwners:
             if f.whole or not f.hunks:
                 found.extend(LineDep(s.owner, f.path, s.start, s.end - 1) for s in segments)
                 continue
+            ends = [s.end for s in segments]
             for lo, hi in self._windows(f.hunks):
-                for s in _overlapping(segments, lo, hi):
+                for s in _overlapping(segments, ends, lo, hi):
                     found.append(LineDep(s.owner, f.path, max(lo, s.start), min(hi, s.end) - 1))
         return found
 
@@ -111,8 +112,8 @@ class LineOwners:
             self._files[f.path] = _shift(self._files.get(f.path, []), f.hunks, sha)
 
 
-def _overlapping(segments: list[_Segment], lo: int, hi: int) -> list[_Segment]:
-    i = bisect_right([s.end for s in segments], lo)
+def _overlapping(segments: list[_Segment], ends: list[int], lo: int, hi: int) -> list[_Segment]:
+    i = bisect_right(ends, lo)
     out = []
     while i < len(segments) and segments[i].start < hi:
         out.append(segments[i])
@@ -121,41 +122,42 @@ def _overlapping(segments: list[_Segment], lo: int, hi: int) -> list[_Segment]:
 
 
 def _shift(segments: list[_Segment], hunks: Sequence[Hunk], sha: str) -> list[_Segment]:
-    """``segments`` carried through ``hunks`` (old numbering → new), plus the lines ``sha`` wrote."""
+    """``segments`` carried through ``hunks`` (old numbering → new), plus the lines ``sha`` wrote.
+
+    One sweep over the (sorted, disjoint) segments and the hunks: a removal ``[s, s+n)`` drops
+    those lines; an insertion after line ``s`` moves the lines from ``s+1`` on; the shift of a
+    line is the size change of every hunk ending at or before it. Linear in segments + hunks, so
+    a busy file with thousands of owned ranges costs no more per commit than its hunks.
+    """
     hunks = sorted(hunks, key=lambda h: h.old_start)
-    # Old-numbering boundaries where the shift changes: the end of each removal, and the line
-    # after each insertion point; the shift of line l is the delta of every hunk ending at or before l.
     ends = [h.old_start + h.old_count if h.old_count else h.old_start + 1 for h in hunks]
     deltas = []
     total = 0
     for h in hunks:
         total += h.new_count - h.old_count
         deltas.append(total)
-    removed = [(h.old_start, h.old_start + h.old_count) for h in hunks if h.old_count]
-    cuts = sorted({b for r in removed for b in r} | set(ends))
     out: list[_Segment] = []
+    n = len(hunks)
     for seg in segments:
-        pieces = [(seg.start, seg.end)]
-        for lo, hi in removed:
-            pieces = [p for a, b in pieces for p in ((a, min(b, lo)), (max(a, hi), b)) if p[0] < p[1]]
-        for a, b in pieces:
-            for x, y in _split(a, b, cuts):
-                i = bisect_right(ends, x) - 1
-                d = deltas[i] if i >= 0 else 0
-                out.append(_Segment(x + d, y + d, seg.owner))
+        pos, stop = seg.start, seg.end
+        k = bisect_right(ends, pos)  # hunks 0..k-1 end at or before pos: their shift applies
+        while pos < stop:
+            d = deltas[k - 1] if k else 0
+            if k == n:
+                out.append(_Segment(pos + d, stop + d, seg.owner))
+                break
+            h, end = hunks[k], ends[k]
+            first = h.old_start if h.old_count else end  # where hunk k starts to matter
+            if pos < first:
+                upto = min(stop, first)
+                out.append(_Segment(pos + d, upto + d, seg.owner))
+                pos = upto
+                continue
+            pos = max(pos, end)  # removed lines are gone; an insertion boundary is passed
+            k += 1
     out.extend(_Segment(h.new_start, h.new_start + h.new_count, sha) for h in hunks if h.new_count)
     out.sort(key=lambda s: s.start)
     return _coalesce(out)
-
-
-def _split(a: int, b: int, cuts: Sequence[int]) -> list[tuple[int, int]]:
-    out = []
-    for c in cuts:
-        if a < c < b:
-            out.append((a, c))
-            a = c
-    out.append((a, b))
-    return out
 
 
 def _coalesce(segments: list[_Segment]) -> list[_Segment]:

@@ -4,10 +4,12 @@
 
 * **lines** — its hunks (widened by ``risk.context_lines``) overlap lines that a chain member
   still to pick was the last to change (``Change.depends``, from :mod:`workers.engine.lines`);
-* **symbols** — it changes the definition of a name whose definition a chain member changes, or
+* **symbols** — it changes the definition of a name whose definition a chain member changes (a
+  Python definition only in the same module: two files' own ``is_hopper`` are two functions), or
   it uses a name a chain member introduces (definitions only, never a mere mention; the
   generic-name stop-list applies; a use names a new free function, class, macro or record, never a
-  method, and file-local definitions never link across files). Members already picked link nothing: their lines and names
+  method, and file-local definitions never link across files; a C++ member access such as
+  ``op.getNumBuffers()`` names a method only, so it never links to a new free function). Members already picked link nothing: their lines and names
   are in the fork already.
 
 ``file`` is the earlier rule, kept to compare: any shared file, or any shared symbol (function
@@ -102,8 +104,10 @@ class ChainLinks:
             for owner, sha in sorted(self.defined.get(symbol, {}).items()):
                 note(owner, "symbol", f"changes the definition of {symbol}, also changed by {sha[:7]} of {find(owner)}")
         for name in sorted(change.used):
-            for owner, (symbol, sha) in sorted(self.introduced.get(name, {}).items()):
-                note(owner, "symbol", f"uses {symbol}, introduced by {sha[:7]} of {find(owner)}")
+            member = name.startswith(".")  # a C++ member access: it can name a method (``A::name``) only
+            for owner, (symbol, sha) in sorted(self.introduced.get(name.lstrip("."), {}).items()):
+                if not member or "::" in symbol:
+                    note(owner, "symbol", f"uses {symbol}, introduced by {sha[:7]} of {find(owner)}")
         return found
 
     def forget(self, sha: str) -> None:

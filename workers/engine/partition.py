@@ -233,6 +233,27 @@ class ChainTrial(Protocol):
         ...
 
 
+@runtime_checkable
+class BundleTrial(Protocol):
+    """A :class:`Trial` that also keeps the trunk plus the current bundle alone, so that a commit
+    near an earlier bundle's lines is joined to that bundle only when it does not apply without it."""
+
+    def try_pick(self, sha: str) -> tuple[str, ...]: ...
+
+    def picks_alone(self, sha: str, fresh: bool) -> bool:
+        """Whether ``sha`` picks cleanly onto the trunk plus the current bundle (``fresh``: the trunk
+        alone, for a commit that starts a new bundle); nothing advances."""
+        ...
+
+    def bundle_add(self, sha: str) -> None:
+        """``sha`` joined the current bundle: pick it onto the current bundle's target."""
+        ...
+
+    def bundle_close(self) -> None:
+        """The current bundle is closed: the next one starts from the trunk."""
+        ...
+
+
 # --------------------------------------------------------------------------- the walk
 
 # Chains tried by the ``pick`` rule for one conflicting commit: those touching its conflicting
@@ -295,6 +316,7 @@ class _Walk:
         self.config = config
         self.trial = trial
         self.chain_trial = trial if isinstance(trial, ChainTrial) else None
+        self.bundle_trial = trial if isinstance(trial, BundleTrial) else None
         self.opened: dict[str, _Open] = {}
         self.alias: dict[str, str] = {}  # merged chain id → surviving id
         self.forced: dict[str, str] = {}  # sha → recorded chain id
@@ -428,6 +450,12 @@ class _Walk:
         full = self.current is not None and (
             len(self.current.members) + 1 > bound.max_commits or self.current.lines + change.lines > bound.max_lines
         )
+        if deps and set(deps) != {current} and self.bundle_trial is not None and self.bundle_trial.picks_alone(
+            change.sha, fresh=current is None or (full and current not in deps)
+        ):
+            # Near an earlier bundle's lines, yet it applies on the trunk with its own bundle alone:
+            # no dependency for landing (the trial says so), the bounds hold.
+            deps = {b: link for b, link in deps.items() if b == current}
         if deps:
             # It depends on bundled commits: it must land with them (bundles land independently),
             # past the size bound if need be; depending on several bundles merges them.
@@ -442,14 +470,14 @@ class _Walk:
                 for sha in other.members:
                     self.bundle_links.member[sha] = keep.id
             if current is not None and current in ids[1:]:
-                self.current = None  # merged into an older bundle: the next commit starts a new one
+                self.close_current()  # merged into an older bundle: the next commit starts a new one
             if keep.id != current or full:
                 keep.joined.append(_link_reason(
                     change.sha, [(b, Reason(change.sha, ln.kind, ln.detail)) for b, ln in deps.items()]))
             self.add_to(keep, change)
             return
         if full:
-            self.current = None
+            self.close_current()
         if self.current is None:
             # The id names the first commit (as its branch does); the full sha where seven digits collide.
             bundle_id = f"bundle-{short(change.sha)}"
@@ -459,7 +487,14 @@ class _Walk:
             self.bundled[self.current.id] = self.current
         self.add_to(self.current, change)
 
+    def close_current(self) -> None:
+        self.current = None
+        if self.bundle_trial is not None:
+            self.bundle_trial.bundle_close()
+
     def add_to(self, bundle: _OpenBundle, change: Change) -> None:
+        if bundle is self.current and self.bundle_trial is not None:
+            self.bundle_trial.bundle_add(change.sha)
         bundle.members.append(change.sha)
         bundle.lines += change.lines
         self.bundle_links.add(bundle.id, change.sha, change.paths, change.symbols, change.defined, change.introduced)

@@ -28,6 +28,8 @@ A conflicting pick leaves the target unchanged and reports the conflicting paths
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -79,30 +81,41 @@ class TreeMerger(Protocol):
     def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome: ...
 
 
+_MERGE_OPTIONS = ("-c", "merge.renames=true", "-c", f"merge.renameLimit={RENAME_LIMIT}", "-c", "merge.conflictStyle=merge")
+
+
 class GitMerger:
     """git's own merge (``git merge-tree --write-tree``, merge-ort) on three trees, in the object database.
 
     git 2.38+ merges commits and finds their merge base itself, so the three trees get throwaway
     commits (the ancestor as the root, ours and theirs on it): the merge base is the ancestor,
     exactly a cherry-pick's. Nothing but objects is written; no ref, index or work tree.
+    With a :class:`MergeCache`, a merge already made (in this run or an earlier one) is read back
+    instead of run again: ``calls`` counts the git runs, ``hits`` the merges read back.
     """
 
     _SIG = pygit2.Signature("forksync", "forksync@users.noreply.github.com", 0, 0)
 
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(self, repo: pygit2.Repository, cache: MergeCache | None = None) -> None:
         self.repo = repo
         self.path = Path(repo.path)
+        self.cache = cache
         self.calls = 0
+        self.hits = 0
 
     def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome:
+        if self.cache is not None:
+            known = self.cache.get(self.repo, base, ours, theirs)
+            if known is not None:
+                self.hits += 1
+                return known
         self.calls += 1
         root = self.repo.create_commit(None, self._SIG, self._SIG, "base", base, [])
         one = self.repo.create_commit(None, self._SIG, self._SIG, "ours", ours, [root])
         two = self.repo.create_commit(None, self._SIG, self._SIG, "theirs", theirs, [root])
         out = run_git(
             self.path,
-            ["-c", "merge.renames=true", "-c", f"merge.renameLimit={RENAME_LIMIT}", "-c", "merge.conflictStyle=merge",
-             "merge-tree", "--write-tree", "--name-only", "--no-messages", str(one), str(two)],
+            [*_MERGE_OPTIONS, "merge-tree", "--write-tree", "--name-only", "--no-messages", str(one), str(two)],
             check=False,
         ).decode("utf-8", "surrogateescape")
         lines = [line for line in out.split("\n") if line]
@@ -110,7 +123,97 @@ class GitMerger:
             raise pygit2.GitError("git merge-tree gave no result")
         tree = pygit2.Oid(hex=lines[0])
         conflicts = tuple(sorted(set(lines[1:])))
-        return MergeOutcome(None if conflicts else tree, conflicts)
+        outcome = MergeOutcome(None if conflicts else tree, conflicts)
+        if self.cache is not None:
+            self.cache.put(base, ours, theirs, outcome)
+        return outcome
+
+
+class MergeCache:
+    """git's merge outcomes kept between runs: (ancestor, ours, theirs) trees → merged tree or conflicting paths.
+
+    What a trial pick is for: the bot plans again on every poll, mostly on the same fork tip and
+    the same upstream, so most of its trial picks are merges it already made. A three-way merge
+    is a pure function of the three trees, git's version and :data:`_MERGE_OPTIONS`; the last two
+    are the file's key, so another git (or other options) starts a new cache. A clean outcome is
+    used only while its merged tree is still in the object database. The file (one JSON list a
+    line) is rewritten atomically by :meth:`save`, keeping the newest :data:`MERGES_KEPT`
+    outcomes; one that cannot be read or written only costs speed.
+    """
+
+    def __init__(self, path: Path | None, key: str) -> None:
+        self.path = path
+        self.key = key
+        self._known: dict[tuple[str, str, str], MergeOutcome] = {}
+        self._fresh = 0
+        if path is not None:
+            self._load(path)
+
+    @classmethod
+    def open(cls, folder: Path, repo: pygit2.Repository) -> MergeCache:
+        """The cache kept in ``folder`` (a pair's cache directory) for merges in ``repo``, by this machine's git."""
+        return cls(folder / MERGE_CACHE_FILE, merge_cache_key(Path(repo.path)))
+
+    def _load(self, path: Path) -> None:
+        try:
+            lines = path.read_text("utf-8").split("\n")
+        except (OSError, UnicodeDecodeError):
+            return
+        if not lines or lines[0] != self.key:
+            return
+        for line in lines[1:]:
+            try:
+                base, ours, theirs, tree, conflicts = json.loads(line)
+                outcome = MergeOutcome(pygit2.Oid(hex=tree) if tree else None, tuple(conflicts))
+            except (ValueError, TypeError):
+                continue
+            self._known[(base, ours, theirs)] = outcome
+
+    def get(self, repo: pygit2.Repository, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome | None:
+        """The outcome of this merge if it is known (and its merged tree is still there)."""
+        outcome = self._known.get((str(base), str(ours), str(theirs)))
+        if outcome is None or (outcome.tree is not None and outcome.tree not in repo):
+            return None
+        return outcome
+
+    def put(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid, outcome: MergeOutcome) -> None:
+        key = (str(base), str(ours), str(theirs))
+        self._known.pop(key, None)  # re-inserted last: the newest survive the bound
+        self._known[key] = outcome
+        self._fresh += 1
+
+    def save(self) -> None:
+        """Write the outcomes (newest :data:`MERGES_KEPT`) when this run added any."""
+        if self.path is None or not self._fresh:
+            return
+        items = list(self._known.items())[-MERGES_KEPT:]
+        body = "\n".join(
+            json.dumps([b, o, t, str(out.tree) if out.tree is not None else None, list(out.conflicts)])
+            for (b, o, t), out in items
+        )
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(f"{self.key}\n{body}\n", "utf-8")
+            tmp.replace(self.path)
+            self._fresh = 0
+        except OSError:
+            pass
+
+
+# The merge cache's file in a pair's cache directory, and how many outcomes it keeps (~200 bytes each).
+MERGE_CACHE_FILE = "merges.v1.jsonl"
+MERGES_KEPT = 100_000
+
+_git_version: str | None = None
+
+
+def merge_cache_key(where: Path) -> str:
+    """What a cached merge outcome depends on besides its trees: git's version and the options."""
+    global _git_version
+    if _git_version is None:
+        _git_version = run_git(where, ["version"]).decode("utf-8", "replace").strip()
+    return json.dumps(["forksync-merges", 1, _git_version, list(_MERGE_OPTIONS)])
 
 
 class PickTarget:

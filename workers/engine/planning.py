@@ -25,7 +25,7 @@ from core.config import RepoConfig
 from core.errors import ForksyncError
 from workers.engine.bundle import BuildResult, PickStyle, Resolver, build
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
-from workers.engine.changes import CommitChanges, commit_changes, commit_changes_many
+from workers.engine.changes import CommitChanges, cached_commit_changes, commit_changes
 from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.healing import HealNote, heal
@@ -33,7 +33,7 @@ from workers.engine.ledger import Ledger, load_ledger
 from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition, short
-from workers.engine.pick import GitMerger, PickTarget
+from workers.engine.pick import GitMerger, MergeCache, PickTarget
 from workers.engine.symbols import language, last_name, stoplist
 
 
@@ -50,12 +50,15 @@ class Planned:
 
 
 class TipTrial:
-    """Trial picks onto the fork tip plus everything bundled so far (one in-memory target), and
-    one target per open chain for the partition's ``pick`` rule (``partition.ChainTrial``)."""
+    """Trial picks onto the fork tip plus everything bundled so far (one in-memory target), one
+    target per open chain for the partition's ``pick`` rule (``partition.ChainTrial``), and the
+    fork tip plus the current bundle alone (``partition.BundleTrial``: bundles land independently)."""
 
     def __init__(self, target: PickTarget, changes: dict[str, CommitChanges]) -> None:
         self.target = target
         self.changes = changes
+        self.trunk = target.tree()
+        self.alone: PickTarget | None = None  # the trunk plus the current bundle (partition.BundleTrial)
         # Chain targets are built lazily: only a conflicting commit asks for one (the pick rule),
         # so most chains never pay for picking their members a second time.
         self.chains: dict[str, PickTarget] = {}
@@ -64,6 +67,19 @@ class TipTrial:
 
     def try_pick(self, sha: str) -> tuple[str, ...]:
         return _conflicts(self.target, self.changes[sha])
+
+    def picks_alone(self, sha: str, fresh: bool) -> bool:
+        if fresh or self.alone is None:
+            return PickTarget(self.target.repo, self.trunk, self.target.merger).pick(self.changes[sha]).clean
+        return self.alone.scratch().pick(self.changes[sha]).clean
+
+    def bundle_add(self, sha: str) -> None:
+        if self.alone is None:
+            self.alone = PickTarget(self.target.repo, self.trunk, self.target.merger)
+        self.alone.pick(self.changes[sha])  # a commit that conflicts here is ejected at build, on the trunk
+
+    def bundle_close(self) -> None:
+        self.alone = None
 
     def chain_add(self, chain_id: str, sha: str) -> None:
         if chain_id not in self.started:
@@ -194,7 +210,8 @@ def make_plan(
     stop = stoplist(config.risk.symbol_stoplist)
     line_mode = config.risk.link == "line"
     everything = (*urgent, *walk, *(e.sha for e in ledger.entries)) if line_mode else (*urgent, *walk)
-    changes = commit_changes_many(repo, pair.repo, everything, stop)
+    # Already picked history is read for its hunk ranges only (line dependencies), not its symbols.
+    changes = cached_commit_changes(repo, pair.repo, everything, stop, analyse={*urgent, *walk}, folder=pair.cache_dir)
     depends = history_dependencies(ledger, changes, config.risk.context_lines) if line_mode else {}
     in_walk = set(walk)
     history: dict[str, Change] = {}
@@ -207,7 +224,8 @@ def make_plan(
                 history[sha] = _as_change(commit_changes(repo, sha, stop))
     fork_tip = repo.get(pair.fork_tip)
     assert isinstance(fork_tip, pygit2.Commit)
-    trial = TipTrial(PickTarget(repo, fork_tip.tree.id, GitMerger(repo)), changes)
+    merger = GitMerger(repo, MergeCache.open(pair.cache_dir, repo))
+    trial = TipTrial(PickTarget(repo, fork_tip.tree.id, merger), changes)
     known = names_in_tree(pair.repo, pair.fork_tip, (last_name(n) for s in walk for n in changes[s].introduced))
     walk_changes = [_as_change(changes[s], depends, known) for s in walk]
     carried = frozenset(
@@ -215,6 +233,8 @@ def make_plan(
     )
     records, notes = heal(store.records, {c.sha: c for c in walk_changes}, walk, config.risk.link, carried)
     plan = partition(walk_changes, config, trial, records, history, deferred)
+    assert merger.cache is not None
+    merger.cache.save()
     hurried = tuple(Urgent(f"urgent-{short(s)}", s, urgent_trial(repo, pair.fork_tip, changes[s])) for s in urgent)
     plan = dataclasses.replace(plan, urgent=hurried)
     return Planned(plan, walk, changes, store, ledger, notes)

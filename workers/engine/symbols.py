@@ -299,8 +299,11 @@ class FileSymbols:
     """What one file's diff defines and uses, for line-mode links.
 
     ``introduced``: defined on added lines and not on removed ones (a new name); ``defined``:
-    every name whose definition line is added or removed (introduced, changed or deleted);
-    ``used``: identifiers on changed lines, a use of whatever they name.
+    every name whose definition line is added or removed (introduced, changed or deleted), a
+    Python one scoped to its module (:func:`module_scoped`);
+    ``used``: identifiers on changed lines, a use of whatever they name; in C++, one written as
+    a member access (``op.getNumBuffers()``, ``p->x``) is kept as ``.name``: it can only name a
+    method, never a free function, class or macro.
     """
 
     introduced: frozenset[str] = frozenset()
@@ -309,6 +312,9 @@ class FileSymbols:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+# A C++ identifier and whether it follows ``.`` or ``->``: ``op.getNumBuffers()`` calls a member,
+# never a free function of that name. Such uses are kept as ``.name`` (see FileSymbols.used).
+_CPP_USE = re.compile(r"(\.|->)?\s*([A-Za-z_]\w*)")
 _USE_KEYWORDS = _CPP_KEYWORDS | frozenset(
     ["def", "class", "import", "from", "as", "return", "yield", "lambda", "pass", "and", "or", "not", "is", "in", "None", "True", "False", "self", "cls", "def", "defm", "let", "multiclass", "include", "field", "bit", "bits", "list", "dag", "code", "string"]
 )
@@ -348,13 +354,27 @@ def file_definitions(path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BU
             for line in lines:
                 into.update(_line_definitions(lang, line, header, cls))
                 if len(line) <= MAX_LINE and not line.lstrip().startswith(("//", "#", "*", "/*")):
-                    used.update(_IDENTIFIER.findall(line))
+                    if lang == "cpp":
+                        used.update("." + name if member else name for member, name in _CPP_USE.findall(line))
+                    else:
+                        used.update(_IDENTIFIER.findall(line))
     keep = {s for s in plus | minus if _keep(s, stop)}
     return FileSymbols(
         introduced=frozenset(s for s in plus - minus if s in keep),
-        defined=frozenset(keep),
-        used=frozenset(u for u in used if u not in _USE_KEYWORDS and _keep(u, stop)),
+        defined=frozenset(module_scoped(s, path) for s in keep) if lang == "python" else frozenset(keep),
+        used=frozenset(u for u in used if u.lstrip(".") not in _USE_KEYWORDS and _keep(u.lstrip("."), stop)),
     )
+
+
+def module_scoped(name: str, path: str) -> str:
+    """A Python definition as the one thing it is: ``name in path``.
+
+    A Python ``def``/``class`` belongs to its module: two tutorials that each define their own
+    ``is_hopper`` do not change one function, while a C++ or TableGen name declared in a header
+    and defined in a source file is one symbol across files (those stay bare). Uses still link
+    by the bare name (``introduced``): a use in another module imports it.
+    """
+    return f"{name} in {path}"
 
 
 def last_name(symbol: str) -> str:

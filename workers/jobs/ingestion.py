@@ -48,7 +48,9 @@ from core.render.ingest import (
     chain_pr_title,
     chain_title,
     config_error_summary,
+    ingest_failure_summary,
     ingestion_summary,
+    no_upstream_summary,
     urgent_body,
     urgent_title,
 )
@@ -172,6 +174,17 @@ def fork_refspecs(branch: str) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class Stop:
+    """A run that ends before planning, with the check run that says why (bad config, no upstream,
+    a failure the maintainer must act on)."""
+
+    status: str  # IngestReport.status
+    conclusion: str
+    title: str
+    summary: str
+
+
 def ingest_repository(env: IngestEnv, repo: str, *, max_commits: int | None = None) -> IngestReport:
     """Run the loop once for the fork ``repo`` (``owner/name``); see the module docstring.
 
@@ -185,57 +198,61 @@ def ingest_repository(env: IngestEnv, repo: str, *, max_commits: int | None = No
     # The lock covers everything up to the last GitHub write: two ingests of one fork never race
     # (a second waits, then finds the PRs and issues the first made).
     with env.state.lock(f"ingest:{repo}", ttl_s=settings.lock_ttl_s, wait_s=2.0), env.caches.open(f"fork:{repo}") as fork:
-        trunk_default = default_branch(fork, fork_url, token)
-        env.caches.fetch(fork, fork_url, fork_refspecs(trunk_default), token)
-        trunk_head = fork.rev_parse(f"refs/heads/{trunk_default}")
-        if trunk_head is None:
-            raise ForksyncError(f"the fork {repo} has no branch {trunk_default}", "push a trunk branch first")
-        try:
-            config = read_config(fork, trunk_default)
-        except ConfigError as exc:
-            report = IngestReport(repo, "config_error")
-            title, summary = config_error_summary(exc.one_line(), exc.source, exc.line, _config_line(fork, trunk_default, exc.line))
-            posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="failure", title=title, summary=summary)
-            report.check = {"id": posted.number, "conclusion": "failure", "title": title}
-            report.seconds = time.monotonic() - started
-            return report
-        if config.fork.branch != trunk_default:
-            env.caches.fetch(fork, fork_url, fork_refspecs(config.fork.branch), token)
-            trunk_head = fork.rev_parse(f"refs/heads/{config.fork.branch}")
-            if trunk_head is None:
-                raise ForksyncError(
-                    f"the fork {repo} has no branch {config.fork.branch!r} (fork.branch in {CONFIG_PATH})",
-                    "create it or fix fork.branch",
-                )
-        if not config.upstream.url:
-            report = IngestReport(repo, "no_upstream")
-            title = f"{CONFIG_PATH}: upstream.url is not set; nothing to ingest"
-            summary = f"Add `upstream: {{url: https://github.com/OWNER/REPO, branch: main}}` to `{CONFIG_PATH}`.\n"
-            posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="action_required", title=title, summary=summary)
-            report.check = {"id": posted.number, "conclusion": "action_required", "title": title}
-            return report
-        if max_commits is not None:
-            if max_commits < 1:
-                raise ForksyncError(f"max_commits must be at least 1, not {max_commits}", "pass /bundle max=N with N >= 1")
-            config = dataclasses.replace(config, bundle=dataclasses.replace(config.bundle, max_commits=max_commits))
-        try:
-            report = _plan_and_apply(env, repo, config, fork, fork_url, token, trunk_head)
-        except ForksyncError as exc:
-            if retry_after_of(exc) is not None:
-                raise  # transient: the task retries from fresh state
-            # A failure the maintainer must act on (upstream unreachable, unrelated histories, a
-            # trailer the ledger cannot read...): say so on the fork, where they look.
-            report = IngestReport(repo, "error")
-            title = f"ingestion failed: {exc.problem}"[:240]
-            summary = f"**{exc.one_line()}**\n\nNothing was pushed or opened by this run. Fix the cause and push: the next push or poll retries.\n"
-            posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion="failure", title=title, summary=summary)
-            report.check = {"id": posted.number, "conclusion": "failure", "title": title}
-            log.warning("ingest %s failed: %s", repo, exc.one_line())
+        trunk_head, config = fork_state(env, repo, fork, fork_url, token, max_commits)
+        stop = config if isinstance(config, Stop) else None
+        if isinstance(config, RepoConfig):
+            try:
+                report = _plan_and_apply(env, repo, config, fork, fork_url, token, trunk_head)
+            except ForksyncError as exc:
+                if retry_after_of(exc) is not None:
+                    raise  # transient: the task retries from fresh state
+                # A failure the maintainer must act on (upstream unreachable, unrelated histories, a
+                # trailer the ledger cannot read...): say so on the fork, where they look.
+                stop = Stop("error", "failure", *ingest_failure_summary(exc.problem, exc.one_line()))
+                log.warning("ingest %s failed: %s", repo, exc.one_line())
+        if stop is not None:
+            report = IngestReport(repo, stop.status)
+            posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion=stop.conclusion,
+                                  title=stop.title, summary=stop.summary)
+            report.check = {"id": posted.number, "conclusion": stop.conclusion, "title": stop.title}
     report.seconds = time.monotonic() - started
-    env.state.append(f"metrics:{repo}", {"t": round(time.time(), 3), **report.figures})
-    if report.status == "ingested":
+    if stop is None or stop.status == "error":
+        env.state.append(f"metrics:{repo}", {"t": round(time.time(), 3), **report.figures})
+    if report.status == "ingested" and isinstance(config, RepoConfig):
         refresh_dashboard(env, repo, config)
     return report
+
+
+def fork_state(
+    env: IngestEnv, repo: str, fork: Repository, fork_url: str, token: str | None, max_commits: int | None
+) -> tuple[str, RepoConfig | Stop]:
+    """Step 1 of the loop: fetch the fork, read its config at the trunk; (trunk head, the config
+    to plan by, or the :class:`Stop` that ends the run)."""
+    trunk_default = default_branch(fork, fork_url, token)
+    env.caches.fetch(fork, fork_url, fork_refspecs(trunk_default), token)
+    trunk_head = fork.rev_parse(f"refs/heads/{trunk_default}")
+    if trunk_head is None:
+        raise ForksyncError(f"the fork {repo} has no branch {trunk_default}", "push a trunk branch first")
+    try:
+        config = read_config(fork, trunk_default)
+    except ConfigError as exc:
+        title, summary = config_error_summary(exc.one_line(), exc.source, exc.line, _config_line(fork, trunk_default, exc.line))
+        return trunk_head, Stop("config_error", "failure", title, summary)
+    if config.fork.branch != trunk_default:
+        env.caches.fetch(fork, fork_url, fork_refspecs(config.fork.branch), token)
+        trunk_head = fork.rev_parse(f"refs/heads/{config.fork.branch}")
+        if trunk_head is None:
+            raise ForksyncError(
+                f"the fork {repo} has no branch {config.fork.branch!r} (fork.branch in {CONFIG_PATH})",
+                "create it or fix fork.branch",
+            )
+    if not config.upstream.url:
+        return trunk_head, Stop("no_upstream", "action_required", *no_upstream_summary(CONFIG_PATH))
+    if max_commits is not None:
+        if max_commits < 1:
+            raise ForksyncError(f"max_commits must be at least 1, not {max_commits}", "pass /bundle max=N with N >= 1")
+        config = dataclasses.replace(config, bundle=dataclasses.replace(config.bundle, max_commits=max_commits))
+    return trunk_head, config
 
 
 def refresh_dashboard(env: IngestEnv, repo: str, config: RepoConfig) -> None:

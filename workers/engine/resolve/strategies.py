@@ -244,6 +244,15 @@ def _wraps_base(side: Sequence[str], base: Sequence[str]) -> bool:
     return any(tuple(side[i : i + n]) == tuple(base) for i in range(len(side) - n + 1))
 
 
+def _layout_only(side: Sequence[str], base: Sequence[str]) -> bool:
+    """``side`` changes only layout in the block (re-indented, re-wrapped, spacing): its text is base's without whitespace.
+
+    Merging the other side's words into a new layout guesses where they land, and a reformat is
+    usually re-run on the result by the human (or the fork keeps its own layout); declined.
+    """
+    return "".join("".join(side).split()) == "".join("".join(base).split())
+
+
 def _edited_base_lines(base: Sequence[str], side: Sequence[str]) -> set[int]:
     ops = SequenceMatcher(None, list(base), list(side), autojunk=False).get_opcodes()
     return {i for op, i1, i2, _, _ in ops if op in ("replace", "delete") for i in range(i1, i2)}
@@ -268,7 +277,8 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     newlines) merges a renamed argument with a reformatted call, or a changed decorator with a
     changed signature below it. Guards, from the cases where humans did otherwise: a side that
     inserts whole lines around the other's edit, or deletes whole lines, is ambiguous (does the
-    neighbouring edit belong to it?) and declines.
+    neighbouring edit belong to it?) and declines; so does a side that inserts lines inside the
+    other's rewrite, or whose change is layout only (re-indented, re-wrapped).
     """
     ours, base, theirs = _bare(hunk.ours), _bare(hunk.base), _bare(hunk.theirs)
     if not base:
@@ -278,6 +288,8 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     if _drops_lines(base, ours) or _drops_lines(base, theirs):
         return None
     if _inserts_inside_edit(ours, base, theirs) or _inserts_inside_edit(theirs, base, ours):
+        return None
+    if _layout_only(ours, base) or _layout_only(theirs, base):
         return None
     text = ["".join(side) for side in (hunk.ours, hunk.base, hunk.theirs)]
     chunks = diff3(tokens(text[1]), tokens(text[0]), tokens(text[2]))
