@@ -169,6 +169,15 @@ def recent_repositories(store: Store, since: float) -> list[tuple[str, int]]:
         return [(str(repo), int(inst or 0)) for repo, inst in db.execute(query)]
 
 
+def first_accepted(store: Store, repo: str) -> float | None:
+    """When the oldest delivery still logged for ``repo`` was accepted (None: none is): since then,
+    at least, forksync has been receiving its webhooks."""
+    query = select(func.min(AcceptedDeliveryRow.accepted_at)).where(AcceptedDeliveryRow.repo == repo)
+    with store.session() as db:
+        value = db.execute(query).scalar()
+    return None if value is None else float(value)
+
+
 def prune(store: Store, before: float) -> int:
     """Delete rows accepted before ``before`` (older than GitHub would redeliver); how many."""
     with store.session() as db:
