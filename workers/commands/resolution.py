@@ -54,7 +54,7 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
     pair = open_fork(ctx)
     head_ref = f"{PR_HEAD_REF}{pull.number}"
     with fork_auth(ctx):
-        pair.repo.git("fetch", "--quiet", "--no-tags", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
+        pair.repo.git("fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
     repo = pygit2.Repository(str(pair.repo.path))
     committer = _committer(ctx)
     branch = plan_branch(read_branch(repo, pair.fork_tip, head_ref), ctx.config.ledger.trailer_patterns, committer[1])
@@ -97,7 +97,7 @@ def approve_resolution(ctx: Context, command: Command) -> render.Outcome:
     pair = open_fork(ctx)
     head_ref = f"{PR_HEAD_REF}{pull.number}"
     with fork_auth(ctx):
-        pair.repo.git("fetch", "--quiet", "--no-tags", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
+        pair.repo.git("fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
     repo = pygit2.Repository(str(pair.repo.path))
     records = learn_branch(repo, pair.fork_tip, head_ref, ctx.config.ledger.trailer_patterns,
                            f"approved #{pull.number} by @{ctx.author}")
