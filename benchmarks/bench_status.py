@@ -178,8 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     root = args.dir or Path(tempfile.mkdtemp(prefix="forksync-bench-"))
     root.mkdir(parents=True, exist_ok=True)
     if args.upstream is not None and args.fork is not None:
-        tip = lambda repo: subprocess.run(["git", "-C", str(repo), "rev-parse", "main"], capture_output=True,  # noqa: E731
-                                          text=True, check=True).stdout.strip()
+        def tip(repo: Path) -> str:
+            return subprocess.run(["git", "-C", str(repo), "rev-parse", "main"], capture_output=True,
+                                  text=True, check=True).stdout.strip()
+
         up_tip, fork_tip = tip(args.upstream), tip(args.fork)
         base = subprocess.run(["git", "-C", str(args.fork), "merge-base", "main", up_tip], capture_output=True, text=True,
                               check=True).stdout.strip()

@@ -171,11 +171,15 @@ class StoreDeliveryLog:
             self._opened = open_store(self.database_url, self.data_dir)
         return self._opened
 
-    def accept(self, delivery: str, event: str, repo: str, installation_id: int | None) -> bool:
-        """Record an accepted delivery; True the first time, False when it was accepted before."""
+    def accept(self, delivery: str, event: str, repo: str, installation_id: int | None, task: str = "",
+               kwargs: Mapping[str, Any] | None = None) -> bool:
+        """Record an accepted delivery and the task it sends (``kwargs``: kept so that the worker's
+        replay pass can send it again if the queued message is lost); True the first time, False
+        when it was accepted before."""
         from core.store import deliveries
 
-        record = deliveries.AcceptedDelivery(delivery, event, repo, installation_id, time.time())
+        record = deliveries.AcceptedDelivery(delivery, event, repo, installation_id, time.time(), task,
+                                             json.dumps(dict(kwargs)) if kwargs is not None else "")
         try:
             return deliveries.accept(self._store(), record)
         except Exception as exc:  # SQLAlchemy/driver errors: the delivery is not accepted
@@ -339,20 +343,18 @@ def redis_persistence_problem(redis_url: str) -> str | None:
     a restart forgets queued messages (lost deliveries) and dedup keys (old deliveries run twice).
     An unreachable server, or one that hides ``CONFIG`` (managed Redis), is reported as unknown.
     """
-    import redis
+    from core.persistence import redis_persistence
 
-    client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=2)
-    try:
-        value = client.config_get("appendonly").get("appendonly")
-    except redis.ResponseError:
-        return "cannot check Redis persistence (CONFIG GET is not allowed here); make sure AOF is on"
-    except redis.RedisError as exc:
-        return f"cannot reach Redis to check its persistence ({exc})"
-    finally:
-        client.close()
-    if value != "yes":
-        return ("Redis runs without its append-only file (appendonly no): a restart loses queued "
-                "deliveries and dedup keys")
+    state = redis_persistence(redis_url)
+    if state.aof is None:
+        if state.detail.startswith("CONFIG GET"):
+            return "cannot check Redis persistence (CONFIG GET is not allowed here); make sure AOF is on"
+        return f"cannot reach Redis to check its persistence ({state.detail})"
+    if not state.aof:
+        return ("Redis runs without its append-only file (appendonly no): a restart loses the messages "
+                "queued at that moment (webhook deliveries are replayed from the delivery log after "
+                "FORKSYNC_REPLAY_GRACE_S, and their dedup is in the store; queued ingests and L1/L2 runs "
+                "wait for beat or the next event)")
     return None
 
 

@@ -416,7 +416,7 @@ def _enqueue(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> R
         try:
             first = bot.deliveries.accept(delivery, event_name[:64], str(call.kwargs.get("repo") or "")[:200],
                                           installation if isinstance(installation, int) and 0 < installation < 2**63
-                                          else None)
+                                          else None, call.name, call.kwargs)
         except DispatchError as exc:
             log.error("delivery %s not accepted: %s", delivery, exc)
             return _answer(503, f"unavailable: {exc}")

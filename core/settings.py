@@ -10,11 +10,14 @@ import time. Extra variables:
   point ``https://github.com/...`` at local remotes;
 * ``FORKSYNC_WORKER_QUEUES``: the queues this worker consumes (as its ``-Q``); they size its
   Redis visibility timeout (``visibility_for``) and name its own unacked-message index;
-* ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout (overrides the one from the queues);
+* ``FORKSYNC_VISIBILITY_TIMEOUT_S``: Redis visibility timeout (overrides the one from the queues),
+  and every queue's lease on the embedded broker (else each queue's own, ``workers/app/embedded.py``);
   tests lower it to see redelivery;
 * ``FORKSYNC_RETRY_BASE_S``: first backoff step for transient GitHub errors (default 2 s);
 * ``FORKSYNC_LOCK_TTL_S``: how soon a dead holder's repository lock expires (default 60 s;
   a live holder renews it);
+* ``FORKSYNC_REPLAY_GRACE_S``: how long an accepted delivery may sit unfinished and untouched
+  before the replay pass sends it again (default 300 s; tests lower it);
 * ``FORKSYNC_DATABASE_URL``: the shared SQL store (``core/store``) for trunk results, baselines,
   L2 history and series; unset, SQLite at ``<data dir>/store.sqlite``.
 """
@@ -59,6 +62,9 @@ class WorkerSettings:
     worker_queues: tuple[str, ...] = tasknames.QUEUES
     retry_base_s: float = 2.0
     lock_ttl_s: int = 60
+    replay_grace_s: float = 300.0
+    # FORKSYNC_VISIBILITY_TIMEOUT_S when set: every queue's lease on the embedded broker too.
+    visibility_override_s: int | None = None
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> WorkerSettings:
@@ -94,6 +100,8 @@ class WorkerSettings:
             worker_queues=queues,
             retry_base_s=float(env.get("FORKSYNC_RETRY_BASE_S") or 2.0),
             lock_ttl_s=int(env.get("FORKSYNC_LOCK_TTL_S") or 60),
+            replay_grace_s=float(env.get("FORKSYNC_REPLAY_GRACE_S") or 300.0),
+            visibility_override_s=int(timeout) if timeout else None,
         )
 
     @property

@@ -49,6 +49,9 @@ L1_WATCHDOG: Final = "forksync.l1_watchdog"
 """(no kwargs) beat: conclude L1 checks a dead queue never finished; report trunk runs that stopped"""
 RECOVER_COMMANDS: Final = "forksync.recover_commands"
 """(no kwargs) worker start-up and beat: answer comment commands whose delivery was lost"""
+REPLAY_DELIVERIES: Final = "forksync.replay_deliveries"
+"""(no kwargs) worker start-up and beat: send again the accepted deliveries whose task never finished
+(its queued message was lost: a Redis restart without persistence, a killed worker on the embedded broker)"""
 L3_RESET: Final = "forksync.l3_reset"
 """installation_id, repo, before, after: reset L3 sign-offs of a branch that moved"""
 
@@ -81,6 +84,7 @@ TASK_ROUTES: Final[dict[str, dict[str, str]]] = {
     L3_RESET: {"queue": Q_GITHUB},  # API calls only
     L1_WATCHDOG: {"queue": Q_GITHUB},  # store reads and API calls only
     RECOVER_COMMANDS: {"queue": Q_GITHUB},  # store reads and one comment listing per repository
+    REPLAY_DELIVERIES: {"queue": Q_GITHUB},  # store reads and sends only
 }
 
 WEBHOOK_TASKS: Final[tuple[str, ...]] = (

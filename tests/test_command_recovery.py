@@ -77,7 +77,8 @@ def test_a_command_whose_delivery_was_lost_is_answered_once(command_world: Comma
 
 
 def test_a_worker_sends_one_recovery_pass_when_it_is_ready() -> None:
-    """worker_ready → forksync.recover_commands sent once; a broker error there is logged, not raised."""
+    """worker_ready → forksync.recover_commands and forksync.replay_deliveries sent once each; a
+    broker error there is logged, not raised."""
     from celery import signals
 
     from workers.tasks import commands
@@ -99,7 +100,7 @@ def test_a_worker_sends_one_recovery_pass_when_it_is_ready() -> None:
     ok, down = App(), App(fail=True)
     signals.worker_ready.send(sender=Consumer(ok))
     signals.worker_ready.send(sender=Consumer(down))
-    assert ok.sent == [tasknames.RECOVER_COMMANDS] and down.sent == []
+    assert sorted(ok.sent) == sorted([tasknames.RECOVER_COMMANDS, tasknames.REPLAY_DELIVERIES]) and down.sent == []
     assert commands.recover_commands.name == tasknames.RECOVER_COMMANDS
 
 

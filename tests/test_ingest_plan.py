@@ -114,3 +114,17 @@ def test_approvers_are_the_latest_approvals_of_the_current_head() -> None:
     assert running_l1([("forksync / L1", "in_progress", OLD), ("forksync / L1 (gpu)", "queued", OLD),
                        ("forksync / L1", "completed", OLD), ("other", "in_progress", OLD),
                        ("forksync / L1", "queued", NEW)], OLD) == ("forksync / L1", "forksync / L1 (gpu)")
+
+
+def test_an_ingest_rewriting_a_bundles_body_keeps_the_l1_splits_section() -> None:
+    """The L1 split wrote what it ejected into the bundle PR's body; the ingest's rewrite of that
+    body keeps the section (and an unchanged body with it is not sent again)."""
+    from core.render.l1 import with_split_section
+
+    split_body = with_split_section("old body", "**Red bundle split**: ejected `abc`")
+    actions = plan(facts((bundle(),), {BUNDLE: found(body=split_body)}, {BUNDLE: NEW}))
+    (edit,) = [a for a in actions if isinstance(a, EditPull)]
+    assert edit.new_body is not None and edit.new_body.startswith("body")
+    assert "**Red bundle split**: ejected `abc`" in edit.new_body and "old body" not in edit.new_body
+    again = plan(facts((bundle(),), {BUNDLE: found(body=edit.new_body)}, {BUNDLE: NEW}))
+    assert [a.new_body for a in again if isinstance(a, EditPull)] == [None]

@@ -133,10 +133,46 @@ def test_the_red_bundle_is_rebuilt_without_its_culprit_and_retested_in_the_same_
     assert rerun.status == "done" and rerun.run is not None and rerun.run.conclusion == "success", \
         "a re-run button or /retest still runs it"
 
-    from core.render.l1 import with_split_section
+    from core.render.l1 import carry_split_section, with_split_section
 
+    rewritten = carry_split_section(body, "The ingest's new body.")
+    assert rewritten.startswith("The ingest's new body.") and "**Red bundle split**" in rewritten, \
+        "an ingest rewriting the bundle's body keeps the split's section"
+    assert carry_split_section(rewritten, rewritten) == rewritten and carry_split_section("plain", "new") == "new"
     twice = with_split_section(with_split_section(body, "first"), "second")
     assert twice.count("forksync:l1-split-section -->") == 2 and "first" not in twice.split("Five upstream commits.")[1]
+
+
+def test_a_split_that_force_pushes_over_an_approval_says_so_and_asks_again(
+        loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+    """A red bundle PR approved by a maintainer (on its current head) is split and force-pushed:
+    the PR says the push overran that approval, naming the approver, and re-requests their review;
+    a reviewer who only commented is not asked."""
+    gh = loopback_github
+    cfg = config_yaml(flow_suite("unit", "."))
+    base = gh.commit(REPO, {".github/forksync.yml": cfg, "lib.py": LIB, "test_lib.py": TESTS})
+    store = open_store(None, tmp_path / "data")
+    adapter = gh.adapter(gh.installation)
+
+    def job(sha: str, **kw: Any) -> Any:
+        return run_l1_job(adapter, GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha, **kw),
+                          clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), store=store,
+                          eject=lambda sha, reason: "chain-split", rebuild=lambda: None)
+
+    job(base, trunk=True, push_ref="refs/heads/main")
+    picks = _bundle(gh, base, broken_at=1, size=3)
+    number = gh.add_pull(REPO, BRANCH, title="[BUNDLE] Cherry-pick 3 upstream", body="Three upstream commits.")
+    for login in ("alice", "carol"):
+        gh.set_permission(REPO, login, "write")
+    gh.review(REPO, number, "carol", "COMMENTED")
+    gh.review(REPO, number, "alice")
+    result = job(picks[-1][0], pr_number=number)
+    assert result.run is not None and result.run.conclusion == "failure"
+    assert gh.head(REPO, BRANCH) != picks[-1][0], "the split force-pushed the rebuilt bundle"
+    assert gh.state.pulls[REPO][number]["requested_reviewers"] == ["alice"]
+    comments = [c["body"] for c in gh.state.comments[REPO].values() if c["issue_number"] == number]
+    assert any("**force-pushed over your approval** (@alice)" in c for c in comments)
+    assert "**force-pushed over your approval** (@alice)" in gh.state.issues[REPO][number]["body"]
 
 
 def test_a_bundle_failing_where_trunk_fails_is_not_split(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:

@@ -108,13 +108,14 @@ def test_a_pr_head_whose_check_was_never_created_gets_one_concluded(loopback_git
     """A PR opened (its webhook accepted) whose L1 job never created a check: past the suites'
     timeouts + margin after the PR last changed, the watchdog creates `forksync / L1` concluded
     timed_out with the reason, files the l1-cpu queue's infrastructure issue, and a second pass
-    does nothing. A PR whose L1 job ran, and one updated recently, are left alone."""
+    does nothing. A PR whose L1 job ran, one updated recently, and one last changed before the
+    repository's webhooks reached forksync (an old PR at installation) are left alone."""
     from core.store import deliveries
 
     gh = loopback_github
     cfg = config_yaml(flow_suite("unit", "tests", timeout=60)) + "  stale_margin_minutes: 5\n"
     base = gh.commit(REPO, {".github/forksync.yml": cfg, "tests/test_a.py": passing_tests(1)})
-    for branch in ("feature/lost", "feature/ran"):
+    for branch in ("feature/lost", "feature/ran", "feature/old"):
         subprocess.run(["git", "--git-dir", str(gh.bare(REPO)), "update-ref", f"refs/heads/{branch}", base], check=True)
     store = open_store(None, tmp_path / "data")
     deliveries.accept(store, deliveries.AcceptedDelivery("d-1", "pull_request", REPO, gh.installation, time.time()))
@@ -122,6 +123,10 @@ def test_a_pr_head_whose_check_was_never_created_gets_one_concluded(loopback_git
     lost_pr = gh.add_pull(REPO, "feature/lost", title="A PR whose L1 job was lost")
     ran = gh.commit(REPO, {"tests/test_c.py": passing_tests(1)}, branch="feature/ran")
     ran_pr = gh.add_pull(REPO, "feature/ran", title="A PR whose L1 job ran")
+    old = gh.commit(REPO, {"tests/test_d.py": passing_tests(1)}, branch="feature/old")
+    old_pr = gh.add_pull(REPO, "feature/old", title="A PR from before forksync was installed")
+    with gh.lock:  # last changed long before the first webhook forksync logged for the repository
+        gh.state.issues[REPO][old_pr]["updated_at"] = "2020-01-01T00:00:00Z"
     run_l1_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data",
                L1Job(REPO, ran, pr_number=ran_pr, installation_id=gh.installation),
                clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), store=store)
@@ -137,7 +142,8 @@ def test_a_pr_head_whose_check_was_never_created_gets_one_concluded(loopback_git
     assert "`/retest`" in check["output"]["summary"] and check["external_id"] == f"pr:{lost_pr}"
     (issue,) = _infra(gh)
     assert issue["title"] == "[infra] L1 queue l1-cpu: checks never finished"
-    assert lost[:12] in issue["body"] and ran[:12] not in issue["body"]
+    assert lost[:12] in issue["body"] and ran[:12] not in issue["body"] and old[:12] not in issue["body"]
+    assert [c for c in _l1(gh) if c["head_sha"] == old] == [], "no alarm for a PR older than the webhooks"
     assert [c["conclusion"] for c in _l1(gh) if c["head_sha"] == ran] == ["success"]
     assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=3600, now=t0 + 3600) == []
     assert len(_infra(gh)) == 1 and len([c for c in _l1(gh) if c["head_sha"] == lost]) == 1

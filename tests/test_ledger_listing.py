@@ -9,6 +9,7 @@ fork-only commits touching upstream files) and on hand-made cases.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -101,3 +102,18 @@ def test_the_cache_keeps_the_ledger_exactly(tmp_path: Path, monkeypatch: pytest.
     warm = ledger_mod.load_ledger(pair, LedgerConfig())
     assert warm.as_json() == built.as_json() and warm.entries == built.entries
     assert any(e.recognisers for e in warm.entries) and any(not e.carriers for e in warm.entries)
+
+
+def test_a_log_without_files_reads_the_same_commits(forked: Forked) -> None:
+    """``read_range(files=False)`` (the upstream log's lean parse) gives the records
+    ``files=True`` gives, without the changes; messages included."""
+    p = forked()
+    p.up(10, "Tune", {"src/a.py": "a\n"})
+    p.pick(p.up(11, "Fix", {"src/b.py": "b\n"}))
+    p.fork.commit("Fork only\n\nBody line\nwith two lines", {"src/c.py": "c\n"})
+    pair = open_pair(str(p.upstream.path), str(p.fork.path))
+    for tip, messages in ((pair.upstream_tip, False), (pair.fork_tip, True)):
+        full = history.read_range(pair.repo, tip, [pair.base], first_parent=False, messages=messages, files=True)
+        bare = history.read_range(pair.repo, tip, [pair.base], first_parent=False, messages=messages, files=False)
+        assert [dataclasses.replace(c, files=(), changes=frozenset()) for c in full] == bare
+        assert any(c.files for c in full) and (not messages or any("\n" in c.message for c in bare))

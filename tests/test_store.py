@@ -20,12 +20,12 @@ def test_first_use_migrates_to_the_newest_revision(store: Store) -> None:
     again (another worker's start-up) changes nothing."""
     tables = set(inspect(store.engine).get_table_names())
     assert {"l1_suite_runs", "l1_test_results", "l2_runs", "l2_metrics", "series_points",
-            "l1_pending_checks", "accepted_deliveries", "l2_regressions", "dashboard_feeds", "dashboard_facts", "alembic_version"} <= tables
-    assert store.revision() == "0003"
+            "l1_pending_checks", "accepted_deliveries", "l2_regressions", "dashboard_feeds", "dashboard_facts", "comment_answers", "alembic_version"} <= tables
+    assert store.revision() == "0004"
     again = Store(store.url)
     again.migrate()
     again.dispose()
-    assert store.revision() == "0003"
+    assert store.revision() == "0004"
 
 
 def test_trunk_results_are_per_repository_and_baselines_count_executed_tests(store: Store) -> None:

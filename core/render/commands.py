@@ -572,3 +572,81 @@ def approval_record(record_marker: str, head_sha: str, by: str) -> str:
         f"Approved head: `{head_sha}`\n\n"
         "A new push needs a new `/approve` from a maintainer."
     )
+
+
+# --------------------------------------------------------------------------- /resolve and its /approve
+
+
+def resolve_on_issue(command: Command) -> Outcome:
+    return failed(command, "`/resolve` works on forksync's pick pull requests; this is an issue",
+                  "comment it on the PR whose pick conflicts")
+
+
+def resolve_not_a_pick(command: Command, head_ref: str) -> Outcome:
+    return failed(command, f"`{head_ref}` is not a forksync pick branch, so there is nothing to resolve",
+                  "use it on a `[Cherry-pick]` PR that forksync opened")
+
+
+def resolve_no_agent(command: Command) -> Outcome:
+    return failed(command, "no conflict agent is configured",
+                  "set `resolve.agent.command` (or `url` and `key_env`) in `.github/forksync.yml`")
+
+
+def resolve_no_upstream(command: Command, missing: Sequence[str], trailer: str) -> Outcome:
+    return failed(command, "this branch names no upstream commit that forksync can read "
+                  f"({', '.join(missing) or 'no trailer found'})",
+                  f"the pick commits must carry the trailer `{trailer}`")
+
+
+def resolve_human_owned(command: Command, shas: Sequence[str], details: str) -> Outcome:
+    who = ", ".join(f"`{sha[:10]}`" for sha in shas[:3])
+    return done(
+        command,
+        f"a maintainer's commit ({who}) is on this branch: forksync keeps it and will not rewrite the branch; "
+        "once approved and merged, its resolution goes into the resolution memory",
+        details=details,
+    )
+
+
+def resolve_waiting(command: Command, waiting: int, with_agent: bool, details: str) -> Outcome:
+    return failed(
+        command,
+        f"{waiting} file(s) still need a human{' (the agent included)' if with_agent else ''}; the branch is unchanged",
+        "push your resolution onto this branch (forksync keeps it), or try `/resolve agent` if an agent is configured",
+        details=details,
+    )
+
+
+def resolved(command: Command, files: int, picks: int, head_ref: str, head: str, details: str) -> Outcome:
+    return done(
+        command,
+        f"resolved {files} file(s) in {picks} pick(s) and updated `{head_ref}` to `{head[:10]}`; "
+        "a maintainer's approval (a review or `/approve`) is still required before merge",
+        details=details,
+    )
+
+
+def resolve_show(command: Command, path: str, commit: str, text: str) -> Outcome:
+    return done(command, f"`{path}` in the pick of `{commit[:10]}`", details=text)
+
+
+def resolve_show_unknown(command: Command, path: str, conflicted: Sequence[str]) -> Outcome:
+    listed = ", ".join(f"`{p}`" for p in conflicted[:10]) or "none"
+    return failed(command, f"`{path}` does not conflict in this PR's picks", f"conflicted files: {listed}")
+
+
+def resolution_approval_record(record_marker: str, head_sha: str, by: str) -> str:
+    """The bot's record of a resolution's approval (``resolution_approved`` looks for its head line)."""
+    return (
+        f"{record_marker}\n**Resolution approved** (forksync `/approve`).\n\n"
+        f"Approved by: @{by}\nApproved head: `{head_sha}`\n\n"
+        "A new push needs a new `/approve` (or an approving review) before merge."
+    )
+
+
+def resolution_approved_answer(command: Command, head_sha: str, learned: int) -> Outcome:
+    return done(
+        command,
+        f"approved the resolution at head `{head_sha[:10]}`; {learned} hunk resolution(s) added to the "
+        "resolution memory; merge once L1 is green",
+    )

@@ -505,10 +505,12 @@ def protection_note(branch: str, only_in_protection: Sequence[str], only_in_conf
 
 def split_note(*, commits: int, runs: int, complete: bool, rebuilt: bool,
                culprits: Sequence[tuple[str, str, str | None, str | None, Sequence[str]]],
-               rebuilt_head: str | None = None, retest_conclusion: str | None = None, not_rebuilt: str = "") -> str:
+               rebuilt_head: str | None = None, retest_conclusion: str | None = None, not_rebuilt: str = "",
+               overrun_approvals: Sequence[str] = ()) -> str:
     """What the split of a red bundle found and did (check runs, PR comment and body); ``culprits``:
     (fork sha, subject, upstream sha, chain it went to, the tests it breaks); ``rebuilt_head``:
-    the bundle rebuilt without the ejected ones and pushed to the PR, ``retest_conclusion`` its L1."""
+    the bundle rebuilt without the ejected ones and pushed to the PR, ``retest_conclusion`` its L1;
+    ``overrun_approvals``: who had approved the old head (asked to review again)."""
     lines = [marker("l1-split", "bundle"), f"**Red bundle split**: bisected {commits} commit(s) with {runs} "
              "in-memory build(s) and L1 run(s)" + ("" if complete else " (stopped at the run budget)") + "."]
     if not culprits:
@@ -526,6 +528,10 @@ def split_note(*, commits: int, runs: int, complete: bool, rebuilt: bool,
         lines.append(f"The bundle is rebuilt without them in this PR: its branch was force-pushed to "
                      f"`{rebuilt_head[:12]}` and L1 ran again on it.{verdict} The ejected commits wait in their "
                      "chains, each with the failing test as its reason.")
+        if overrun_approvals:
+            who = ", ".join(f"@{login}" for login in overrun_approvals)
+            lines.append(f"It was **force-pushed over your approval** ({who}): the commits you approved changed: please "
+                         "review again (forksync re-requested your review).")
     elif not_rebuilt:
         lines.append(f"The bundle was not rebuilt here ({not_rebuilt}).")
     else:
@@ -540,6 +546,15 @@ def retested_mark(sha: str) -> str:
 
 
 _SPLIT_SECTION = re.compile(r"\n*<!-- forksync:l1-split-section -->.*?<!-- /forksync:l1-split-section -->", re.DOTALL)
+
+
+def carry_split_section(old_body: str, new_body: str) -> str:
+    """``new_body`` (an ingest's rewrite of a bundle PR's body) keeping the L1 split's section of
+    ``old_body``: what was ejected from the bundle, and why, stays said in the PR."""
+    found = _SPLIT_SECTION.search(old_body or "")
+    if found is None or _SPLIT_SECTION.search(new_body or ""):
+        return new_body
+    return (new_body or "").rstrip("\n") + "\n\n" + found.group(0).lstrip("\n")
 
 
 def with_split_section(body: str, note: str) -> str:

@@ -1,17 +1,22 @@
 """The accepted-delivery log in the SQL store: one insert per accepted webhook delivery, whose
-primary key decides duplicates (durable where Redis is not), and the reads recovery needs.
+primary key decides duplicates (durable where Redis is not), what each delivery runs, and how far
+it got.
 
-The web process calls :func:`accept` before answering 2xx; a redelivery of an id already there
-is a duplicate, even after Redis was flushed. Workers read :func:`recent_repositories` (which
-repositories and installations sent deliveries lately: where missed comment commands are looked
-for) and :func:`prune` old rows.
+The web process calls :func:`accept` before answering 2xx (with the task name and its kwargs);
+a redelivery of an id already there is a duplicate, even after Redis was flushed. The webhook
+task calls :func:`begin` first (``run``; ``done``: it finished before, never run it again;
+``busy``: another worker holds it now), then :func:`finish`; a retry calls :func:`release`.
+The replay pass (``workers/jobs/replay_deliveries.py``) reads :func:`unfinished` and sends lost
+deliveries again (:func:`mark_replayed`). Command recovery reads :func:`recent_repositories`;
+:func:`prune` drops old rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from core.store.db import Store
@@ -27,6 +32,28 @@ class AcceptedDelivery:
     repo: str
     installation_id: int | None
     accepted_at: float
+    task: str = ""
+    kwargs: str = ""  # JSON object: the task's kwargs as the web process sent them
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A logged delivery that did not finish (what the replay planner reads)."""
+
+    delivery: str
+    task: str
+    kwargs: str
+    accepted_at: float
+    touched_at: float
+    started_at: float | None
+    replays: int
+
+
+# begin()'s answers
+RUN = "run"  # this worker now holds the delivery: run it
+DONE = "done"  # it finished before: do not run it again
+BUSY = "busy"  # another worker holds it (its lease has not expired)
+UNKNOWN = "unknown"  # not in the log (sent by something other than the web process): run it
 
 
 def accept(store: Store, record: AcceptedDelivery) -> bool:
@@ -34,10 +61,78 @@ def accept(store: Store, record: AcceptedDelivery) -> bool:
     try:  # one Core INSERT on a pooled connection: the web request's only store round trip
         with store.engine.begin() as conn:
             conn.execute(_INSERT, {"delivery": record.delivery, "event": record.event, "repo": record.repo,
-                                   "installation_id": record.installation_id, "accepted_at": record.accepted_at})
+                                   "installation_id": record.installation_id, "accepted_at": record.accepted_at,
+                                   "task": record.task, "kwargs": record.kwargs, "touched_at": record.accepted_at,
+                                   "outcome": "", "replays": 0})
     except IntegrityError:
         return False
     return True
+
+
+def begin(store: Store, delivery: str, now: float, lease_s: float, holder: str = "",
+          holder_gone: Callable[[str], bool] = lambda _: False) -> str:
+    """Take ``delivery`` for this run (``holder``: who runs it, "host:pid"): :data:`RUN`, or why
+    not (:data:`DONE`, :data:`BUSY`), or :data:`UNKNOWN`. Atomic across workers: conditional
+    UPDATEs. A holder that died frees it when its lease (the task's time limit) passes, or at once
+    when ``holder_gone(its holder)`` says that process is gone (a pool process killed on this host)."""
+    row = AcceptedDeliveryRow
+    take = (update(row).where(row.delivery == delivery, row.finished_at.is_(None),
+                              or_(row.started_at.is_(None), row.started_at < now - lease_s))
+            .values(started_at=now, started_by=holder, touched_at=now))
+    with store.engine.begin() as conn:
+        if conn.execute(take).rowcount == 1:
+            return RUN
+        found = conn.execute(select(row.finished_at, row.started_by).where(row.delivery == delivery)).first()
+        if found is None:
+            return UNKNOWN
+        if found[0] is not None:
+            return DONE
+        previous = str(found[1] or "")
+        if previous and previous != holder and holder_gone(previous):
+            took = conn.execute(update(row).where(row.delivery == delivery, row.finished_at.is_(None),
+                                                  row.started_by == previous)
+                                .values(started_at=now, started_by=holder, touched_at=now))
+            if took.rowcount == 1:
+                return RUN
+    return BUSY
+
+
+def finish(store: Store, delivery: str, outcome: str, now: float) -> None:
+    """``delivery`` ran to the end (``done``, or ``failed`` for good): it is never run again."""
+    row = AcceptedDeliveryRow
+    with store.engine.begin() as conn:
+        conn.execute(update(row).where(row.delivery == delivery, row.finished_at.is_(None))
+                     .values(finished_at=now, outcome=outcome, touched_at=now))
+
+
+def release(store: Store, delivery: str, now: float) -> None:
+    """The run of ``delivery`` will be retried: free its lease (the retry takes it again)."""
+    row = AcceptedDeliveryRow
+    with store.engine.begin() as conn:
+        conn.execute(update(row).where(row.delivery == delivery, row.finished_at.is_(None))
+                     .values(started_at=None, started_by="", touched_at=now))
+
+
+def unfinished(store: Store, touched_before: float, limit: int = 500) -> list[Unfinished]:
+    """Deliveries with a task that did not finish and nothing happened to since ``touched_before``,
+    oldest first."""
+    row = AcceptedDeliveryRow
+    query = (select(row.delivery, row.task, row.kwargs, row.accepted_at, row.touched_at, row.started_at, row.replays)
+             .where(row.finished_at.is_(None), row.task != "",
+                    or_(row.touched_at < touched_before, and_(row.touched_at.is_(None), row.accepted_at < touched_before)))
+             .order_by(row.accepted_at).limit(limit))
+    with store.engine.connect() as conn:
+        return [Unfinished(str(d), str(t), str(k), float(a), float(tt if tt is not None else a),
+                           None if s is None else float(s), int(r or 0))
+                for d, t, k, a, tt, s, r in conn.execute(query)]
+
+
+def mark_replayed(store: Store, delivery: str, now: float) -> None:
+    """``delivery``'s task was sent again: count it and restart its grace period."""
+    row = AcceptedDeliveryRow
+    with store.engine.begin() as conn:
+        conn.execute(update(row).where(row.delivery == delivery, row.finished_at.is_(None))
+                     .values(replays=row.replays + 1, touched_at=now))
 
 
 def forget(store: Store, delivery: str) -> None:
@@ -51,7 +146,16 @@ def get(store: Store, delivery: str) -> AcceptedDelivery | None:
         row = db.get(AcceptedDeliveryRow, delivery)
         if row is None:
             return None
-        return AcceptedDelivery(row.delivery, row.event, row.repo, row.installation_id, row.accepted_at)
+        return AcceptedDelivery(row.delivery, row.event, row.repo, row.installation_id, row.accepted_at,
+                                row.task, row.kwargs)
+
+
+def outcome(store: Store, delivery: str) -> tuple[str, int] | None:
+    """(outcome, replays) of ``delivery`` (outcome "" while unfinished), None when not logged."""
+    with store.engine.connect() as conn:
+        found = conn.execute(select(AcceptedDeliveryRow.outcome, AcceptedDeliveryRow.replays)
+                             .where(AcceptedDeliveryRow.delivery == delivery)).first()
+    return None if found is None else (str(found[0]), int(found[1] or 0))
 
 
 def recent_repositories(store: Store, since: float) -> list[tuple[str, int]]:
@@ -63,6 +167,15 @@ def recent_repositories(store: Store, since: float) -> list[tuple[str, int]]:
              .group_by(AcceptedDeliveryRow.repo).order_by(AcceptedDeliveryRow.repo))
     with store.session() as db:
         return [(str(repo), int(inst or 0)) for repo, inst in db.execute(query)]
+
+
+def first_accepted(store: Store, repo: str) -> float | None:
+    """When the oldest delivery still logged for ``repo`` was accepted (None: none is): since then,
+    at least, forksync has been receiving its webhooks."""
+    query = select(func.min(AcceptedDeliveryRow.accepted_at)).where(AcceptedDeliveryRow.repo == repo)
+    with store.session() as db:
+        value = db.execute(query).scalar()
+    return None if value is None else float(value)
 
 
 def prune(store: Store, before: float) -> int:

@@ -106,13 +106,41 @@ class AcceptedDeliveryRow(Base):
     again) and the log of what was accepted, by repository and installation (what recovery scans)."""
 
     __tablename__ = "accepted_deliveries"
-    __table_args__ = (Index("accepted_deliveries_by_time", "accepted_at"),)
+    __table_args__ = (Index("accepted_deliveries_by_time", "accepted_at"),
+                      Index("accepted_deliveries_unfinished", "finished_at", "touched_at"))
 
     delivery: Mapped[str] = mapped_column(String(100), primary_key=True)
     event: Mapped[str] = mapped_column(String(64))
     repo: Mapped[str] = mapped_column(String(200), default="")  # "" for installation events
     installation_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     accepted_at: Mapped[float] = mapped_column(Float)
+    # What the delivery runs (a task by name and its JSON kwargs), so that a delivery whose queued
+    # message was lost is sent again; and how far it got (core/store/deliveries.py).
+    task: Mapped[str] = mapped_column(String(100), default="")
+    kwargs: Mapped[str] = mapped_column(Text, default="")
+    touched_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # accepted, started, retried, replayed
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # a worker holds it (its lease)
+    started_by: Mapped[str] = mapped_column(String(300), default="")  # "host:pid" of that worker process
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # ran to the end: never again
+    outcome: Mapped[str] = mapped_column(String(16), default="")  # done, failed, abandoned
+    replays: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class CommentAnswerRow(Base):
+    """A comment whose commands the bot ran: ``replying`` (ran, reply being posted: the body is kept
+    so a retry posts it alone) or ``answered`` (the reply is on GitHub). How the comment handler
+    knows "already answered" without reading the thread."""
+
+    __tablename__ = "comment_answers"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    comment_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    issue_number: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))
+    body: Mapped[str] = mapped_column(Text)
+    reactions: Mapped[str] = mapped_column(String(200))  # comma-separated reaction contents
+    reply_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    updated_at: Mapped[float] = mapped_column(Float)
 
 
 class L2RegressionRow(Base):

@@ -141,6 +141,11 @@ def beat_schedule(config: RepoConfig) -> dict[str, dict[str, Any]]:
             "task": tasknames.RECOVER_COMMANDS,
             "schedule": timedelta(minutes=config.schedule.recover_commands_minutes),
         },
+        # Accepted deliveries whose task never finished (their message was lost) are sent again.
+        "replay-deliveries": {
+            "task": tasknames.REPLAY_DELIVERIES,
+            "schedule": timedelta(minutes=config.schedule.recover_commands_minutes),
+        },
         # The L2 task itself belongs to the L2 feature; beat only sends it by name.
         "nightly-l2": {"task": tasknames.RUN_L2, "schedule": crontab(hour=int(hour), minute=int(minute))},
     }
@@ -164,6 +169,12 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
             suffix = "-".join(sorted(settings.worker_queues))
             transport_options.update({"unacked_key": f"unacked:{suffix}", "unacked_index_key": f"unacked_index:{suffix}",
                                       "unacked_mutex_key": f"unacked_mutex:{suffix}"})
+    else:
+        # The embedded broker leases taken messages per queue (workers/app/embedded.py): a killed
+        # worker's webhook messages come back within a minute, a live worker's never.
+        queues = (*tasknames.QUEUES, *(q for q in settings.worker_queues if tasknames.is_l1_pool_queue(q)))
+        transport_options["queue_visibility_timeouts"] = {
+            q: settings.visibility_override_s or embedded.default_lease_s(q) for q in queues}
     return {
         "broker_url": broker,
         "result_backend": backend,
@@ -195,6 +206,42 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
         "worker_hijack_root_logger": False,
         "include": task_modules(),
     }
+
+
+def persistence_report(settings: WorkerSettings, env: Mapping[str, Any]) -> tuple[int, str, bool]:
+    """(log level, the one start-up line, refuse to start) about what survives a broker restart:
+    Redis's append-only file, and what the durable store covers without it (docs/security.md).
+    ``FORKSYNC_REQUIRE_REDIS_AOF=1`` refuses to start on a Redis without AOF (or one that hides it)."""
+    from core.persistence import redis_persistence
+
+    store = "the SQL store (FORKSYNC_DATABASE_URL)" if settings.bot.database_url else f"{settings.data_dir}/store.sqlite"
+    if not settings.bot.redis_url:
+        return (logging.INFO, f"broker persistence: embedded broker in {settings.data_dir}/celery-broker.sqlite "
+                              "(on disk; a killed worker's messages come back after their queue's lease); "
+                              f"delivery log in {store}", False)
+    required = str(env.get("FORKSYNC_REQUIRE_REDIS_AOF") or "") in ("1", "true", "yes")
+    state = redis_persistence(settings.bot.redis_url)
+    if state.aof:
+        return (logging.INFO, f"broker persistence: Redis AOF on (appendfsync {state.fsync or '?'}): queued messages "
+                              f"survive a restart; delivery log and dedup in {store}", False)
+    what = "Redis AOF off" if state.aof is False else f"Redis AOF unknown ({state.detail})"
+    return (logging.ERROR if required else logging.WARNING,
+            f"broker persistence: {what}: a Redis restart loses the messages queued then; webhook deliveries "
+            f"are replayed from the delivery log in {store} after {settings.replay_grace_s:g} s, queued ingests and "
+            "L1/L2 runs wait for beat or the next event; set appendonly yes (appendfsync everysec) in redis.conf"
+            + ("; refusing to start (FORKSYNC_REQUIRE_REDIS_AOF=1)" if required else ""), required)
+
+
+def _check_persistence(sender: Any = None, **_: Any) -> None:
+    """On ``worker_init``: say in one line what survives a broker restart; stop when AOF is required."""
+    app = getattr(sender, "app", None)
+    settings = app.conf.get("forksync_settings") if app is not None else None
+    if not isinstance(settings, WorkerSettings):
+        return
+    level, line, refuse = persistence_report(settings, os.environ)
+    log.log(level, "%s", line)
+    if refuse:
+        raise SystemExit(line)
 
 
 def _settings_from(source: Any) -> tuple[WorkerSettings, Any]:
@@ -283,6 +330,7 @@ def wire_logs() -> None:
     task durations and failures go to the Prometheus metrics (core/telemetry.py)."""
     from celery import signals
 
+    signals.worker_init.connect(_check_persistence, weak=False, dispatch_uid="forksync-broker-persistence")
     signals.task_prerun.connect(_task_started, weak=False, dispatch_uid="forksync-task-started")
     signals.task_postrun.connect(_task_finished, weak=False, dispatch_uid="forksync-task-finished")
     signals.task_failure.connect(_task_failed, weak=False, dispatch_uid="forksync-task-failed")

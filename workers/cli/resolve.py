@@ -70,7 +70,7 @@ def _onto(pair: Pair, onto: str | None) -> str:
         if sha is not None:
             return sha
     try:
-        pair.repo.git("fetch", "--quiet", "--no-tags", pair.fork.remote, f"+refs/heads/{onto}:{FORK_PREFIX}{onto}")
+        pair.repo.git("fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{onto}:{FORK_PREFIX}{onto}")
     except GitError:
         raise ForksyncError(f"--onto {onto} is neither a fork branch nor a commit", "name a branch of the fork") from None
     sha = pair.repo.rev_parse(f"{FORK_PREFIX}{onto}")

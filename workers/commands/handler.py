@@ -4,7 +4,9 @@ Flow (every command is answered; never silence, never a stack trace in a comment
 
 1. re-read the comment through the adapter (webhooks are triggers, not data); ignore our own
    and other bots' comments, comments without commands, and comments already answered (a
-   redelivered task finds the marked reply and stops: commands never run twice);
+   redelivered task finds the comment in the answered index of the store, ``AnswerIndex``,
+   without reading the thread, and stops: commands never run twice; without an index, or when
+   the index cannot tell, it looks for the marked reply in the thread);
 2. react 👀;
 3. read ``.github/forksync.yml`` (a bad config answers 😕 quoting the line at fault);
 4. per-user rate limit (``commands.rate_limit`` per ``commands.rate_window_s``);
@@ -76,6 +78,20 @@ def post_comment(gh: Comments, repo: str, issue_number: int, body: str, existing
     return gh.create_comment(repo, issue_number, body)
 
 
+class AnswerIndex(Protocol):
+    """Which comments the bot answered (``workers/adapters/answers.py``, the SQL store): "already
+    answered" without paging through the thread."""
+
+    def lookup(self, repo: str, comment_id: int) -> Any:
+        """The comment's record (``state``: ``replying``/``answered``, ``body``, ``reactions``), False
+        when it has none, None when the index cannot tell."""
+        ...
+
+    def replying(self, repo: str, comment_id: int, issue_number: int, body: str, reactions: tuple[str, ...]) -> None: ...
+
+    def answered(self, repo: str, comment_id: int, issue_number: int) -> None: ...
+
+
 @dataclass(frozen=True)
 class CommentTask:
     """The task's primitive kwargs (core/tasknames.py, ``ON_COMMENT``)."""
@@ -145,6 +161,7 @@ def handle(
     *,
     own_login: str | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    answers: AnswerIndex | None = None,
 ) -> Answer | None:
     """Answer one comment; None when there was nothing to answer (see the module docstring)."""
     comment = read_comment(gh, task.repo, task.comment_id)
@@ -158,7 +175,7 @@ def handle(
         return None
     pending = _pending(gate, task.repo, comment.id)
     if pending is not None:
-        return _post_pending(task, gh, gate, comment.id, *pending, own_login=own_login)
+        return _post_pending(task, gh, gate, comment.id, *pending, own_login=own_login, answers=answers)
     # The rate limit is taken before anything costs API calls beyond the comment and the config:
     # one outsider's comments cannot page through long threads faster than the limit allows.
     try:
@@ -170,10 +187,20 @@ def handle(
         log.exception("internal error %s answering comment %s on %s", error_id, comment.id, task.repo)
         config, refused = None, [render.internal_error(_shown(c), error_id) for c in commands]
     if config is not None:
-        marker = render.reply_marker(comment.id)
-        if bot_comment(gh, task.repo, task.issue_number, marker, own_login) is not None:
-            log.info("%s: comment %s was already answered; not running it again", task.repo, comment.id)
-            return None
+        known = answers.lookup(task.repo, comment.id) if answers is not None else None
+        if known is not None and known is not False:
+            if known.state == "answered":
+                log.info("%s: comment %s was already answered (answered index); not running it again",
+                         task.repo, comment.id)
+                return None
+            # its commands ran, the reply may not have been posted: post it alone
+            return _post_pending(task, gh, gate, comment.id, known.body, tuple(known.reactions), own_login=own_login,
+                                 answers=answers)
+        if known is None:  # no index, or it cannot tell: the thread says
+            marker = render.reply_marker(comment.id)
+            if bot_comment(gh, task.repo, task.issue_number, marker, own_login) is not None:
+                log.info("%s: comment %s was already answered; not running it again", task.repo, comment.id)
+                return None
     gh.add_reaction(task.repo, comment.id, render.SEEN_REACTION)
 
     if refused is not None:
@@ -197,9 +224,13 @@ def handle(
     remember = getattr(gate, "remember_reply", None)
     if remember is not None:
         remember(task.repo, comment.id, body, added)
+    if answers is not None:
+        answers.replying(task.repo, comment.id, task.issue_number, body, added)
     post_comment(gh, task.repo, task.issue_number, body)
     for content in added:
         gh.add_reaction(task.repo, comment.id, content)
+    if answers is not None:
+        answers.answered(task.repo, comment.id, task.issue_number)
     _forget(gate, task.repo, comment.id)
     return Answer(body, added, tuple(outcomes))
 
@@ -217,13 +248,16 @@ def _forget(gate: Gate, repo: str, comment_id: int) -> None:
 
 
 def _post_pending(task: CommentTask, gh: CommandGitHub, gate: Gate, comment_id: int, body: str,
-                  added: tuple[str, ...], *, own_login: str | None = None) -> Answer:
-    """Post a reply whose commands already ran (unless the earlier try did post it), then react."""
+                  added: tuple[str, ...], *, own_login: str | None = None, answers: AnswerIndex | None = None) -> Answer:
+    """Post a reply whose commands already ran (unless the earlier try did post it: the one case
+    that reads the thread), then react."""
     log.info("%s: posting the kept reply to comment %s (its commands ran already)", task.repo, comment_id)
     if bot_comment(gh, task.repo, task.issue_number, render.reply_marker(comment_id), own_login) is None:
         post_comment(gh, task.repo, task.issue_number, body)
     for content in added:
         gh.add_reaction(task.repo, comment_id, content)
+    if answers is not None:
+        answers.answered(task.repo, comment_id, task.issue_number)
     _forget(gate, task.repo, comment_id)
     return Answer(body, added, ())
 

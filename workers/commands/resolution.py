@@ -43,29 +43,24 @@ def _committer(ctx: Context) -> tuple[str, str]:
 def resolve_action(ctx: Context, command: Command) -> render.Outcome:
     """/resolve, /resolve agent, /resolve show FILE (see the module docstring)."""
     if not ctx.task.is_pull_request:
-        return render.failed(command, "`/resolve` works on forksync's pick pull requests; this is an issue",
-                             "comment it on the PR whose pick conflicts")
+        return render.resolve_on_issue(command)
     pull = ctx.pull()
     if pull.from_outside(ctx.repo) or not pull.head_ref.startswith(BRANCH_PREFIX):
-        return render.failed(command, f"`{pull.head_ref}` is not a forksync pick branch, so there is nothing to resolve",
-                             "use it on a `[Cherry-pick]` PR that forksync opened")
+        return render.resolve_not_a_pick(command, pull.head_ref)
     with_agent = command.args[:1] == ("agent",)
     if with_agent and not ctx.config.resolve.agent.configured:
-        return render.failed(command, "no conflict agent is configured",
-                             "set `resolve.agent.command` (or `url` and `key_env`) in `.github/forksync.yml`")
+        return render.resolve_no_agent(command)
     pair = open_fork(ctx)
     head_ref = f"{PR_HEAD_REF}{pull.number}"
     with fork_auth(ctx):
-        pair.repo.git("fetch", "--quiet", "--no-tags", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
+        pair.repo.git("fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
     repo = pygit2.Repository(str(pair.repo.path))
     committer = _committer(ctx)
     plan = plan_branch(read_branch(repo, pair.fork_tip, head_ref), ctx.config.ledger.trailer_patterns, committer[1])
     upstream = [pair.repo.rev_parse(sha) for sha in plan.upstream]
     missing = [s for s, full in zip(plan.upstream, upstream, strict=True) if full is None]
     if not plan.upstream or missing:
-        return render.failed(command, "this branch names no upstream commit that forksync can read "
-                             f"({', '.join(missing) or 'no trailer found'})",
-                             f"the pick commits must carry the trailer `{ctx.config.ledger.trailer}`")
+        return render.resolve_no_upstream(command, missing, ctx.config.ledger.trailer)
     shas = [s for s in upstream if s is not None]
     memory = fetch_memory(pair, ctx.config.resolve.memory_ref)
     cfg = ctx.config.resolve
@@ -83,31 +78,15 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
     if command.args[:1] == ("show",):
         return _show(command, built, command.args[1])
     if plan.human_owned:
-        who = ", ".join(f"`{c.sha[:10]}`" for c in plan.human[:3])
-        return render.done(
-            command,
-            f"a maintainer's commit ({who}) is on this branch: forksync keeps it and will not rewrite the branch; "
-            "once approved and merged, its resolution goes into the resolution memory",
-            details=_details(built),
-        )
+        return render.resolve_human_owned(command, [c.sha for c in plan.human], _details(built))
     if built.head is None:
         waiting = sum(len(o.waiting) for o in built.outcomes)
-        return render.failed(
-            command,
-            f"{waiting} file(s) still need a human{' (the agent included)' if agent else ''}; the branch is unchanged",
-            "push your resolution onto this branch (forksync keeps it), or try `/resolve agent` if an agent is configured",
-            details=_details(built),
-        )
+        return render.resolve_waiting(command, waiting, agent is not None, _details(built))
     with fork_auth(ctx):
         pair.push_to_fork(built.head, f"refs/heads/{pull.head_ref}", force=True)
     _update_pr_text(ctx, pull.number, built)
     files = sum(len(o.entries) for o in built.outcomes)
-    return render.done(
-        command,
-        f"resolved {files} file(s) in {len(built.outcomes)} pick(s) and updated `{pull.head_ref}` to `{built.head[:10]}`; "
-        "a maintainer's approval (a review or `/approve`) is still required before merge",
-        details=_details(built),
-    )
+    return render.resolved(command, files, len(built.outcomes), pull.head_ref, built.head, _details(built))
 
 
 def _update_pr_text(ctx: Context, number: int, built: BuildResult) -> None:
@@ -130,10 +109,9 @@ def _show(command: Command, built: BuildResult, path: str) -> render.Outcome:
     for outcome in built.outcomes:
         text = show.show_file(outcome, path)
         if text is not None:
-            return render.done(command, f"`{path}` in the pick of `{outcome.commit[:10]}`", details=text)
+            return render.resolve_show(command, path, outcome.commit, text)
     conflicted = sorted({e.path for o in built.outcomes for e in o.entries} | {w.path for o in built.outcomes for w in o.waiting})
-    listed = ", ".join(f"`{p}`" for p in conflicted[:10]) or "none"
-    return render.failed(command, f"`{path}` does not conflict in this PR's picks", f"conflicted files: {listed}")
+    return render.resolve_show_unknown(command, path, conflicted)
 
 
 # --------------------------------------------------------------------------- approval of a resolution
@@ -153,25 +131,17 @@ def approve_resolution(ctx: Context, command: Command) -> render.Outcome:
     pair = open_fork(ctx)
     head_ref = f"{PR_HEAD_REF}{pull.number}"
     with fork_auth(ctx):
-        pair.repo.git("fetch", "--quiet", "--no-tags", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
+        pair.repo.git("fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
     repo = pygit2.Repository(str(pair.repo.path))
     records = learn_branch(repo, pair.fork_tip, head_ref, ctx.config.ledger.trailer_patterns,
                            f"approved #{pull.number} by @{ctx.author}")
     with fork_auth(ctx):
         learned = record_in_fork(pair, records, f"forksync: learn {len(records)} resolution(s) approved in #{pull.number}",
                                  ctx.config.resolve.memory_ref)
-    body = (
-        f"{resolution_marker(pull.number)}\n**Resolution approved** (forksync `/approve`).\n\n"
-        f"Approved by: @{ctx.author}\nApproved head: `{pull.head_sha}`\n\n"
-        "A new push needs a new `/approve` (or an approving review) before merge."
-    )
+    body = render.resolution_approval_record(resolution_marker(pull.number), pull.head_sha, ctx.author)
     existing = bot_comment(ctx.gh, ctx.repo, pull.number, resolution_marker(pull.number), ctx.own_login)
     post_comment(ctx.gh, ctx.repo, pull.number, body, existing)
-    return render.done(
-        command,
-        f"approved the resolution at head `{pull.head_sha[:10]}`; {learned} hunk resolution(s) added to the "
-        "resolution memory; merge once L1 is green",
-    )
+    return render.resolution_approved_answer(command, pull.head_sha, learned)
 
 
 def resolution_approved(gh: Comments, repo: str, pr: int, head_sha: str, own_login: str | None = None) -> bool:

@@ -35,7 +35,7 @@ from core.render.ingest import (
     superseded_comment,
     urgent_done_comment,
 )
-from core.render.l1 import L1_CHECK
+from core.render.l1 import L1_CHECK, carry_split_section
 
 # --------------------------------------------------------------------------- inputs
 
@@ -231,10 +231,11 @@ def _pull(out: _Plan, facts: IngestFacts, w: Wanted) -> None:
             out.add(CloseIssue(marker("chain", w.key), "", chain=w.key, pull_of=w.head))
         return
     retarget = found.base != w.base
+    body = carry_split_section(found.body, w.body)  # the L1 split's section stays (docs/l1.md)
     out.add(EditPull(
         w.key, w.kind, found.number, found.url, w.title, w.commits,
         new_title=w.title if w.title != found.title else None,
-        new_body=w.body if w.body != found.body else None,
+        new_body=body if body != found.body else None,
         base=w.base if retarget else None,
     ))
     before = facts.heads_before.get(w.head)

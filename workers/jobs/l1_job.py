@@ -25,7 +25,7 @@ from typing import Any
 
 from core import tasknames
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, Suite, load_repo_config
-from core.github.errors import GitHubPermissionError
+from core.github.errors import GitHubPermissionError, GitHubValidationError
 from core.github.records import Annotation, CheckOutput, CheckRunInfo
 from core.github.roles import GitHubPort
 from core.render import l1 as render
@@ -34,6 +34,7 @@ from core.store import Store, open_store
 from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
 from workers.adapters.state import LocalState, SeriesStore, StateStore
 from workers.engine.git import GitError, Repository
+from workers.jobs.ingest_plan import approvers
 from workers.jobs.l1_split import Eject, SplitOutcome, split_bundle
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, L1Run, run_l1_for_ref
@@ -418,11 +419,20 @@ def _split_if_red_bundle(github: GitHubPort, cache: Repository, job: L1Job, run:
     chase = plan_split(pull.head_ref, run, passing)
     if chase is None:
         return None
-    branch = pull.head_ref
-    return split_bundle(cache, job.repo, job.head_sha, run.merge_base, config, chase, pr=job.pr_number,
-                        data_dir=data_dir, results=TrunkResults(store, job.repo), eject=eject, rebuild=rebuild,
-                        max_runs=DEFAULT_MAX_RUNS,
-                        push=lambda sha: github.push_branch(job.repo, cache, sha, branch, force=True))
+    branch, number = pull.head_ref, job.pr_number
+    approved = approvers([(r.user, r.state, r.commit_id) for r in github.list_reviews(job.repo, number)],
+                         job.head_sha)
+    outcome = split_bundle(cache, job.repo, job.head_sha, run.merge_base, config, chase, pr=number,
+                           data_dir=data_dir, results=TrunkResults(store, job.repo), eject=eject, rebuild=rebuild,
+                           max_runs=DEFAULT_MAX_RUNS,
+                           push=lambda sha: github.push_branch(job.repo, cache, sha, branch, force=True))
+    if outcome.rebuilt_head is not None and approved:
+        try:
+            github.request_reviewers(job.repo, number, users=approved)
+        except GitHubValidationError as exc:  # an approver who lost access: the note still names them
+            log.warning("L1 split %s#%d: could not re-request review from %s: %s", job.repo, number, approved, exc)
+        outcome = replace(outcome, overrun_approvals=approved)
+    return outcome
 
 
 def _split_note(split: SplitOutcome, retest: L1Run | None) -> str:
@@ -430,7 +440,7 @@ def _split_note(split: SplitOutcome, retest: L1Run | None) -> str:
         commits=split.commits, runs=len(split.result.runs), complete=split.result.complete, rebuilt=split.rebuilt,
         culprits=[(c.fork_sha, c.subject, c.upstream_sha, c.chain, c.tests) for c in split.culprits],
         rebuilt_head=split.rebuilt_head, retest_conclusion=retest.conclusion if retest is not None else None,
-        not_rebuilt=split.not_rebuilt,
+        not_rebuilt=split.not_rebuilt, overrun_approvals=split.overrun_approvals,
     )
 
 

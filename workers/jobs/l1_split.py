@@ -44,6 +44,9 @@ class SplitOutcome:
     # force-pushed to the PR's branch; the caller re-tests it in the same PR.
     rebuilt_head: str | None = None
     not_rebuilt: str = ""  # why it was not rebuilt here although culprits were ejected
+    # Who had approved the old head: the force-push overran their approval, so the PR says so
+    # and asks them to review again (never a silent force-push over a review).
+    overrun_approvals: tuple[str, ...] = ()
 
 
 def build_subset(cache: Repository, base: str, commits: Sequence[str]) -> str | None:

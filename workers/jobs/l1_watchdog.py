@@ -40,6 +40,9 @@ INFRA_LABEL = "infrastructure"
 # Repositories whose webhooks arrived this recently are searched for PR heads with no L1 check
 # (the delivery log keeps a week: workers/jobs/recover_commands.py).
 RECENT_S = 7 * 24 * 3600
+# GitHub sets a PR's updated_at before it sends the webhook that says so: a PR counts as changed
+# while its webhooks reach us when it changed at most this long before the first delivery logged.
+WEBHOOK_LAG_S = 300
 
 
 def run_l1_watchdog(store: Store, github_for: Callable[[int], GitHubPort], *, trunk_silent_s: float,
@@ -72,7 +75,9 @@ def run_l1_watchdog(store: Store, github_for: Callable[[int], GitHubPort], *, tr
             p = on_trunk[-1]
             pushes.append(TrunkPush(repo, str(p["sha"]), float(p["t"]), int(p.get("installation_id") or 0)))
             last[repo] = TrunkResults(store, repo).last_recorded_at()
-        unchecked += _unchecked_heads(github, repo, installation_id, config, now)
+        since = deliveries.first_accepted(store, repo)
+        if since is not None:  # only while its webhooks reach us: a PR older than that never had a job
+            unchecked += _unchecked_heads(github, repo, installation_id, config, now, since - WEBHOOK_LAG_S)
     actions = plan(waiting, pushes, last, now=now, trunk_silent_s=trunk_silent_s, unchecked=unchecked)
     done: list[Action] = []
     concluded: dict[tuple[str, str], int] = {}  # (repo, head sha) -> the check run concluded there
@@ -108,14 +113,17 @@ def run_l1_watchdog(store: Store, github_for: Callable[[int], GitHubPort], *, tr
 
 
 def _unchecked_heads(github: GitHubPort, repo: str, installation_id: int, config: RepoConfig,
-                     now: float) -> list[UncheckedHead]:
-    """The open PR heads of ``repo`` past their deadline with no ``forksync / L1`` check run (one
-    listing of the open PRs, then one check-run read per PR past its deadline)."""
+                     now: float, since: float) -> list[UncheckedHead]:
+    """The open PR heads of ``repo`` changed since ``since`` and past their deadline with no
+    ``forksync / L1`` check run (one listing of the open PRs, then one check-run read per PR
+    past its deadline)."""
     wait_s = sum(s.timeout for s in config.l1.suites) + config.l1.stale_margin_minutes * 60
     found = []
     for pull in github.open_pull_requests(repo):
         if not pull.updated_at or pull.updated_at + wait_s > now:
             continue  # unknown, or recent: its job may still be on its way
+        if pull.updated_at < since:
+            continue  # last changed before its webhooks reached us (installed since): no job was ever due
         if any(r.head_sha == pull.head_sha for r in github.list_check_runs(repo, pull.head_sha, name=render.L1_CHECK)):
             continue
         found.append(UncheckedHead(repo, pull.number, pull.head_sha, installation_id, pull.updated_at,

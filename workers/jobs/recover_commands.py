@@ -14,7 +14,7 @@ from typing import Any
 
 from core import tasknames
 from core.errors import ForksyncError
-from core.store import Store, deliveries
+from core.store import Store, answers, deliveries
 from workers.commands.recovery import Recover, plan
 
 log = logging.getLogger(__name__)
@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 # Repositories that sent a delivery within this long are scanned; older log rows are pruned
 # (GitHub redelivers for three days at most, so a week keeps every redelivery a duplicate).
 KEEP_S = 7 * 24 * 3600
+# Answered-comment records are kept this long (far past GitHub's 3 days of redelivery and the
+# 24 h recovery scan, the only ways a comment is delivered again).
+ANSWERS_KEEP_S = 30 * 24 * 3600
 # Comments this recent are scanned (a command left unanswered longer is not run any more).
 LOOKBACK_S = 24 * 3600
 # Comments younger than this are left to their own delivery (queued webhook tasks run within it).
@@ -37,6 +40,7 @@ def recover_commands(store: Store, github_for: Callable[[int], Any], send_task: 
     pruned = deliveries.prune(store, now - KEEP_S)
     if pruned:
         log.info("delivery log: pruned %d deliveries older than %d days", pruned, KEEP_S // 86400)
+    answers.prune(store, now - ANSWERS_KEEP_S)
     since = datetime.fromtimestamp(now - lookback_s, UTC).replace(microsecond=0)
     done: list[Recover] = []
     for repo, installation_id in deliveries.recent_repositories(store, now - KEEP_S):

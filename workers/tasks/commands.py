@@ -82,9 +82,16 @@ def answer(settings: WorkerSettings, kwargs: dict[str, Any]) -> Answer | None:
     # Records only forksync may write (the /approve comment) are trusted from the App's own login.
     app = getattr(github, "app", None)
     own_login = app.bot_login() if app is not None else None
+    from workers.adapters.answers import StoreAnswerIndex
+
+    try:
+        index: StoreAnswerIndex | None = StoreAnswerIndex(settings.store())
+    except Exception as exc:  # the store unreachable: "already answered" is read from the thread
+        log.warning("answered-comment index unavailable (%s); reading the thread instead", type(exc).__name__)
+        index = None
     return handle(
         task, adapter, gate_for(settings), default_actions(), services,
-        own_login=own_login,
+        own_login=own_login, answers=index,
     )
 
 

@@ -26,8 +26,9 @@ import subprocess
 import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import pygit2
@@ -108,6 +109,11 @@ class CommandAgent:
     timeout_s: int = 300
     max_output_bytes: int = 2 * 1024 * 1024
     env: tuple[tuple[str, str], ...] = ()
+    # A command from a repository's config (resolve.agent.command) is code a fork writer chose: it
+    # runs with the suites' allow-listed environment (workers/testing/sandbox.py), never the App's
+    # key or the deployment's secrets. Only the operator's own command (forksync resolve --agent)
+    # inherits the whole environment.
+    inherit_env: bool = False
 
     @property
     def name(self) -> str:
@@ -119,11 +125,18 @@ class CommandAgent:
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(request).encode()
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+                tempfile.TemporaryDirectory(prefix="forksync-agent-") as home:
+            if self.inherit_env:
+                env = {**os.environ, **dict(self.env)}
+            else:
+                from workers.testing.sandbox import child_env
+
+                env = child_env(Path(home), dict(self.env))
             try:
                 proc = subprocess.run(
                     list(self.argv), input=data, stdout=out, stderr=err, timeout=self.timeout_s, check=False,
-                    env={**os.environ, **dict(self.env)},
+                    env=env,
                 )
             except FileNotFoundError:
                 raise AgentError(f"agent command {self.argv[0]!r} not found",
@@ -168,6 +181,16 @@ class HttpAgent:
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         headers = {"Content-Type": "application/json"}
         if self.key_env:
+            allowed = agent_key_names(os.environ)
+            if self.key_env not in allowed:
+                from workers.testing.sandbox import is_secret_name
+
+                why = (" (it holds one of the App's or the deployment's secrets)" if is_secret_name(self.key_env)
+                       else "")
+                raise AgentError(
+                    f"resolve.agent.key_env names {self.key_env}, which the operator has not allowed as an agent "
+                    f"key{why}: a repository's config cannot send the worker's variables to an endpoint it chose",
+                    f"the operator sets {AGENT_KEYS_VAR}={self.key_env} on the worker (names only) to allow it")
             key = os.environ.get(self.key_env)
             if not key:
                 raise AgentError(f"the agent's key variable {self.key_env} is not set",
@@ -202,11 +225,24 @@ class HttpAgent:
         return doc
 
 
+AGENT_KEYS_VAR = "FORKSYNC_AGENT_KEY_ENV"
+
+
+def agent_key_names(env: Mapping[str, str]) -> frozenset[str]:
+    """The variable names a repository's ``resolve.agent.key_env`` may name: those the operator
+    lists in ``FORKSYNC_AGENT_KEY_ENV`` (comma-separated), never the App's own secrets."""
+    from workers.testing.sandbox import SECRET_NAMES
+
+    names = {n.strip() for n in (env.get(AGENT_KEYS_VAR) or "").split(",") if n.strip()}
+    return frozenset(n for n in names if n.upper() not in SECRET_NAMES and not n.upper().startswith("GIT_CONFIG_"))
+
+
 def from_config(cfg: AgentConfig, command: Sequence[str] | None = None) -> Agent | None:
-    """The configured agent (``command`` overrides the config's, as ``forksync resolve --agent`` does)."""
+    """The configured agent (``command`` overrides the config's, as ``forksync resolve --agent`` does:
+    the operator's own command, which keeps the environment)."""
     limit = cfg.max_output_kb * 1024
     if command:
-        return CommandAgent(tuple(command), cfg.timeout_s, limit)
+        return CommandAgent(tuple(command), cfg.timeout_s, limit, inherit_env=True)
     if cfg.command:
         return CommandAgent(cfg.command, cfg.timeout_s, limit)
     if cfg.url:

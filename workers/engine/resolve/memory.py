@@ -254,7 +254,7 @@ CACHE_MEMORY_REF = "refs/forksync/fork-resolutions"
 
 def fetch_memory(pair: Pair, ref: str = DEFAULT_REF) -> ResolutionMemory:
     """The fork's memory, fetched into the pair's cache (an empty memory when the fork has none yet)."""
-    run_git(pair.repo.path, ["fetch", "--quiet", "--no-tags", pair.fork.remote, f"+{ref}:{CACHE_MEMORY_REF}"], check=False)
+    run_git(pair.repo.path, ["fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+{ref}:{CACHE_MEMORY_REF}"], check=False)
     return ResolutionMemory(pygit2.Repository(str(pair.repo.path)), CACHE_MEMORY_REF)
 
 
