@@ -27,8 +27,11 @@ def test_demo_prints_the_dashboard_url_and_the_page_shows_its_data(tmp_path: Pat
     page = app.test_client().get(match.group(1))
     assert page.status_code == 200
     html = page.text
-    # After the merges (the bundle, then both chain PRs out of order) the demo's check says 0.0 days
-    # behind, backlog 2; the chain that built nothing is still in flight as an issue.
-    assert 'data-figure="days behind upstream"' in html and ">0.0<" in html and ">2<" in html
-    assert "[forksync][CHAIN]" in html and "Split producer partitions" in html
+    # After the merges (the bundle, then the three chain PRs out of order, the resolved one once
+    # approved) and the maintainer's /skip of the deferred commit, the page says 0.0 days behind,
+    # backlog 0, and lists the decision with its reason and who made it.
+    figures = dict(re.findall(r'data-figure="([^"]+)"><span class="label">[^<]*</span>\s*<[^>]*class="value"[^>]*>([^<]*)<', html))
+    assert figures.get("days behind upstream") == "0.0" and figures.get("backlog commits") == "0", figures
+    decisions = html.split('id="decisions-table"')[1].split("</table>")[0]
+    assert "#7005" in decisions and "by @maintainer via /skip" in decisions
     assert "example-org/triton" in app.test_client().get("/").text

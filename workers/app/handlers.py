@@ -56,15 +56,15 @@ def dispatch(event_task: str, kwargs: dict[str, Any]) -> int:
 
 
 @contextlib.contextmanager
-def only_from(module: str) -> Iterator[None]:
-    """Within the block, run only the handlers defined in ``module`` (this process only).
+def only_from(*modules: str) -> Iterator[None]:
+    """Within the block, run only the handlers defined in ``modules`` (this process only).
 
-    ``forksync demo`` uses it to show the ingestion loop alone: the L1/L2 handlers need a real
-    GitHub App and runners, which the offline demo does not have.
+    ``forksync demo`` uses it to show the ingestion loop and comment commands alone: the L1/L2
+    handlers need a real GitHub App and runners, which the offline demo does not have.
     """
     saved = {name: list(fns) for name, fns in _HANDLERS.items()}
     for fns in _HANDLERS.values():
-        fns[:] = [fn for fn in fns if fn.__module__ == module]
+        fns[:] = [fn for fn in fns if fn.__module__ in modules]
     try:
         yield
     finally:

@@ -77,7 +77,8 @@ def _demo_and_loop(root: Path, args: argparse.Namespace, *, kept: bool) -> None:
             from workers.demo.loop import run_loop_demo
             from workers.demo.sample import UPSTREAM_URL
 
-            run_loop_demo(root, sample.upstream, sample.fork, UPSTREAM_URL, kept=kept)
+            run_loop_demo(root, sample.upstream, sample.fork, UPSTREAM_URL, kept=kept,
+                          serving=bool(getattr(args, "serve", False)))
             if getattr(args, "serve", False):
                 from workers.demo.loop import serve_dashboard
 

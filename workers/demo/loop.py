@@ -1,10 +1,16 @@
 """``forksync demo``, second part: the ingestion loop on the sample pair, through the embedded worker.
 
-What is real: git (bare remotes on disk), the engine (ledger, plan, bundle build), the webhook
-view (``bot.create_app``, signature and dedup), Celery (the embedded SQLite broker and a real
-worker, in a thread of this process). What is simulated: GitHub — a dry recorder
-(``DryGitHub``) stands in for the API and prints the PRs, issues and check runs forksync would
-post; pushes go to a bare copy of the fork on disk. No network, no Redis, no credentials.
+What is real: git (bare remotes on disk), the engine (ledger, plan, bundle and chain builds, the
+conflict-resolution pipeline), the webhook view (``bot.create_app``, signature and dedup), Celery
+(the embedded SQLite broker and a real worker, in a thread of this process), the comment command
+handler (``/approve``, ``/skip``). What is simulated: GitHub — a recorder (``DemoGitHub``) stands
+in for the API and prints the PRs, issues, check runs and replies forksync would post; pushes go
+to a bare copy of the fork on disk. No network, no Redis, no credentials.
+
+The story: ingest (one bundle, three chain PRs, one of them carrying a conflict the pipeline
+resolved), merge the bundle, land the chains out of order (the resolved one after the
+maintainer's ``/approve``), then the maintainer decides the one deferred commit (``/skip``): the
+backlog ends at 0.
 """
 
 from __future__ import annotations
@@ -20,10 +26,16 @@ from typing import Any
 
 from core.github.ingest import DryGitHub
 from core.github.records import cut
+from core.render import commands as render_commands
 from core.settings import WorkerSettings
+from workers.demo.github import DemoGitHub
 from workers.engine.git import Repository, run_git
 
 FORK_REPO = "example-org/triton"
+MAINTAINER = "maintainer"  # the demo's maintainer (write access): their comments go through the real command path
+# The deferred commit's fate: the layouts owner decides the fork does not need it (see _clear_deferred).
+DEFERRED_PR = 7005
+DEFERRED_VERDICT = "superseded by the fork MMAv3 layout interface, says the layouts owner"
 SECRET = "demo-secret"  # the demo's own webhook secret: the deliveries below are signed with it
 
 
@@ -80,7 +92,39 @@ def _merged_payload(number: int, branch: str, head: str) -> dict[str, Any]:
             "installation": {"id": 1}, "sender": {"login": "maintainer", "type": "User"}}
 
 
-def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, kept: bool = True) -> int:
+def _comment_payload(number: int, comment_id: int, body: str, *, on_pull: bool) -> dict[str, Any]:
+    repo = {"full_name": FORK_REPO, "name": "triton", "owner": {"login": "example-org"}}
+    issue: dict[str, Any] = {"number": number, "title": "", "state": "open", "user": {"login": "forksync[bot]", "type": "Bot"}}
+    if on_pull:
+        issue["pull_request"] = {"url": f"dry://{FORK_REPO}/pulls/{number}"}
+    user = {"login": MAINTAINER, "type": "User"}
+    return {"action": "created", "issue": issue, "repository": repo, "installation": {"id": 1}, "sender": user,
+            "comment": {"id": comment_id, "body": body, "user": user, "author_association": "MEMBER"}}
+
+
+def _plain(markdown: str) -> list[str]:
+    """A bot comment's lines as a terminal shows them: no hidden markers, no Markdown emphasis or code marks."""
+    text = re.sub(r"<!--.*?-->", "", markdown, flags=re.S)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [text](url) -> text
+    text = text.replace("**", "").replace("`", "")
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _command(gh: DemoGitHub, client: Any, number: int, body: str, *, on_pull: bool) -> list[str]:
+    """The maintainer comments ``body`` on #number; the webhook runs it through the command handler
+    (``workers.tasks.commands``) in the demo's worker; returns forksync's reply, as plain lines."""
+    comment = gh.say(FORK_REPO, number, MAINTAINER, body)
+    answer = _post(client, "issue_comment", _comment_payload(number, comment.id, body, on_pull=on_pull))
+    print(f"  @{MAINTAINER} comments '{body}' on #{number} -> webhook {answer}")
+    marker = render_commands.reply_marker(comment.id)
+    _wait(lambda: gh.find_comment(FORK_REPO, number, marker) is not None, 60, f"the reply to '{body}'")
+    reply = gh.find_comment(FORK_REPO, number, marker)
+    assert reply is not None
+    return [line for line in _plain(reply.body) if line != f"@{MAINTAINER}"]
+
+
+def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, kept: bool = True,
+                  serving: bool = False) -> int:
     """Run the loop once on the sample (and once more after merging the first bundle); print it all."""
     from celery.contrib.testing.worker import start_worker
 
@@ -89,9 +133,10 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
     from workers.app.celery_app import create_celery
 
     print("\n== the ingestion loop (embedded default: no Redis, no GitHub, no network) ==")
-    print("real: git, the engine, the webhook view, Celery (SQLite broker + a worker thread)")
+    print("real: git, the engine, the webhook view, Celery (SQLite broker + a worker thread), the comment commands")
     print("simulated: GitHub (a dry recorder prints what would be posted; pushes go to a bare copy on disk)")
-    print("not shown: L1/L2 handlers of the same webhooks (they need a GitHub App and test runners)\n")
+    print("not shown: L1/L2 handlers of the same webhooks (they need a GitHub App and test runners)")
+    print(f"the maintainer: @{MAINTAINER}, whose comments go through the real command path (webhook -> worker -> handler)\n")
     remote = root / "github" / f"{FORK_REPO}.git"
     remote.parent.mkdir(parents=True, exist_ok=True)
     run_git(root, ["clone", "--quiet", "--mirror", "--no-local", "--", str(fork), str(remote)])
@@ -99,7 +144,7 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
     settings = WorkerSettings.from_mapping(
         {"FORKSYNC_DATA_DIR": str(data), "FORKSYNC_GIT_URL_MAP": json.dumps({upstream_url: str(upstream)})}
     )
-    gh = DryGitHub(remotes={FORK_REPO: str(remote)})
+    gh = DemoGitHub(remotes={FORK_REPO: str(remote)}, permissions={MAINTAINER: "maintain"})
     runtime.use(github=lambda _settings, _installation: gh)
     app = create_celery(settings)
     web = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}, sender=_AppSender(app))
@@ -107,7 +152,7 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
     fork_git = Repository(remote)
     try:
         # Only the ingestion handlers: L1/L2 react to the same webhooks but need a real App and runners.
-        with handlers.only_from("workers.tasks.ingest"), start_worker(
+        with handlers.only_from("workers.tasks.ingest", "workers.tasks.commands"), start_worker(
             app, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
         ):
             started = time.monotonic()
@@ -128,21 +173,26 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
                 print(f"ledger moved: check was '{before}'\n              now       '{after}'")
                 _why_backlog(upstream, remote, gh)
                 _land_out_of_order(gh, fork_git, client)
+                _clear_deferred(gh, client, upstream, remote)
     finally:
         runtime.use()
     where = (f"kept under {root}: the sample pair, the fork's bare copy (github/), worker data (data/: SQLite "
              "broker, git caches) and pair caches (cache/); run again with the same --dir to start over"
              if kept else "all in a temp folder, removed now that the demo ends (keep them with --dir DIR)")
     print(f"\nfiles: {where}")
-    print(f"\ndashboard of the demo's data: {dashboard_url(DASHBOARD_PORT)}\n"
-          "  (served there when the demo runs with --serve, until Ctrl-C)")
+    print(f"\ndashboard of the demo's data: {dashboard_url(DASHBOARD_PORT)}")
+    print("  served there now, until Ctrl-C" if serving else
+          "  (not served by this run: forksync demo --serve serves it there until Ctrl-C)")
     return 0
 
 
-def _land_out_of_order(gh: DryGitHub, fork_git: Repository, client: Any) -> None:
+def _land_out_of_order(gh: DemoGitHub, fork_git: Repository, client: Any) -> None:
     """Land the chain PRs newest first (out of upstream order, as each is built on the trunk and
     lands on its own); after each, the next ingest rebuilds the others onto the new trunk in their
-    same PRs. Prints what moved."""
+    same PRs. A chain carrying a resolved conflict lands only once the maintainer's ``/approve`` is
+    recorded at its current head (what an automatic merger consults). Prints what moved."""
+    from workers.commands.resolution import resolution_approved
+
     chains = [p for p in gh.pulls.values() if str(p["head"]).startswith("forksync/chain/") and p.get("state") == "open"]
     if not chains:
         return
@@ -154,6 +204,15 @@ def _land_out_of_order(gh: DryGitHub, fork_git: Repository, client: Any) -> None
         others = {str(p["head"]): fork_git.rev_parse(f"refs/heads/{p['head']}") for p in chains
                   if p is not pull and p.get("state") == "open"}
         head = fork_git.rev_parse(f"refs/heads/{branch}") or ""
+        if _resolutions(str(pull["body"])):
+            print(f"  chain PR #{number} carries a resolved conflict: approved at its head {head[:10]}? "
+                  f"{'yes' if resolution_approved(gh, FORK_REPO, number, head) else 'no, so it waits for a maintainer'}")
+            for line in _command(gh, client, number, "/approve", on_pull=True):
+                print(f"    forksync: {cut(line, 150)}")
+            if not resolution_approved(gh, FORK_REPO, number, head):
+                print(f"    no approval recorded at {head[:10]}: chain PR #{number} stays open")
+                continue
+            print(f"    approval recorded at head {head[:10]} (a later push would need a new /approve): merging")
         fork_git.git("update-ref", "refs/heads/main", head)
         seen = len(gh.checks)
         answer = _post(client, "pull_request", _merged_payload(number, branch, head))
@@ -225,6 +284,33 @@ def _print_pull(pull: dict[str, object]) -> None:
     first = f"{rows[0][0][:10]} {cut(rows[0][1], 80)}" if rows else "-"
     print(f"  #{pull['number']} {cut(str(pull['title']), 100)}")
     print(f"      {pull['head']} -> {pull['base']}, {len(rows)} commits; first: {first}")
+    for entry in _resolutions(str(pull["body"])):
+        print("      a conflict, resolved behind the rails (its PR's Conflict Resolution entry):")
+        for key, value in entry:
+            print(f"        {key + ':':<12} {cut(value, 96)}")
+
+
+_ENTRY_LINE = re.compile(r"^\s*(?:- )?(?P<key>File|Action|Reason|Resolved by):\s*(?P<value>.*)$")
+
+
+def _resolutions(body: str) -> list[list[tuple[str, str]]]:
+    """The File / Action / Reason / Resolved by entries of a PR's ``Conflict Resolution:`` sections
+    (core/render/resolution.py), as plain text (no code marks)."""
+    entries: list[list[tuple[str, str]]] = []
+    inside = False
+    for line in body.splitlines():
+        if line.strip().rstrip(":") == "Conflict Resolution":
+            inside = True
+            continue
+        found = _ENTRY_LINE.match(line) if inside else None
+        if found is None:
+            inside = inside and (not line.strip() or line.startswith((" ", "-")))
+            continue
+        if found["key"] == "File":
+            entries.append([])
+        if entries:
+            entries[-1].append((found["key"], found["value"].replace("`", "").replace("\u200b", "")))
+    return entries
 
 
 def _print_issues(gh: DryGitHub) -> None:
@@ -235,6 +321,47 @@ def _print_issues(gh: DryGitHub) -> None:
         reasons = [line.rsplit("|", 2)[-2].strip() for line in body.splitlines() if line.startswith("| ") and not line.startswith("| #")]
         print(f"  #{issue['number']} {cut(str(issue['title']), 100)}")
         print(f"      why: {cut('; '.join(reasons), 140)}")
+
+
+def _backlog(upstream: Path, remote: Path) -> list[Any]:
+    """The ledger's backlog entries (holes behind the frontier), read from the fork's bare copy."""
+    from workers.engine.ledger import load_ledger
+    from workers.engine.pair import open_configured
+
+    pair, config = open_configured(str(upstream), str(remote))
+    return list(load_ledger(pair, config.ledger, upstream_url=config.upstream.url).backlog_commits)
+
+
+def _clear_deferred(gh: DemoGitHub, client: Any, upstream: Path, remote: Path) -> None:
+    """What is left in the backlog once every PR landed is the commit a maintainer deferred (#7005,
+    "needs the layouts owner"): forksync keeps a deferred commit out of every bundle and chain
+    until a maintainer decides. Here the layouts owner decides it is not needed (``/skip``, through
+    the real command path); the next ingestion's check shows the backlog at 0."""
+    left = _backlog(upstream, remote)
+    if not left:
+        return
+    print(f"\nwhat is left: {len(left)} commit(s) in the backlog, held back on purpose:")
+    for entry in left:
+        print(f"    {entry.sha[:10]}  {cut(entry.subject, 56):<56}  {entry.disposition.value}: {cut(entry.reason, 60)}")
+    deferred = [e for e in left if e.disposition.value == "deferred"]
+    if len(deferred) != len(left):
+        print("  (not only deferred commits: the demo leaves them; forksync status says why each waits)")
+        return
+    print("  forksync never bundles a deferred commit; a maintainer decides. The layouts owner does:")
+    target = next((p for p in gh.pulls.values() if str(p["head"]).startswith("forksync/bundle/")), None)
+    number = int(str(target["number"])) if target else 1
+    for sha in (e.sha for e in deferred):
+        ref = f"#{DEFERRED_PR}" if any(e.sha == sha and e.subject.endswith(f"(#{DEFERRED_PR})") for e in deferred) else sha[:12]
+        for line in _command(gh, client, number, f"/skip {ref} {DEFERRED_VERDICT}", on_pull=True):
+            print(f"    forksync: {cut(line, 150)}")
+    seen = len(gh.checks)
+    head = Repository(remote).rev_parse("refs/heads/main") or ""
+    print(f"  the next ingestion (a push, or the beat's poll; here a push webhook) -> "
+          f"{_post(client, 'push', _push_payload(head))}")
+    _wait(lambda: len(gh.checks) > seen, 60, "the ingestion after the decision")
+    print(f"    check: {gh.checks[-1]['title']}")
+    if not _backlog(upstream, remote):
+        print("  backlog 0: every upstream commit is picked, or decided (won't port, with the reason in the notes)")
 
 
 def _why_backlog(upstream: Path, remote: Path, gh: DryGitHub) -> None:
@@ -255,7 +382,8 @@ def _why_backlog(upstream: Path, remote: Path, gh: DryGitHub) -> None:
                   if str(pull["head"]).startswith("forksync/chain/") and pull.get("state") == "open"
                   for sha, _ in _commit_rows(str(pull["body"]))})
     print(f"why the backlog is {len(backlog)}: the bundle moved the frontier past commits it left for risky chains;")
-    print("  they are holes behind the frontier (backlog) until their chain PRs land:")
+    print("  they are holes behind the frontier (backlog) until their chain PRs land; a deferred one waits for a")
+    print("  maintainer's decision (the end of the demo):")
     for sha in backlog:
         entry = entries.get(sha)
         chain = next((name for prefix, name in where.items() if sha.startswith(prefix)), None)
@@ -263,6 +391,16 @@ def _why_backlog(upstream: Path, remote: Path, gh: DryGitHub) -> None:
         print(f"    {sha[:10]}  {cut(entry.subject if entry else '', 56):<56}  {why}")
     check = gh.checks[-1]
     print(f"check run '{check['name']}' on {str(check['head_sha'])[:10]}: {check['conclusion']}: {check['title']}")
-    for line in str(check["summary"]).splitlines()[2:]:
-        print(f"      {line}")
+    for key, value in _table(str(check["summary"])):
+        print(f"      {key + ':':<24} {value}")
+
+
+def _table(markdown: str) -> list[tuple[str, str]]:
+    """The (name, value) rows of a two-column Markdown table (the check run's figures), as plain text."""
+    rows = []
+    for line in markdown.splitlines():
+        cells = [c.strip().replace("`", "") for c in line.strip().strip("|").split("|")]
+        if line.lstrip().startswith("|") and len(cells) == 2 and not set(cells[1]) <= {"-", ":", " "}:
+            rows.append((cells[0], cells[1]))
+    return rows[1:] if rows and rows[0][1].lower() in ("value", "") else rows
 

@@ -114,7 +114,7 @@ UPSTREAM: tuple[tuple[int, str, tuple[Edit, ...]], ...] = (
     (7011, "[IR] Verify tt.reshape element counts", (("lib/Dialect/Triton/IR/Ops.cpp", 8, "  // reshape verifies element count"),)),
     (7012, "[COMPILER] Report the failing pass in compile errors", (("python/triton/compiler/compiler.py", 4, "    # name the failing pass"),)),
     (7013, "[FRONTEND] Add tl.cumprod reverse flag", (("python/triton/language/core.py", 14, "    # cumprod(reverse=True)"),)),
-    (7014, "[WS] Split producer partitions by buffer", (("lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp", 6, "  // producers split per buffer"),)),
+    (7014, "[WS] Split producer partitions by buffer", (("lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp", 6, '#include "triton/Dialect/TritonGPU/Transforms/BufferSplit.h"'),)),
     (7015, "[IR] Add tt.descriptor_gather verifier", (("lib/Dialect/Triton/IR/Ops.cpp", 12, "  // descriptor_gather verifier"), ("include/triton/Dialect/Triton/IR/TritonOps.td", 7, "  // DescriptorGatherOp hasVerifier"))),
     (7016, "[BUILD] Bump LLVM to 8a6b3c1", ()),
     (7017, "[TESTING] Deflake test_dot on small shapes", (("python/test/unit/language/test_core.py", 12, "def test_dot_small_shapes_deflaked(): pass"),)),
@@ -233,11 +233,14 @@ def make_sample(root: Path) -> Sample:
         f"[TLX] Add tlx.async_load and barrier helpers (#{next_pr()})",
         {"third_party/tlx/language/tlx/async_load.py": "def async_load(ptr):\n    return ptr\n"},
     )
-    # Fork-only work inside the diverged zone (warp specialization): upstream 7014/7018 conflict.
+    # Fork-only work inside the diverged zone (warp specialization), so upstream 7014 and 7018 are
+    # risky. 7014 conflicts with it: both add an #include at the same line, a conflict git leaves
+    # to humans and the resolution pipeline's `list-union` rule resolves (both kept, sorted).
     fork_commit(
         f"[autoWS] Fork-specific partition scheduling (#{next_pr()})",
         {"lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp": ftree.insert(
-            "lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp", 6, "  // autoWS: fork schedule")},
+            "lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp", 6,
+            '#include "triton/Dialect/TritonGPU/Transforms/AutoWS/Schedule.h"')},
     )
     a, t = author_of[7001]
     fork_commit(f"{subject_of[7001]}\n\n(cherry picked from commit {{sha:7001}})\n", apply(7001), author=a, author_time=t)
