@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.config import DEFAULT_RULES_OFF
 from workers.engine.resolve.memory import MemoryIndex, MemoryRecord, learn
 from workers.engine.resolve.pipeline import Conflict, resolve_text
 from workers.engine.resolve.strategies import enabled
@@ -168,9 +169,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run with resolution memory learned chronologically: each case (by backport date) "
                         "sees only what the humans committed in earlier cases")
     parser.add_argument("--off", action="append", default=[], metavar="RULE",
-                        help="switch a deterministic rule off, as resolve.rules_off does (repeatable)")
+                        help="switch a deterministic rule off, as resolve.rules_off does (repeatable; replaces the "
+                        f"default list, {', '.join(DEFAULT_RULES_OFF)})")
+    parser.add_argument("--all-rules", action="store_true", help="switch no rule off by default, as rules_off: [] does")
     args = parser.parse_args(argv)
-    off = tuple(args.off)
+    off = tuple(args.off) if args.off or args.all_rules else DEFAULT_RULES_OFF
     setdir = Path(args.setdir)
     cases = sorted(p for p in setdir.iterdir() if p.name.startswith("case-") and (p / "meta.json").exists())
     if not cases:

@@ -19,7 +19,8 @@ What counts as a command line (Markdown as GitHub renders it):
 
 Arguments are split like a shell (``"…"`` and ``'…'`` group words, ``\\"`` and ``\\\\`` escape
 inside double quotes, typographic quotes “…” ‘…’ count too) but an unbalanced quote never
-fails: it runs to the end of the line. ``key=value`` words are options where the command
+fails: it runs to the end of the line. An apostrophe right after a letter or digit is part of
+the word (``fork's``, ``don't``), so a free-text reason keeps it. ``key=value`` words are options where the command
 knows the key; elsewhere (a free-text reason) they are plain words.
 """
 
@@ -161,7 +162,8 @@ def split_words(line: str) -> list[str]:
             i += 1
             continue
         in_word = True
-        if ch in _QUOTES:
+        # An apostrophe inside a word is English, not a quote: "the fork's backend", "don't".
+        if ch in _QUOTES and not (ch == "'" and current and current[-1].isalnum()):
             close = _QUOTES[ch]
             i += 1
             while i < n and line[i] != close:

@@ -372,6 +372,11 @@ def _rule_names(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
             raise doc.error(path, f"unknown resolution rule {name!r}", "one of " + ", ".join(RESOLVE_RULES))
 
 
+# Rules off unless a fork switches them back on (``rules_off: []``): on other projects' real backport
+# conflicts they were wrong too often (benchmarks/README.md, issue 13; docs/conflicts.md "Choosing the rules").
+DEFAULT_RULES_OFF = ("upstream-inserts",)
+
+
 @dataclass(frozen=True)
 class ResolveConfig:
     """Conflict resolution: the agent, per-extension syntax checks, and where the memory lives."""
@@ -380,7 +385,7 @@ class ResolveConfig:
     checks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (file suffix, argv with {file})
     memory_ref: str = key("refs/forksync/resolutions", check=_under_refs)
     auto_agent: bool = False  # run the agent without a /resolve agent command
-    rules_off: tuple[str, ...] = key((), check=_rule_names)  # deterministic rules this fork does not want
+    rules_off: tuple[str, ...] = key(DEFAULT_RULES_OFF, check=_rule_names)  # deterministic rules this fork does not want
 
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

@@ -13,12 +13,15 @@ SUBSET = Path(__file__).parent / "data" / "conflict-bench"
 
 
 def test_subset_scores_exact_matches_and_proposes_nothing_wrong() -> None:
-    """On the subset: the three files a rule can take match the humans exactly; nothing wrong is proposed."""
+    """On the subset: the two files a rule can take match the humans exactly; nothing wrong is proposed."""
     results = [r for c in sorted(SUBSET.glob("case-*")) for r in run_case(c)]
     assert len(results) == 7
     exact = sorted((r.case, r.path) for r in results if r.exact)
-    assert exact == [("case-005", ".github/workflows/deploy.yml"), ("case-044", "requirements/doc.txt"),
-                     ("case-081", "src/functions.h")]
+    assert exact == [("case-005", ".github/workflows/deploy.yml"), ("case-081", "src/functions.h")]
+    # case-044 doc.txt: the branch adds a line and moves a pin on the line upstream bumps (sphinx 4.3.2 -> 4.3.1
+    # vs -> 5.1.1); the token merge only matched the human by a coincidence of digits, and edits clashing on one
+    # line are declined now.
+    assert not [r for r in results if r.case == "case-044" and r.path == "requirements/doc.txt" and r.proposed]
     assert not [r for r in results if r.proposed and not r.exact]
     # The baselines are computed from git on the same files: --ours is right on case-005 (the branch already
     # pinned a newer action than upstream's bump), --theirs is not; the pin rule keeps the newer one.

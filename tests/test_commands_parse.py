@@ -104,6 +104,13 @@ def test_unbalanced_quote_runs_to_end_of_line() -> None:
     assert one('/skip abcd "breaks the build').reason == "breaks the build"
 
 
+def test_apostrophes_inside_words_are_kept() -> None:
+    """A contraction or possessive in a free-text reason is not a quote: nothing of it is lost."""
+    assert one("/skip #7005 the fork's own backend, don't port").args == ("#7005", "the fork's own backend, don't port")
+    assert split_words("it's 'quoted words' users'") == ["it's", "quoted words", "users'"]
+    assert split_words("fork’s") == ["fork’s"]
+
+
 def test_skip_requires_a_reason() -> None:
     """/skip without a reason is refused with the usage; with one, the reason is kept whole."""
     bad = one("/skip abcd")

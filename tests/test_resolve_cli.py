@@ -59,6 +59,20 @@ def test_merge_file_off_switches_a_rule_off(tmp_path: Path) -> None:
     assert rc == 2 and "token_merge" in err
 
 
+def test_merge_file_default_rules_off_and_all_rules(tmp_path: Path) -> None:
+    """upstream-inserts is off by default (as resolve.rules_off's default); --all-rules switches it back on."""
+    base = "def f(a: int):\n    return a\n"
+    ours = "def f(a):\n    return a\n"
+    theirs = "def g():\n    pass\n\n\ndef f(a: int):\n    return a\n"
+    paths = _files(tmp_path, ours, base, theirs)
+    rc, _, _ = cli("merge-file", *paths, "--path", "app.py")
+    assert rc == 1 and "<<<<<<< ours" in Path(paths[0]).read_text()
+    paths = _files(tmp_path, ours, base, theirs)
+    rc, out, _ = cli("merge-file", *paths, "--path", "app.py", "--all-rules", "--json")
+    assert rc == 0 and json.loads(out)["entry"]["strategy"] == "upstream-inserts"
+    assert Path(paths[0]).read_text() == "def g():\n    pass\n\n\ndef f(a):\n    return a\n"
+
+
 def test_merge_file_leaves_markers_with_exit_1(tmp_path: Path) -> None:
     """A real conflict: git's markers in OURS, exit 1, like git merge-file."""
     paths = _files(tmp_path, "a\nX\nb\n", "a\nx\nb\n", "a\nY\nb\n")

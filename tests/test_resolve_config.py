@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.config import RESOLVE_RULES, ConfigError, load_repo_config
+from core.config import DEFAULT_RULES_OFF, RESOLVE_RULES, ConfigError, load_repo_config
 from workers.engine.resolve.strategies import NAMED
 
 
@@ -49,4 +49,5 @@ def test_rules_off_names_pipeline_rules() -> None:
     assert tuple(name for name, _ in NAMED) == RESOLVE_RULES
     cfg = load_repo_config("resolve:\n  rules_off: [token-merge, upstream-inserts]\n").resolve
     assert cfg.rules_off == ("token-merge", "upstream-inserts")
-    assert load_repo_config("").resolve.rules_off == ()
+    assert load_repo_config("").resolve.rules_off == DEFAULT_RULES_OFF == ("upstream-inserts",)
+    assert load_repo_config("resolve:\n  rules_off: []\n").resolve.rules_off == ()

@@ -249,7 +249,37 @@ def test_token_merge_declines_when_a_side_only_changes_layout() -> None:
         '        with engine.connect() as conn:\n            conn.execute(text("..."))\n',
     )
     assert token_merge(h, CTX) is None
-    # A re-wrap that also changes words is not layout only: it still merges (a receiver renamed on the other side).
-    h = _hunk("r = testdir.run('-v')\n", "r = pytester.run('-v')\n", "r = pytester.run(\n    '-v', '-W'\n)\n")
+    # A re-wrap that also changes words is not layout only: it merges where the other side edits another line.
+    h = _hunk("r = pytester.run('-v')\nx = 1\n", "r = pytester.run('-v')\nx = 0\n",
+              "r = pytester.run(\n    '-v', '-W'\n)\nx = 0\n")
     res = token_merge(h, CTX)
-    assert res is not None and "".join(res.lines) == "r = testdir.run(\n    '-v', '-W'\n)\n"
+    assert res is not None and "".join(res.lines) == "r = pytester.run(\n    '-v', '-W'\n)\nx = 1\n"
+
+
+def test_token_merge_declines_edits_that_clash_on_one_line() -> None:
+    """Both sides edit one line and their edits touch, or one re-wraps it: the merged line is a guess.
+
+    Real blocks (sqlalchemy/sqlalchemy, MIT). Backport 5660063 of 543acbd,
+    test/typing/plain_files/sql/functions.py: the branch nests ``Tuple[...]`` and upstream nests
+    ``Sequence[...]`` in the same expected type; the token merge gave an unbalanced pattern, the
+    maintainer wrote another line. Backport acf6cec of aeb7830, test/orm/declarative/test_dc_transforms.py:
+    the two edits are words apart on the line and the maintainer committed exactly their merge.
+    """
+    h = _hunk(
+        "# EXPECTED_RE_TYPE: .*Select\\[Tuple\\[.*int\\]\\]\n",
+        "# EXPECTED_RE_TYPE: .*Select\\[.*int\\]\n",
+        "# EXPECTED_RE_TYPE: .*Select\\[.*Sequence\\[.*int\\]\\]\n",
+    )
+    assert token_merge(h, CTX) is None
+    h = _hunk(
+        "                False, False, False, list, True, False, False\n",
+        "                False, False, None, list, True, False, False\n",
+        "                False, False, None, list, True, False, False, None\n",
+    )
+    res = token_merge(h, CTX)
+    assert res is not None and res.lines == ("                False, False, False, list, True, False, False, None\n",)
+    # The fork renames a receiver on the line upstream re-wraps: where the rename lands is layout, declined.
+    h = _hunk("r = testdir.run('-v')\n", "r = pytester.run('-v')\n", "r = pytester.run(\n    '-v', '-W'\n)\n")
+    assert token_merge(h, CTX) is None
+    # One word apart on a line ("f(a, b)": the fork renames a, upstream renames b) is too close: declined.
+    assert token_merge(_hunk("f(x, b)\n", "f(a, b)\n", "f(a, y)\n"), CTX) is None

@@ -20,7 +20,7 @@ from typing import Any
 
 import pygit2
 
-from core.config import RESOLVE_RULES
+from core.config import DEFAULT_RULES_OFF, RESOLVE_RULES
 from core.errors import ForksyncError
 from workers.cli.pairargs import one_line_errors
 from workers.engine.resolve.memory import DEFAULT_REF, ResolutionMemory
@@ -45,7 +45,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--path", metavar="P", help="the file's path in the repository (language rules, memory)")
     parser.add_argument("--json", action="store_true", help="print what was done as JSON on stdout")
     parser.add_argument("--off", action="append", default=[], metavar="RULE", choices=RESOLVE_RULES,
-                        help="switch a deterministic rule off, as resolve.rules_off does (repeatable)")
+                        help="switch a deterministic rule off, as resolve.rules_off does (repeatable; replaces the "
+                        f"default list, {', '.join(DEFAULT_RULES_OFF)})")
+    parser.add_argument("--all-rules", action="store_true",
+                        help="switch no rule off by default (only those named with --off), as rules_off: [] does")
     parser.set_defaults(func=run)
 
 
@@ -67,10 +70,15 @@ def _memory() -> ResolutionMemory | None:
     return ResolutionMemory(pygit2.Repository(found), DEFAULT_REF)
 
 
+def rules_off(named: list[str], all_rules: bool) -> tuple[str, ...]:
+    """The rules switched off: those named, or the config's default list when none are named (as rules_off)."""
+    return tuple(named) if named or all_rules else DEFAULT_RULES_OFF
+
+
 def run(args: argparse.Namespace) -> int:
     ours, base, theirs = _read(args.ours, "OURS"), _read(args.base, "BASE"), _read(args.theirs, "THEIRS")
     path = args.path or args.ours
-    outcome, merged = resolve_text(Conflict(path, base, ours, theirs), memory=_memory(), strategies=enabled(args.off))
+    outcome, merged = resolve_text(Conflict(path, base, ours, theirs), memory=_memory(), strategies=enabled(rules_off(args.off, args.all_rules)))
     if outcome.entry is not None and outcome.entry.content is not None:
         result, code = outcome.entry.content, EXIT_RESOLVED
     else:

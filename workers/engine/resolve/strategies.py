@@ -270,6 +270,66 @@ def _inserts_inside_edit(side: Sequence[str], base: Sequence[str], other: Sequen
     return any(op == "insert" and (i1 - 1) in edited and i1 in edited for op, i1, _, _, _ in ops)
 
 
+def _edit_ops(base_toks: Sequence[str], side_toks: Sequence[str]) -> list[tuple[int, int, str]]:
+    """A side's token edits: the base range ``[i1, i2)`` each replaces (empty for an insertion) and the new text."""
+    ops = SequenceMatcher(None, list(base_toks), list(side_toks), autojunk=False).get_opcodes()
+    return [(i1, i2, "".join(side_toks[j1:j2])) for op, i1, i2, j1, j2 in ops if op != "equal"]
+
+
+def _line_of(base_toks: Sequence[str]) -> list[int]:
+    out, line = [], 0
+    for tok in base_toks:
+        out.append(line)
+        line += tok.count("\n")
+    return out
+
+
+def _op_lines(base_toks: Sequence[str], line_of: Sequence[int], i1: int, i2: int) -> set[int]:
+    """The base lines an edit touches; an insertion belongs to the line of the token before it."""
+    if not base_toks:
+        return {0}
+    if i1 == i2:
+        at = i1 - 1 if i1 > 0 and "\n" not in base_toks[i1 - 1] else min(i1, len(base_toks) - 1)
+        return {line_of[at]}
+    return {line_of[i] for i in range(i1, i2) if i == i1 or "\n" not in base_toks[i]}
+
+
+def _words_between(base_toks: Sequence[str], a: tuple[int, int], b: tuple[int, int]) -> int:
+    """How many non-blank base tokens separate two edit ranges (0: they touch)."""
+    lo, hi = (a[1], b[0]) if a[0] <= b[0] else (b[1], a[0])
+    return sum(1 for tok in base_toks[lo:hi] if tok.strip())
+
+
+def _edits_clash_on_a_line(base: str, ours: str, theirs: str) -> bool:
+    """Both sides edit one line of upstream's parent, and not as two separate words of it.
+
+    Two edits on one line are one statement changed twice. They are merged only when, on
+    every line both touch, neither edit breaks or joins lines and at least two unchanged
+    words separate them (a renamed argument and a new one at the end of the call); a
+    re-wrapped line, or edits that touch (a type both sides nest differently), is a judgment.
+    """
+    b = tokens(base)
+    line_of = _line_of(b)
+    o = [(op, _op_lines(b, line_of, op[0], op[1])) for op in _edit_ops(b, tokens(ours))]
+    t = [(op, _op_lines(b, line_of, op[0], op[1])) for op in _edit_ops(b, tokens(theirs))]
+    shared = set().union(*(lines for _, lines in o)) & set().union(*(lines for _, lines in t)) if o and t else set()
+    if not shared:
+        return False
+    near = [op for op, lines in o + t if lines & shared]
+    if any("\n" in new or any("\n" in tok for tok in b[i1:i2]) for i1, i2, new in near):
+        return True
+    return any(
+        _words_between(b, (oi1, oi2), (ti1, ti2)) < _MIN_GAP
+        for (oi1, oi2, _), ol in o for (ti1, ti2, _), tl in t if ol & tl
+    )
+
+
+_MIN_GAP = 2
+
+
+_SAME_LINE_GUARD = True
+
+
 def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     """The sides change different words or lines of the block: merge them token by token.
 
@@ -292,6 +352,8 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     if _layout_only(ours, base) or _layout_only(theirs, base):
         return None
     text = ["".join(side) for side in (hunk.ours, hunk.base, hunk.theirs)]
+    if _SAME_LINE_GUARD and _edits_clash_on_a_line(text[1], text[0], text[2]):
+        return None
     chunks = diff3(tokens(text[1]), tokens(text[0]), tokens(text[2]))
     merged = merged_of(chunks)
     if merged is None:
