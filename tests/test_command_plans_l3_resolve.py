@@ -32,6 +32,7 @@ def test_a_first_request_opens_the_check_and_queues_the_command_only_with_a_queu
     opened, answer = l3.plan_request(CONFIG, "llama", HEAD, None, can_queue=False)
     assert isinstance(opened, l3.OpenL3Check) and opened.state.run == ""
     assert isinstance(answer, l3.Answer) and "was not queued: no worker queue" in answer.text
+    assert not answer.started, "nothing was queued: the reply is not a 🚀"
     opened, answer = l3.plan_request(CONFIG, "ads", HEAD, None, can_queue=True)  # no command: nothing to queue
     assert isinstance(answer, l3.Answer) and not answer.started and "awaiting sign-off from @carol" in answer.text
 

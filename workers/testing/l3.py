@@ -153,9 +153,9 @@ def plan_request(config: RepoConfig, workload: str, head_sha: str, found: tuple[
         return [Answer(True, already_awaiting(w.name, w.owners, head_sha), check_run_id=info.id)]
     queued = bool(w.run) and can_queue
     state = L3State(w.name, w.owners, head_sha, requested_by=requested_by, run="queued" if queued else "")
-    # (a workload with a command answers 🚀 even when no queue took it: the answer says it was not queued)
+    # 🚀 only when work was queued; a command no queue took answers 👍 and says it was not queued.
     answer = Answer(True, requested(w.name, w.owners, head_sha, has_run=bool(w.run), queued=queued),
-                    started=bool(w.run))
+                    started=queued)
     return [OpenL3Check(state), *([QueueL3Run(w.name, None)] if queued else []), answer]
 
 
