@@ -64,7 +64,9 @@ def hermetic(root: Path) -> Iterator[None]:
     saved = dict(os.environ)
     home = root / "home"
     home.mkdir()
-    (home / ".gitconfig").write_text("[user]\n\tname = bench\n\temail = b@example.com\n[advice]\n\tdetachedHead = false\n")
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = bench\n\temail = b@example.com\n[advice]\n\tdetachedHead = false\n"
+    )
     os.environ.update({"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "PYTHONDONTWRITEBYTECODE": "1"})
     try:
         yield
@@ -81,14 +83,33 @@ def run_forksync(repo: Path, good: str, bad: str) -> tuple[str | None, int, floa
     out = io.StringIO()
     start = time.perf_counter()
     with contextlib.redirect_stdout(out):
-        forksync(["bisect", "--repo", str(repo), "--good", good, "--bad", bad, "--metric", "tflops",
-                  "--threshold", "10", "--json", "--", sys.executable, "bench.py"])
+        forksync(
+            [
+                "bisect",
+                "--repo",
+                str(repo),
+                "--good",
+                good,
+                "--bad",
+                bad,
+                "--metric",
+                "tflops",
+                "--threshold",
+                "10",
+                "--json",
+                "--",
+                sys.executable,
+                "bench.py",
+            ]
+        )
     elapsed = time.perf_counter() - start
     data = json.loads(out.getvalue())
     return data["culprit"], int(data["runs"]), elapsed
 
 
-def run_git_bisect(repo: Path, good: str, bad: str, wrapper: str, scratch: Path) -> tuple[str | None, int, float]:
+def run_git_bisect(
+    repo: Path, good: str, bad: str, wrapper: str, scratch: Path
+) -> tuple[str | None, int, float]:
     script = scratch / "wrapper.py"
     script.write_text(wrapper)
     counter = scratch / "runs"
@@ -99,8 +120,11 @@ def run_git_bisect(repo: Path, good: str, bad: str, wrapper: str, scratch: Path)
     ref = subprocess.run([sys.executable, "bench.py"], cwd=repo, capture_output=True, text=True, check=True)
     reference = json.loads(ref.stdout.strip().splitlines()[-1])["metrics"]["tflops"]
     git(repo, "bisect", "start", bad, good)
-    out = subprocess.run(["git", "-C", str(repo), "bisect", "run", sys.executable, str(script), str(counter),
-                          str(reference)], capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "-C", str(repo), "bisect", "run", sys.executable, str(script), str(counter), str(reference)],
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - start
     culprit = None
     for line in out.stdout.splitlines():
@@ -124,7 +148,9 @@ def main() -> None:
             while culprit_at in INFRA + UNTESTABLE or culprit_at - 1 in INFRA + UNTESTABLE:
                 culprit_at += 1
             repo = Path(tmp) / f"trunk-{culprit_at}"
-            shas = build_trunk(repo, planted_trunk(201, culprit=culprit_at, infra=INFRA, untestable=UNTESTABLE))
+            shas = build_trunk(
+                repo, planted_trunk(201, culprit=culprit_at, infra=INFRA, untestable=UNTESTABLE)
+            )
             want = shas[culprit_at]
             scratch = Path(tmp) / f"scratch-{culprit_at}"
             scratch.mkdir()
@@ -133,8 +159,15 @@ def main() -> None:
                 "git careful": run_git_bisect(repo, shas[0], shas[-1], CAREFUL, scratch),
                 "git naive": run_git_bisect(repo, shas[0], shas[-1], NAIVE, scratch),
             }
-            rows.append((culprit_at, {k: ("ok" if c == want else "WRONG" if c else "none", runs, t)
-                                      for k, (c, runs, t) in results.items()}))
+            rows.append(
+                (
+                    culprit_at,
+                    {
+                        k: ("ok" if c == want else "WRONG" if c else "none", runs, t)
+                        for k, (c, runs, t) in results.items()
+                    },
+                )
+            )
     print(f"{'culprit':>7}  " + "  ".join(f"{k:>24}" for k in ("forksync", "git careful", "git naive")))
     for pos, res in rows:
         cells = [f"{ok:>5} {runs:>2} runs {t:6.2f}s" for ok, runs, t in res.values()]
@@ -143,8 +176,10 @@ def main() -> None:
         oks = [r[tool][0] == "ok" for _, r in rows]
         runs = [r[tool][1] for _, r in rows]
         times = [r[tool][2] for _, r in rows]
-        print(f"{tool:>12}: right {sum(oks)}/{len(oks)}, runs median {statistics.median(runs)} max {max(runs)}, "
-              f"time median {statistics.median(times):.2f}s")
+        print(
+            f"{tool:>12}: right {sum(oks)}/{len(oks)}, runs median {statistics.median(runs)} max {max(runs)}, "
+            f"time median {statistics.median(times):.2f}s"
+        )
     fk = statistics.median(r["forksync"][2] for _, r in rows)
     gc = statistics.median(r["git careful"][2] for _, r in rows)
     print(f"time ratio forksync / git careful: {fk / gc:.2f}")

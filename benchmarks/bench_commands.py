@@ -39,7 +39,7 @@ def hermetic(home: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n"
-        "[protocol \"file\"]\n\tallow = always\n"
+        '[protocol "file"]\n\tallow = always\n'
     )
     os.environ.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", FORKSYNC_CACHE_DIR=str(home / "cache"))
     os.environ.pop("REDIS_URL", None)
@@ -51,9 +51,18 @@ def hermetic(home: Path) -> None:
 def comments(n: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
     prose = ["Thanks, this looks good.", "I think the AMD path breaks here.", "See the log below.", "LGTM"]
-    cmds = ["/skip abcd123 AMD only", '/skip #5123 "breaks the \'hopper\' path', "/bundle max=20 dry-run",
-            "/retest unit lit", "/chain 9f8e7d6 into chain-9f8e7d6", "/status", "@forksync defer #77 later",
-            "/bisect tflops good=abc1234", "/urgent #4242", "/hlep"]
+    cmds = [
+        "/skip abcd123 AMD only",
+        "/skip #5123 \"breaks the 'hopper' path",
+        "/bundle max=20 dry-run",
+        "/retest unit lit",
+        "/chain 9f8e7d6 into chain-9f8e7d6",
+        "/status",
+        "@forksync defer #77 later",
+        "/bisect tflops good=abc1234",
+        "/urgent #4242",
+        "/hlep",
+    ]
     out = []
     for _ in range(n):
         lines: list[str] = []
@@ -112,13 +121,20 @@ def bench_answers(runs: int, tmp: Path) -> dict[str, Any]:
     gh.installation = gh.add_installation(["acme/fork"])
     clock = Clock()
     pair = build_ingest_pair(lambda name: GitRepo(tmp / name, clock), tmp, fork_bare=gh.bare("acme/fork"))
-    pair.fork.commit("config", {".github/forksync.yml": WORLD_CONFIG.format(url=pair.upstream_bare, rate_limit=10_000)})
+    pair.fork.commit(
+        "config", {".github/forksync.yml": WORLD_CONFIG.format(url=pair.upstream_bare, rate_limit=10_000)}
+    )
     pair.push_fork()
     gh.set_permission("acme/fork", "maint", "write")
     issue = gh.add_issue("acme/fork", "steering")
     api = gh.api_url
-    settings = WorkerSettings.from_mapping({**gh.settings(), "FORKSYNC_DATA_DIR": str(tmp / "data"),
-                                            "FORKSYNC_GIT_URL_MAP": json.dumps({f"{api}/": f"{api}/git/"})})
+    settings = WorkerSettings.from_mapping(
+        {
+            **gh.settings(),
+            "FORKSYNC_DATA_DIR": str(tmp / "data"),
+            "FORKSYNC_GIT_URL_MAP": json.dumps({f"{api}/": f"{api}/git/"}),
+        }
+    )
     create_celery(settings)
     command_tasks.send_task = lambda name, kwargs: None  # type: ignore[assignment]
     command_tasks._gates.clear()
@@ -134,13 +150,20 @@ def bench_answers(runs: int, tmp: Path) -> dict[str, Any]:
             return "bench"
 
     sender = RecordingSender()
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp / "web")}, sender=sender, dedup=Dedup())
+    app = create_app(
+        {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp / "web")},
+        sender=sender,
+        dedup=Dedup(),
+    )
     world = CommandWorld(gh, pair, app.test_client(), sender, settings, issue, [])
 
     def timed(body: str, reset: bool = False) -> float:
         if reset:  # clear the decision so that every /skip writes one
-            subprocess.run(["git", "--git-dir", str(gh.bare("acme/fork")), "update-ref", "-d", "refs/notes/forksync"],
-                           check=False, capture_output=True)
+            subprocess.run(
+                ["git", "--git-dir", str(gh.bare("acme/fork")), "update-ref", "-d", "refs/notes/forksync"],
+                check=False,
+                capture_output=True,
+            )
         t0 = time.perf_counter()
         cid = world.say(body)
         spent = time.perf_counter() - t0
@@ -166,8 +189,14 @@ def bench_answers(runs: int, tmp: Path) -> dict[str, Any]:
     cli_status_s = [run_cli(["status", "--json", *pair_args]) for _ in range(runs)]
     cli_mark_s = []
     for _ in range(runs):
-        subprocess.run(["git", "-C", str(clone), "update-ref", "-d", "refs/notes/forksync"], check=False, capture_output=True)
-        cli_mark_s.append(run_cli(["mark", *pair_args, pair.shas["#102"][:8], "wont_port", "--reason", "bench"]))
+        subprocess.run(
+            ["git", "-C", str(clone), "update-ref", "-d", "refs/notes/forksync"],
+            check=False,
+            capture_output=True,
+        )
+        cli_mark_s.append(
+            run_cli(["mark", *pair_args, pair.shas["#102"][:8], "wont_port", "--reason", "bench"])
+        )
     gh.close()
     return {"status": status_s, "skip": skip_s, "cli_status": cli_status_s, "cli_mark": cli_mark_s}
 
@@ -184,16 +213,22 @@ def main() -> int:
         p = bench_parser(args.comments)
         print(f"parser: {p['comments']} comments, {p['commands']} commands")
         print(f"  forksync parse : {p['ours_s'] * 1e6 / p['comments']:.1f} us/comment")
-        print(f"  naive shlex    : {p['naive_s'] * 1e6 / p['comments']:.1f} us/comment "
-              f"(raised on {p['naive_crashes']} comments; ran fenced and quoted commands)")
+        print(
+            f"  naive shlex    : {p['naive_s'] * 1e6 / p['comments']:.1f} us/comment "
+            f"(raised on {p['naive_crashes']} comments; ran fenced and quoted commands)"
+        )
         print(f"  ratio forksync/naive: {p['ours_s'] / p['naive_s']:.2f}")
         a = bench_answers(args.runs, tmp)
         med = {k: statistics.median(v) for k, v in a.items()}
         print(f"comment -> answer (median of {args.runs}, in-process task, loopback GitHub over HTTP):")
-        print(f"  /status : {med['status']:.3f} s   vs forksync status --json (CLI): {med['cli_status']:.3f} s "
-              f"  ratio {med['status'] / med['cli_status']:.2f}")
-        print(f"  /skip   : {med['skip']:.3f} s   vs forksync mark (CLI): {med['cli_mark']:.3f} s "
-              f"  ratio {med['skip'] / med['cli_mark']:.2f}")
+        print(
+            f"  /status : {med['status']:.3f} s   vs forksync status --json (CLI): {med['cli_status']:.3f} s "
+            f"  ratio {med['status'] / med['cli_status']:.2f}"
+        )
+        print(
+            f"  /skip   : {med['skip']:.3f} s   vs forksync mark (CLI): {med['cli_mark']:.3f} s "
+            f"  ratio {med['skip'] / med['cli_mark']:.2f}"
+        )
     return 0
 
 

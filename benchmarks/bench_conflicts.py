@@ -67,7 +67,9 @@ def norm_loose(data: str) -> list[str]:
 
 def git_merge_file(ours: Path, base: Path, theirs: Path, how: str) -> str:
     proc = subprocess.run(
-        ["git", "merge-file", "-p", f"--{how}", str(ours), str(base), str(theirs)], capture_output=True, check=False
+        ["git", "merge-file", "-p", f"--{how}", str(ours), str(base), str(theirs)],
+        capture_output=True,
+        check=False,
     )
     return proc.stdout.decode("utf-8", "surrogateescape")
 
@@ -82,11 +84,14 @@ class FileResult:
     loose: bool
     strategy: str
     baselines: dict[str, bool] = field(default_factory=dict)
-    blocks_only: bool | None = None  # the human only rewrote the conflict blocks (the set's meta; None: unknown)
+    blocks_only: bool | None = (
+        None  # the human only rewrote the conflict blocks (the set's meta; None: unknown)
+    )
 
 
-def run_case(case_dir: Path, write_to: Path | None = None, memory: MemoryIndex | None = None,
-             off: tuple[str, ...] = ()) -> list[FileResult]:
+def run_case(
+    case_dir: Path, write_to: Path | None = None, memory: MemoryIndex | None = None, off: tuple[str, ...] = ()
+) -> list[FileResult]:
     """Score one case (``off``: rules switched off, as ``resolve.rules_off``); with ``memory``, lookups see what
     earlier cases taught and this case is learned after."""
     meta = json.loads((case_dir / "meta.json").read_text())
@@ -102,9 +107,15 @@ def run_case(case_dir: Path, write_to: Path | None = None, memory: MemoryIndex |
         outcome, merged = resolve_text(conflict, memory=memory, strategies=enabled(off))
         expected = text["expected"]
         if memory is not None and merged is not None:
-            learned.extend(learn(f["path"], merged, expected, f"{meta['case']} ({meta['backport_sha'][:10]})"))
+            learned.extend(
+                learn(f["path"], merged, expected, f"{meta['case']} ({meta['backport_sha'][:10]})")
+            )
         proposed = outcome.entry is not None and outcome.entry.content is not None
-        got = outcome.entry.content.decode("utf-8", "surrogateescape") if proposed and outcome.entry and outcome.entry.content else ""
+        got = (
+            outcome.entry.content.decode("utf-8", "surrogateescape")
+            if proposed and outcome.entry and outcome.entry.content
+            else ""
+        )
         if proposed and write_to is not None:
             target = write_to / meta["case"] / (names["expected"][: -len(".expected")] + ".resolved")
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -119,14 +130,19 @@ def run_case(case_dir: Path, write_to: Path | None = None, memory: MemoryIndex |
             for how in ("ours", "theirs", "union")
         }
         baselines["oracle"] = any(baselines.values()) or same(text["ours"]) or same(text["theirs"])
-        results.append(FileResult(
-            meta["case"], f["path"], half, proposed,
-            exact=proposed and same(got),
-            loose=proposed and norm_loose(got) == norm_loose(expected),
-            strategy=outcome.entry.strategy if outcome.entry else "",
-            baselines=baselines,
-            blocks_only=f.get("expected_keeps_all_non_conflicting_lines"),
-        ))
+        results.append(
+            FileResult(
+                meta["case"],
+                f["path"],
+                half,
+                proposed,
+                exact=proposed and same(got),
+                loose=proposed and norm_loose(got) == norm_loose(expected),
+                strategy=outcome.entry.strategy if outcome.entry else "",
+                baselines=baselines,
+                blocks_only=f.get("expected_keeps_all_non_conflicting_lines"),
+            )
+        )
     if memory is not None:
         memory.add(learned)  # after the whole case: a case never answers itself
     return results
@@ -143,7 +159,11 @@ def table(results: list[FileResult]) -> str:
         return f"{n} ({100 * n / max(d, 1):.1f}%)"
 
     def row(label: str, fn: Callable[[FileResult], bool]) -> None:
-        rows.append(f"| {label} | " + " | ".join(pct(sum(fn(r) for r in rs), len(rs)) for rs in groups.values()) + " |")
+        rows.append(
+            f"| {label} | "
+            + " | ".join(pct(sum(fn(r) for r in rs), len(rs)) for rs in groups.values())
+            + " |"
+        )
 
     row("forksync: exact", lambda r: r.exact)
     row("forksync: same after whitespace + import order", lambda r: r.loose)
@@ -151,8 +171,10 @@ def table(results: list[FileResult]) -> str:
     row("forksync: **wrong and proposed** (exact)", lambda r: r.proposed and not r.exact)
     row("forksync: wrong and proposed (loose)", lambda r: r.proposed and not r.loose)
     if all(r.blocks_only is not None for r in results):
-        row("  of which the human also edited outside the conflict blocks (no hunk answer can match)",
-            lambda r: r.proposed and not r.exact and not r.blocks_only)
+        row(
+            "  of which the human also edited outside the conflict blocks (no hunk answer can match)",
+            lambda r: r.proposed and not r.exact and not r.blocks_only,
+        )
         row("files the human edited outside the conflict blocks", lambda r: not r.blocks_only)
     for how in ("ours", "theirs", "union"):
         row(f"git merge-file --{how}: exact", functools.partial(lambda h, r: r.baselines[h], how))
@@ -164,14 +186,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("setdir", nargs="?", default=str(DEFAULT_SET))
     parser.add_argument("--json", metavar="OUT", help="per-file results as JSON")
-    parser.add_argument("--write-resolved", metavar="DIR", help="write proposed files for the set's baselines.py --resolved")
-    parser.add_argument("--memory", action="store_true",
-                        help="also run with resolution memory learned chronologically: each case (by backport date) "
-                        "sees only what the humans committed in earlier cases")
-    parser.add_argument("--off", action="append", default=[], metavar="RULE",
-                        help="switch a deterministic rule off, as resolve.rules_off does (repeatable; replaces the "
-                        f"default list, {', '.join(DEFAULT_RULES_OFF)})")
-    parser.add_argument("--all-rules", action="store_true", help="switch no rule off by default, as rules_off: [] does")
+    parser.add_argument(
+        "--write-resolved", metavar="DIR", help="write proposed files for the set's baselines.py --resolved"
+    )
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="also run with resolution memory learned chronologically: each case (by backport date) "
+        "sees only what the humans committed in earlier cases",
+    )
+    parser.add_argument(
+        "--off",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="switch a deterministic rule off, as resolve.rules_off does (repeatable; replaces the "
+        f"default list, {', '.join(DEFAULT_RULES_OFF)})",
+    )
+    parser.add_argument(
+        "--all-rules", action="store_true", help="switch no rule off by default, as rules_off: [] does"
+    )
     args = parser.parse_args(argv)
     off = tuple(args.off) if args.off or args.all_rules else DEFAULT_RULES_OFF
     setdir = Path(args.setdir)
@@ -181,23 +215,33 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     start = time.perf_counter()
     with tempfile.TemporaryDirectory():
-        results = [r for c in cases for r in run_case(c, Path(args.write_resolved) if args.write_resolved else None, off=off)]
+        results = [
+            r
+            for c in cases
+            for r in run_case(c, Path(args.write_resolved) if args.write_resolved else None, off=off)
+        ]
     elapsed = time.perf_counter() - start
     print(table(results))
     by_strategy: dict[str, list[int]] = {}
     for r in results:
         if r.proposed:
             by_strategy.setdefault(r.strategy, [0, 0])[0 if r.exact else 1] += 1
-    print("\nproposed files by strategy (exact / wrong): "
-          + ", ".join(f"{s} {ok}/{bad}" for s, (ok, bad) in sorted(by_strategy.items())))
+    print(
+        "\nproposed files by strategy (exact / wrong): "
+        + ", ".join(f"{s} {ok}/{bad}" for s, (ok, bad) in sorted(by_strategy.items()))
+    )
     print(f"{len(results)} files in {len(cases)} cases, {elapsed:.1f}s")
     if args.memory:
         memory = MemoryIndex()
-        dated = sorted(cases, key=lambda c: (json.loads((c / "meta.json").read_text())["backport_date"], c.name))
+        dated = sorted(
+            cases, key=lambda c: (json.loads((c / "meta.json").read_text())["backport_date"], c.name)
+        )
         with_memory = [r for c in dated for r in run_case(c, None, memory, off=off)]
         with_memory.sort(key=lambda r: (r.case, r.path))
-        print("\nWith resolution memory learned chronologically from earlier cases' human resolutions "
-              f"({len(memory)} hunk records at the end):\n")
+        print(
+            "\nWith resolution memory learned chronologically from earlier cases' human resolutions "
+            f"({len(memory)} hunk records at the end):\n"
+        )
         print(table(with_memory))
         used = sum(1 for r in with_memory if r.proposed and "memory" in r.strategy)
         print(f"\nfiles where memory answered at least one hunk: {used}")

@@ -94,13 +94,34 @@ class Web:
         self.log = log
         out = log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{self.port}", "--worker-class", "gthread",
-             "--workers", str(workers), "--threads", "8", "--timeout", "30", "bot:create_app()"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--worker-class",
+                "gthread",
+                "--workers",
+                str(workers),
+                "--threads",
+                "8",
+                "--timeout",
+                "30",
+                "bot:create_app()",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         out.close()
 
         def up() -> bool:
-            with contextlib.suppress(OSError), urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as answer:
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as answer,
+            ):
                 return bool(answer.status == 200)
             return False
 
@@ -175,9 +196,19 @@ def _finished_at(store: Any, ids: set[str]) -> dict[str, float]:
         return {str(d): float(f) for d, f in rows if d in ids}
 
 
-def run_fault(fault: str, n: int, root: Path, *, threads: int = 4, grace_s: float = 10.0, replay_every_s: float = 5.0,
-              settle_s: float = 150.0, concurrency: int = 2, visibility_s: int | None = None,
-              work_s: float = 0.02) -> Result:
+def run_fault(
+    fault: str,
+    n: int,
+    root: Path,
+    *,
+    threads: int = 4,
+    grace_s: float = 10.0,
+    replay_every_s: float = 5.0,
+    settle_s: float = 150.0,
+    concurrency: int = 2,
+    visibility_s: int | None = None,
+    work_s: float = 0.02,
+) -> Result:
     """One load of ``n`` deliveries with ``fault`` injected after a third of them."""
     from celery import Celery
 
@@ -193,20 +224,43 @@ def run_fault(fault: str, n: int, root: Path, *, threads: int = 4, grace_s: floa
     redis_server = None
     if fault != "embedded-kill":
         redis_server = PrivateRedis(root / "redis", persistent=(fault != "redis-volatile")).start()
-    env = {**os.environ, "FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data),
-           "PYTHONPATH": str(ROOT), "FORKSYNC_REPLAY_GRACE_S": str(grace_s)}
-    for name in ("REDIS_URL", "FORKSYNC_DATABASE_URL", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH"):
+    env = {
+        **os.environ,
+        "FORKSYNC_WEBHOOK_SECRET": SECRET,
+        "FORKSYNC_DATA_DIR": str(data),
+        "PYTHONPATH": str(ROOT),
+        "FORKSYNC_REPLAY_GRACE_S": str(grace_s),
+    }
+    for name in (
+        "REDIS_URL",
+        "FORKSYNC_DATABASE_URL",
+        "GITHUB_APP_ID",
+        "GITHUB_PRIVATE_KEY",
+        "GITHUB_PRIVATE_KEY_PATH",
+    ):
         env.pop(name, None)
     if redis_server is not None:
         env["REDIS_URL"] = redis_server.url
-    worker_env = {**env, "FORKSYNC_WORKER_QUEUES": tasknames.Q_GITHUB, "FORKSYNC_BENCH_MARKERS": str(marker_file),
-                  "FORKSYNC_BENCH_WORK_S": str(work_s)}
+    worker_env = {
+        **env,
+        "FORKSYNC_WORKER_QUEUES": tasknames.Q_GITHUB,
+        "FORKSYNC_BENCH_MARKERS": str(marker_file),
+        "FORKSYNC_BENCH_WORK_S": str(work_s),
+    }
     if visibility_s is not None:
         worker_env["FORKSYNC_VISIBILITY_TIMEOUT_S"] = str(visibility_s)
     result = Result(fault, n)
     web = Web(env, root / "web.log")
-    workers = [WorkerProcess(worker_env, root / f"worker-{i}.log", queues=tasknames.Q_GITHUB, concurrency=concurrency,
-                             extra=("--include", "benchmarks.fault_marker")).start(timeout=60) for i in range(2)]
+    workers = [
+        WorkerProcess(
+            worker_env,
+            root / f"worker-{i}.log",
+            queues=tasknames.Q_GITHUB,
+            concurrency=concurrency,
+            extra=("--include", "benchmarks.fault_marker"),
+        ).start(timeout=60)
+        for i in range(2)
+    ]
     bodies = [signed("check_run", check_run_payload(i), delivery=str(uuid.uuid4())) for i in range(n)]
     accepted: set[str] = set()
     lock = threading.Lock()
@@ -240,10 +294,17 @@ def run_fault(fault: str, n: int, root: Path, *, threads: int = 4, grace_s: floa
         victim = workers[0]
         if fault in ("worker-kill", "embedded-kill"):
             victim.kill()
-            result.notes.append(f"SIGKILL worker main pid {victim.proc.pid if victim.proc else '?'} and its pool")
+            result.notes.append(
+                f"SIGKILL worker main pid {victim.proc.pid if victim.proc else '?'} and its pool"
+            )
             time.sleep(1.0)
-            workers[0] = WorkerProcess(worker_env, root / "worker-0b.log", queues=tasknames.Q_GITHUB,
-                                       concurrency=concurrency, extra=("--include", "benchmarks.fault_marker"))
+            workers[0] = WorkerProcess(
+                worker_env,
+                root / "worker-0b.log",
+                queues=tasknames.Q_GITHUB,
+                concurrency=concurrency,
+                extra=("--include", "benchmarks.fault_marker"),
+            )
             workers[0].start(timeout=60)
         elif fault == "child-kill":
             pids = [p for w in workers for p in w.pool_pids()]
@@ -283,7 +344,9 @@ def run_fault(fault: str, n: int, root: Path, *, threads: int = 4, grace_s: floa
             break
         if time.monotonic() - last_replay >= replay_every_s:
             with contextlib.suppress(Exception):
-                sender.send_task(tasknames.REPLAY_DELIVERIES, queue=tasknames.queue_for(tasknames.REPLAY_DELIVERIES))
+                sender.send_task(
+                    tasknames.REPLAY_DELIVERIES, queue=tasknames.queue_for(tasknames.REPLAY_DELIVERIES)
+                )
             last_replay = time.monotonic()
         time.sleep(0.5)
     result.drain_s = round(time.monotonic() - started, 1)
@@ -295,7 +358,9 @@ def run_fault(fault: str, n: int, root: Path, *, threads: int = 4, grace_s: floa
     result.duplicated = len(rows) - len(set(rows))
     store = open_store(None, data)
     finished = _finished_at(store, accepted)
-    result.rerun_after_finish = sum(1 for d, at in marker_times(marker_file) if d in finished and at > finished[d])
+    result.rerun_after_finish = sum(
+        1 for d, at in marker_times(marker_file) if d in finished and at > finished[d]
+    )
     result.replayed = sum((delivery_log.outcome(store, d) or ("", 0))[1] for d in accepted)
     outcomes: dict[str, int] = {}
     for d in accepted:
@@ -315,7 +380,9 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--grace", type=float, default=10.0, help="FORKSYNC_REPLAY_GRACE_S (production: 300)")
-    parser.add_argument("--replay-every", type=float, default=5.0, help="seconds between replay passes (beat: 10 min)")
+    parser.add_argument(
+        "--replay-every", type=float, default=5.0, help="seconds between replay passes (beat: 10 min)"
+    )
     parser.add_argument("--settle", type=float, default=150.0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -325,18 +392,28 @@ def main() -> int:
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-delivery-faults-") as tmp:
         for fault in args.faults.split(","):
-            result = run_fault(fault, args.n, Path(tmp) / fault, grace_s=args.grace,
-                               replay_every_s=args.replay_every, settle_s=args.settle)
+            result = run_fault(
+                fault,
+                args.n,
+                Path(tmp) / fault,
+                grace_s=args.grace,
+                replay_every_s=args.replay_every,
+                settle_s=args.settle,
+            )
             results.append(result)
             print(json.dumps(asdict(result)), flush=True)
     after = os.getloadavg()
     print(f"\nload average before {load[0]:.2f} {load[1]:.2f}, after {after[0]:.2f} {after[1]:.2f}")
-    print("| fault | accepted | executed | lost | duplicated side effects | of which re-runs after finishing | "
-          "5xx answers redelivered | replays sent | all executed after |")
+    print(
+        "| fault | accepted | executed | lost | duplicated side effects | of which re-runs after finishing | "
+        "5xx answers redelivered | replays sent | all executed after |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
-        print(f"| {r.fault} | {r.accepted} | {r.executed} | {r.lost} | {r.duplicated} | {r.rerun_after_finish} "
-              f"| {r.refused_5xx} | {r.replayed} | {r.drain_s} s |")
+        print(
+            f"| {r.fault} | {r.accepted} | {r.executed} | {r.lost} | {r.duplicated} | {r.rerun_after_finish} "
+            f"| {r.refused_5xx} | {r.replayed} | {r.drain_s} s |"
+        )
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=2))
     return 0 if all(r.lost == 0 and r.duplicated == 0 and r.accepted == r.executed for r in results) else 1

@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def run(label: str, n: int, redis_url: str, database_url: str | None, data_dir: Path, log_on: bool) -> dict[str, Any]:
+def run(
+    label: str, n: int, redis_url: str, database_url: str | None, data_dir: Path, log_on: bool
+) -> dict[str, Any]:
     import redis
 
     from bot import create_app
@@ -36,12 +38,20 @@ def run(label: str, n: int, redis_url: str, database_url: str | None, data_dir: 
 
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url, "FORKSYNC_DATA_DIR": str(data_dir),
-                      **({"FORKSYNC_DATABASE_URL": database_url} if database_url else {})})
+    app = create_app(
+        {
+            "FORKSYNC_WEBHOOK_SECRET": SECRET,
+            "REDIS_URL": redis_url,
+            "FORKSYNC_DATA_DIR": str(data_dir),
+            **({"FORKSYNC_DATABASE_URL": database_url} if database_url else {}),
+        }
+    )
     if not log_on:
         app.extensions["forksync"].deliveries = None
     web = app.test_client()
-    payload = json.loads((ROOT / "tests" / "data" / "github-payloads" / "push.with-new-branch.json").read_text())
+    payload = json.loads(
+        (ROOT / "tests" / "data" / "github-payloads" / "push.with-new-branch.json").read_text()
+    )
     deliveries = [signed("push", payload, delivery=str(uuid.uuid4())) for _ in range(n + 20)]
     for body, headers in deliveries[:20]:  # warm-up: store opened and migrated, code paths hot
         web.post("/webhook", data=body, headers=headers)
@@ -52,8 +62,13 @@ def run(label: str, n: int, redis_url: str, database_url: str | None, data_dir: 
     client.flushdb()  # Redis restarted without persistence: dedup keys and queue gone
     again = [web.post("/webhook", data=b, headers=h).status_code for b, h in deliveries]
     client.flushdb()
-    return {"label": label, "accepted": first.count(202), "wall_ms": 1000 * wall / n, "cpu_ms": 1000 * cpu / n,
-            "accepted_again": again.count(202)}
+    return {
+        "label": label,
+        "accepted": first.count(202),
+        "wall_ms": 1000 * wall / n,
+        "cpu_ms": 1000 * cpu / n,
+        "accepted_again": again.count(202),
+    }
 
 
 def main() -> int:
@@ -73,18 +88,26 @@ def main() -> int:
             admin.execute(f'CREATE DATABASE "{name}"')
         url = args.postgres.rsplit("/", 1)[0] + f"/{name}"
         try:
-            rows.append(run("Redis + log on PostgreSQL", args.n, args.redis, url, Path(tmp) / "c", log_on=True))
+            rows.append(
+                run("Redis + log on PostgreSQL", args.n, args.redis, url, Path(tmp) / "c", log_on=True)
+            )
         finally:
             from core.store.db import database_url_for, forget
 
             forget(database_url_for(url, "."))
             with psycopg.connect(args.postgres, autocommit=True) as admin:
-                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+                )
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-    print(f"| intake | accepted | wall ms/delivery | CPU ms/delivery | accepted again after FLUSHDB (of {args.n}) |")
+    print(
+        f"| intake | accepted | wall ms/delivery | CPU ms/delivery | accepted again after FLUSHDB (of {args.n}) |"
+    )
     print("| --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['label']} | {r['accepted']} | {r['wall_ms']:.2f} | {r['cpu_ms']:.2f} | {r['accepted_again']} |")
+        print(
+            f"| {r['label']} | {r['accepted']} | {r['wall_ms']:.2f} | {r['cpu_ms']:.2f} | {r['accepted_again']} |"
+        )
     return 0
 
 

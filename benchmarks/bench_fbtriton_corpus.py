@@ -46,19 +46,27 @@ def load(data: Path = DATA) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
     return rows, expected, upstream
 
 
-def histories(rows: list[dict[str, Any]], upstream: list[dict[str, Any]]) -> tuple[list[Commit], list[Commit], str]:
+def histories(
+    rows: list[dict[str, Any]], upstream: list[dict[str, Any]]
+) -> tuple[list[Commit], list[Commit], str]:
     base = fake_sha("base")
     up: list[Commit] = []
     parent = base
     for i, u in enumerate(upstream):
         sha = u["sha"] or fake_sha(f"upstream PR {u['pr']}")
-        up.append(Commit(sha, (parent,), "Upstream", "up@example.com", 1_000_000 + i, 1_000_000 + i, u["subject"], ()))
+        up.append(
+            Commit(
+                sha, (parent,), "Upstream", "up@example.com", 1_000_000 + i, 1_000_000 + i, u["subject"], ()
+            )
+        )
         parent = sha
     fork: list[Commit] = []
     parent = base
     for i, r in enumerate(rows):
         t = 2_000_000 + i
-        fork.append(Commit(r["sha"], (parent,), "Fork", "fork@example.com", t, t, r["subject"], (), r["message"]))
+        fork.append(
+            Commit(r["sha"], (parent,), "Fork", "fork@example.com", t, t, r["subject"], (), r["message"])
+        )
         parent = r["sha"]
     return up, fork, base
 
@@ -68,10 +76,20 @@ def measure(data: Path = DATA) -> dict[str, Any]:
     up, fork, base = histories(rows, upstream)
     pr_of = {c.sha: u["pr"] for c, u in zip(up, upstream, strict=True)}
     collides = {u["pr"] for u in upstream if u["collides"]}
-    rules = rec.Rules.build(upstream_url="https://github.com/triton-lang/triton", fork_url="https://github.com/facebookexperimental/triton")
+    rules = rec.Rules.build(
+        upstream_url="https://github.com/triton-lang/triton",
+        fork_url="https://github.com/facebookexperimental/triton",
+    )
     started = time.perf_counter()
     ledger = compute_ledger(
-        up, fork, Decisions({}), rules, base=base, base_time=0, upstream_tip=up[-1].sha, fork_tip=fork[-1].sha,
+        up,
+        fork,
+        Decisions({}),
+        rules,
+        base=base,
+        base_time=0,
+        upstream_tip=up[-1].sha,
+        fork_tip=fork[-1].sha,
         patch_id=lambda shas: {},
     )
     seconds = time.perf_counter() - started
@@ -85,7 +103,9 @@ def measure(data: Path = DATA) -> dict[str, Any]:
         fp += len(have - want)
         fork_numbers += len({n for n in have - want if n in collides})
         if want != have:
-            misses.append(f"{row['sha'][:10]} {row['subject'][:90]!r}: expected {sorted(want)} got {sorted(have)}")
+            misses.append(
+                f"{row['sha'][:10]} {row['subject'][:90]!r}: expected {sorted(want)} got {sorted(have)}"
+            )
     decided = _decisions(ledger, pr_of, expected)
     return {
         "messages": len(rows),
@@ -124,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = measure()
     if args.json:
-        print(json.dumps({k: v for k, v in result.items() if args.misses or k != "misses"}, indent=2, sort_keys=True))
+        print(
+            json.dumps(
+                {k: v for k, v in result.items() if args.misses or k != "misses"}, indent=2, sort_keys=True
+            )
+        )
         return 0
     print(
         f"{result['messages']} messages, {result['expected_references']} carried upstream references: "

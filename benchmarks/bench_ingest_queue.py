@@ -33,9 +33,16 @@ sys.path.insert(0, str(REPO_ROOT))
 
 
 def _hermetic(home: Path) -> None:
-    (home / ".gitconfig").write_text("[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n")
-    os.environ.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", FORKSYNC_CACHE_DIR=str(home / "cache"),
-                      GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="bench@example.com")
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n"
+    )
+    os.environ.update(
+        HOME=str(home),
+        GIT_CONFIG_NOSYSTEM="1",
+        FORKSYNC_CACHE_DIR=str(home / "cache"),
+        GIT_COMMITTER_NAME="Bench",
+        GIT_COMMITTER_EMAIL="bench@example.com",
+    )
 
 
 def _make_repo_factory(root: Path):  # type: ignore[no-untyped-def]
@@ -107,8 +114,13 @@ def bench(redis_url: str | None, n: int, ingests: int, latency_runs: int) -> dic
             from workers.jobs.ingestion import IngestEnv, ingest_repository
 
             settings = WorkerSettings.from_mapping({**h.env, "FORKSYNC_DATA_DIR": str(root / "direct")})
-            env = IngestEnv(settings, runtime.github_for(settings, h.installation), GitCache(settings.data_dir / "git"),
-                            open_state(settings), runtime.engine())
+            env = IngestEnv(
+                settings,
+                runtime.github_for(settings, h.installation),
+                GitCache(settings.data_dir / "git"),
+                open_state(settings),
+                runtime.engine(),
+            )
             ingest_repository(env, FORK)
             start = time.monotonic()
             for _ in range(ingests):
@@ -158,12 +170,16 @@ def main() -> int:
                 server.stop()
         if args.broker in ("embedded", "both"):
             rows.append(("embedded SQLite", bench(None, args.n, args.ingests, args.latency_runs)))
-    print("| broker | no-op tasks/s | ingest tasks/s (queue) | ingests/s (direct call) | queue overhead | webhook → bundle PR (median / max) |")
+    print(
+        "| broker | no-op tasks/s | ingest tasks/s (queue) | ingests/s (direct call) | queue overhead | webhook → bundle PR (median / max) |"
+    )
     print("| --- | --- | --- | --- | --- | --- |")
     for name, r in rows:
         overhead = r["direct_ingests_per_s"] / r["ingest_tasks_per_s"]
-        print(f"| {name} | {r['noop_tasks_per_s']:.0f} | {r['ingest_tasks_per_s']:.2f} | {r['direct_ingests_per_s']:.2f} | "
-              f"{overhead:.2f}× | {r['webhook_to_pr_median_s']:.2f} s / {r['webhook_to_pr_max_s']:.2f} s |")
+        print(
+            f"| {name} | {r['noop_tasks_per_s']:.0f} | {r['ingest_tasks_per_s']:.2f} | {r['direct_ingests_per_s']:.2f} | "
+            f"{overhead:.2f}× | {r['webhook_to_pr_median_s']:.2f} s / {r['webhook_to_pr_max_s']:.2f} s |"
+        )
     return 0
 
 

@@ -25,14 +25,19 @@ from workers.testing.suites import checkout
 
 ENV = {
     **os.environ,
-    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@example.com",
-    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1", "PYTHONDONTWRITEBYTECODE": "1",
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "b@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "b@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
 }
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=ENV).stdout
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=ENV
+    ).stdout
 
 
 def make_repo(root: Path, files: int, tests: int) -> Path:
@@ -48,10 +53,12 @@ def make_repo(root: Path, files: int, tests: int) -> Path:
     per_file = max(1, tests // 10)
     for f in range(10):
         (repo / "tests" / f"test_{f}.py").write_text(
-            "".join(f"def test_{f}_{i}():\n    assert {i} + 1 > {i}\n\n" for i in range(per_file)))
+            "".join(f"def test_{f}_{i}():\n    assert {i} + 1 > {i}\n\n" for i in range(per_file))
+        )
     (repo / "tiny.py").write_text(
         "import sys\nopen(sys.argv[1], 'w').write('<testsuite>' + "
-        "''.join(f'<testcase classname=\"c\" name=\"t{i}\"/>' for i in range(50)) + '</testsuite>')\n")
+        "''.join(f'<testcase classname=\"c\" name=\"t{i}\"/>' for i in range(50)) + '</testsuite>')\n"
+    )
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "bench")
     return repo
@@ -60,7 +67,9 @@ def make_repo(root: Path, files: int, tests: int) -> Path:
 def baseline(repo: Path, argv: list[str], xml: Path) -> float:
     """The suite run by hand in the user's own checkout, results file written: wall seconds."""
     started = time.monotonic()
-    subprocess.run([a.replace("{junit}", str(xml)) for a in argv], cwd=repo, env=ENV, capture_output=True, check=False)
+    subprocess.run(
+        [a.replace("{junit}", str(xml)) for a in argv], cwd=repo, env=ENV, capture_output=True, check=False
+    )
     return time.monotonic() - started
 
 
@@ -76,40 +85,61 @@ def main() -> None:
         suites = {
             "tiny (50 tests, no pytest)": Suite("tiny", (sys.executable, "tiny.py", "{junit}"), timeout=120),
             f"pytest ({args.tests} tests)": Suite(
-                "pytest", (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests",
-                           "--junitxml={junit}"), timeout=300),
+                "pytest",
+                (
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "tests",
+                    "--junitxml={junit}",
+                ),
+                timeout=300,
+            ),
         }
         print(f"repository: {args.files} files + tests; {args.repeat} runs each; medians")
-        print(f"{'suite':<28} {'by hand':>9} {'forksync':>9} {'suite own':>10} {'overhead':>9} {'of which parse':>15} {'ratio':>6}")
+        print(
+            f"{'suite':<28} {'by hand':>9} {'forksync':>9} {'suite own':>10} {'overhead':>9} {'of which parse':>15} {'ratio':>6}"
+        )
         for label, suite in suites.items():
             hand, wall, own, over, parse = [], [], [], [], []
             for i in range(args.repeat):
                 hand.append(baseline(repo, list(suite.run), root / f"hand-{i}.xml"))
-                run = run_l1_for_ref(repo, "HEAD", RepoConfig(l1=L1Config(suites=(suite,))),
-                                     data_dir=root / "data", trunk=True)
+                run = run_l1_for_ref(
+                    repo, "HEAD", RepoConfig(l1=L1Config(suites=(suite,))), data_dir=root / "data", trunk=True
+                )
                 assert run.suites[0].status == "passed", run.suites[0].reason
                 wall.append(run.wall_s)
                 own.append(run.suite_s)
                 over.append(run.overhead_s / max(1, run.suite_runs))
                 parse.append(run.suites[0].parse_s)
             h, w = statistics.median(hand), statistics.median(wall)
-            print(f"{label:<28} {h:>8.3f}s {w:>8.3f}s {statistics.median(own):>9.3f}s "
-                  f"{statistics.median(over):>8.3f}s {statistics.median(parse):>14.3f}s {w / h:>5.2f}x")
+            print(
+                f"{label:<28} {h:>8.3f}s {w:>8.3f}s {statistics.median(own):>9.3f}s "
+                f"{statistics.median(over):>8.3f}s {statistics.median(parse):>14.3f}s {w / h:>5.2f}x"
+            )
         worktree = []
         for _ in range(args.repeat):
             started = time.monotonic()
             with checkout(repo, "HEAD", root / "wt"):
                 pass
             worktree.append(time.monotonic() - started)
-        print(f"of the overhead: worktree add + remove ({args.files} files): {statistics.median(worktree):.3f}s")
+        print(
+            f"of the overhead: worktree add + remove ({args.files} files): {statistics.median(worktree):.3f}s"
+        )
         cases = "".join(
             f'<testcase classname="python.test.unit.language.test_core" name="test_op[{i}-float16]" time="0.01"/>'
-            for i in range(20_000))
+            for i in range(20_000)
+        )
         xml = f'<testsuites><testsuite name="pytest" tests="20000">{cases}</testsuite></testsuites>'.encode()
         started = time.monotonic()
         report = parse_junit(xml)
-        print(f"parse 20,000-test JUnit XML ({len(xml) / 1e6:.1f} MB): {time.monotonic() - started:.3f}s "
-              f"({report.total} cases)")
+        print(
+            f"parse 20,000-test JUnit XML ({len(xml) / 1e6:.1f} MB): {time.monotonic() - started:.3f}s "
+            f"({report.total} cases)"
+        )
 
 
 if __name__ == "__main__":

@@ -70,7 +70,9 @@ def _figures(pair: Any, planned: Planned, seconds: float) -> tuple[dict[str, Any
         "bundled": sum(len(b.commits) for b in plan.bundles),
         "bundles": [len(b.commits) for b in plan.bundles],
         "joined_by_dependency": sum(len(b.joined) for b in plan.bundles),
-        "joined_kinds": {k: sum(r.kind == k for b in plan.bundles for r in b.joined) for k in ("line", "symbol")},
+        "joined_kinds": {
+            k: sum(r.kind == k for b in plan.bundles for r in b.joined) for k in ("line", "symbol")
+        },
         "ejected_on_trunk": sum(len(b.ejected) for b in result.bundles),
         "stacked_pick_failures": _stacked_failures(pg, pair.fork_tip, planned),
         "chains": len(plan.chains),
@@ -82,7 +84,9 @@ def _figures(pair: Any, planned: Planned, seconds: float) -> tuple[dict[str, Any
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mirror", type=Path, required=True, help="bare mirror of facebookexperimental/triton")
+    parser.add_argument(
+        "--mirror", type=Path, required=True, help="bare mirror of facebookexperimental/triton"
+    )
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "forksync-landing")
     args = parser.parse_args()
     os.environ.setdefault("FORKSYNC_CACHE_DIR", str(args.work / "cache"))
@@ -101,17 +105,23 @@ def main() -> None:
     ids_before = [b.id for b in planned.plan.bundles]
     # Land bundle 2 first: the trunk moves to its built head (a fast-forward merge of its PR).
     pair.repo.git("update-ref", "refs/forksync/landed", second.head)
-    subprocess.run(["git", "-C", str(fork), "fetch", "-q", str(pair.repo.path), "refs/forksync/landed"], check=True)
-    trunk_before = subprocess.run(["git", "-C", str(fork), "rev-parse", "main"], capture_output=True, text=True,
-                                  check=True).stdout.strip()
+    subprocess.run(
+        ["git", "-C", str(fork), "fetch", "-q", str(pair.repo.path), "refs/forksync/landed"], check=True
+    )
+    trunk_before = subprocess.run(
+        ["git", "-C", str(fork), "rev-parse", "main"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     subprocess.run(["git", "-C", str(fork), "update-ref", "refs/heads/main", second.head], check=True)
     try:
         pair2, _config2, planned2, seconds2 = _plan(args.work)
         after, _ = _figures(pair2, planned2, seconds2)
         ids_after = [b.id for b in planned2.plan.bundles]
         landed = set(second.commits)
-        after["landed_bundle"] = {"id": second.id, "commits": len(second.commits),
-                                  "placed_again": len(landed & set(planned2.order))}
+        after["landed_bundle"] = {
+            "id": second.id,
+            "commits": len(second.commits),
+            "placed_again": len(landed & set(planned2.order)),
+        }
         after["other_bundle_ids_kept"] = sum(i in ids_after for i in ids_before if i != second.id)
         after["other_bundles_before"] = len(ids_before) - 1
         after["picked"] = planned2.ledger.metrics.picked

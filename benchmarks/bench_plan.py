@@ -38,19 +38,31 @@ def _env(home: Path, cache: Path) -> dict[str, str]:
     # (this dev box does) would otherwise make every run compile ~30 modules from source, ~0.05-0.1 s
     # that no pip-installed forksync pays; the bytecode goes to a prefix under the bench's HOME.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update({
-        "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "FORKSYNC_CACHE_DIR": str(cache),
-        "PYTHONPYCACHEPREFIX": str(home / "pycache"),
-        "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-        "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
-    })
+    env.update(
+        {
+            "HOME": str(home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "FORKSYNC_CACHE_DIR": str(cache),
+            "PYTHONPYCACHEPREFIX": str(home / "pycache"),
+            "GIT_AUTHOR_NAME": "Bench",
+            "GIT_AUTHOR_EMAIL": "bench@example.com",
+            "GIT_COMMITTER_NAME": "Bench",
+            "GIT_COMMITTER_EMAIL": "bench@example.com",
+        }
+    )
     return env
 
 
 def forksync(args: list[str], env: dict[str, str]) -> tuple[float, str]:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "workers.cli", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "workers.cli", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"forksync {args[0]} failed: {proc.stderr.strip()}")
@@ -73,27 +85,54 @@ def in_process(kind: str, pair_root: Path, cache: Path) -> float:
 
 def drop_forksync_refs(fork: Path) -> None:
     """Back to a fork that forksync never wrote to (for a cold bundle run)."""
-    refs = subprocess.run(["git", "-C", str(fork), "for-each-ref", "--format=delete %(refname)",
-                           "refs/heads/forksync/", "refs/forksync/"], check=True, capture_output=True).stdout
+    refs = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(fork),
+            "for-each-ref",
+            "--format=delete %(refname)",
+            "refs/heads/forksync/",
+            "refs/forksync/",
+        ],
+        check=True,
+        capture_output=True,
+    ).stdout
     subprocess.run(["git", "-C", str(fork), "update-ref", "--stdin"], input=refs, check=True)
 
 
-def cherry_pick_loop(fork: Path, commits: tuple[str, ...], env: dict[str, str], work: Path) -> tuple[float, int]:
+def cherry_pick_loop(
+    fork: Path, commits: tuple[str, ...], env: dict[str, str], work: Path
+) -> tuple[float, int]:
     """The baseline: cherry-pick -x each commit in a worktree; abort and go on at a conflict."""
     wt = work / "wt"
-    subprocess.run(["git", "-C", str(fork), "worktree", "add", "-q", "--detach", str(wt), "main"],
-                   env=env, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(fork), "worktree", "add", "-q", "--detach", str(wt), "main"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     failed = 0
     start = time.perf_counter()
     for sha in commits:
-        proc = subprocess.run(["git", "-C", str(wt), "cherry-pick", "-x", "--allow-empty", sha],
-                              env=env, capture_output=True, check=False)
+        proc = subprocess.run(
+            ["git", "-C", str(wt), "cherry-pick", "-x", "--allow-empty", sha],
+            env=env,
+            capture_output=True,
+            check=False,
+        )
         if proc.returncode != 0:
             failed += 1
-            subprocess.run(["git", "-C", str(wt), "cherry-pick", "--abort"], env=env, capture_output=True, check=False)
+            subprocess.run(
+                ["git", "-C", str(wt), "cherry-pick", "--abort"], env=env, capture_output=True, check=False
+            )
     elapsed = time.perf_counter() - start
-    subprocess.run(["git", "-C", str(fork), "worktree", "remove", "--force", str(wt)], env=env, capture_output=True,
-                   check=False)
+    subprocess.run(
+        ["git", "-C", str(fork), "worktree", "remove", "--force", str(wt)],
+        env=env,
+        capture_output=True,
+        check=False,
+    )
     return elapsed, failed
 
 
@@ -118,7 +157,9 @@ def bench(kind: str, pending: int, files: int, repeat: int, loop: bool, seed: in
             cold.append(seconds)
             outputs.append(out)
             if loop:
-                loop_s, failed = cherry_pick_loop(fork, pair.pending, _env(root / "home", root / "cache-0"), root)
+                loop_s, failed = cherry_pick_loop(
+                    fork, pair.pending, _env(root / "home", root / "cache-0"), root
+                )
                 loops.append(loop_s)
         assert len(set(outputs)) == 1, f"{kind} output differs between cold runs"
         warm, again = forksync(args, _env(root / "home", root / "cache-0"))
@@ -129,8 +170,12 @@ def bench(kind: str, pending: int, files: int, repeat: int, loop: bool, seed: in
             engine.append(in_process(kind, root / "pair", root / f"inproc-{i}"))
         doc = json.loads(outputs[0])
         result: dict[str, Any] = {
-            "pending": pending, "cold_s": statistics.median(cold), "warm_s": warm,
-            "engine_s": statistics.median(engine), "bundles": len(doc["bundles"]), "chains": len(doc["chains"]),
+            "pending": pending,
+            "cold_s": statistics.median(cold),
+            "warm_s": warm,
+            "engine_s": statistics.median(engine),
+            "bundles": len(doc["bundles"]),
+            "chains": len(doc["chains"]),
             "chain_commits": sum(len(c["commits"]) for c in doc["chains"]),
         }
         if kind == "plan":
@@ -143,8 +188,13 @@ def bench(kind: str, pending: int, files: int, repeat: int, loop: bool, seed: in
         result.update(load=statistics.median(loads), cold_runs=cold)
         if loop:
             seconds = statistics.median(loops)
-            result.update(loop_s=seconds, loop_runs=loops, loop_conflicts=failed, ratio=seconds / result["cold_s"],
-                          engine_ratio=seconds / result["engine_s"])
+            result.update(
+                loop_s=seconds,
+                loop_runs=loops,
+                loop_conflicts=failed,
+                ratio=seconds / result["cold_s"],
+                engine_ratio=seconds / result["engine_s"],
+            )
         return result
 
 
@@ -163,26 +213,35 @@ def main() -> None:
 
     if args.only == "bundle":
         b = bench("bundle", bundle_n, args.files, args.repeat, loop=True, seed=11)
-        print(f"bundle {b['pending']} pending ({b['built']} commits built on {b['bundles'] + b['chains']} branches): "
-              f"forksync {b['cold_s']:.2f}s cold CLI, engine {b['engine_s']:.2f}s vs cherry-pick loop "
-              f"{b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine; load {b['load']:.1f}; "
-              f"runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}", flush=True)
+        print(
+            f"bundle {b['pending']} pending ({b['built']} commits built on {b['bundles'] + b['chains']} branches): "
+            f"forksync {b['cold_s']:.2f}s cold CLI, engine {b['engine_s']:.2f}s vs cherry-pick loop "
+            f"{b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine; load {b['load']:.1f}; "
+            f"runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}",
+            flush=True,
+        )
         return
     if args.only == "scaling":
         scaling(scale, args.files, args.repeat)
         return
     r = bench("plan", plan_n, args.files, args.repeat, loop=True, seed=7)
-    print(f"plan {r['pending']} pending, {args.files} files: forksync {r['cold_s']:.2f}s cold CLI "
-          f"({r['warm_s']:.2f}s warm), engine {r['engine_s']:.2f}s vs cherry-pick loop {r['loop_s']:.2f}s "
-          f"({r['loop_conflicts']} conflicts) -> {r['ratio']:.1f}x CLI, {r['engine_ratio']:.1f}x engine "
-          f"[{r['bundles']} bundles, {r['chains']} chains holding {r['chain_commits']} commits; "
-          f"{r['conflict_seeds']} conflict seeds, {r['zone_seeds']} zone seeds]; load {r['load']:.1f}; "
-          f"runs CLI {_runs(r['cold_runs'])}, loop {_runs(r['loop_runs'])}", flush=True)
+    print(
+        f"plan {r['pending']} pending, {args.files} files: forksync {r['cold_s']:.2f}s cold CLI "
+        f"({r['warm_s']:.2f}s warm), engine {r['engine_s']:.2f}s vs cherry-pick loop {r['loop_s']:.2f}s "
+        f"({r['loop_conflicts']} conflicts) -> {r['ratio']:.1f}x CLI, {r['engine_ratio']:.1f}x engine "
+        f"[{r['bundles']} bundles, {r['chains']} chains holding {r['chain_commits']} commits; "
+        f"{r['conflict_seeds']} conflict seeds, {r['zone_seeds']} zone seeds]; load {r['load']:.1f}; "
+        f"runs CLI {_runs(r['cold_runs'])}, loop {_runs(r['loop_runs'])}",
+        flush=True,
+    )
     b = bench("bundle", bundle_n, args.files, args.repeat, loop=True, seed=11)
-    print(f"bundle {b['pending']} pending ({b['built']} commits built on {b['bundles'] + b['chains']} branches): "
-          f"forksync {b['cold_s']:.2f}s cold CLI ({b['warm_s']:.2f}s rerun), engine {b['engine_s']:.2f}s vs "
-          f"cherry-pick loop {b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine; load "
-          f"{b['load']:.1f}; runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}", flush=True)
+    print(
+        f"bundle {b['pending']} pending ({b['built']} commits built on {b['bundles'] + b['chains']} branches): "
+        f"forksync {b['cold_s']:.2f}s cold CLI ({b['warm_s']:.2f}s rerun), engine {b['engine_s']:.2f}s vs "
+        f"cherry-pick loop {b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine; load "
+        f"{b['load']:.1f}; runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}",
+        flush=True,
+    )
     scaling(scale, args.files, args.repeat)
 
 
@@ -193,9 +252,12 @@ def scaling(scale: tuple[int, ...], files: int, repeat: int) -> None:
     for t in times:
         n = t["pending"]
         nlogn = (n * math.log2(n)) / (n0 * math.log2(n0))
-        print(f"scaling: {n:>5} pending -> plan {t['cold_s']:.2f}s CLI (x{t['cold_s'] / c0:.2f}), engine "
-              f"{t['engine_s']:.2f}s (x{t['engine_s'] / e0:.2f}); linear x{n / n0:.1f}, n log n x{nlogn:.1f}; "
-              f"load {t['load']:.1f}", flush=True)
+        print(
+            f"scaling: {n:>5} pending -> plan {t['cold_s']:.2f}s CLI (x{t['cold_s'] / c0:.2f}), engine "
+            f"{t['engine_s']:.2f}s (x{t['engine_s'] / e0:.2f}); linear x{n / n0:.1f}, n log n x{nlogn:.1f}; "
+            f"load {t['load']:.1f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

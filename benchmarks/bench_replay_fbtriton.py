@@ -135,9 +135,11 @@ def make_plan(ups: list[Up], seed: int) -> Plan:
         if style == "beta-quoted-no-m":
             return f"[triton][beta] [Cherry-pick] '{subj}'\n\nSummary:\n{link}{quoted(u)}\n\n{KEEP}\nReactor Backport Revision: {u.sha}\n"
         if style == "beta-resolved":
-            return (f"[triton][beta] [Cherry-pick][RESOLVED] '{subj}' (#{m})\n\nSummary:\n{link}Conflict Resolution:\n"
-                    f"- File: python/triton/knobs.py\n  Action: keep both\n  Reason: fork-only knobs next to upstream's\n\n"
-                    f"{quoted(u)}\n\n{KEEP}\nReactor Cherry-pick Revision: {u.sha}\n")
+            return (
+                f"[triton][beta] [Cherry-pick][RESOLVED] '{subj}' (#{m})\n\nSummary:\n{link}Conflict Resolution:\n"
+                f"- File: python/triton/knobs.py\n  Action: keep both\n  Reason: fork-only knobs next to upstream's\n\n"
+                f"{quoted(u)}\n\n{KEEP}\nReactor Cherry-pick Revision: {u.sha}\n"
+            )
         if style == "beta-backport":
             return f"[triton][beta] Backport '{subj}' (#{m})\n\nSummary:\nThis is a backport of an upstream PR: {PULL}{u.pr}\n\n{quoted(u)}\n\n{KEEP}\nReactor Backport Revision: {u.sha}\n"
         if style == "legacy-pick":
@@ -152,8 +154,17 @@ def make_plan(ups: list[Up], seed: int) -> Plan:
             return f"[H100 core][triton][beta][proton] Backport {core} (#{u.pr}) (#{m})\n\nSummary:\nBackport upstream PR #{u.pr}.\n\nUpstream:\n{PULL}{u.pr}\n"
         return single(u, "beta-quoted")
 
-    singles = ("beta-quoted", "beta-quoted-no-m", "beta-resolved", "beta-backport", "legacy-pick", "legacy-conflicts",
-               "pick-tag", "cherry-picked-from", "h100-backport")
+    singles = (
+        "beta-quoted",
+        "beta-quoted-no-m",
+        "beta-resolved",
+        "beta-backport",
+        "legacy-pick",
+        "legacy-conflicts",
+        "pick-tag",
+        "cherry-picked-from",
+        "h100-backport",
+    )
     position = 0
     pending_decided: list[int] = sorted(deferred | wont)
     reverted_member: str | None = None
@@ -180,7 +191,10 @@ def make_plan(ups: list[Up], seed: int) -> Plan:
             plan.picks_written += len(members)
             if reverted_member is None and style == "bundle-list" and len(members) > 3:
                 victim = members[1]
-                emit("revert-in-bundle", f'Revert "{victim.subject}" (#{fork_pr()})\n\nThis reverts commit {victim.sha}.\n')
+                emit(
+                    "revert-in-bundle",
+                    f'Revert "{victim.subject}" (#{fork_pr()})\n\nThis reverts commit {victim.sha}.\n',
+                )
                 plan.carried.discard(victim.sha)
                 reverted_member = victim.sha
             continue
@@ -196,9 +210,15 @@ def make_plan(ups: list[Up], seed: int) -> Plan:
             if kind > 0.97:
                 emit("revert-d", f"Revert D{d_pick}: {title}\n\nDifferential Revision:\nD{d_pick}\n")
                 continue  # reverted: a hole
-            emit("back-out", f'Back out "{title}"\n\nSummary: trunk breakage\n\nDifferential Revision: D{d_undo}\n')
+            emit(
+                "back-out",
+                f'Back out "{title}"\n\nSummary: trunk breakage\n\nDifferential Revision: D{d_undo}\n',
+            )
             if rng.random() < 0.5:  # landed again: a revert of the back-out
-                emit("revert-d-of-back-out", f'Revert D{d_undo}: Back out "{title}"\n\nDifferential Revision:\nD{d_undo}\n')
+                emit(
+                    "revert-d-of-back-out",
+                    f'Revert D{d_undo}: Back out "{title}"\n\nDifferential Revision:\nD{d_undo}\n',
+                )
                 plan.carried.add(u.sha)
             continue
         emit(style, message)
@@ -206,12 +226,17 @@ def make_plan(ups: list[Up], seed: int) -> Plan:
         plan.picks_written += 1
         if rng.random() < 0.08:  # fork-only work that names upstream things it does not carry
             other = next(fork_numbers)
-            emit("negative", f"[triton][tlx] Fix the TLX pipeliner after upstream refactor (#{other}) (#{fork_pr()})\n\n"
-                             f"This is a regression from {PULL}{other}; upstream PR #{other} changed the API.\n")
+            emit(
+                "negative",
+                f"[triton][tlx] Fix the TLX pipeliner after upstream refactor (#{other}) (#{fork_pr()})\n\n"
+                f"This is a regression from {PULL}{other}; upstream PR #{other} changed the API.\n",
+            )
     return plan
 
 
-def bundle(style: str, members: list[Up], decided: list[Up], deferred_idx: set[int], ups: list[Up], m: int) -> str:
+def bundle(
+    style: str, members: list[Up], decided: list[Up], deferred_idx: set[int], ups: list[Up], m: int
+) -> str:
     numbers = " ".join(f"#{u.pr}" for u in members)
     k = len(members)
     links = "\n".join(f"- {PULL}{u.pr}" for u in members)
@@ -221,30 +246,41 @@ def bundle(style: str, members: list[Up], decided: list[Up], deferred_idx: set[i
     decision_trailers = "".join(f"\nReactor Defer Revision: {u.sha}" for u in deferred_items)
     decision_trailers += "".join(f"\nReactor WontPort Revision: {u.sha}" for u in wont_items)
     if style == "bundle-list":
-        return (f"[triton][beta] [Cherry-pick][BUNDLE] Cherry-pick {k} upstream({numbers}) (#{m})\n\nSummary:\n"
-                f"Pull Request resolved: https://github.com/facebookexperimental/triton/pull/{m}\n\n"
-                f"Reactor bundle: {k} upstream cherry-picks applied together and folded into one diff.\n\n{links}\n\n"
-                f"***Do not remove the following lines from this commit***\n{trailers}{decision_trailers}\n")
+        return (
+            f"[triton][beta] [Cherry-pick][BUNDLE] Cherry-pick {k} upstream({numbers}) (#{m})\n\nSummary:\n"
+            f"Pull Request resolved: https://github.com/facebookexperimental/triton/pull/{m}\n\n"
+            f"Reactor bundle: {k} upstream cherry-picks applied together and folded into one diff.\n\n{links}\n\n"
+            f"***Do not remove the following lines from this commit***\n{trailers}{decision_trailers}\n"
+        )
     if style == "bundle-last-trailer":
-        items = "\n".join(f"- [{i}] {u.sha[:8]} PR #{u.pr} '{u.subject[:60]}' — CLEAN" for i, u in enumerate(members, 1))
-        return (f"[triton][beta] [Cherry-pick][BUNDLE] Cherry-pick {k} upstream commits ({', '.join(f'#{u.pr}' for u in members)}) (#{m})\n\n"
-                f"Summary:\nFolded bundle of {k} upstream OAI Triton commits.\n\nReactor-Bundle:\n{items}\n\n{KEEP}\n"
-                f"Reactor Cherry-pick Revision: {members[-1].sha}{decision_trailers}\n")
+        items = "\n".join(
+            f"- [{i}] {u.sha[:8]} PR #{u.pr} '{u.subject[:60]}' — CLEAN" for i, u in enumerate(members, 1)
+        )
+        return (
+            f"[triton][beta] [Cherry-pick][BUNDLE] Cherry-pick {k} upstream commits ({', '.join(f'#{u.pr}' for u in members)}) (#{m})\n\n"
+            f"Summary:\nFolded bundle of {k} upstream OAI Triton commits.\n\nReactor-Bundle:\n{items}\n\n{KEEP}\n"
+            f"Reactor Cherry-pick Revision: {members[-1].sha}{decision_trailers}\n"
+        )
     if style == "bundle-cut":
         title = f"[triton][beta] [Cherry-pick][BUNDLE] Cherry-pick {k} upstream({numbers})"
         cut_at = min(len(title) - 1, 200)
         shown, rest = title[:cut_at], title[cut_at:]
-        return (f"{shown}… (#{m})\n\nSummary:\nPull Request resolved: https://github.com/facebookexperimental/triton/pull/{m}\n\n"
-                f"…{rest}\n\nBundle cherry-pick of {k} upstream Triton PR(s): {numbers}.\n\n"
-                + "\n".join(f"{PULL}{u.pr}" for u in members) + f"\n\n{KEEP}\n{trailers}{decision_trailers}\n")
+        return (
+            f"{shown}… (#{m})\n\nSummary:\nPull Request resolved: https://github.com/facebookexperimental/triton/pull/{m}\n\n"
+            f"…{rest}\n\nBundle cherry-pick of {k} upstream Triton PR(s): {numbers}.\n\n"
+            + "\n".join(f"{PULL}{u.pr}" for u in members)
+            + f"\n\n{KEEP}\n{trailers}{decision_trailers}\n"
+        )
     picked = ", ".join(f"#{u.pr}" for u in members)
     deferred_list = "\n".join(f"- #{u.pr}: T{u.pr} (needs a dedicated backport)" for u in deferred_items)
     wont_list = ", ".join(f"#{u.pr} CI only" for u in wont_items)
-    return (f"[triton][beta][BUNDLE] Backport {k} upstream PRs with #{members[-1].pr} repairs (#{m})\n\nSummary:\n"
-            f"Bundles the next Reactor frontier batch into one beta backport diff.\n\nPicked ({k}): {picked}.\n\n"
-            f"Deferred ({len(deferred_items)}, backlog):\n{deferred_list}\n\n"
-            f"Won't-port ({len(wont_items)}){': ' + wont_list if wont_items else '.'}\n\n"
-            f"Two-pin invariant: {k} backports and {len(deferred_items)} deferred PRs are recorded.\n")
+    return (
+        f"[triton][beta][BUNDLE] Backport {k} upstream PRs with #{members[-1].pr} repairs (#{m})\n\nSummary:\n"
+        f"Bundles the next Reactor frontier batch into one beta backport diff.\n\nPicked ({k}): {picked}.\n\n"
+        f"Deferred ({len(deferred_items)}, backlog):\n{deferred_list}\n\n"
+        f"Won't-port ({len(wont_items)}){': ' + wont_list if wont_items else '.'}\n\n"
+        f"Two-pin invariant: {k} backports and {len(deferred_items)} deferred PRs are recorded.\n"
+    )
 
 
 def expected_state(ups: list[Up], plan: Plan) -> dict[str, Any]:
@@ -280,9 +316,13 @@ def run(mirror: Path, tip_rev: str, count: int, seed: int, keep: Path | None = N
     plan = make_plan(ups, seed)
     # The last bundle-other style message states the two pins the fork keeps.
     state = expected_state(ups, plan)
-    pin_line = (f"\nTwo-pin state: `UPSTREAM_HASH` advanced to `{state['contiguous_pin']}`; "
-                f"`UPSTREAM_FRONTIER_HASH` advanced to `{state['frontier']}`.\n")
-    plan.messages.append("[triton][beta] Record the Reactor pins (#1)\n\nSummary:\nNo code change." + pin_line)
+    pin_line = (
+        f"\nTwo-pin state: `UPSTREAM_HASH` advanced to `{state['contiguous_pin']}`; "
+        f"`UPSTREAM_FRONTIER_HASH` advanced to `{state['frontier']}`.\n"
+    )
+    plan.messages.append(
+        "[triton][beta] Record the Reactor pins (#1)\n\nSummary:\nNo code change." + pin_line
+    )
     with tempfile.TemporaryDirectory(prefix="forksync-replay-") as tmp:
         root = Path(tmp) if keep is None else keep
         root.mkdir(parents=True, exist_ok=True)
@@ -322,20 +362,28 @@ def run(mirror: Path, tip_rev: str, count: int, seed: int, keep: Path | None = N
         "backlog_exact": list(m.backlog_commits) == state["backlog"],
         "backlog": len(m.backlog_commits),
         "fork_pins_exact": pins == (state["frontier"], state["contiguous_pin"]),
-        "fork_pins_disagree": stated.disagreements(m.frontier, m.contiguous_pin) if stated is not None else None,
+        "fork_pins_disagree": stated.disagreements(m.frontier, m.contiguous_pin)
+        if stated is not None
+        else None,
         "ledger_seconds": round(seconds, 2),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--mirror", type=Path, required=True, help="bare clone of facebookexperimental/triton")
+    parser.add_argument(
+        "--mirror", type=Path, required=True, help="bare clone of facebookexperimental/triton"
+    )
     parser.add_argument("--pre-fork-tip", default=PRE_FORK_TIP)
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="write upstream.git and fork.git here and keep them (bench_status --upstream/--fork)")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="write upstream.git and fork.git here and keep them (bench_status --upstream/--fork)",
+    )
     args = parser.parse_args(argv)
     result = run(args.mirror, args.pre_fork_tip, args.commits, args.seed, args.keep)
     if args.json:
@@ -343,9 +391,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for key, value in result.items():
             print(f"{key:>22}: {value}")
-    ok = (result["recognised_share"] >= 0.995 and result["false_picks"] == 0 and result["frontier_exact"]
-          and result["backlog_exact"] and result["fork_pins_exact"] and result["deferred_exact"]
-          and result["wont_port_exact"])
+    ok = (
+        result["recognised_share"] >= 0.995
+        and result["false_picks"] == 0
+        and result["frontier_exact"]
+        and result["backlog_exact"]
+        and result["fork_pins_exact"]
+        and result["deferred_exact"]
+        and result["wont_port_exact"]
+    )
     return 0 if ok else 1
 
 

@@ -55,7 +55,9 @@ def _trivial(ours: str, base: str, theirs: str, how: str) -> str:
             p = Path(tmp) / role
             p.write_text(text)
             names.append(str(p))
-        proc = subprocess.run(["git", "merge-file", "-p", f"--{how}", *names], capture_output=True, check=False)
+        proc = subprocess.run(
+            ["git", "merge-file", "-p", f"--{how}", *names], capture_output=True, check=False
+        )
     return proc.stdout.decode("utf-8", "replace")
 
 
@@ -112,7 +114,11 @@ def main(argv: list[str] | None = None) -> int:
             want = _text(repo, pick.tree, path)
             outcome, _ = resolve_text(Conflict(path, base, ours, theirs))
             proposed = outcome.entry is not None
-            got = outcome.entry.content.decode("utf-8", "replace") if outcome.entry and outcome.entry.content is not None else None
+            got = (
+                outcome.entry.content.decode("utf-8", "replace")
+                if outcome.entry and outcome.entry.content is not None
+                else None
+            )
             if want is None:
                 exact = proposed and got is None
             else:
@@ -121,12 +127,25 @@ def main(argv: list[str] | None = None) -> int:
             if ours is not None and theirs is not None and want is not None:
                 for how in ("ours", "theirs", "union"):
                     base_rows[how] = norm_exact(_trivial(ours, base or "", theirs, how)) == norm_exact(want)
-                base_rows["oracle"] = any(base_rows.values()) or norm_exact(ours) == norm_exact(want) or norm_exact(theirs) == norm_exact(want)
+                base_rows["oracle"] = (
+                    any(base_rows.values())
+                    or norm_exact(ours) == norm_exact(want)
+                    or norm_exact(theirs) == norm_exact(want)
+                )
             else:
                 base_rows = {"ours": want is None and ours is None, "theirs": False, "union": False}
                 base_rows["oracle"] = base_rows["ours"]
-            rows.append({"pick": str(pick.id), "upstream": str(up.id), "path": path, "proposed": proposed, "exact": exact,
-                         "strategy": outcome.entry.strategy if outcome.entry else "", **{f"baseline_{k}": v for k, v in base_rows.items()}})
+            rows.append(
+                {
+                    "pick": str(pick.id),
+                    "upstream": str(up.id),
+                    "path": path,
+                    "proposed": proposed,
+                    "exact": exact,
+                    "strategy": outcome.entry.strategy if outcome.entry else "",
+                    **{f"baseline_{k}": v for k, v in base_rows.items()},
+                }
+            )
     n = len(rows)
 
     def pct(k: int) -> str:
@@ -136,11 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|")
     print(f"| forksync: exact | {pct(sum(r['exact'] for r in rows))} |")
     print(f"| forksync: declined | {pct(sum(not r['proposed'] for r in rows))} |")
-    print(f"| forksync: **wrong and proposed** | {pct(sum(r['proposed'] and not r['exact'] for r in rows))} |")
+    print(
+        f"| forksync: **wrong and proposed** | {pct(sum(r['proposed'] and not r['exact'] for r in rows))} |"
+    )
     for how in ("ours", "theirs", "union", "oracle"):
         print(f"| baseline {how}: exact | {pct(sum(r['baseline_' + how] for r in rows))} |")
-    print(f"\n{len(picks)} picks matched; {missing} upstream commits missing; {clean} replay cleanly now; "
-          f"{time.perf_counter() - start:.1f}s")
+    print(
+        f"\n{len(picks)} picks matched; {missing} upstream commits missing; {clean} replay cleanly now; "
+        f"{time.perf_counter() - start:.1f}s"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
     return 0

@@ -47,8 +47,15 @@ def main() -> int:
 
             def job(**kw: object) -> float:
                 started = time.perf_counter()
-                run_l1_job(gh.adapter(gh.installation), GitCache(root / "git"), root / "data", L1Job(REPO, sha, **kw),  # type: ignore[arg-type]
-                           clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), clone_url_for=gh.git_url)
+                run_l1_job(
+                    gh.adapter(gh.installation),
+                    GitCache(root / "git"),
+                    root / "data",
+                    L1Job(REPO, sha, **kw),  # type: ignore[arg-type]
+                    clone_url=gh.git_url(REPO),
+                    token=gh.token_for(gh.installation),
+                    clone_url_for=gh.git_url,
+                )
                 return time.perf_counter() - started
 
             job()  # warm: cache clone, first check run
@@ -56,22 +63,40 @@ def main() -> int:
             one = [job(suite_names=(names[0],)) for _ in range(args.repeat)]
 
             gh.add_repo("stranger/fork")
-            subprocess.run(["git", "--git-dir", str(gh.bare("stranger/fork")), "fetch", "-q", str(gh.bare(REPO)),
-                            "+refs/heads/main:refs/heads/main"], check=True)
+            subprocess.run(
+                [
+                    "git",
+                    "--git-dir",
+                    str(gh.bare("stranger/fork")),
+                    "fetch",
+                    "-q",
+                    str(gh.bare(REPO)),
+                    "+refs/heads/main:refs/heads/main",
+                ],
+                check=True,
+            )
             outside = gh.commit("stranger/fork", {"x.txt": "x\n"}, branch="main")
             number = gh.add_pull(REPO, "main", head_repo="stranger/fork", author="stranger")
             gate = []
             for _ in range(args.repeat):
                 started = time.perf_counter()
-                result = run_l1_job(gh.adapter(gh.installation), GitCache(root / "git"), root / "data",
-                                    L1Job(REPO, outside, pr_number=number), clone_url=gh.git_url(REPO),
-                                    token=gh.token_for(gh.installation), clone_url_for=gh.git_url)
+                result = run_l1_job(
+                    gh.adapter(gh.installation),
+                    GitCache(root / "git"),
+                    root / "data",
+                    L1Job(REPO, outside, pr_number=number),
+                    clone_url=gh.git_url(REPO),
+                    token=gh.token_for(gh.installation),
+                    clone_url_for=gh.git_url,
+                )
                 gate.append(time.perf_counter() - started)
                 assert result.status == "needs_approval"
         finally:
             gh.close()
     f, o, g = statistics.median(full), statistics.median(one), statistics.median(gate)
-    print(f"{args.suites} suites x {args.tests} tests, median of {args.repeat} (python {sys.version.split()[0]})")
+    print(
+        f"{args.suites} suites x {args.tests} tests, median of {args.repeat} (python {sys.version.split()[0]})"
+    )
     print(f"/retest (all suites)     {f:7.2f} s")
     print(f"/retest {names[0]:<16} {o:7.2f} s   ratio all/one {f / o:5.2f}x")
     print(f"outside PR refused (gate) {g:6.2f} s   (no suite runs)")

@@ -52,10 +52,11 @@ def timed_rss(argv: Sequence[str], env: dict[str, str] | None = None) -> Timing:
     if gnu_time is None:
         start = time.perf_counter()
         subprocess.run(list(argv), env=env, capture_output=True, check=True)
-        return Timing(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0)
+        return Timing(
+            time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+        )
     start = time.perf_counter()
-    proc = subprocess.run([gnu_time, "-f", "%M %U %S", *argv], env=env, capture_output=True,
-                          check=False)
+    proc = subprocess.run([gnu_time, "-f", "%M %U %S", *argv], env=env, capture_output=True, check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"bench: {' '.join(argv[:4])} failed: {proc.stderr.decode()[-400:]}")
@@ -64,13 +65,17 @@ def timed_rss(argv: Sequence[str], env: dict[str, str] | None = None) -> Timing:
 
 
 def median(runs: list[Timing]) -> Timing:
-    return Timing(statistics.median(r.seconds for r in runs), max(r.peak_mb for r in runs),
-                  statistics.median(r.cpu for r in runs))
+    return Timing(
+        statistics.median(r.seconds for r in runs),
+        max(r.peak_mb for r in runs),
+        statistics.median(r.cpu for r in runs),
+    )
 
 
 def git_log_floor(pair: GeneratedPair, baseline: Path) -> list[str]:
     return [
-        "sh", "-c",
+        "sh",
+        "-c",
         f"git -C {baseline} log --first-parent -z --format='{FORMAT_UP}' {pair.base}..refs/remotes/upstream/main"
         f" >/dev/null && git -C {baseline} log -z --format='{FORMAT_FORK}' {pair.base}..main >/dev/null",
     ]
@@ -82,23 +87,39 @@ def make_baseline(pair: GeneratedPair, where: Path) -> Path:
     if repo.exists():
         return repo
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    fetched = subprocess.run(["git", "-C", str(repo), "fetch", "-q", str(pair.fork), "main:refs/heads/main"],
-                             capture_output=True, check=False).returncode == 0
+    fetched = (
+        subprocess.run(
+            ["git", "-C", str(repo), "fetch", "-q", str(pair.fork), "main:refs/heads/main"],
+            capture_output=True,
+            check=False,
+        ).returncode
+        == 0
+    )
     if not fetched:
         # A replay borrowing a partial mirror's objects cannot be packed for a fetch: borrow the
         # same objects (alternates) and point the two branches at the tips instead.
         def objects(path: Path) -> str:
-            out = subprocess.run(["git", "-C", str(path), "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                                 capture_output=True, text=True, check=True).stdout.strip()
+            out = subprocess.run(
+                ["git", "-C", str(path), "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
             return str(Path(out) / "objects")
 
         (repo / ".git" / "objects" / "info" / "alternates").write_text(
-            f"{objects(pair.fork)}\n{objects(pair.upstream)}\n")
+            f"{objects(pair.fork)}\n{objects(pair.upstream)}\n"
+        )
         subprocess.run(["git", "-C", str(repo), "update-ref", "refs/heads/main", pair.fork_tip], check=True)
-        subprocess.run(["git", "-C", str(repo), "update-ref", "refs/remotes/upstream/main", pair.upstream_tip], check=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "update-ref", "refs/remotes/upstream/main", pair.upstream_tip],
+            check=True,
+        )
         return repo
-    subprocess.run(["git", "-C", str(repo), "fetch", "-q", str(pair.upstream), "main:refs/remotes/upstream/main"],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "fetch", "-q", str(pair.upstream), "main:refs/remotes/upstream/main"],
+        check=True,
+    )
     return repo
 
 
@@ -107,24 +128,45 @@ def cli_env(cache: Path) -> dict[str, str]:
     dev box sets it) would make every run compile its modules from source (~0.05-0.1 s); the
     bytecode goes to one prefix in the temp dir, written by the untimed ledger check run."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update({"FORKSYNC_CACHE_DIR": str(cache), "PYTHONPYCACHEPREFIX": str(Path(tempfile.gettempdir()) / "forksync-bench-pycache")})
+    env.update(
+        {
+            "FORKSYNC_CACHE_DIR": str(cache),
+            "PYTHONPYCACHEPREFIX": str(Path(tempfile.gettempdir()) / "forksync-bench-pycache"),
+        }
+    )
     return env
 
 
 def status_argv(pair: GeneratedPair) -> list[str]:
-    return [sys.executable, "-m", "workers.cli", "status", "--upstream", str(pair.upstream),
-            "--fork", str(pair.fork), "--json"]
+    return [
+        sys.executable,
+        "-m",
+        "workers.cli",
+        "status",
+        "--upstream",
+        str(pair.upstream),
+        "--fork",
+        str(pair.fork),
+        "--json",
+    ]
 
 
 def measure(pair: GeneratedPair, work: Path, runs: int) -> dict[str, Timing]:
     """Each tool once per round, alternated (cherry, floor, cold, warm, cherry, ...): on a shared,
     loaded box the load then falls on all of them alike. Medians; the load average per round."""
     baseline = make_baseline(pair, work)
-    samples: dict[str, list[Timing]] = {"git cherry": [], "git log (floor)": [], "status cold": [], "status warm": []}
+    samples: dict[str, list[Timing]] = {
+        "git cherry": [],
+        "git log (floor)": [],
+        "status cold": [],
+        "status warm": [],
+    }
     loads = []
     for i in range(runs):
         loads.append(os.getloadavg()[0])
-        samples["git cherry"].append(timed_rss(["git", "-C", str(baseline), "cherry", "main", "refs/remotes/upstream/main"]))
+        samples["git cherry"].append(
+            timed_rss(["git", "-C", str(baseline), "cherry", "main", "refs/remotes/upstream/main"])
+        )
         samples["git log (floor)"].append(timed_rss(git_log_floor(pair, baseline)))
         cache = work / f"cache-{i}"
         if cache.exists():
@@ -169,32 +211,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-doubling", action="store_true")
     parser.add_argument("--dir", type=Path, default=None, help="keep the generated pairs here")
-    parser.add_argument("--upstream", type=Path, default=None,
-                        help="with --fork: measure this existing pair (its main branches; e.g. a replay written by "
-                             "bench_replay_fbtriton --keep) instead of a generated one; no doubling")
+    parser.add_argument(
+        "--upstream",
+        type=Path,
+        default=None,
+        help="with --fork: measure this existing pair (its main branches; e.g. a replay written by "
+        "bench_replay_fbtriton --keep) instead of a generated one; no doubling",
+    )
     parser.add_argument("--fork", type=Path, default=None)
     args = parser.parse_args(argv)
 
     root = args.dir or Path(tempfile.mkdtemp(prefix="forksync-bench-"))
     root.mkdir(parents=True, exist_ok=True)
     if args.upstream is not None and args.fork is not None:
+
         def tip(repo: Path) -> str:
-            return subprocess.run(["git", "-C", str(repo), "rev-parse", "main"], capture_output=True,
-                                  text=True, check=True).stdout.strip()
+            return subprocess.run(
+                ["git", "-C", str(repo), "rev-parse", "main"], capture_output=True, text=True, check=True
+            ).stdout.strip()
 
         up_tip, fork_tip = tip(args.upstream), tip(args.fork)
-        base = subprocess.run(["git", "-C", str(args.fork), "merge-base", "main", up_tip], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        base = subprocess.run(
+            ["git", "-C", str(args.fork), "merge-base", "main", up_tip],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         pair = GeneratedPair(args.upstream, args.fork, base, up_tip, fork_tip, {}, 0, 0.0)
         found, _ = check_counts(pair, root / "check-cache")
         print(f"existing pair {args.upstream} / {args.fork}: ledger carried commits {found}")
         args.no_doubling = True
     else:
         spec = PairSpec(args.upstream_commits, args.fork_commits, args.files)
-        print(f"pair of {spec.upstream_commits} upstream / {spec.fork_commits} fork commits, {spec.files} files ...")
+        print(
+            f"pair of {spec.upstream_commits} upstream / {spec.fork_commits} fork commits, {spec.files} files ..."
+        )
         pair = _pair(root / "n", spec)
         found, made = check_counts(pair, root / "check-cache")
-        print(f"  ledger carried commits: {found} (generator made {made}){'' if found == made else '  MISMATCH'}")
+        print(
+            f"  ledger carried commits: {found} (generator made {made}){'' if found == made else '  MISMATCH'}"
+        )
     figures = measure(pair, root / "n", args.runs)
 
     doubled: dict[str, Timing] = {}
@@ -216,15 +272,21 @@ def main(argv: list[str] | None = None) -> int:
     cherry, floor = figures["git cherry"].seconds, figures["git log (floor)"].seconds
     cold, warm = figures["status cold"], figures["status warm"]
     print()
-    print(f"cold status vs git cherry : {cherry / cold.seconds:6.1f}x faster   (target >= 10x; CPU "
-          f"{figures['git cherry'].cpu / max(1e-9, cold.cpu):.1f}x)")
-    print(f"cold status vs git log    : {cold.seconds / floor:6.2f}x the floor (target <= 2x; CPU "
-          f"{cold.cpu / max(1e-9, figures['git log (floor)'].cpu):.1f}x)")
+    print(
+        f"cold status vs git cherry : {cherry / cold.seconds:6.1f}x faster   (target >= 10x; CPU "
+        f"{figures['git cherry'].cpu / max(1e-9, cold.cpu):.1f}x)"
+    )
+    print(
+        f"cold status vs git log    : {cold.seconds / floor:6.2f}x the floor (target <= 2x; CPU "
+        f"{cold.cpu / max(1e-9, figures['git log (floor)'].cpu):.1f}x)"
+    )
     print(f"warm status vs git cherry : {cherry / warm.seconds:6.1f}x faster   (target >= 50x)")
     print(f"warm status vs git log    : {warm.seconds / floor:6.2f}x the floor (target <= 3x)")
     print(f"peak memory (cold status) : {cold.peak_mb:6.0f} MB          (target < 500 MB)")
     if doubled:
-        print(f"doubling, cold status     : {doubled['status cold'].seconds / cold.seconds:6.2f}x time   (target <= 2.2x)")
+        print(
+            f"doubling, cold status     : {doubled['status cold'].seconds / cold.seconds:6.2f}x time   (target <= 2.2x)"
+        )
     return 0
 
 

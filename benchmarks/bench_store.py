@@ -38,17 +38,25 @@ def legacy(path: Path) -> tuple[Callable[[str, list[tuple[str, str]]], None], Ca
         db = sqlite3.connect(path, timeout=30)
         with db:
             db.execute("DELETE FROM test_results WHERE commit_sha = ? AND suite = ?", (commit, "unit"))
-            db.executemany("INSERT OR REPLACE INTO test_results VALUES (?, ?, ?, ?)",
-                           [(commit, "unit", t, o) for t, o in tests])
-            db.execute("INSERT INTO suite_runs (commit_sha, suite, status, total, recorded_at) VALUES (?, ?, ?, ?, ?)",
-                       (commit, "unit", "passed", len(tests), time.time()))
+            db.executemany(
+                "INSERT OR REPLACE INTO test_results VALUES (?, ?, ?, ?)",
+                [(commit, "unit", t, o) for t, o in tests],
+            )
+            db.execute(
+                "INSERT INTO suite_runs (commit_sha, suite, status, total, recorded_at) VALUES (?, ?, ?, ?, ?)",
+                (commit, "unit", "passed", len(tests), time.time()),
+            )
         db.close()
 
     def triage(commit: str) -> object:
         db = sqlite3.connect(path, timeout=30)
-        failing = db.execute("SELECT test_id FROM test_results WHERE commit_sha = ? AND suite = ? AND outcome IN (?, ?)",
-                             (commit, "unit", "failed", "error")).fetchall()
-        base = db.execute("SELECT total FROM suite_runs WHERE suite = ? ORDER BY seq DESC LIMIT 5", ("unit",)).fetchall()
+        failing = db.execute(
+            "SELECT test_id FROM test_results WHERE commit_sha = ? AND suite = ? AND outcome IN (?, ?)",
+            (commit, "unit", "failed", "error"),
+        ).fetchall()
+        base = db.execute(
+            "SELECT total FROM suite_runs WHERE suite = ? ORDER BY seq DESC LIMIT 5", ("unit",)
+        ).fetchall()
         db.close()
         return failing, statistics.median(r[0] for r in base)
 
@@ -57,11 +65,15 @@ def legacy(path: Path) -> tuple[Callable[[str, list[tuple[str, str]]], None], Ca
 
 def store_ops(store: Store) -> tuple[Callable[[str, list[tuple[str, str]]], None], Callable[[str], object]]:
     results = TrunkResults(store, "acme/fork")
-    return (lambda commit, tests: results.record(commit, "unit", "passed", tests),
-            lambda commit: (results.failing_at(commit, "unit"), results.baseline("unit")))
+    return (
+        lambda commit, tests: results.record(commit, "unit", "passed", tests),
+        lambda commit: (results.failing_at(commit, "unit"), results.baseline("unit")),
+    )
 
 
-def measure(name: str, ops: tuple[Callable[..., None], Callable[[str], object]], tests: int, runs: int) -> None:
+def measure(
+    name: str, ops: tuple[Callable[..., None], Callable[[str], object]], tests: int, runs: int
+) -> None:
     record, triage = ops
     rows = [(f"tests/test_{i}.py::test_{i}", "failed" if i % 50 == 0 else "passed") for i in range(tests)]
     rec, tri = [], []
@@ -80,7 +92,9 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=300)
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
-    print(f"| backend ({args.tests} tests per suite run) | record (median) | triage read (median) |\n| --- | ---: | ---: |")
+    print(
+        f"| backend ({args.tests} tests per suite run) | record (median) | triage read (median) |\n| --- | ---: | ---: |"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         measure("legacy per-node sqlite3 file", legacy(Path(tmp) / "results.sqlite"), args.tests, args.runs)
         sqlite_store = Store(database_url_for(None, Path(tmp) / "store"))
@@ -89,7 +103,9 @@ def main() -> None:
     try:
         import psycopg
 
-        admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", connect_timeout=3, autocommit=True)
+        admin = psycopg.connect(
+            "postgresql://postgres@127.0.0.1:5432/postgres", connect_timeout=3, autocommit=True
+        )
     except Exception as exc:
         print(f"(PostgreSQL not measured: {exc})")
         return

@@ -139,14 +139,17 @@ def procfile_web(port: int, app: str) -> list[str]:
     line = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
     command = line.split(":", 1)[1].strip()
     command = re.sub(r"\$\{PORT:-\d+\}", str(port), command)
-    command = re.sub(r"\$\{WEB_CONCURRENCY:-(\d+)\}", lambda m: os.environ.get("WEB_CONCURRENCY", m.group(1)), command)
+    command = re.sub(
+        r"\$\{WEB_CONCURRENCY:-(\d+)\}", lambda m: os.environ.get("WEB_CONCURRENCY", m.group(1)), command
+    )
     argv = shlex.split(command)
     argv[0] = str(Path(sys.executable).with_name(argv[0]))
     return [app if a == "bot:create_app()" else a for a in argv]
 
 
-def start_gunicorn(app: str, env: dict[str, str], workers: int, threads: int, procfile: bool,
-                   access_log: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_gunicorn(
+    app: str, env: dict[str, str], workers: int, threads: int, procfile: bool, access_log: Path
+) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     if procfile:
         argv = procfile_web(port, app)
@@ -163,8 +166,10 @@ def start_gunicorn(app: str, env: dict[str, str], workers: int, threads: int, pr
     deadline = time.time() + 20
     while time.time() < deadline:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz" if "create_app" in app else
-                                        f"http://127.0.0.1:{port}/", timeout=1):
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/healthz" if "create_app" in app else f"http://127.0.0.1:{port}/",
+                timeout=1,
+            ):
                 pass
             return proc, port
         except urllib.error.HTTPError:
@@ -175,21 +180,36 @@ def start_gunicorn(app: str, env: dict[str, str], workers: int, threads: int, pr
     raise SystemExit("gunicorn did not start within 20 s")
 
 
-def run_wrk(port: int, body: bytes, signature: str, run: str, duration: int, connections: int,
-            threads: int) -> dict[str, Any]:
+def run_wrk(
+    port: int, body: bytes, signature: str, run: str, duration: int, connections: int, threads: int
+) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(WRK_SCRIPT % {"body": body.decode(), "signature": signature, "run": run})
         script = f.name
     try:
         out = subprocess.run(
-            ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{duration}s", "--timeout", "5s",
-             "-s", script, f"http://127.0.0.1:{port}/webhook"],
-            capture_output=True, text=True, check=True,
+            [
+                "wrk",
+                "-t",
+                str(threads),
+                "-c",
+                str(connections),
+                "-d",
+                f"{duration}s",
+                "--timeout",
+                "5s",
+                "-s",
+                script,
+                f"http://127.0.0.1:{port}/webhook",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
     finally:
         os.unlink(script)
     line = next(line for line in out.splitlines() if line.startswith("RESULT "))
-    result: dict[str, Any] = json.loads(line[len("RESULT "):])
+    result: dict[str, Any] = json.loads(line[len("RESULT ") :])
     result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
     return result
 
@@ -208,8 +228,17 @@ def queued_deliveries(client: Any, run: str) -> list[str]:
     return ids
 
 
-def _measure(client: Any, proc: subprocess.Popen[bytes], port: int, body: bytes, signature: str, run: str,
-             duration: int, connections: int, wrk_threads: int) -> dict[str, Any]:
+def _measure(
+    client: Any,
+    proc: subprocess.Popen[bytes],
+    port: int,
+    body: bytes,
+    signature: str,
+    run: str,
+    duration: int,
+    connections: int,
+    wrk_threads: int,
+) -> dict[str, Any]:
     rpid = redis_pid(client)
     web0, redis0 = cpu_seconds(proc.pid), cpu_seconds(rpid) if rpid else 0.0
     load0 = os.getloadavg()[0]
@@ -225,10 +254,17 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=10, help="seconds per measured round")
     parser.add_argument("--rounds", type=int, default=3, help="alternated rounds per app (medians reported)")
     parser.add_argument("--connections", default="8,64", help="comma-separated wrk connection counts")
-    parser.add_argument("--no-procfile", action="store_true",
-                        help="use --workers/--threads without an access log instead of the Procfile's command line")
-    parser.add_argument("--workers", type=int, default=3, help="gunicorn worker processes (with --no-procfile)")
-    parser.add_argument("--threads", type=int, default=8, help="gunicorn threads per worker (with --no-procfile)")
+    parser.add_argument(
+        "--no-procfile",
+        action="store_true",
+        help="use --workers/--threads without an access log instead of the Procfile's command line",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=3, help="gunicorn worker processes (with --no-procfile)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=8, help="gunicorn threads per worker (with --no-procfile)"
+    )
     parser.add_argument("--wrk-threads", type=int, default=1)
     parser.add_argument("--redis-db", type=int, default=11)
     args = parser.parse_args()
@@ -239,28 +275,56 @@ def main() -> int:
     redis_url = f"redis://127.0.0.1:6379/{args.redis_db}"
     client = redis.Redis.from_url(redis_url)
     client.ping()
-    body = PAYLOAD.read_bytes() if PAYLOAD.exists() else json.dumps(
-        {"ref": "refs/heads/main", "before": "0" * 40, "after": "1" * 40,
-         "repository": {"full_name": "acme/fork"}, "installation": {"id": 1}}).encode()
+    body = (
+        PAYLOAD.read_bytes()
+        if PAYLOAD.exists()
+        else json.dumps(
+            {
+                "ref": "refs/heads/main",
+                "before": "0" * 40,
+                "after": "1" * 40,
+                "repository": {"full_name": "acme/fork"},
+                "installation": {"id": 1},
+            }
+        ).encode()
+    )
     import hashlib
     import hmac
 
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
     work = Path(tempfile.mkdtemp(prefix="forksync-bench-webhook-"))
     # The delivery log on its embedded default (SQLite in the data dir), in a fresh directory.
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": redis_url,
-           "FORKSYNC_DATA_DIR": str(work / "data")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FORKSYNC_WEBHOOK_SECRET": SECRET,
+        "REDIS_URL": redis_url,
+        "FORKSYNC_DATA_DIR": str(work / "data"),
+    }
     env.pop("PORT", None)
     env.pop("FORKSYNC_DATABASE_URL", None)
-    shape = ("Procfile web: " + " ".join(procfile_web(0, "bot:create_app()")[1:]).replace("0.0.0.0:0", "0.0.0.0:$PORT")
-             if not args.no_procfile else f"gunicorn workers={args.workers} threads={args.threads}, no access log")
-    print(f"{shape}\nwrk -t{args.wrk_threads}, {args.rounds} alternated rounds of {args.duration}s per app; "
-          f"{os.cpu_count()} CPUs; body {len(body)} bytes; load average before: {os.getloadavg()[0]:.1f}")
+    shape = (
+        "Procfile web: "
+        + " ".join(procfile_web(0, "bot:create_app()")[1:]).replace("0.0.0.0:0", "0.0.0.0:$PORT")
+        if not args.no_procfile
+        else f"gunicorn workers={args.workers} threads={args.threads}, no access log"
+    )
+    print(
+        f"{shape}\nwrk -t{args.wrk_threads}, {args.rounds} alternated rounds of {args.duration}s per app; "
+        f"{os.cpu_count()} CPUs; body {len(body)} bytes; load average before: {os.getloadavg()[0]:.1f}"
+    )
     all_ok = True
-    apps = (("bare Flask (baseline)", "benchmarks.bench_webhook:bare_app()"), ("forksync POST /webhook", "bot:create_app()"))
+    apps = (
+        ("bare Flask (baseline)", "benchmarks.bench_webhook:bare_app()"),
+        ("forksync POST /webhook", "bot:create_app()"),
+    )
     for connections in [int(c) for c in str(args.connections).split(",")]:
-        servers = {name: start_gunicorn(app, env, args.workers, args.threads, not args.no_procfile,
-                                        work / f"access-{i}.log") for i, (name, app) in enumerate(apps)}
+        servers = {
+            name: start_gunicorn(
+                app, env, args.workers, args.threads, not args.no_procfile, work / f"access-{i}.log"
+            )
+            for i, (name, app) in enumerate(apps)
+        }
         rounds: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in apps}
         runs: list[str] = []
         try:
@@ -271,8 +335,19 @@ def main() -> int:
                     run = uuid.uuid4().hex[:12]
                     if "forksync" in name:
                         runs.append(run)
-                    rounds[name].append(_measure(client, proc, port, body, signature, run, args.duration,
-                                                 connections, args.wrk_threads))
+                    rounds[name].append(
+                        _measure(
+                            client,
+                            proc,
+                            port,
+                            body,
+                            signature,
+                            run,
+                            args.duration,
+                            connections,
+                            args.wrk_threads,
+                        )
+                    )
         finally:
             for proc, _ in servers.values():
                 proc.terminate()
@@ -280,7 +355,9 @@ def main() -> int:
         ids = [i for run in runs for i in queued_deliveries(client, run)]
         accepted = sum(r["accepted"] for r in rounds["forksync POST /webhook"])
         other = sum(r["other"] for r in rounds["forksync POST /webhook"])
-        dedup = sum(1 for run in runs for _ in client.scan_iter(match=f"forksync:delivery:{run}-*", count=1000))
+        dedup = sum(
+            1 for run in runs for _ in client.scan_iter(match=f"forksync:delivery:{run}-*", count=1000)
+        )
         for key in client.scan_iter(match="forksync:delivery:*", count=1000):
             client.delete(key)
         client.delete(QUEUE)
@@ -288,27 +365,42 @@ def main() -> int:
         med: dict[str, dict[str, float]] = {}
         for name, rs in rounds.items():
             for i, r in enumerate(rs):
-                print(f"  round {i + 1} {name:24s} {r['rps']:7.0f} req/s  p50 {r['p50_us'] / 1000:6.2f} ms  "
-                      f"p99 {r['p99_us'] / 1000:6.2f} ms  CPU/request web {r['web_cpu_ms']:.2f} ms, redis "
-                      f"{r['redis_cpu_ms']:.2f} ms  load {r['load']:.1f}  non-202 {r['other']}  errors {r['errors']}")
-            med[name] = {k: statistics.median(r[k] for r in rs)
-                         for k in ("rps", "p50_us", "p99_us", "web_cpu_ms", "redis_cpu_ms", "load")}
+                print(
+                    f"  round {i + 1} {name:24s} {r['rps']:7.0f} req/s  p50 {r['p50_us'] / 1000:6.2f} ms  "
+                    f"p99 {r['p99_us'] / 1000:6.2f} ms  CPU/request web {r['web_cpu_ms']:.2f} ms, redis "
+                    f"{r['redis_cpu_ms']:.2f} ms  load {r['load']:.1f}  non-202 {r['other']}  errors {r['errors']}"
+                )
+            med[name] = {
+                k: statistics.median(r[k] for r in rs)
+                for k in ("rps", "p50_us", "p99_us", "web_cpu_ms", "redis_cpu_ms", "load")
+            }
         for name, m in med.items():
-            print(f"median {name:24s} {m['rps']:7.0f} req/s  p50 {m['p50_us'] / 1000:6.2f} ms  p99 "
-                  f"{m['p99_us'] / 1000:6.2f} ms  CPU/request web {m['web_cpu_ms']:.2f} ms, redis {m['redis_cpu_ms']:.2f} ms"
-                  f"  load {m['load']:.1f}")
+            print(
+                f"median {name:24s} {m['rps']:7.0f} req/s  p50 {m['p50_us'] / 1000:6.2f} ms  p99 "
+                f"{m['p99_us'] / 1000:6.2f} ms  CPU/request web {m['web_cpu_ms']:.2f} ms, redis {m['redis_cpu_ms']:.2f} ms"
+                f"  load {m['load']:.1f}"
+            )
         fs, base = med["forksync POST /webhook"], med["bare Flask (baseline)"]
-        print(f"ratio forksync/baseline: throughput {fs['rps'] / base['rps']:.2f}x, "
-              f"p99 {fs['p99_us'] / max(1, base['p99_us']):.2f}x, web CPU per request "
-              f"{fs['web_cpu_ms'] / max(1e-9, base['web_cpu_ms']):.2f}x")
+        print(
+            f"ratio forksync/baseline: throughput {fs['rps'] / base['rps']:.2f}x, "
+            f"p99 {fs['p99_us'] / max(1, base['p99_us']):.2f}x, web CPU per request "
+            f"{fs['web_cpu_ms'] / max(1e-9, base['web_cpu_ms']):.2f}x"
+        )
         capacity = (os.cpu_count() or 1) * 1000 / max(1e-9, fs["web_cpu_ms"] + fs["redis_cpu_ms"])
-        print(f"CPU-bound capacity of an idle {os.cpu_count()}-core box for forksync "
-              f"(CPUs / (web + redis CPU per request)): ~{capacity:.0f} req/s")
-        exactly_once = (len(ids) == len(set(ids)) == dedup and accepted <= len(ids) <= accepted + args.rounds * connections
-                        and other == 0)
+        print(
+            f"CPU-bound capacity of an idle {os.cpu_count()}-core box for forksync "
+            f"(CPUs / (web + redis CPU per request)): ~{capacity:.0f} req/s"
+        )
+        exactly_once = (
+            len(ids) == len(set(ids)) == dedup
+            and accepted <= len(ids) <= accepted + args.rounds * connections
+            and other == 0
+        )
         all_ok = all_ok and exactly_once
-        print(f"exactly once: {accepted} answered 202, {len(ids)} messages queued, {len(set(ids))} distinct "
-              f"delivery ids, {dedup} dedup keys -> {'OK' if exactly_once else 'MISMATCH'}")
+        print(
+            f"exactly once: {accepted} answered 202, {len(ids)} messages queued, {len(set(ids))} distinct "
+            f"delivery ids, {dedup} dedup keys -> {'OK' if exactly_once else 'MISMATCH'}"
+        )
         target = fs["rps"] >= 2500 and fs["p99_us"] < 50_000
         print(f"target (>= 2,500 req/s, p99 < 50 ms): {'met' if target else 'NOT met'}")
     print(f"load average after: {os.getloadavg()[0]:.1f}")

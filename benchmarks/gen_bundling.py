@@ -37,15 +37,26 @@ risk:
 """
 
 _DIRS = [
-    ("lib/Dialect/Triton/IR", ".cpp"), ("lib/Dialect/Triton/Transforms", ".cpp"),
-    ("lib/Dialect/TritonGPU/IR", ".cpp"), ("lib/Dialect/TritonGPU/Transforms", ".cpp"),
-    ("lib/Dialect/TritonGPU/Transforms/Pipeliner", ".cpp"), ("lib/Dialect/TritonNvidiaGPU/Transforms", ".cpp"),
-    ("lib/Conversion/TritonGPUToLLVM", ".cpp"), ("lib/Analysis", ".cpp"),
-    ("third_party/nvidia/lib/TritonNVIDIAGPUToLLVM", ".cpp"), ("third_party/amd/lib/TritonAMDGPUToLLVM", ".cpp"),
-    ("include/triton/Dialect/TritonGPU/Transforms", ".h"), ("include/triton/Analysis", ".h"),
-    ("include/triton/Dialect/Triton/IR", ".td"), ("include/triton/Dialect/TritonGPU/IR", ".td"),
-    ("python/triton/language", ".py"), ("python/triton/runtime", ".py"), ("python/triton/compiler", ".py"),
-    ("python/test/unit/language", ".py"), ("test/TritonGPU", ".mlir"), ("test/Conversion", ".mlir"),
+    ("lib/Dialect/Triton/IR", ".cpp"),
+    ("lib/Dialect/Triton/Transforms", ".cpp"),
+    ("lib/Dialect/TritonGPU/IR", ".cpp"),
+    ("lib/Dialect/TritonGPU/Transforms", ".cpp"),
+    ("lib/Dialect/TritonGPU/Transforms/Pipeliner", ".cpp"),
+    ("lib/Dialect/TritonNvidiaGPU/Transforms", ".cpp"),
+    ("lib/Conversion/TritonGPUToLLVM", ".cpp"),
+    ("lib/Analysis", ".cpp"),
+    ("third_party/nvidia/lib/TritonNVIDIAGPUToLLVM", ".cpp"),
+    ("third_party/amd/lib/TritonAMDGPUToLLVM", ".cpp"),
+    ("include/triton/Dialect/TritonGPU/Transforms", ".h"),
+    ("include/triton/Analysis", ".h"),
+    ("include/triton/Dialect/Triton/IR", ".td"),
+    ("include/triton/Dialect/TritonGPU/IR", ".td"),
+    ("python/triton/language", ".py"),
+    ("python/triton/runtime", ".py"),
+    ("python/triton/compiler", ".py"),
+    ("python/test/unit/language", ".py"),
+    ("test/TritonGPU", ".mlir"),
+    ("test/Conversion", ".mlir"),
 ]
 
 
@@ -61,19 +72,27 @@ class BundlingPair:
 def _render(path: str, values: list[str]) -> str:
     stem = Path(path).stem
     if path.endswith(".py"):
-        body = "".join(f"def {stem}_{k}(x):\n    v = x + {values[k]}\n    return v\n\n\n" for k in range(FUNCS))
+        body = "".join(
+            f"def {stem}_{k}(x):\n    v = x + {values[k]}\n    return v\n\n\n" for k in range(FUNCS)
+        )
         return f'"""{path}"""\nimport math\n\n\n{body}'
     if path.endswith(".td"):
-        body = "".join(f'def {stem}_{k} : TT_Op<"{stem.lower()}{k}"> {{\n  let summary = "{values[k]}";\n}}\n\n'
-                       for k in range(FUNCS))
-        return f"// {path}\ninclude \"mlir/IR/OpBase.td\"\n\n{body}"
+        body = "".join(
+            f'def {stem}_{k} : TT_Op<"{stem.lower()}{k}"> {{\n  let summary = "{values[k]}";\n}}\n\n'
+            for k in range(FUNCS)
+        )
+        return f'// {path}\ninclude "mlir/IR/OpBase.td"\n\n{body}'
     if path.endswith(".mlir"):
-        body = "".join(f"tt.func @{stem}_{k}() {{\n  %c = arith.constant {values[k]} : i32\n  tt.return\n}}\n\n"
-                       for k in range(FUNCS))
+        body = "".join(
+            f"tt.func @{stem}_{k}() {{\n  %c = arith.constant {values[k]} : i32\n  tt.return\n}}\n\n"
+            for k in range(FUNCS)
+        )
         return f"// RUN: triton-opt %s | FileCheck %s\n\n{body}"
-    body = "".join(f"static int {stem}_{k}(int x) {{\n  int v = x + {values[k]};\n  return v;\n}}\n\n"
-                   for k in range(FUNCS))
-    return f"// {path}\n#include \"triton/Analysis/Utility.h\"\n\nnamespace mlir::triton {{\n\n{body}}} // namespace\n"
+    body = "".join(
+        f"static int {stem}_{k}(int x) {{\n  int v = x + {values[k]};\n  return v;\n}}\n\n"
+        for k in range(FUNCS)
+    )
+    return f'// {path}\n#include "triton/Analysis/Utility.h"\n\nnamespace mlir::triton {{\n\n{body}}} // namespace\n'
 
 
 def make_bundling_pair(root: Path, pending: int = 1000, files: int = 3000, seed: int = 7) -> BundlingPair:
@@ -122,8 +141,17 @@ def make_bundling_pair(root: Path, pending: int = 1000, files: int = 3000, seed:
                     state[path][k] = f"{n}"
                 changes[path] = _render(path, state[path])
         author = Person(f"Dev {n % 37}", f"dev{n % 37}@triton.example")
-        marks.append(up.commit("refs/heads/main", f"[area{n % 11}] Change number {n} (#{1000 + n})", changes,
-                               author=author, author_time=t - 300, committer=merger, committer_time=t))
+        marks.append(
+            up.commit(
+                "refs/heads/main",
+                f"[area{n % 11}] Change number {n} (#{1000 + n})",
+                changes,
+                author=author,
+                author_time=t - 300,
+                committer=merger,
+                committer_time=t,
+            )
+        )
     up_marks = up.run(root / "upstream")
     upstream_repo = Repository(root / "upstream")
     base = up_marks[base_mark]
@@ -131,7 +159,13 @@ def make_bundling_pair(root: Path, pending: int = 1000, files: int = 3000, seed:
     fork = Repository(root / "fork")
     fork.path.mkdir(parents=True, exist_ok=True)
     fork.git("init", "--quiet", "-b", "main")
-    fork.git("fetch", "--quiet", "--no-tags", str(upstream_repo.path), "+refs/heads/main:refs/remotes/upstream/main")
+    fork.git(
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        str(upstream_repo.path),
+        "+refs/heads/main:refs/remotes/upstream/main",
+    )
     fs = Stream()
     fork_files: dict[str, str | None] = {".github/forksync.yml": CONFIG}
     base_state = {p: [str(k) for k in range(FUNCS)] for p in (*forked, *zone)}
@@ -141,7 +175,15 @@ def make_bundling_pair(root: Path, pending: int = 1000, files: int = 3000, seed:
     for path in zone:
         base_state[path] = [f"ws{k}" for k in range(FUNCS)]
         fork_files[path] = _render(path, base_state[path])
-    fs.commit("refs/heads/main", "[fork] our layouts and warp specialization", fork_files,
-              author=fork_dev, author_time=START + 1800, parents=[base])
+    fs.commit(
+        "refs/heads/main",
+        "[fork] our layouts and warp specialization",
+        fork_files,
+        author=fork_dev,
+        author_time=START + 1800,
+        parents=[base],
+    )
     fs.run(fork.path)
-    return BundlingPair(root / "upstream", root / "fork", tuple(up_marks[m] for m in marks), conflicts, zone_hits)
+    return BundlingPair(
+        root / "upstream", root / "fork", tuple(up_marks[m] for m in marks), conflicts, zone_hits
+    )

@@ -48,10 +48,30 @@ DEFAULT_MIX = {
     "patch-id": 0.05,
     "revert": 0.02,
 }
-AREAS = ("[BACKEND]", "[FRONTEND]", "[AMD]", "[NVIDIA]", "[IR]", "[LAYOUTS]", "[TESTING]", "[RUNTIME]", "[Docs]")
+AREAS = (
+    "[BACKEND]",
+    "[FRONTEND]",
+    "[AMD]",
+    "[NVIDIA]",
+    "[IR]",
+    "[LAYOUTS]",
+    "[TESTING]",
+    "[RUNTIME]",
+    "[Docs]",
+)
 VERBS = ("Fix", "Add", "Support", "Refactor", "Remove", "Speed up", "Generalize", "Verify")
-NOUNS = ("buffer loads", "tl.dot precision", "the pipeliner", "MMAv3 layouts", "warp specialization",
-         "fp8 conversions", "the autotuner", "reshape verification", "descriptor gathers", "async copies")
+NOUNS = (
+    "buffer loads",
+    "tl.dot precision",
+    "the pipeliner",
+    "MMAv3 layouts",
+    "warp specialization",
+    "fp8 conversions",
+    "the autotuner",
+    "reshape verification",
+    "descriptor gathers",
+    "async copies",
+)
 DIRS = (
     ("lib/Dialect/TritonGPU/Transforms", "cpp"),
     ("lib/Dialect/Triton/IR", "cpp"),
@@ -114,8 +134,10 @@ class _Files:
     def header(self, f: int) -> str:
         text = self._header.get(f)
         if text is None:
-            text = "".join(f"// {self.paths[f]} static line {k}: some code that never changes;\n"
-                           for k in range(self.file_lines))
+            text = "".join(
+                f"// {self.paths[f]} static line {k}: some code that never changes;\n"
+                for k in range(self.file_lines)
+            )
             self._header[f] = text
         return text
 
@@ -131,7 +153,9 @@ class _Files:
 
 
 def _hunk(index: int, slot: int, lines: int) -> str:
-    return "\n".join(f"    change {index} slot {slot} line {k}: value = compute({k});" for k in range(max(1, lines)))
+    return "\n".join(
+        f"    change {index} slot {slot} line {k}: value = compute({k});" for k in range(max(1, lines))
+    )
 
 
 def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
@@ -153,7 +177,16 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
             edits.append((f, slot))
             slot += 1
         subject = f"{rng.choice(AREAS)} {rng.choice(VERBS)} {rng.choice(NOUNS)} ({i})"
-        ups.append(_Up(i, 10_000 + i, f"{subject} (#{10_000 + i})", rng.choice(authors), START + 3600 + i * 1800, edits))
+        ups.append(
+            _Up(
+                i,
+                10_000 + i,
+                f"{subject} (#{10_000 + i})",
+                rng.choice(authors),
+                START + 3600 + i * 1800,
+                edits,
+            )
+        )
 
     # Upstream: the base imports the whole tree; then one commit per upstream change.
     up_path, fork_path = root / "upstream", root / "fork"
@@ -194,7 +227,9 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
     fork_repo.git("init", "--quiet", "-b", "main")
     fork_repo.git("config", "remote.origin.url", f"{FORK_URL}.git")
     upstream_repo.git("update-ref", "refs/heads/gen-pair-base", base)
-    fork_repo.git("fetch", "--quiet", "--no-tags", str(up_path), "refs/heads/gen-pair-base:refs/gen-pair/base")
+    fork_repo.git(
+        "fetch", "--quiet", "--no-tags", str(up_path), "refs/heads/gen-pair-base:refs/gen-pair/base"
+    )
     upstream_repo.git("update-ref", "-d", "refs/heads/gen-pair-base")
 
     styles = list(spec.mix)
@@ -216,8 +251,16 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
     def commit(message: str, changes: dict[str, str | None], author: Person, author_time: int) -> None:
         nonlocal fprev, ftime, made
         ftime += 600
-        fprev = fstream.commit("refs/heads/main", message, changes, author=author, author_time=author_time,
-                               committer=fdev, committer_time=ftime, parents=[fprev])
+        fprev = fstream.commit(
+            "refs/heads/main",
+            message,
+            changes,
+            author=author,
+            author_time=author_time,
+            committer=fdev,
+            committer_time=ftime,
+            parents=[fprev],
+        )
         made += 1
 
     def apply(indexes: list[int]) -> dict[str, str | None]:
@@ -243,20 +286,31 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
         if style == "fork-only":
             tlx_files += 1
             path = f"third_party/tlx/language/tlx/feature{tlx_files % 200}.py"
-            commit(f"[TLX] Fork feature {tlx_files} (#{fork_pr})", {path: f"# feature {tlx_files}\n"}, fdev, ftime)
+            commit(
+                f"[TLX] Fork feature {tlx_files} (#{fork_pr})",
+                {path: f"# feature {tlx_files}\n"},
+                fdev,
+                ftime,
+            )
             continue
         if style == "revert":
             if not picked_subjects:
                 continue
             subject, indexes, old_style = picked_subjects.pop(rng.randrange(len(picked_subjects)))
-            if old_style == "patch-id" or any((f, s) not in fork_inserted for i in indexes for f, s in ups[i].edits):
+            if old_style == "patch-id" or any(
+                (f, s) not in fork_inserted for i in indexes for f, s in ups[i].edits
+            ):
                 continue
             for i in indexes:
                 for f, s in ups[i].edits:
                     del fork_inserted[(f, s)]
             touched = sorted({f for i in indexes for f, _ in ups[i].edits})
-            commit(f"Revert \"{subject}\" (#{fork_pr})\n\nReverts example-org/triton#{fork_pr - 1}\n",
-                   {paths[f]: files.render(f, fork_inserted) for f in touched}, fdev, ftime)
+            commit(
+                f'Revert "{subject}" (#{fork_pr})\n\nReverts example-org/triton#{fork_pr - 1}\n',
+                {paths[f]: files.render(f, fork_inserted) for f in touched},
+                fdev,
+                ftime,
+            )
             expected[old_style] -= len(indexes)
             expected["revert"] += 0
             continue
@@ -277,8 +331,10 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
         elif style == "bundle":
             listed = " ".join(f"#{ups[i].pr}" for i in indexes)
             lines = "\n".join(f"- {sha_of[i][:12]} {ups[i].subject}" for i in indexes)
-            message = (f"[Cherry-pick][BUNDLE] Cherry-pick {len(indexes)} upstream({listed}) (#{fork_pr})\n\n"
-                       f"Picked:\n{lines}\n")
+            message = (
+                f"[Cherry-pick][BUNDLE] Cherry-pick {len(indexes)} upstream({listed}) (#{fork_pr})\n\n"
+                f"Picked:\n{lines}\n"
+            )
             author, at = bot, ftime
         elif style == "body-link":
             message = f"Port {u.subject.rsplit(' (#', 1)[0].lower()} (#{fork_pr})\n\nUpstream: {UPSTREAM_URL}/pull/{u.pr}\n"
@@ -307,7 +363,9 @@ def generate_pair(root: Path, spec: PairSpec) -> GeneratedPair:
         fork_commit_count=made,
         seconds=time.perf_counter() - started,
     )
-    (root / "pair.json").write_text(json.dumps({"spec": _spec_json(spec), "pair": _pair_json(pair)}, indent=1))
+    (root / "pair.json").write_text(
+        json.dumps({"spec": _spec_json(spec), "pair": _pair_json(pair)}, indent=1)
+    )
     return pair
 
 
@@ -329,8 +387,13 @@ def load_pair(root: Path, spec: PairSpec) -> GeneratedPair | None:
         return None
     d = data["pair"]
     return GeneratedPair(
-        upstream=Path(d["upstream"]), fork=Path(d["fork"]), base=d["base"], upstream_tip=d["upstream_tip"],
-        fork_tip=d["fork_tip"], expected_picked=d["expected_picked"], fork_commit_count=d["fork_commit_count"],
+        upstream=Path(d["upstream"]),
+        fork=Path(d["fork"]),
+        base=d["base"],
+        upstream_tip=d["upstream_tip"],
+        fork_tip=d["fork_tip"],
+        expected_picked=d["expected_picked"],
+        fork_commit_count=d["fork_commit_count"],
         seconds=d["seconds"],
     )
 
@@ -353,18 +416,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--upstream-commits", type=int, default=20_000)
     parser.add_argument("--fork-commits", type=int, default=2_000)
     parser.add_argument("--files", type=int, default=2_000, help="tree size (files)")
-    parser.add_argument("--mix", type=_mix, default=None, help="style=fraction,... (fractions of fork commits)")
+    parser.add_argument(
+        "--mix", type=_mix, default=None, help="style=fraction,... (fractions of fork commits)"
+    )
     parser.add_argument("--hole-rate", type=float, default=0.03)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--file-lines", type=int, default=120, help="static lines per file")
     parser.add_argument("--hunk-lines", type=int, default=6, help="lines each upstream edit inserts")
     args = parser.parse_args(argv)
-    spec = PairSpec(args.upstream_commits, args.fork_commits, args.files, args.mix or dict(DEFAULT_MIX),
-                    args.hole_rate, args.seed, args.file_lines, args.hunk_lines)
+    spec = PairSpec(
+        args.upstream_commits,
+        args.fork_commits,
+        args.files,
+        args.mix or dict(DEFAULT_MIX),
+        args.hole_rate,
+        args.seed,
+        args.file_lines,
+        args.hunk_lines,
+    )
     pair = generate_pair(args.out, spec)
-    print(f"upstream {pair.upstream}  fork {pair.fork}  base {pair.base[:12]}  "
-          f"fork commits {pair.fork_commit_count}  expected picked {pair.expected_picked}  "
-          f"in {pair.seconds:.1f}s")
+    print(
+        f"upstream {pair.upstream}  fork {pair.fork}  base {pair.base[:12]}  "
+        f"fork commits {pair.fork_commit_count}  expected picked {pair.expected_picked}  "
+        f"in {pair.seconds:.1f}s"
+    )
     return 0
 
 

@@ -113,17 +113,34 @@ def list_backports(gitdir: str, branches: str, refs: list[str]) -> list[Backport
     """Every non-merge commit with a backport trailer on the chosen refs (first ref that reaches it)."""
     names = subprocess.run(
         ["git", "-C", gitdir, "for-each-ref", "--format=%(refname)", "refs/heads", *refs],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.split()
-    chosen = [n for n in names if (n.startswith("refs/heads/") and re.fullmatch(branches, n[len("refs/heads/"):]))
-              or (not n.startswith("refs/heads/") and refs)]
+    chosen = [
+        n
+        for n in names
+        if (n.startswith("refs/heads/") and re.fullmatch(branches, n[len("refs/heads/") :]))
+        or (not n.startswith("refs/heads/") and refs)
+    ]
     seen: dict[str, Backport] = {}
     if not chosen:
         return []
     out = subprocess.run(
-        ["git", "-C", gitdir, "log", "--no-merges", "--source", "-E",
-         "--grep=cherry picked from commit|[Bb]ackport of", "--format=%H%x00%S%x00%B%x01", *chosen],
-        check=True, capture_output=True,
+        [
+            "git",
+            "-C",
+            gitdir,
+            "log",
+            "--no-merges",
+            "--source",
+            "-E",
+            "--grep=cherry picked from commit|[Bb]ackport of",
+            "--format=%H%x00%S%x00%B%x01",
+            *chosen,
+        ],
+        check=True,
+        capture_output=True,
     ).stdout.decode("utf-8", "replace")
     for rec in out.split("\x01"):
         sha, _, rest = rec.strip("\n").partition("\x00")
@@ -196,7 +213,8 @@ def replay(repo: pygit2.Repository, bp: Backport) -> tuple[str, list[MinedFile]]
 def _diff3(paths: list[Path]) -> tuple[bytes, int]:
     proc = subprocess.run(
         ["git", "merge-file", "-p", "--diff3", "-L", "ours", "-L", "base", "-L", "theirs", *map(str, paths)],
-        capture_output=True, check=False,
+        capture_output=True,
+        check=False,
     )
     return proc.stdout, proc.returncode
 
@@ -232,8 +250,15 @@ def keeps_clean_lines(ours: str, base: str, theirs: str, expected: str) -> bool:
     return True
 
 
-def write_case(repo: pygit2.Repository, setdir: Path, number: int, bp: Backport, files: list[MinedFile],
-               name: str, licence: str) -> None:
+def write_case(
+    repo: pygit2.Repository,
+    setdir: Path,
+    number: int,
+    bp: Backport,
+    files: list[MinedFile],
+    name: str,
+    licence: str,
+) -> None:
     """One case directory in the conflict-bench layout."""
     b = repo.revparse_single(bp.sha).peel(pygit2.Commit)
     o = repo.revparse_single(direct_original(repo, bp.originals) or "").peel(pygit2.Commit)
@@ -248,26 +273,51 @@ def write_case(repo: pygit2.Repository, setdir: Path, number: int, bp: Backport,
         raw, nconf = _diff3([cdir / names[k] for k in ("ours", "base", "theirs")])
         names["conflict_diff3"] = f"{flat(f.path)}.conflict.diff3"
         (cdir / names["conflict_diff3"]).write_bytes(raw)
-        text = [repo[oid].data.decode("utf-8", "surrogateescape") for oid in (f.ours, f.base, f.theirs, f.expected)]
-        fmeta.append({"path": f.path, "files": names, "git_merge_file_conflicts": nconf,
-                      "expected_keeps_all_non_conflicting_lines": keeps_clean_lines(*text),
-                      "blob_ids": {"base": str(f.base), "ours": str(f.ours), "theirs": str(f.theirs),
-                                   "expected": str(f.expected)}})
+        text = [
+            repo[oid].data.decode("utf-8", "surrogateescape")
+            for oid in (f.ours, f.base, f.theirs, f.expected)
+        ]
+        fmeta.append(
+            {
+                "path": f.path,
+                "files": names,
+                "git_merge_file_conflicts": nconf,
+                "expected_keeps_all_non_conflicting_lines": keeps_clean_lines(*text),
+                "blob_ids": {
+                    "base": str(f.base),
+                    "ours": str(f.ours),
+                    "theirs": str(f.theirs),
+                    "expected": str(f.expected),
+                },
+            }
+        )
 
     def day(c: pygit2.Commit) -> str:
         return dt.datetime.fromtimestamp(c.commit_time, dt.UTC).strftime("%Y-%m-%d")
 
     meta = {
-        "case": case, "repo": name, "repo_url": f"https://github.com/{name}", "license": licence,
+        "case": case,
+        "repo": name,
+        "repo_url": f"https://github.com/{name}",
+        "license": licence,
         "branch": bp.branch,
-        "original_sha": str(o.id), "originals_named": list(bp.originals), "original_parent_sha": str(o.parents[0].id),
-        "original_subject": o.message.split("\n", 1)[0], "original_date": day(o),
+        "original_sha": str(o.id),
+        "originals_named": list(bp.originals),
+        "original_parent_sha": str(o.parents[0].id),
+        "original_subject": o.message.split("\n", 1)[0],
+        "original_date": day(o),
         "original_is_merge_commit_picked_with_m1": len(o.parents) > 1,
-        "backport_sha": str(b.id), "backport_parent_sha": str(b.parents[0].id),
-        "backport_subject": b.message.split("\n", 1)[0], "backport_date": day(b),
+        "backport_sha": str(b.id),
+        "backport_parent_sha": str(b.parents[0].id),
+        "backport_subject": b.message.split("\n", 1)[0],
+        "backport_date": day(b),
         "conflicted_paths": [f.path for f in files],
-        "roles": {"base": "O^ (parent of original)", "ours": "B^ (maintenance branch before backport)",
-                  "theirs": "O (original commit)", "expected": "B (human-resolved backport)"},
+        "roles": {
+            "base": "O^ (parent of original)",
+            "ours": "B^ (maintenance branch before backport)",
+            "theirs": "O (original commit)",
+            "expected": "B (human-resolved backport)",
+        },
         "files": fmeta,
     }
     (cdir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -281,8 +331,18 @@ def triple_key(files: list[MinedFile]) -> str:
     return h.hexdigest()
 
 
-def mine(gitdir: str, setdir: Path, *, name: str, licence: str, branches: str, refs: list[str],
-         max_files: int, time_limit: float, first_case: int = 1) -> dict[str, object]:
+def mine(
+    gitdir: str,
+    setdir: Path,
+    *,
+    name: str,
+    licence: str,
+    branches: str,
+    refs: list[str],
+    max_files: int,
+    time_limit: float,
+    first_case: int = 1,
+) -> dict[str, object]:
     """Visit backports in the fixed order until a cap; write each conflicting one as a case. Returns the summary."""
     start = time.monotonic()
     repo = pygit2.Repository(gitdir)
@@ -307,10 +367,17 @@ def mine(gitdir: str, setdir: Path, *, name: str, licence: str, branches: str, r
                 written_files += len(files)
         stats[status] += 1
     summary: dict[str, object] = {
-        "repo": name, "license": licence, "branches": branches, "refs": refs,
-        "backports_listed": len(backports), "visited": visited, "cases": number - first_case,
-        "conflicted_files": written_files, "by_status": dict(sorted(stats.items())),
-        "list_seconds": round(listed, 1), "seconds": round(time.monotonic() - start, 1),
+        "repo": name,
+        "license": licence,
+        "branches": branches,
+        "refs": refs,
+        "backports_listed": len(backports),
+        "visited": visited,
+        "cases": number - first_case,
+        "conflicted_files": written_files,
+        "by_status": dict(sorted(stats.items())),
+        "list_seconds": round(listed, 1),
+        "seconds": round(time.monotonic() - start, 1),
         "order": "sha1 of the backport's id",
     }
     setdir.mkdir(parents=True, exist_ok=True)
@@ -324,9 +391,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="the set's directory (created)")
     parser.add_argument("--name", required=True, help="OWNER/REPO, recorded in each case")
     parser.add_argument("--license", default="see the project", help="the project's licence (SPDX), recorded")
-    parser.add_argument("--branches", default=r"(?!main$|master$).*",
-                        help="regex over refs/heads names (default: every branch but main/master)")
-    parser.add_argument("--refs", action="append", default=[], help="extra refs by prefix (for-each-ref patterns), e.g. refs/pull")
+    parser.add_argument(
+        "--branches",
+        default=r"(?!main$|master$).*",
+        help="regex over refs/heads names (default: every branch but main/master)",
+    )
+    parser.add_argument(
+        "--refs",
+        action="append",
+        default=[],
+        help="extra refs by prefix (for-each-ref patterns), e.g. refs/pull",
+    )
     parser.add_argument("--max-files", type=int, default=100, help="stop after this many conflicted files")
     parser.add_argument("--time-limit", type=float, default=600.0, help="stop after this many seconds")
     parser.add_argument("--first-case", type=int, default=1)
@@ -336,8 +411,17 @@ def main(argv: list[str] | None = None) -> int:
     except pygit2.GitError as exc:
         print(f"mine_conflicts: error: {args.repo} is not a git repository ({exc})", file=sys.stderr)
         return 2
-    summary = mine(args.repo, Path(args.out), name=args.name, licence=args.license, branches=args.branches,
-                   refs=args.refs, max_files=args.max_files, time_limit=args.time_limit, first_case=args.first_case)
+    summary = mine(
+        args.repo,
+        Path(args.out),
+        name=args.name,
+        licence=args.license,
+        branches=args.branches,
+        refs=args.refs,
+        max_files=args.max_files,
+        time_limit=args.time_limit,
+        first_case=args.first_case,
+    )
     print(json.dumps(summary, indent=1))
     return 0
 

@@ -57,8 +57,13 @@ def _file(pg: pygit2.Repository, tree: pygit2.Tree, path: str) -> bytes | None:
     return blob.data if isinstance(blob, pygit2.Blob) else None
 
 
-def build_chains(pg: pygit2.Repository, tree: pygit2.Oid, chains: Sequence[Sequence[str]],
-                 changes: dict[str, CommitChanges], memory: MemoryIndex) -> dict[str, Any]:
+def build_chains(
+    pg: pygit2.Repository,
+    tree: pygit2.Oid,
+    chains: Sequence[Sequence[str]],
+    changes: dict[str, CommitChanges],
+    memory: MemoryIndex,
+) -> dict[str, Any]:
     """Build each chain through on the fork trunk ``tree`` (as bundle.py builds every branch, and as
     replay_triton.chain_conflicts counts), resolving each conflicting pick with forksync."""
     merger = GitMerger(pg)
@@ -91,12 +96,23 @@ def build_chains(pg: pygit2.Repository, tree: pygit2.Oid, chains: Sequence[Seque
                         totals["resolved files equal to upstream's file"] += 1
                     onto_tree = pg.get(onto)
                     assert isinstance(onto_tree, pygit2.Tree)
-                    ours, base_t = _file(pg, onto_tree, entry.path), _file(pg, commit.parents[0].tree, entry.path)
+                    ours, base_t = (
+                        _file(pg, onto_tree, entry.path),
+                        _file(pg, commit.parents[0].tree, entry.path),
+                    )
                     theirs = _file(pg, commit.tree, entry.path)
                     if entry.content is not None and None not in (ours, base_t, theirs):
-                        merged = git_merge(*(b.decode("utf-8", "surrogateescape") for b in (ours, base_t, theirs)))  # type: ignore[union-attr]
-                        memory.add(learn(entry.path, merged, entry.content.decode("utf-8", "surrogateescape"),
-                                         f"forksync's own resolution of {sha[:10]} in this run"))
+                        merged = git_merge(
+                            *(b.decode("utf-8", "surrogateescape") for b in (ours, base_t, theirs))
+                        )  # type: ignore[union-attr]
+                        memory.add(
+                            learn(
+                                entry.path,
+                                merged,
+                                entry.content.decode("utf-8", "surrogateescape"),
+                                f"forksync's own resolution of {sha[:10]} in this run",
+                            )
+                        )
                 continue
             if first_wait is None:
                 first_wait = i
@@ -104,14 +120,22 @@ def build_chains(pg: pygit2.Repository, tree: pygit2.Oid, chains: Sequence[Seque
                 totals["files waiting"] += 1
                 reasons[_reason_kind(w.reason)] += 1
             target.replace({d.path: d.new for d in changes[sha].deltas})  # the proxy, to count what follows
-        per_chain.append({"members": len(members), "conflicts": conflicts, "resolved": resolved,
-                          "waiting": conflicts - resolved, "first_wait": first_wait})
+        per_chain.append(
+            {
+                "members": len(members),
+                "conflicts": conflicts,
+                "resolved": resolved,
+                "waiting": conflicts - resolved,
+                "first_wait": first_wait,
+            }
+        )
     return {
         "chains": per_chain,
         "conflicts": sum(c["conflicts"] for c in per_chain),
         "resolved": sum(c["resolved"] for c in per_chain),
         "waiting": sum(c["waiting"] for c in per_chain),
-        "files": dict(totals), "strategies": dict(strategies.most_common()),
+        "files": dict(totals),
+        "strategies": dict(strategies.most_common()),
         "waiting_reasons": dict(reasons.most_common()),
     }
 
@@ -138,7 +162,9 @@ def snapshot(work: Path) -> dict[str, Any]:
     tip = pg.get(pair.fork_tip)
     assert isinstance(tip, pygit2.Commit)
     started = time.monotonic()
-    out = build_chains(pg, tip.tree.id, [c.commits for c in planned.plan.chains], planned.changes, MemoryIndex())
+    out = build_chains(
+        pg, tip.tree.id, [c.commits for c in planned.plan.chains], planned.changes, MemoryIndex()
+    )
     out["seconds"] = round(time.monotonic() - started, 1)
     return out
 
@@ -163,8 +189,19 @@ def weekly(work: Path, info: dict[str, Any]) -> dict[str, Any]:
         assert isinstance(first, pygit2.Commit)
         tree = first.parents[0].tree.id
         deps = line_dependencies([(s, changes[s].ranges) for s in shas], config.risk.context_lines)
-        walk = [Change(s, changes[s].paths, changes[s].symbols, changes[s].lines, depends=deps[s],
-                       defined=changes[s].defined, introduced=changes[s].introduced, used=changes[s].used) for s in shas]
+        walk = [
+            Change(
+                s,
+                changes[s].paths,
+                changes[s].symbols,
+                changes[s].lines,
+                depends=deps[s],
+                defined=changes[s].defined,
+                introduced=changes[s].introduced,
+                used=changes[s].used,
+            )
+            for s in shas
+        ]
         plan = partition(walk, config, TipTrial(PickTarget(pg, tree, GitMerger(pg)), changes))
         got = build_chains(pg, tree, [c.commits for c in plan.chains], changes, memory)
         for key in ("conflicts", "resolved", "waiting"):
@@ -176,7 +213,9 @@ def weekly(work: Path, info: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, required=True, help="bare mirror of facebookexperimental/triton")
+    parser.add_argument(
+        "--mirror", type=Path, required=True, help="bare mirror of facebookexperimental/triton"
+    )
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "forksync-replay")
     parser.add_argument("--only", choices=("snapshot", "weekly"), default=None)
     args = parser.parse_args(argv)

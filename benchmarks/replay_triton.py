@@ -107,8 +107,12 @@ def build_replay(mirror: Path, work: Path) -> dict[str, Any]:
     fork = work / "fork"
     git(work, "init", "-q", "-b", "main", str(fork))
     (fork / ".git" / "objects" / "info" / "alternates").write_text(objects + "\n")
-    env = {"GIT_AUTHOR_NAME": "fork", "GIT_AUTHOR_EMAIL": "fork@example.com", "GIT_COMMITTER_NAME": "fork",
-           "GIT_COMMITTER_EMAIL": "fork@example.com"}
+    env = {
+        "GIT_AUTHOR_NAME": "fork",
+        "GIT_AUTHOR_EMAIL": "fork@example.com",
+        "GIT_COMMITTER_NAME": "fork",
+        "GIT_COMMITTER_EMAIL": "fork@example.com",
+    }
     os.environ.update(env)
     git(fork, "reset", "-q", "--hard", base)
     (fork / ".github").mkdir(exist_ok=True)
@@ -121,14 +125,23 @@ def build_replay(mirror: Path, work: Path) -> dict[str, Any]:
         if is_hole(sha):
             holes.append(sha)
             continue
-        out = subprocess.run(["git", "-C", str(fork), "cherry-pick", "-x", "--allow-empty", sha],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            ["git", "-C", str(fork), "cherry-pick", "-x", "--allow-empty", sha],
+            capture_output=True,
+            text=True,
+        )
         if out.returncode != 0:
             git(fork, "cherry-pick", "--abort", check=False)
             git(fork, "reset", "-q", "--hard", "HEAD", check=False)
             left.append(sha)
-    info = {"base": base, "tip": tip, "upstream": upstream, "holes": holes, "left_behind": left,
-            "ingest_seconds": round(time.monotonic() - started, 1)}
+    info = {
+        "base": base,
+        "tip": tip,
+        "upstream": upstream,
+        "holes": holes,
+        "left_behind": left,
+        "ingest_seconds": round(time.monotonic() - started, 1),
+    }
     marker.write_text(json.dumps(info, indent=1))
     return info
 
@@ -169,8 +182,15 @@ def hunk_ranges(repo: Path, sha: str, context: int = 1) -> dict[str, list[tuple[
     return files
 
 
-def oracle(repo_path: Path, pg: pygit2.Repository, walk: Sequence[str], since: str, tree: pygit2.Oid,
-           changes: dict[str, CommitChanges], zones: Sequence[str]) -> dict[str, Any]:
+def oracle(
+    repo_path: Path,
+    pg: pygit2.Repository,
+    walk: Sequence[str],
+    since: str,
+    tree: pygit2.Oid,
+    changes: dict[str, CommitChanges],
+    zones: Sequence[str],
+) -> dict[str, Any]:
     running = PickTarget(pg, tree, GitMerger(pg))
     chain: list[str] = []
     members: set[str] = set()
@@ -188,8 +208,12 @@ def oracle(repo_path: Path, pg: pygit2.Repository, walk: Sequence[str], since: s
 # --------------------------------------------------------------------------- build-through counts
 
 
-def chain_conflicts(pg: pygit2.Repository, tree: pygit2.Oid, chains: Sequence[Sequence[str]],
-                    changes: dict[str, CommitChanges]) -> list[int]:
+def chain_conflicts(
+    pg: pygit2.Repository,
+    tree: pygit2.Oid,
+    chains: Sequence[Sequence[str]],
+    changes: dict[str, CommitChanges],
+) -> list[int]:
     """Conflicts met building each chain through on the fork trunk, as bundle.py builds every
     branch (alone on the trunk, landable in any order); a conflict "resolved" by taking the
     upstream side of its files, and counted."""
@@ -222,8 +246,13 @@ def speed(work: Path, cfg_file: Path, rounds: int = 2) -> dict[str, Any]:
     """Plan (cold caches, then warm) beside a worktree ``git cherry-pick -x`` loop over the same
     commits (the walk) onto the fork tip, alternated in one run, with the load average of each."""
     fork, up = work / "fork", work / "upstream.git"
-    env = {**os.environ, "GIT_AUTHOR_NAME": "fork", "GIT_AUTHOR_EMAIL": "fork@example.com",
-           "GIT_COMMITTER_NAME": "fork", "GIT_COMMITTER_EMAIL": "fork@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "fork",
+        "GIT_AUTHOR_EMAIL": "fork@example.com",
+        "GIT_COMMITTER_NAME": "fork",
+        "GIT_COMMITTER_EMAIL": "fork@example.com",
+    }
     runs: list[dict[str, Any]] = []
     outputs: set[str] = set()
     for n in range(rounds):
@@ -241,18 +270,32 @@ def speed(work: Path, cfg_file: Path, rounds: int = 2) -> dict[str, Any]:
         shutil.rmtree(loop_dir, ignore_errors=True)
         loop_dir.mkdir()
         loop_s, failed = cherry_pick_loop(fork, cold.order, env, loop_dir)
-        runs.append({"load": round(load, 2), "plan_cold_s": round(cold_s, 2), "plan_warm_s": round(warm_s, 2),
-                     "loop_s": round(loop_s, 1), "loop_conflicts": failed, "commits": len(cold.order),
-                     "cold_ratio": round(loop_s / cold_s, 1), "warm_ratio": round(loop_s / warm_s, 1),
-                     "load_after": round(os.getloadavg()[0], 2)})
+        runs.append(
+            {
+                "load": round(load, 2),
+                "plan_cold_s": round(cold_s, 2),
+                "plan_warm_s": round(warm_s, 2),
+                "loop_s": round(loop_s, 1),
+                "loop_conflicts": failed,
+                "commits": len(cold.order),
+                "cold_ratio": round(loop_s / cold_s, 1),
+                "warm_ratio": round(loop_s / warm_s, 1),
+                "load_after": round(os.getloadavg()[0], 2),
+            }
+        )
     if len(outputs) != 1:
         raise SystemExit("plan output differs between cold and warm runs")
     return {"runs": runs, "byte_identical": True}
 
 
-def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, timed: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {"holes": len(info["holes"]), "left_behind": len(info["left_behind"]),
-                           "ingest_loop_seconds": info["ingest_seconds"]}
+def snapshot(
+    mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, timed: bool = True
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "holes": len(info["holes"]),
+        "left_behind": len(info["left_behind"]),
+        "ingest_loop_seconds": info["ingest_seconds"],
+    }
     fork, up = work / "fork", work / "upstream.git"
     for link in ("line", "file"):
         cfg_file = work / f"forksync-{link}.yml"
@@ -271,19 +314,35 @@ def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, 
         for c in plan.chains:
             for r in c.reasons:
                 kinds[r.kind] = kinds.get(r.kind, 0) + 1
-        counts = chain_conflicts(pg, tip.tree.id, [c.commits for c in plan.chains], planned.changes) if link == "line" else []
+        counts = (
+            chain_conflicts(pg, tip.tree.id, [c.commits for c in plan.chains], planned.changes)
+            if link == "line"
+            else []
+        )
         out[link] = {
-            "placed": placed, "bundled": bundled, "share": round(bundled / placed, 3) if placed else 0,
-            "bundles": [len(b.commits) for b in plan.bundles], "chains": sorted((len(c.commits) for c in plan.chains), reverse=True),
-            "reasons": kinds, "plan_seconds": round(seconds, 2), "chain_conflicts": sum(counts),
+            "placed": placed,
+            "bundled": bundled,
+            "share": round(bundled / placed, 3) if placed else 0,
+            "bundles": [len(b.commits) for b in plan.bundles],
+            "chains": sorted((len(c.commits) for c in plan.chains), reverse=True),
+            "reasons": kinds,
+            "plan_seconds": round(seconds, 2),
+            "chain_conflicts": sum(counts),
             "chain_conflicts_each": counts,
         }
         if link == "line" and timed:
             out["speed"] = speed(work, cfg_file)
         if link == "line" and not skip_oracle:
             started = time.monotonic()
-            result = oracle(Path(pair.repo.path), pg, planned.order, info["base"], tip.tree.id, planned.changes,
-                            config.risk.diverged_zones + config.risk.risky_paths)
+            result = oracle(
+                Path(pair.repo.path),
+                pg,
+                planned.order,
+                info["base"],
+                tip.tree.id,
+                planned.changes,
+                config.risk.diverged_zones + config.risk.risky_paths,
+            )
             ours = {s for c in plan.chains for s in c.commits}
             theirs = set(result.pop("members"))
             result["seconds"] = round(time.monotonic() - started, 1)
@@ -299,7 +358,9 @@ def snapshot(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, 
 DIVERGENCE = "2d98c5e28"
 
 
-def diverged_tree(pg: pygit2.Repository, repo_path: Path, upstream_tree: pygit2.Oid, base: str, own: str) -> tuple[pygit2.Oid, int]:
+def diverged_tree(
+    pg: pygit2.Repository, repo_path: Path, upstream_tree: pygit2.Oid, base: str, own: str
+) -> tuple[pygit2.Oid, int]:
     """``upstream_tree`` plus the fork's own changes ``base..own`` by git's merge; where they
     conflict with that upstream the file stays upstream's (the fork's change there is left out),
     and so does a file whose blob the partial mirror lacks. Returns the tree and the files left out."""
@@ -308,12 +369,23 @@ def diverged_tree(pg: pygit2.Repository, repo_path: Path, upstream_tree: pygit2.
     for delta in b.diff_to_tree(o).deltas:
         if delta.new_file.id != pygit2.Oid(hex="0" * 40) and delta.new_file.id not in pg:
             old = delta.old_file
-            theirs.replace({delta.new_file.path: None if old.id == pygit2.Oid(hex="0" * 40) else (old.id, int(old.mode))})
+            theirs.replace(
+                {delta.new_file.path: None if old.id == pygit2.Oid(hex="0" * 40) else (old.id, int(old.mode))}
+            )
     sig = pygit2.Signature("m", "m@example.com", 0, 0)
     root = pg.create_commit(None, sig, sig, "base", b.id, [])
     one = pg.create_commit(None, sig, sig, "ours", upstream_tree, [root])
     two = pg.create_commit(None, sig, sig, "theirs", theirs.tree(), [root])
-    out = git(repo_path, "merge-tree", "--write-tree", "--name-only", "--no-messages", str(one), str(two), check=False)
+    out = git(
+        repo_path,
+        "merge-tree",
+        "--write-tree",
+        "--name-only",
+        "--no-messages",
+        str(one),
+        str(two),
+        check=False,
+    )
     lines = [x for x in out.split("\n") if x]
     merged = PickTarget(pg, pygit2.Oid(hex=lines[0]))
     ours = PickTarget(pg, upstream_tree)
@@ -322,8 +394,15 @@ def diverged_tree(pg: pygit2.Repository, repo_path: Path, upstream_tree: pygit2.
     return merged.tree(), len(conflicted)
 
 
-def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, *, divergence: bool = False,
-           zones: bool = True) -> dict[str, Any]:
+def weekly(
+    mirror: Path,
+    work: Path,
+    info: dict[str, Any],
+    skip_oracle: bool,
+    *,
+    divergence: bool = False,
+    zones: bool = True,
+) -> dict[str, Any]:
     """The continuous model: each calendar week planned on the fork as of the week's start.
 
     The fork is upstream as of the week's start (everything earlier landed), plus, with
@@ -360,11 +439,22 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, *,
             tree, dropped = diverged_tree(pg, up, tree, info["tip"], DIVERGENCE)
             left_out += dropped
         deps = line_dependencies([(s, changes[s].ranges) for s in shas], config.risk.context_lines)
-        known = names_in_tree(Repository(up), str(tree), (last_name(n) for s in shas for n in changes[s].introduced))
-        walk = [Change(s, changes[s].paths, changes[s].symbols, changes[s].lines, depends=deps[s],
-                       defined=changes[s].defined, used=changes[s].used,
-                       introduced=frozenset(n for n in changes[s].introduced if last_name(n) not in known))
-                for s in shas]
+        known = names_in_tree(
+            Repository(up), str(tree), (last_name(n) for s in shas for n in changes[s].introduced)
+        )
+        walk = [
+            Change(
+                s,
+                changes[s].paths,
+                changes[s].symbols,
+                changes[s].lines,
+                depends=deps[s],
+                defined=changes[s].defined,
+                used=changes[s].used,
+                introduced=frozenset(n for n in changes[s].introduced if last_name(n) not in known),
+            )
+            for s in shas
+        ]
         trial = TipTrial(PickTarget(pg, tree, GitMerger(pg)), changes)
         plan = partition(walk, config, trial)
         total += len(shas)
@@ -376,18 +466,31 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, *,
                 members[r.kind] = members.get(r.kind, 0) + 1
         conflicts += sum(chain_conflicts(pg, tree, [c.commits for c in plan.chains], changes))
         if not skip_oracle:
-            result = oracle(up, pg, shas, since, tree, changes, config.risk.diverged_zones + config.risk.risky_paths)
+            result = oracle(
+                up, pg, shas, since, tree, changes, config.risk.diverged_zones + config.risk.risky_paths
+            )
             oracle_b += result["bundled"]
             if result["chain"]:
                 oracle_sizes.append(result["chain"])
     return {
-        "divergence": divergence, "zones": zones, "divergence_files_left_out": left_out,
-        "weeks": len(weeks), "commits": total, "bundled": ours_b, "share": round(ours_b / total, 3),
-        "chains": len(chain_sizes), "median_chain": statistics.median(chain_sizes) if chain_sizes else 0,
-        "largest_chains": sorted(chain_sizes, reverse=True)[:6], "chain_conflicts": conflicts,
-        "seeds": dict(sorted(seeds.items())), "members": dict(sorted(members.items())),
-        "oracle": None if skip_oracle else {
-            "bundled": oracle_b, "share": round(oracle_b / total, 3),
+        "divergence": divergence,
+        "zones": zones,
+        "divergence_files_left_out": left_out,
+        "weeks": len(weeks),
+        "commits": total,
+        "bundled": ours_b,
+        "share": round(ours_b / total, 3),
+        "chains": len(chain_sizes),
+        "median_chain": statistics.median(chain_sizes) if chain_sizes else 0,
+        "largest_chains": sorted(chain_sizes, reverse=True)[:6],
+        "chain_conflicts": conflicts,
+        "seeds": dict(sorted(seeds.items())),
+        "members": dict(sorted(members.items())),
+        "oracle": None
+        if skip_oracle
+        else {
+            "bundled": oracle_b,
+            "share": round(oracle_b / total, 3),
             "median_chain": statistics.median(oracle_sizes) if oracle_sizes else 0,
             "largest_chains": sorted(oracle_sizes, reverse=True)[:6],
         },
@@ -396,7 +499,9 @@ def weekly(mirror: Path, work: Path, info: dict[str, Any], skip_oracle: bool, *,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mirror", type=Path, required=True, help="bare mirror of facebookexperimental/triton")
+    parser.add_argument(
+        "--mirror", type=Path, required=True, help="bare mirror of facebookexperimental/triton"
+    )
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "forksync-replay")
     parser.add_argument("--only", choices=("snapshot", "weekly"), default=None)
     parser.add_argument("--no-oracle", action="store_true")

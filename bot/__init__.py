@@ -48,8 +48,10 @@ def create_app(
         app,
         webhooks.BotState(
             settings=settings,
-            sender=sender or dispatch.default_sender(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
-            dedup=dedup or dispatch.default_store(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
+            sender=sender
+            or dispatch.default_sender(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
+            dedup=dedup
+            or dispatch.default_store(settings.redis_url, settings.data_dir, settings.delivery_ttl_s),
             deliveries=deliveries or dispatch.StoreDeliveryLog(settings.database_url, settings.data_dir),
         ),
     )

@@ -84,7 +84,9 @@ class RedisDeliveryStore:
         try:
             return bool(self.client.set(self.prefix + delivery, b"1", nx=True, ex=self.ttl_s))
         except redis.RedisError as exc:
-            raise DispatchError(f"Redis at {self._url} is unreachable ({type(exc).__name__})", "start Redis or fix REDIS_URL") from None
+            raise DispatchError(
+                f"Redis at {self._url} is unreachable ({type(exc).__name__})", "start Redis or fix REDIS_URL"
+            ) from None
 
     def release(self, delivery: str) -> None:
         import redis
@@ -98,7 +100,9 @@ class RedisDeliveryStore:
         try:
             self.client.ping()
         except redis.RedisError as exc:
-            raise DispatchError(f"Redis at {self._url} is unreachable ({type(exc).__name__})", "start Redis or fix REDIS_URL") from None
+            raise DispatchError(
+                f"Redis at {self._url} is unreachable ({type(exc).__name__})", "start Redis or fix REDIS_URL"
+            ) from None
         return f"redis {self._url}"
 
 
@@ -135,7 +139,9 @@ class SqliteDeliveryStore:
                 db.execute("DELETE FROM deliveries WHERE expires < ?", (now,))
             return cur.rowcount == 1
         except sqlite3.Error as exc:
-            raise DispatchError(f"delivery store {self.path} failed: {exc}", "check FORKSYNC_DATA_DIR is writable") from None
+            raise DispatchError(
+                f"delivery store {self.path} failed: {exc}", "check FORKSYNC_DATA_DIR is writable"
+            ) from None
 
     def release(self, delivery: str) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -145,7 +151,9 @@ class SqliteDeliveryStore:
         try:
             self._db().execute("SELECT 1").fetchone()
         except sqlite3.Error as exc:
-            raise DispatchError(f"delivery store {self.path} failed: {exc}", "check FORKSYNC_DATA_DIR is writable") from None
+            raise DispatchError(
+                f"delivery store {self.path} failed: {exc}", "check FORKSYNC_DATA_DIR is writable"
+            ) from None
         return f"sqlite {self.path}"
 
 
@@ -171,20 +179,36 @@ class StoreDeliveryLog:
             self._opened = open_store(self.database_url, self.data_dir)
         return self._opened
 
-    def accept(self, delivery: str, event: str, repo: str, installation_id: int | None, task: str = "",
-               kwargs: Mapping[str, Any] | None = None) -> bool:
+    def accept(
+        self,
+        delivery: str,
+        event: str,
+        repo: str,
+        installation_id: int | None,
+        task: str = "",
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> bool:
         """Record an accepted delivery and the task it sends (``kwargs``: kept so that the worker's
         replay pass can send it again if the queued message is lost); True the first time, False
         when it was accepted before."""
         from core.store import deliveries
 
-        record = deliveries.AcceptedDelivery(delivery, event, repo, installation_id, time.time(), task,
-                                             json.dumps(dict(kwargs)) if kwargs is not None else "")
+        record = deliveries.AcceptedDelivery(
+            delivery,
+            event,
+            repo,
+            installation_id,
+            time.time(),
+            task,
+            json.dumps(dict(kwargs)) if kwargs is not None else "",
+        )
         try:
             return deliveries.accept(self._store(), record)
         except Exception as exc:  # SQLAlchemy/driver errors: the delivery is not accepted
-            raise DispatchError(f"the delivery log could not record {delivery} ({type(exc).__name__})",
-                                "check FORKSYNC_DATABASE_URL (or that FORKSYNC_DATA_DIR is writable)") from None
+            raise DispatchError(
+                f"the delivery log could not record {delivery} ({type(exc).__name__})",
+                "check FORKSYNC_DATABASE_URL (or that FORKSYNC_DATA_DIR is writable)",
+            ) from None
 
     def forget(self, delivery: str) -> None:
         from core.store import deliveries
@@ -221,7 +245,8 @@ class CelerySender:
                 self.celery.send_task(name, kwargs=dict(kwargs), retry=False, headers=logs.publish_headers())
         except Exception as exc:  # kombu/redis raise many types; all mean "not enqueued"
             raise DispatchError(
-                f"could not enqueue {name} on {self._url} ({type(exc).__name__})", "check that the broker is running"
+                f"could not enqueue {name} on {self._url} ({type(exc).__name__})",
+                "check that the broker is running",
             ) from None
 
     def describe(self) -> str:
@@ -267,34 +292,63 @@ class RedisTaskQueue:
     def message(self, name: str, kwargs: Mapping[str, Any]) -> str:
         """The JSON envelope of one task message (Celery protocol 2, JSON body, base64 encoded)."""
         task_id = str(uuid.uuid4())
-        body = json.dumps([[], dict(kwargs), {"callbacks": None, "errbacks": None, "chain": None, "chord": None}])
-        return json.dumps({
-            "body": base64.b64encode(body.encode()).decode(),
-            "content-encoding": "utf-8",
-            "content-type": "application/json",
-            "headers": {
-                "lang": "py", "task": name, "id": task_id, "shadow": None, "eta": None, "expires": None,
-                "group": None, "group_index": None, "retries": 0, "timelimit": [None, None],
-                "root_id": task_id, "parent_id": None, "argsrepr": "()", "kwargsrepr": repr(dict(kwargs)),
-                "origin": self._origin, "ignore_result": None, "replaced_task_nesting": 0,
-                "stamped_headers": None, "stamps": {}, **logs.publish_headers(),
-            },
-            "properties": {
-                "correlation_id": task_id, "reply_to": "", "delivery_mode": 2,
-                "delivery_info": {"exchange": "", "routing_key": queue_for(name)},
-                "priority": 0, "body_encoding": "base64", "delivery_tag": str(uuid.uuid4()),
-            },
-        })
+        body = json.dumps(
+            [[], dict(kwargs), {"callbacks": None, "errbacks": None, "chain": None, "chord": None}]
+        )
+        return json.dumps(
+            {
+                "body": base64.b64encode(body.encode()).decode(),
+                "content-encoding": "utf-8",
+                "content-type": "application/json",
+                "headers": {
+                    "lang": "py",
+                    "task": name,
+                    "id": task_id,
+                    "shadow": None,
+                    "eta": None,
+                    "expires": None,
+                    "group": None,
+                    "group_index": None,
+                    "retries": 0,
+                    "timelimit": [None, None],
+                    "root_id": task_id,
+                    "parent_id": None,
+                    "argsrepr": "()",
+                    "kwargsrepr": repr(dict(kwargs)),
+                    "origin": self._origin,
+                    "ignore_result": None,
+                    "replaced_task_nesting": 0,
+                    "stamped_headers": None,
+                    "stamps": {},
+                    **logs.publish_headers(),
+                },
+                "properties": {
+                    "correlation_id": task_id,
+                    "reply_to": "",
+                    "delivery_mode": 2,
+                    "delivery_info": {"exchange": "", "routing_key": queue_for(name)},
+                    "priority": 0,
+                    "body_encoding": "base64",
+                    "delivery_tag": str(uuid.uuid4()),
+                },
+            }
+        )
 
     def send_once(self, delivery: str, name: str, kwargs: Mapping[str, Any]) -> bool:
         import redis
 
         try:
-            return bool(self._script(keys=[self.prefix + delivery, queue_for(name)],
-                                     args=[self.ttl_s, self.message(name, kwargs)]))
+            return bool(
+                self._script(
+                    keys=[self.prefix + delivery, queue_for(name)],
+                    args=[self.ttl_s, self.message(name, kwargs)],
+                )
+            )
         except redis.RedisError as exc:
-            raise DispatchError(f"could not enqueue {name} on {self._url} ({type(exc).__name__})",
-                                "start Redis or fix REDIS_URL") from None
+            raise DispatchError(
+                f"could not enqueue {name} on {self._url} ({type(exc).__name__})",
+                "start Redis or fix REDIS_URL",
+            ) from None
 
     def send(self, name: str, kwargs: Mapping[str, Any]) -> None:
         import redis
@@ -302,8 +356,10 @@ class RedisTaskQueue:
         try:
             self.client.lpush(queue_for(name), self.message(name, kwargs))
         except redis.RedisError as exc:
-            raise DispatchError(f"could not enqueue {name} on {self._url} ({type(exc).__name__})",
-                                "start Redis or fix REDIS_URL") from None
+            raise DispatchError(
+                f"could not enqueue {name} on {self._url} ({type(exc).__name__})",
+                "start Redis or fix REDIS_URL",
+            ) from None
 
     def describe(self) -> str:
         return f"celery over redis {self._url}"
@@ -351,10 +407,12 @@ def redis_persistence_problem(redis_url: str) -> str | None:
             return "cannot check Redis persistence (CONFIG GET is not allowed here); make sure AOF is on"
         return f"cannot reach Redis to check its persistence ({state.detail})"
     if not state.aof:
-        return ("Redis runs without its append-only file (appendonly no): a restart loses the messages "
-                "queued at that moment (webhook deliveries are replayed from the delivery log after "
-                "FORKSYNC_REPLAY_GRACE_S, and their dedup is in the store; queued ingests and L1/L2 runs "
-                "wait for beat or the next event)")
+        return (
+            "Redis runs without its append-only file (appendonly no): a restart loses the messages "
+            "queued at that moment (webhook deliveries are replayed from the delivery log after "
+            "FORKSYNC_REPLAY_GRACE_S, and their dedup is in the store; queued ingests and L1/L2 runs "
+            "wait for beat or the next event)"
+        )
     return None
 
 

@@ -214,7 +214,11 @@ class _Reader:
         if (value is _MISSING or value is None) and default is not None:
             return default
         if not isinstance(value, bool):
-            problem = "missing" if value is _MISSING or value is None else f"expected true or false, got {type(value).__name__}"
+            problem = (
+                "missing"
+                if value is _MISSING or value is None
+                else f"expected true or false, got {type(value).__name__}"
+            )
             raise PayloadError(self.event, path, problem)
         return value
 
@@ -247,10 +251,14 @@ def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
         action = payload.get("action")
         return UnhandledEvent(name=name, action=action if isinstance(action, str) else None)
     if name == "ping":
-        return PingEvent(zen=r.opt_text("zen") or "", hook_id=r.opt_integer("hook_id"), app_id=r.opt_integer("hook.app_id"))
+        return PingEvent(
+            zen=r.opt_text("zen") or "", hook_id=r.opt_integer("hook_id"), app_id=r.opt_integer("hook.app_id")
+        )
     if name == "installation":
         return InstallationEvent(
-            installation_id=r.integer("installation.id"), action=r.text("action"), repos=r.repo_names("repositories")
+            installation_id=r.integer("installation.id"),
+            action=r.text("action"),
+            repos=r.repo_names("repositories"),
         )
     if name == "installation_repositories":
         return InstallationRepositoriesEvent(
@@ -298,7 +306,8 @@ def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
             author=r.text("comment.user.login"),
             author_type=r.opt_text("comment.user.type") or "User",
             # GitHub marks comments on PRs by a "pull_request" object inside "issue".
-            is_pull_request=isinstance(payload.get("issue"), Mapping) and payload["issue"].get("pull_request") is not None,
+            is_pull_request=isinstance(payload.get("issue"), Mapping)
+            and payload["issue"].get("pull_request") is not None,
         )
     if name == "check_run":
         action = r.text("action")
@@ -329,7 +338,9 @@ _BOT_REF_PREFIX = "refs/heads/forksync/"  # workers/jobs/ingestion.py BOT_BRANCH
 # The pull_request actions some handler acts on (L1: opened/synchronize/reopened/ready_for_review;
 # ingestion: closed+merged). The rest (labeled, edited, review_requested, assigned,
 # auto_merge_enabled, converted_to_draft...) are frequent and would only wake a worker for nothing.
-PULL_REQUEST_ACTIONS: frozenset[str] = frozenset({"opened", "synchronize", "reopened", "ready_for_review", "closed"})
+PULL_REQUEST_ACTIONS: frozenset[str] = frozenset(
+    {"opened", "synchronize", "reopened", "ready_for_review", "closed"}
+)
 
 # installation: a new or resumed installation gets its first ingest; repositories added likewise.
 INSTALLATION_ACTIONS: frozenset[str] = frozenset({"created", "unsuspend"})

@@ -66,9 +66,15 @@ class ScrapeCollector:
         except Exception as exc:  # a broker blip must not break the whole scrape
             log.warning("queue depths unknown: %s", exc)
         yield depth
-        behind = GaugeMetricFamily("forksync_days_behind", "Days behind upstream (frontier), per fork", labels=["repo"])
-        backlog = GaugeMetricFamily("forksync_backlog_commits", "Backlog commits behind the frontier, per fork", labels=["repo"])
-        pin = GaugeMetricFamily("forksync_pin_days_behind", "Days behind upstream (contiguous pin), per fork", labels=["repo"])
+        behind = GaugeMetricFamily(
+            "forksync_days_behind", "Days behind upstream (frontier), per fork", labels=["repo"]
+        )
+        backlog = GaugeMetricFamily(
+            "forksync_backlog_commits", "Backlog commits behind the frontier, per fork", labels=["repo"]
+        )
+        pin = GaugeMetricFamily(
+            "forksync_pin_days_behind", "Days behind upstream (contiguous pin), per fork", labels=["repo"]
+        )
         try:
             for repo in self.feeds.repos():
                 feed = self.feeds.get(repo)
@@ -109,8 +115,12 @@ def metrics() -> Response:
     if settings.metrics_token:
         given = request.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {settings.metrics_token}".encode()):
-            return Response("unauthorized: /metrics needs 'Authorization: Bearer <FORKSYNC_METRICS_TOKEN>'\n",
-                            status=401, mimetype="text/plain", headers={"WWW-Authenticate": "Bearer"})
+            return Response(
+                "unauthorized: /metrics needs 'Authorization: Bearer <FORKSYNC_METRICS_TOKEN>'\n",
+                status=401,
+                mimetype="text/plain",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
     return Response(exposition(settings, state["feeds"]), mimetype=CONTENT_TYPE_LATEST)
 
 

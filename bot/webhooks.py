@@ -99,15 +99,27 @@ def task_for(event: Event, delivery: str, our_app_id: int | None = None) -> Task
     if isinstance(event, PushEvent):
         call = TaskCall(
             tasknames.ON_PUSH,
-            {"installation_id": event.installation_id, "repo": event.repo, "ref": event.ref,
-             "before": event.before, "after": event.after},
+            {
+                "installation_id": event.installation_id,
+                "repo": event.repo,
+                "ref": event.ref,
+                "before": event.before,
+                "after": event.after,
+            },
         )
     elif isinstance(event, PullRequestEvent):
         call = TaskCall(
             tasknames.ON_PULL_REQUEST,
-            {"installation_id": event.installation_id, "repo": event.repo, "number": event.number,
-             "action": event.action, "head_sha": event.head_sha, "head_ref": event.head_ref,
-             "base_ref": event.base_ref, "merged": event.merged},
+            {
+                "installation_id": event.installation_id,
+                "repo": event.repo,
+                "number": event.number,
+                "action": event.action,
+                "head_sha": event.head_sha,
+                "head_ref": event.head_ref,
+                "base_ref": event.base_ref,
+                "merged": event.merged,
+            },
         )
     elif isinstance(event, IssueCommentEvent):
         if event.action != "created":
@@ -116,18 +128,30 @@ def task_for(event: Event, delivery: str, our_app_id: int | None = None) -> Task
             return f"comment by bot {event.author}: bots cannot run commands"
         call = TaskCall(
             tasknames.ON_COMMENT,
-            {"installation_id": event.installation_id, "repo": event.repo, "issue_number": event.issue_number,
-             "comment_id": event.comment_id, "author": event.author, "author_type": event.author_type,
-             "is_pull_request": event.is_pull_request},
+            {
+                "installation_id": event.installation_id,
+                "repo": event.repo,
+                "issue_number": event.issue_number,
+                "comment_id": event.comment_id,
+                "author": event.author,
+                "author_type": event.author_type,
+                "is_pull_request": event.is_pull_request,
+            },
         )
     elif isinstance(event, CheckRunEvent):
         if event.action not in ("rerequested", "requested_action"):
             return f"check_run {event.action}: only rerequested and requested_action are acted on"
         call = TaskCall(
             tasknames.ON_CHECK_RUN,
-            {"installation_id": event.installation_id, "repo": event.repo, "check_run_id": event.check_run_id,
-             "name": event.name, "head_sha": event.head_sha, "action": event.action,
-             "requested_action": event.requested_action},
+            {
+                "installation_id": event.installation_id,
+                "repo": event.repo,
+                "check_run_id": event.check_run_id,
+                "name": event.name,
+                "head_sha": event.head_sha,
+                "action": event.action,
+                "requested_action": event.requested_action,
+            },
         )
     elif isinstance(event, CheckSuiteEvent):
         # completed: another CI system finished, so the coverage watchdog (required checks) re-reads.
@@ -135,20 +159,34 @@ def task_for(event: Event, delivery: str, our_app_id: int | None = None) -> Task
             return f"check_suite {event.action}: only requested, rerequested and completed are acted on"
         call = TaskCall(
             tasknames.ON_CHECK_SUITE,
-            {"installation_id": event.installation_id, "repo": event.repo, "check_suite_id": event.check_suite_id,
-             "head_sha": event.head_sha, "head_branch": event.head_branch, "action": event.action},
+            {
+                "installation_id": event.installation_id,
+                "repo": event.repo,
+                "check_suite_id": event.check_suite_id,
+                "head_sha": event.head_sha,
+                "head_branch": event.head_branch,
+                "action": event.action,
+            },
         )
     elif isinstance(event, InstallationEvent):
         call = TaskCall(
             tasknames.ON_INSTALLATION,
-            {"installation_id": event.installation_id, "action": event.action, "repos": list(event.repos),
-             "removed": []},
+            {
+                "installation_id": event.installation_id,
+                "action": event.action,
+                "repos": list(event.repos),
+                "removed": [],
+            },
         )
     elif isinstance(event, InstallationRepositoriesEvent):
         call = TaskCall(
             tasknames.ON_INSTALLATION,
-            {"installation_id": event.installation_id, "action": f"repositories_{event.action}",
-             "repos": list(event.added), "removed": list(event.removed)},
+            {
+                "installation_id": event.installation_id,
+                "action": f"repositories_{event.action}",
+                "repos": list(event.added),
+                "removed": list(event.removed),
+            },
         )
     elif isinstance(event, UnhandledEvent):
         return f"event {event.name!r} is not handled"
@@ -245,6 +283,7 @@ def _deadline(seconds: float) -> Iterator[threading.Event]:
     sock = request.environ.get("gunicorn.socket") or request.environ.get("werkzeug.socket")
     token = None
     if sock is not None and seconds > 0:
+
         def expire() -> None:
             fired.set()
             with contextlib.suppress(OSError):
@@ -320,12 +359,16 @@ def _decode(body: bytes, content_type: str) -> Mapping[str, Any]:
     if content_type.startswith("application/x-www-form-urlencoded"):
         fields = parse_qs(body.decode("utf-8", "replace"))
         if "payload" not in fields:
-            raise ValueError("form body without a payload field; set the webhook's content type to application/json")
+            raise ValueError(
+                "form body without a payload field; set the webhook's content type to application/json"
+            )
         text = fields["payload"][0]
     try:
         data = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"body is not JSON ({exc.msg if isinstance(exc, json.JSONDecodeError) else exc.reason})") from None
+        raise ValueError(
+            f"body is not JSON ({exc.msg if isinstance(exc, json.JSONDecodeError) else exc.reason})"
+        ) from None
     except RecursionError:  # "[[[[..." nested past Python's limit: not a payload GitHub sends
         raise ValueError("body is JSON nested too deeply to be a GitHub payload") from None
     if not isinstance(data, dict):
@@ -349,15 +392,27 @@ def webhook() -> Response:
         answer = _webhook()
     event = request.headers.get("X-GitHub-Event", "")
     telemetry.WEBHOOK_DELIVERIES.labels(
-        event=event if event in COUNTED_EVENTS else "other", answer=telemetry.answer_kind(answer.get_data(as_text=True)),
+        event=event if event in COUNTED_EVENTS else "other",
+        answer=telemetry.answer_kind(answer.get_data(as_text=True)),
     ).inc()
     return answer
 
 
 # Events counted by name in /metrics; anything else (or a forged header) is "other", so a
 # sender cannot grow the label set.
-COUNTED_EVENTS = frozenset({"push", "pull_request", "pull_request_review", "issue_comment", "check_run", "check_suite",
-                            "installation", "installation_repositories", "ping"})
+COUNTED_EVENTS = frozenset(
+    {
+        "push",
+        "pull_request",
+        "pull_request_review",
+        "issue_comment",
+        "check_run",
+        "check_suite",
+        "installation",
+        "installation_repositories",
+        "ping",
+    }
+)
 
 
 def _webhook() -> Response:
@@ -370,20 +425,30 @@ def _webhook() -> Response:
         return _answer(503, "unavailable: the server has no webhook secret; set FORKSYNC_WEBHOOK_SECRET")
     slots = _read_slots(settings.max_concurrent_reads)
     if not slots.acquire(timeout=0.5):
-        log.warning("delivery %s refused: %d bodies are being read already", delivery, settings.max_concurrent_reads)
+        log.warning(
+            "delivery %s refused: %d bodies are being read already", delivery, settings.max_concurrent_reads
+        )
         return _answer(503, "busy: too many webhook bodies are being read at once; GitHub may redeliver it")
     try:
-        body = _read_verified(settings.webhook_secret, request.headers.get("X-Hub-Signature-256"),
-                              settings.max_body_bytes, settings.body_read_timeout_s)
+        body = _read_verified(
+            settings.webhook_secret,
+            request.headers.get("X-Hub-Signature-256"),
+            settings.max_body_bytes,
+            settings.body_read_timeout_s,
+        )
     except _TooLarge:
         log.warning("delivery %s refused: body over %d bytes", delivery, settings.max_body_bytes)
         return _answer(413, f"too large: webhook bodies are limited to {settings.max_body_bytes} bytes")
     except _TooSlow:
-        log.warning("delivery %s refused: body not received within %s s", delivery, settings.body_read_timeout_s)
+        log.warning(
+            "delivery %s refused: body not received within %s s", delivery, settings.body_read_timeout_s
+        )
         return _answer(408, f"timeout: the body did not arrive within {settings.body_read_timeout_s:g} s")
     except _BadSignature:
         log.warning("delivery %s refused: missing or wrong X-Hub-Signature-256", delivery)
-        return _answer(401, "unauthorized: missing or wrong X-Hub-Signature-256; check the App's webhook secret")
+        return _answer(
+            401, "unauthorized: missing or wrong X-Hub-Signature-256; check the App's webhook secret"
+        )
     finally:
         slots.release()
     if not event_name:
@@ -414,9 +479,14 @@ def _enqueue(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> R
     if bot.deliveries is not None:
         installation = call.kwargs.get("installation_id")
         try:
-            first = bot.deliveries.accept(delivery, event_name[:64], str(call.kwargs.get("repo") or "")[:200],
-                                          installation if isinstance(installation, int) and 0 < installation < 2**63
-                                          else None, call.name, call.kwargs)
+            first = bot.deliveries.accept(
+                delivery,
+                event_name[:64],
+                str(call.kwargs.get("repo") or "")[:200],
+                installation if isinstance(installation, int) and 0 < installation < 2**63 else None,
+                call.name,
+                call.kwargs,
+            )
         except DispatchError as exc:
             log.error("delivery %s not accepted: %s", delivery, exc)
             return _answer(503, f"unavailable: {exc}")

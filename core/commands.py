@@ -46,20 +46,51 @@ class Spec:
 
 
 SPECS: tuple[Spec, ...] = (
-    Spec("bundle", "/bundle [max=N] [dry-run]", "plan now and open or update bundle PRs (dry-run: reply with the plan)"),
-    Spec("status", "/status", "reply with days behind, backlog, pending, frontier and pin, open bundles and chains", "read"),
+    Spec(
+        "bundle",
+        "/bundle [max=N] [dry-run]",
+        "plan now and open or update bundle PRs (dry-run: reply with the plan)",
+    ),
+    Spec(
+        "status",
+        "/status",
+        "reply with days behind, backlog, pending, frontier and pin, open bundles and chains",
+        "read",
+    ),
     Spec("retest", "/retest [SUITE …]", "rerun L1 on this PR (all suites, or the named ones)"),
     Spec("skip", "/skip REF REASON", "mark an upstream commit wont_port (a reason is required)"),
-    Spec("defer", "/defer REF [REASON]", "mark an upstream commit deferred (kept in the backlog, out of bundles)"),
+    Spec(
+        "defer",
+        "/defer REF [REASON]",
+        "mark an upstream commit deferred (kept in the backlog, out of bundles)",
+    ),
     Spec("urgent", "/urgent REF", "pick an upstream commit now, out of order, without moving the frontier"),
-    Spec("chain", "/chain REF [into ID]", "move an upstream commit into a risky chain (a new one, or chain ID)"),
+    Spec(
+        "chain", "/chain REF [into ID]", "move an upstream commit into a risky chain (a new one, or chain ID)"
+    ),
     Spec("unchain", "/unchain REF", "move an upstream commit out of its risky chain"),
-    Spec("bisect", "/bisect SUITE-OR-METRIC [good=SHA] [bad=SHA]", "bisect a trunk regression of an L2 suite or metric"),
+    Spec(
+        "bisect",
+        "/bisect SUITE-OR-METRIC [good=SHA] [bad=SHA]",
+        "bisect a trunk regression of an L2 suite or metric",
+    ),
     Spec("l3", "/l3 WORKLOAD", "request an L3 run of a workload on this PR (owners sign it off)"),
-    Spec("signoff", "/signoff WORKLOAD", "sign off an L3 workload on this PR (the workload's owners only)", "owner"),
-    Spec("resolve", "/resolve [agent] | /resolve show FILE",
-         "resolve this pick PR's conflicts again (agent: with the configured agent); show FILE: one file's conflict and resolution"),
-    Spec("digest", "/digest", "refresh this period's pin-update digest issue now (what landed, by area, and who should look)"),
+    Spec(
+        "signoff",
+        "/signoff WORKLOAD",
+        "sign off an L3 workload on this PR (the workload's owners only)",
+        "owner",
+    ),
+    Spec(
+        "resolve",
+        "/resolve [agent] | /resolve show FILE",
+        "resolve this pick PR's conflicts again (agent: with the configured agent); show FILE: one file's conflict and resolution",
+    ),
+    Spec(
+        "digest",
+        "/digest",
+        "refresh this period's pin-update digest issue now (what landed, by area, and who should look)",
+    ),
     Spec("approve", "/approve", "allow this PR from outside the organisation to run on self-hosted runners"),
     Spec("help", "/help [COMMAND]", "list the commands (or show one)", "read"),
 )
@@ -486,11 +517,15 @@ def parse(text: str) -> list[Command]:
             continue
         control = _CONTROL.search(rest)
         if control:
-            commands.append(Command(
-                name=name, raw=_CONTROL.sub(" ", line), line=number,
-                error=f"the arguments hold a control character (U+{ord(control.group()):04X}); "
-                      "write the command again without it",
-            ))
+            commands.append(
+                Command(
+                    name=name,
+                    raw=_CONTROL.sub(" ", line),
+                    line=number,
+                    error=f"the arguments hold a control character (U+{ord(control.group()):04X}); "
+                    "write the command again without it",
+                )
+            )
             continue
         try:
             args, options = _validate(spec, split_words(rest))

@@ -42,7 +42,9 @@ DEFAULT_TRAILER_PATTERNS: tuple[str, ...] = (
     r"(?im)^Original Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
 )
 # Decisions a fork records in its own messages (group "sha" is the upstream commit decided on).
-DEFAULT_DEFER_PATTERNS: tuple[str, ...] = (r"(?im)^Reactor Defer(?:red)? Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",)
+DEFAULT_DEFER_PATTERNS: tuple[str, ...] = (
+    r"(?im)^Reactor Defer(?:red)? Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
+)
 DEFAULT_WONT_PORT_PATTERNS: tuple[str, ...] = (
     r"(?im)^Reactor Won[\x27’]?t-?Port Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
 )
@@ -69,8 +71,14 @@ Path_ = tuple[str | int, ...]
 Check = Callable[["_Doc", Path_, Any], None]
 
 
-def key(default: Any = dataclasses.MISSING, *, minimum: float = 0, check: Check | None = None,
-        command: bool = False, factory: Callable[[], Any] | None = None) -> Any:
+def key(
+    default: Any = dataclasses.MISSING,
+    *,
+    minimum: float = 0,
+    check: Check | None = None,
+    command: bool = False,
+    factory: Callable[[], Any] | None = None,
+) -> Any:
     """A config key: its default (none: required), the least number it takes, a check of its
     value, and whether a list of strings is a command (argv: a string there is refused)."""
     meta = {"minimum": minimum, "check": check, "command": command}
@@ -81,13 +89,18 @@ def key(default: Any = dataclasses.MISSING, *, minimum: float = 0, check: Check 
 
 def _committer(doc: _Doc, path: Path_, value: str) -> None:
     if not _IDENTITY.match(value):
-        raise doc.error(path, f"expected 'Name <email>', got {value!r}",
-                        'e.g. committer: "forksync <forksync@users.noreply.github.com>"')
+        raise doc.error(
+            path,
+            f"expected 'Name <email>', got {value!r}",
+            'e.g. committer: "forksync <forksync@users.noreply.github.com>"',
+        )
 
 
 def _link(doc: _Doc, path: Path_, value: str) -> None:
     if value not in ("line", "file"):
-        raise doc.error(path, f"expected line or file, got {value!r}", "use link: line (the default) or link: file")
+        raise doc.error(
+            path, f"expected line or file, got {value!r}", "use link: line (the default) or link: file"
+        )
 
 
 def _trailer(doc: _Doc, path: Path_, value: str) -> None:
@@ -105,9 +118,12 @@ def _regexes(group: str) -> Check:
 def _upstream_url(doc: _Doc, path: Path_, value: str | None) -> None:
     problem = repo_url_problem(value) if value is not None else None
     if problem:
-        raise doc.error(path, problem,
-                        "name the upstream as https://HOST/OWNER/REPO; mirrors and local paths are the "
-                        "operator's to map (FORKSYNC_GIT_URL_MAP), never the repository's")
+        raise doc.error(
+            path,
+            problem,
+            "name the upstream as https://HOST/OWNER/REPO; mirrors and local paths are the "
+            "operator's to map (FORKSYNC_GIT_URL_MAP), never the repository's",
+        )
 
 
 def _branch(doc: _Doc, path: Path_, value: str) -> None:
@@ -143,13 +159,19 @@ _POOL = re.compile(r"^[a-z0-9][a-z0-9-]{0,30}$")
 def _pools(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
     for i, pool in enumerate(value):
         if not _POOL.match(pool):
-            raise doc.error((*path, i), f"{pool!r} is not a pool name",
-                            "name a runner pool in lowercase letters, digits and dashes, e.g. pools: [cpu, gpu-a]")
+            raise doc.error(
+                (*path, i),
+                f"{pool!r} is not a pool name",
+                "name a runner pool in lowercase letters, digits and dashes, e.g. pools: [cpu, gpu-a]",
+            )
         if pool in value[:i]:
             raise doc.error((*path, i), f"pool {pool!r} is listed twice", "list each pool once")
     if len(value) == 1:
-        raise doc.error(path, "one pool compares nothing",
-                        "list two or more pools, or drop pools: to run the suite on its one queue")
+        raise doc.error(
+            path,
+            "one pool compares nothing",
+            "list two or more pools, or drop pools: to run the suite on its one queue",
+        )
 
 
 def _owners(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
@@ -159,13 +181,18 @@ def _owners(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
 
 def _http_url(doc: _Doc, path: Path_, value: str | None) -> None:
     if value is not None and not re.match(r"^https?://", value):
-        raise doc.error(path, f"expected an http(s) URL, got {value!r}", "e.g. url: https://api.openai.com/v1")
+        raise doc.error(
+            path, f"expected an http(s) URL, got {value!r}", "e.g. url: https://api.openai.com/v1"
+        )
 
 
 def _env_name(doc: _Doc, path: Path_, value: str | None) -> None:
     if value is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value):
-        raise doc.error(path, f"expected an environment variable name, got {value!r}",
-                        "name the variable that holds the key, e.g. key_env: OPENAI_API_KEY (never the key itself)")
+        raise doc.error(
+            path,
+            f"expected an environment variable name, got {value!r}",
+            "name the variable that holds the key, e.g. key_env: OPENAI_API_KEY (never the key itself)",
+        )
 
 
 def _under_refs(doc: _Doc, path: Path_, value: str) -> None:
@@ -323,7 +350,9 @@ class ScheduleConfig:
 
 def _agent(doc: _Doc, path: Path_, agent: AgentConfig) -> None:
     if agent.command and agent.url:
-        raise doc.error((*path, "url"), "give either command or url, not both", "keep the one the agent speaks")
+        raise doc.error(
+            (*path, "url"), "give either command or url, not both", "keep the one the agent speaks"
+        )
 
 
 @dataclass(frozen=True)
@@ -348,22 +377,35 @@ def _syntax_checks(doc: _Doc, path: Path_, raw: Any) -> tuple[tuple[str, tuple[s
     """``resolve.checks``: a mapping of file suffix to a command naming ``{file}``, sorted by suffix."""
     raw = raw or {}
     if not isinstance(raw, dict):
-        raise doc.error(path, f"expected a mapping of file suffixes to commands, got {_kind(raw)}",
-                        'e.g. checks: {".c": [cc, -fsyntax-only, "{file}"]}')
+        raise doc.error(
+            path,
+            f"expected a mapping of file suffixes to commands, got {_kind(raw)}",
+            'e.g. checks: {".c": [cc, -fsyntax-only, "{file}"]}',
+        )
     section = _Section(doc, path, raw, tuple(str(k) for k in raw))
     checks = []
     for suffix in sorted(str(k) for k in raw):
         argv = section.command(suffix, required=True)
         if not any("{file}" in arg for arg in argv):
-            raise doc.error((*path, suffix), "the command must name {file}", 'e.g. [cc, -fsyntax-only, "{file}"]')
+            raise doc.error(
+                (*path, suffix), "the command must name {file}", 'e.g. [cc, -fsyntax-only, "{file}"]'
+            )
         checks.append((suffix, argv))
     return tuple(checks)
 
 
 # The deterministic rules of the resolution pipeline, by name (workers.engine.resolve.strategies.NAMED;
 # a test keeps the two lists equal).
-RESOLVE_RULES = ("identical-sides", "whitespace-only", "already-applied", "fork-unchanged", "dependency-pins",
-                 "list-union", "upstream-inserts", "token-merge")
+RESOLVE_RULES = (
+    "identical-sides",
+    "whitespace-only",
+    "already-applied",
+    "fork-unchanged",
+    "dependency-pins",
+    "list-union",
+    "upstream-inserts",
+    "token-merge",
+)
 
 
 def _rule_names(doc: _Doc, path: Path_, value: tuple[str, ...]) -> None:
@@ -385,7 +427,9 @@ class ResolveConfig:
     checks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (file suffix, argv with {file})
     memory_ref: str = key("refs/forksync/resolutions", check=_under_refs)
     auto_agent: bool = False  # run the agent without a /resolve agent command
-    rules_off: tuple[str, ...] = key(DEFAULT_RULES_OFF, check=_rule_names)  # deterministic rules this fork does not want
+    rules_off: tuple[str, ...] = key(
+        DEFAULT_RULES_OFF, check=_rule_names
+    )  # deterministic rules this fork does not want
 
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -450,17 +494,26 @@ class RepoConfig:
 
 # Checks of a whole record (several keys together), and keys with a reader of their own.
 _RECORD_CHECKS: dict[type, Check] = {AgentConfig: _agent}
+
+
 def _area_owners(doc: _Doc, path: Path_, raw: Any) -> dict[str, tuple[str, ...]]:
     """``owners: {path glob: [login or org/team, ...]}``; a bare string is one owner."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise doc.error(path, f"expected a mapping of path globs to owners, got {_kind(raw)}",
-                        'e.g. owners: {"cmake/llvm-hash.txt": [llvm-team]}')
+        raise doc.error(
+            path,
+            f"expected a mapping of path globs to owners, got {_kind(raw)}",
+            'e.g. owners: {"cmake/llvm-hash.txt": [llvm-team]}',
+        )
     out: dict[str, tuple[str, ...]] = {}
     for pattern, who in raw.items():
         names = [who] if isinstance(who, str) else who
-        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n.strip("@ ") for n in names):
+        if (
+            not isinstance(names, list)
+            or not names
+            or not all(isinstance(n, str) and n.strip("@ ") for n in names)
+        ):
             raise doc.error((*path, pattern), f"expected a login or a list of logins/teams, got {_kind(who)}")
         out[str(pattern)] = tuple(n.strip().lstrip("@") for n in names)
     return out
@@ -475,7 +528,6 @@ _NAMED = {Suite: "suite", Benchmark: "benchmark", Workload: "workload"}
 
 
 # --------------------------------------------------------------------------- parsing
-
 
 
 class _Doc:
@@ -508,9 +560,13 @@ class _Doc:
             for key_node, value_node in node.value:
                 key = str(self._scalar(key_node))
                 if key in out:
-                    raise ConfigError(self.source, key_node.start_mark.line + 1, _dotted((*path, key)),
-                                      f"duplicate key (first given on line {self.lines[(*path, key)]})",
-                                      "keep one of them: YAML would silently use the last")
+                    raise ConfigError(
+                        self.source,
+                        key_node.start_mark.line + 1,
+                        _dotted((*path, key)),
+                        f"duplicate key (first given on line {self.lines[(*path, key)]})",
+                        "keep one of them: YAML would silently use the last",
+                    )
                 self.lines[(*path, key)] = key_node.start_mark.line + 1
                 out[key] = self._convert(value_node, (*path, key))
             return out
@@ -600,7 +656,7 @@ class _Section:
             raise self.doc.error(
                 (*self.path, key),
                 "expected a list of arguments, got a string",
-                f'write it as a list, e.g. {key}: [{", ".join(repr(p) for p in value.split()[:3])}]',
+                f"write it as a list, e.g. {key}: [{', '.join(repr(p) for p in value.split()[:3])}]",
             )
         args = self.strings(key)
         if not args:
@@ -610,7 +666,9 @@ class _Section:
     def env(self, key: str) -> dict[str, str]:
         value = self.value.get(key) or {}
         if not isinstance(value, dict):
-            raise self.doc.error((*self.path, key), f"expected a mapping of names to values, got {_kind(value)}")
+            raise self.doc.error(
+                (*self.path, key), f"expected a mapping of names to values, got {_kind(value)}"
+            )
         return {str(k): str(v) for k, v in value.items()}
 
     def items(self, key: str) -> list[tuple[Path_, Any]]:
@@ -688,9 +746,17 @@ def _read(doc: _Doc, section: _Section, f: dataclasses.Field[Any], hint: Any, ow
         if item_cls in _NAMED:
             _unique(doc, path, [item.name for item in value], _NAMED[item_cls])
     elif origin is tuple:
-        value = section.command(name, required=required) if f.metadata.get("command") else section.strings(name, default)
+        value = (
+            section.command(name, required=required)
+            if f.metadata.get("command")
+            else section.strings(name, default)
+        )
     elif hint is str:
-        value = (section.text(name, None) or _missing(doc, section.path, name)) if required else section.text(name, default)
+        value = (
+            (section.text(name, None) or _missing(doc, section.path, name))
+            if required
+            else section.text(name, default)
+        )
     elif origin in (typing.Union, types.UnionType) and set(args) == {str, type(None)}:
         value = section.text(name, None)
     elif hint is bool:
@@ -803,7 +869,9 @@ def load_repo_config_file(path: str | Path | None) -> RepoConfig:
     except FileNotFoundError:
         raise ForksyncError(f"config file {p} does not exist", "pass an existing file to --config") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ForksyncError(f"cannot read config file {p}: {exc}", "check the path and its encoding") from None
+        raise ForksyncError(
+            f"cannot read config file {p}: {exc}", "check the path and its encoding"
+        ) from None
     return load_repo_config(text, str(p))
 
 
@@ -867,6 +935,7 @@ class Settings:
             oauth_client_id=env.get("GITHUB_OAUTH_CLIENT_ID") or None,
             oauth_client_secret=env.get("GITHUB_OAUTH_CLIENT_SECRET") or None,
             session_secret=env.get("FORKSYNC_SESSION_SECRET") or None,
-            dashboard_public=str(env.get("FORKSYNC_DASHBOARD_PUBLIC") or "1").lower() not in ("0", "false", "no", "off"),
+            dashboard_public=str(env.get("FORKSYNC_DASHBOARD_PUBLIC") or "1").lower()
+            not in ("0", "false", "no", "off"),
             metrics_token=env.get("FORKSYNC_METRICS_TOKEN") or None,
         )

@@ -25,7 +25,9 @@ from typing import Any
 FIELDS = ("delivery", "task_id", "installation", "repo")
 HEADER = "forksync_context"
 
-_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("forksync_log_context", default=None)
+_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "forksync_log_context", default=None
+)
 
 
 def current() -> dict[str, Any]:
@@ -91,7 +93,9 @@ class ContextFilter(logging.Filter):
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         data: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "ts": datetime.fromtimestamp(record.created, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),

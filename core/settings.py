@@ -89,8 +89,10 @@ class WorkerSettings:
         queues = tuple(q.strip() for q in (env.get("FORKSYNC_WORKER_QUEUES") or "").split(",") if q.strip())
         unknown = [q for q in queues if q not in tasknames.QUEUES and not tasknames.is_l1_pool_queue(q)]
         if unknown:
-            raise ForksyncError(f"FORKSYNC_WORKER_QUEUES names unknown queue(s) {', '.join(unknown)}",
-                                f"use some of {', '.join(tasknames.QUEUES)} or an L1 pool's l1-<pool> (the worker's -Q)")
+            raise ForksyncError(
+                f"FORKSYNC_WORKER_QUEUES names unknown queue(s) {', '.join(unknown)}",
+                f"use some of {', '.join(tasknames.QUEUES)} or an L1 pool's l1-<pool> (the worker's -Q)",
+            )
         queues = queues or tasknames.QUEUES
         return cls(
             bot=Settings.from_mapping(env),

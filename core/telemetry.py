@@ -19,21 +19,31 @@ from __future__ import annotations
 from prometheus_client import Counter, Gauge, Histogram
 
 WEBHOOK_DELIVERIES = Counter(
-    "forksync_webhook_deliveries", "Webhook deliveries by event and the answer given (accepted, ignored, ...)",
+    "forksync_webhook_deliveries",
+    "Webhook deliveries by event and the answer given (accepted, ignored, ...)",
     ["event", "answer"],
 )
 TASK_DURATION = Histogram(
-    "forksync_task_duration_seconds", "Celery task run time by queue and task", ["queue", "task"],
+    "forksync_task_duration_seconds",
+    "Celery task run time by queue and task",
+    ["queue", "task"],
     buckets=(0.05, 0.25, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 12 * 3600),
 )
-TASK_FAILURES = Counter("forksync_task_failures", "Celery tasks that raised (retries included)", ["queue", "task"])
-GITHUB_CALLS = Counter("forksync_github_api_calls", "GitHub API interactions by outcome (ok or the error class)", ["outcome"])
+TASK_FAILURES = Counter(
+    "forksync_task_failures", "Celery tasks that raised (retries included)", ["queue", "task"]
+)
+GITHUB_CALLS = Counter(
+    "forksync_github_api_calls", "GitHub API interactions by outcome (ok or the error class)", ["outcome"]
+)
 GITHUB_RATE_REMAINING = Gauge(
-    "forksync_github_rate_limit_remaining", "GitHub's x-ratelimit-remaining after the latest call",
+    "forksync_github_rate_limit_remaining",
+    "GitHub's x-ratelimit-remaining after the latest call",
     multiprocess_mode="mostrecent",
 )
 L1_SUITE_DURATION = Histogram(
-    "forksync_l1_suite_duration_seconds", "L1 suite run time by suite and status", ["suite", "status"],
+    "forksync_l1_suite_duration_seconds",
+    "L1 suite run time by suite and status",
+    ["suite", "status"],
     buckets=(1, 5, 15, 60, 180, 600, 1800, 3600, 7200),
 )
 

@@ -46,7 +46,9 @@ class GitRepo:
             raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
         return proc.stdout.strip()
 
-    def _dated_env(self, date: int | None, author: str | None, author_date: int | None = None) -> dict[str, str]:
+    def _dated_env(
+        self, date: int | None, author: str | None, author_date: int | None = None
+    ) -> dict[str, str]:
         when = date if date is not None else self.clock.tick()
         env = {
             "GIT_AUTHOR_DATE": f"@{author_date if author_date is not None else when} +0000",

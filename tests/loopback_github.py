@@ -70,7 +70,14 @@ APP_SLUG = "forksync"
 APP_BOT_LOGIN = f"{APP_SLUG}[bot]"
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read", "none")
 # role -> the coarse "permission" GitHub reports beside role_name
-_COARSE = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read", "none": "none"}
+_COARSE = {
+    "admin": "admin",
+    "maintain": "write",
+    "write": "write",
+    "triage": "read",
+    "read": "read",
+    "none": "none",
+}
 
 
 _KEY: list[rsa.RSAPrivateKey] = []
@@ -107,8 +114,11 @@ def _error(status: int, message: str, **extra: Any) -> _Reply:
 
 
 def _validation(message: str, resource: str, field_: str, code: str = "custom") -> _Reply:
-    return _error(422, "Validation Failed",
-                  errors=[{"resource": resource, "field": field_, "code": code, "message": message}])
+    return _error(
+        422,
+        "Validation Failed",
+        errors=[{"resource": resource, "field": field_, "code": code, "message": message}],
+    )
 
 
 @dataclass
@@ -159,7 +169,9 @@ class LoopbackGitHub:
         self.token_ttl_s = token_ttl_s
         key = _app_key()
         self.private_key_pem = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
         ).decode()
         self._public_key = key.public_key()
         self.state = State()
@@ -181,7 +193,9 @@ class LoopbackGitHub:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -205,15 +219,24 @@ class LoopbackGitHub:
 
     def settings(self, **extra: str) -> dict[str, str]:
         """Environment-style settings (for ``Settings.from_mapping``) pointing at this server."""
-        return {"GITHUB_APP_ID": str(self.app_id), "GITHUB_PRIVATE_KEY": self.private_key_pem,
-                "GITHUB_API_URL": self.api_url, **extra}
+        return {
+            "GITHUB_APP_ID": str(self.app_id),
+            "GITHUB_PRIVATE_KEY": self.private_key_pem,
+            "GITHUB_API_URL": self.api_url,
+            **extra,
+        }
 
     def app(self, **kwargs: Any) -> Any:
         """A ``core.github.app.GitHubApp`` for this server (kwargs: clock, refresh_margin_s...)."""
         from core.github.app import GitHubApp
 
-        return GitHubApp(str(self.app_id), self.private_key_pem, self.api_url,
-                         push_url_template=self.push_url_template, **kwargs)
+        return GitHubApp(
+            str(self.app_id),
+            self.private_key_pem,
+            self.api_url,
+            push_url_template=self.push_url_template,
+            **kwargs,
+        )
 
     def adapter(self, installation_id: int, **kwargs: Any) -> Any:
         """A ``core.github.adapter.GitHubAdapter`` acting as the App's installation ``installation_id``."""
@@ -227,25 +250,49 @@ class LoopbackGitHub:
     def bare(self, repo: str) -> Path:
         return self.git_root / f"{repo}.git"
 
-    def add_repo(self, repo: str, *, default_branch: str = "main", files: Mapping[str, str] | None = None,
-                 private: bool = False) -> Path:
+    def add_repo(
+        self,
+        repo: str,
+        *,
+        default_branch: str = "main",
+        files: Mapping[str, str] | None = None,
+        private: bool = False,
+    ) -> Path:
         """Create ``owner/name`` with a bare git repository; ``files`` become its first commit."""
         owner = repo.split("/")[0]
         path = self.bare(repo)
         _git(None, "init", "--bare", "-q", f"--initial-branch={default_branch}", str(path))
         with self.lock:
-            self.state.repos[repo] = {"id": self.next_id(), "full_name": repo, "name": repo.split("/")[1],
-                                      "owner": owner, "default_branch": default_branch, "private": private}
-            for bucket in (self.state.issues, self.state.pulls, self.state.labels, self.state.comments,
-                           self.state.check_runs, self.state.permissions):
+            self.state.repos[repo] = {
+                "id": self.next_id(),
+                "full_name": repo,
+                "name": repo.split("/")[1],
+                "owner": owner,
+                "default_branch": default_branch,
+                "private": private,
+            }
+            for bucket in (
+                self.state.issues,
+                self.state.pulls,
+                self.state.labels,
+                self.state.comments,
+                self.state.check_runs,
+                self.state.permissions,
+            ):
                 bucket.setdefault(repo, {})  # type: ignore[arg-type]
             self.state.next_number.setdefault(repo, 1)
         if files:
             self.commit(repo, files, branch=default_branch, message="initial")
         return path
 
-    def commit(self, repo: str, files: Mapping[str, str | None], *, branch: str | None = None,
-               message: str = "update") -> str:
+    def commit(
+        self,
+        repo: str,
+        files: Mapping[str, str | None],
+        *,
+        branch: str | None = None,
+        message: str = "update",
+    ) -> str:
         """Commit ``files`` (path -> text, None deletes) on ``branch`` of the bare repo; return the sha."""
         branch = branch or self.state.repos[repo]["default_branch"]
         bare = self.bare(repo)
@@ -269,7 +316,9 @@ class LoopbackGitHub:
         return sha
 
     def head(self, repo: str, branch: str) -> str | None:
-        sha = _git(self.bare(repo), "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).strip()
+        sha = _git(
+            self.bare(repo), "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False
+        ).strip()
         return sha or None
 
     def protect(self, repo: str, branch: str, contexts: Iterable[str]) -> None:
@@ -284,12 +333,17 @@ class LoopbackGitHub:
         with self.lock:
             self.state.permissions.setdefault(repo, {})[login] = permission
 
-    def oauth_client(self, client_id: str = "Iv1.loopback", client_secret: str = "loopback-secret") -> dict[str, str]:
+    def oauth_client(
+        self, client_id: str = "Iv1.loopback", client_secret: str = "loopback-secret"
+    ) -> dict[str, str]:
         """Register the App's OAuth client; returns the settings the web process needs for it."""
         with self.lock:
             self.oauth_credentials = (client_id, client_secret)
-        return {"GITHUB_OAUTH_CLIENT_ID": client_id, "GITHUB_OAUTH_CLIENT_SECRET": client_secret,
-                "GITHUB_WEB_URL": self.url}
+        return {
+            "GITHUB_OAUTH_CLIENT_ID": client_id,
+            "GITHUB_OAUTH_CLIENT_SECRET": client_secret,
+            "GITHUB_WEB_URL": self.url,
+        }
 
     def sign_in_as(self, login: str | None) -> None:
         """Who the browser is signed in as on this "github.com" (``/login/oauth/authorize`` approves them)."""
@@ -306,8 +360,10 @@ class LoopbackGitHub:
         """Mint an installation token directly (as if the App had asked for one)."""
         with self.lock:
             token = "ghs_" + uuid.uuid4().hex
-            self.state.tokens[token] = {"installation_id": installation_id,
-                                        "expires": time.time() + (self.token_ttl_s if ttl_s is None else ttl_s)}
+            self.state.tokens[token] = {
+                "installation_id": installation_id,
+                "expires": time.time() + (self.token_ttl_s if ttl_s is None else ttl_s),
+            }
             self.state.tokens_minted += 1
             return token
 
@@ -317,21 +373,43 @@ class LoopbackGitHub:
             for info in self.state.tokens.values():
                 info["expires"] = time.time() - 1
 
-    def add_issue(self, repo: str, title: str, body: str = "", *, author: str = "octocat",
-                  labels: Iterable[str] = (), state: str = "open") -> int:
+    def add_issue(
+        self,
+        repo: str,
+        title: str,
+        body: str = "",
+        *,
+        author: str = "octocat",
+        labels: Iterable[str] = (),
+        state: str = "open",
+    ) -> int:
         with self.lock:
             number = self._number(repo)
-            self.state.issues[repo][number] = self._new_issue(repo, number, title, body, author, labels, state)
+            self.state.issues[repo][number] = self._new_issue(
+                repo, number, title, body, author, labels, state
+            )
             return number
 
-    def add_pull(self, repo: str, head: str, base: str = "main", title: str = "A change", body: str = "",
-                 *, author: str = "octocat", author_association: str = "CONTRIBUTOR", draft: bool = False,
-                 head_repo: str | None = None) -> int:
+    def add_pull(
+        self,
+        repo: str,
+        head: str,
+        base: str = "main",
+        title: str = "A change",
+        body: str = "",
+        *,
+        author: str = "octocat",
+        author_association: str = "CONTRIBUTOR",
+        draft: bool = False,
+        head_repo: str | None = None,
+    ) -> int:
         """Open a PR from ``head`` (a branch that must exist) as a human would."""
         if self.head(head_repo or repo, head) is None:
             raise ValueError(f"branch {head} does not exist in {head_repo or repo}")
         with self.lock:
-            return self._create_pull(repo, head, base, title, body, author, draft, author_association, head_repo)
+            return self._create_pull(
+                repo, head, base, title, body, author, draft, author_association, head_repo
+            )
 
     def merge(self, repo: str, number: int) -> str:
         """Merge PR ``number`` as a maintainer would (base branch moves to the head); return the sha."""
@@ -349,33 +427,69 @@ class LoopbackGitHub:
         with self.lock:
             pr = self.state.pulls[repo][number]
             rid = self.next_id()
-            pr.setdefault("reviews", []).append({
-                "id": rid, "user": login, "state": state, "body": body, "submitted_at": _now(),
-                "commit_id": self.head(pr["head_repo"], pr["head"]) or pr.get("last_head_sha") or "0" * 40,
-            })
+            pr.setdefault("reviews", []).append(
+                {
+                    "id": rid,
+                    "user": login,
+                    "state": state,
+                    "body": body,
+                    "submitted_at": _now(),
+                    "commit_id": self.head(pr["head_repo"], pr["head"])
+                    or pr.get("last_head_sha")
+                    or "0" * 40,
+                }
+            )
             # GitHub drops a user from the requested reviewers once they review.
             pr["requested_reviewers"] = [u for u in pr.get("requested_reviewers", []) if u != login]
             return rid
 
     # ------------------------------------------------------------------ faults
 
-    def fail(self, status: int, times: int = 1, *, method: str | None = None, path: str | None = None,
-             headers: Mapping[str, str] | None = None, message: str | None = None) -> None:
-        default = {502: "Server Error", 422: "Validation Failed", 403: "Forbidden", 404: "Not Found",
-                   401: "Bad credentials", 500: "Server Error", 503: "Service Unavailable"}
+    def fail(
+        self,
+        status: int,
+        times: int = 1,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        message: str | None = None,
+    ) -> None:
+        default = {
+            502: "Server Error",
+            422: "Validation Failed",
+            403: "Forbidden",
+            404: "Not Found",
+            401: "Bad credentials",
+            500: "Server Error",
+            503: "Service Unavailable",
+        }
         with self.lock:
-            self.faults.append(Fault(status, times, method, path, dict(headers or {}),
-                                     message or default.get(status, "Error")))
+            self.faults.append(
+                Fault(
+                    status, times, method, path, dict(headers or {}), message or default.get(status, "Error")
+                )
+            )
 
     def secondary_rate_limit(self, retry_after: int = 7, **match: Any) -> None:
-        self.fail(403, headers={"Retry-After": str(retry_after)},
-                  message="You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-                  **match)
+        self.fail(
+            403,
+            headers={"Retry-After": str(retry_after)},
+            message="You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+            **match,
+        )
 
     def rate_limit_exhausted(self, reset_in: int = 30, **match: Any) -> None:
-        self.fail(403, headers={"x-ratelimit-remaining": "0", "x-ratelimit-limit": "5000",
-                                "x-ratelimit-reset": str(int(time.time()) + reset_in)},
-                  message="API rate limit exceeded for installation ID 1.", **match)
+        self.fail(
+            403,
+            headers={
+                "x-ratelimit-remaining": "0",
+                "x-ratelimit-limit": "5000",
+                "x-ratelimit-reset": str(int(time.time()) + reset_in),
+            },
+            message="API rate limit exceeded for installation ID 1.",
+            **match,
+        )
 
     def slow(self, seconds: float, times: int = 1, **match: Any) -> None:
         with self.lock:
@@ -395,19 +509,38 @@ class LoopbackGitHub:
 
     def _user(self, login: str) -> dict[str, Any]:
         is_bot = login.endswith("[bot]")
-        return {"login": login, "id": abs(hash(login)) % 10_000_000, "node_id": "U_" + login,
-                "avatar_url": f"https://avatars.githubusercontent.com/u/{login}", "gravatar_id": "",
-                "url": f"{self.url}/users/{login}", "html_url": f"https://github.com/{login}",
-                "type": "Bot" if is_bot else "User", "site_admin": False}
+        return {
+            "login": login,
+            "id": abs(hash(login)) % 10_000_000,
+            "node_id": "U_" + login,
+            "avatar_url": f"https://avatars.githubusercontent.com/u/{login}",
+            "gravatar_id": "",
+            "url": f"{self.url}/users/{login}",
+            "html_url": f"https://github.com/{login}",
+            "type": "Bot" if is_bot else "User",
+            "site_admin": False,
+        }
 
     def _repo_json(self, repo: str) -> dict[str, Any]:
         r = self.state.repos[repo]
-        return {"id": r["id"], "node_id": f"R_{r['id']}", "name": r["name"], "full_name": repo,
-                "private": r["private"], "owner": self._user(r["owner"]), "html_url": f"https://github.com/{repo}",
-                "description": None, "fork": False, "url": f"{self.url}/repos/{repo}",
-                "clone_url": self.git_url(repo), "default_branch": r["default_branch"],
-                "created_at": "2020-01-01T00:00:00Z", "updated_at": _now(), "pushed_at": _now(),
-                "permissions": {"admin": False, "push": True, "pull": True}}
+        return {
+            "id": r["id"],
+            "node_id": f"R_{r['id']}",
+            "name": r["name"],
+            "full_name": repo,
+            "private": r["private"],
+            "owner": self._user(r["owner"]),
+            "html_url": f"https://github.com/{repo}",
+            "description": None,
+            "fork": False,
+            "url": f"{self.url}/repos/{repo}",
+            "clone_url": self.git_url(repo),
+            "default_branch": r["default_branch"],
+            "created_at": "2020-01-01T00:00:00Z",
+            "updated_at": _now(),
+            "pushed_at": _now(),
+            "permissions": {"admin": False, "push": True, "pull": True},
+        }
 
     def _number(self, repo: str) -> int:
         n = self.state.next_number[repo]
@@ -418,47 +551,110 @@ class LoopbackGitHub:
         labels = self.state.labels[repo]
         if name not in labels:
             lid = self.next_id()
-            labels[name] = {"id": lid, "node_id": f"LA_{lid}", "url": f"{self.url}/repos/{repo}/labels/{name}",
-                            "name": name, "color": "ededed", "default": False, "description": None}
+            labels[name] = {
+                "id": lid,
+                "node_id": f"LA_{lid}",
+                "url": f"{self.url}/repos/{repo}/labels/{name}",
+                "name": name,
+                "color": "ededed",
+                "default": False,
+                "description": None,
+            }
         return labels[name]
 
-    def _new_issue(self, repo: str, number: int, title: str, body: str | None, author: str,
-                   labels: Iterable[str], state: str) -> dict[str, Any]:
-        return {"number": number, "id": self.next_id(), "title": title, "body": body, "author": author,
-                "labels": [self._label(repo, name)["name"] for name in labels], "state": state,
-                "state_reason": None, "created_at": _now(), "updated_at": _now(), "closed_at": None,
-                "comments": 0, "is_pull": False}
+    def _new_issue(
+        self,
+        repo: str,
+        number: int,
+        title: str,
+        body: str | None,
+        author: str,
+        labels: Iterable[str],
+        state: str,
+    ) -> dict[str, Any]:
+        return {
+            "number": number,
+            "id": self.next_id(),
+            "title": title,
+            "body": body,
+            "author": author,
+            "labels": [self._label(repo, name)["name"] for name in labels],
+            "state": state,
+            "state_reason": None,
+            "created_at": _now(),
+            "updated_at": _now(),
+            "closed_at": None,
+            "comments": 0,
+            "is_pull": False,
+        }
 
     def _issue_json(self, repo: str, issue: dict[str, Any]) -> dict[str, Any]:
         n = issue["number"]
         base = f"{self.url}/repos/{repo}/issues/{n}"
-        out = {"url": base, "repository_url": f"{self.url}/repos/{repo}", "labels_url": base + "/labels{/name}",
-               "comments_url": base + "/comments", "events_url": base + "/events",
-               # GitHub's issues API gives a PR its PR page (.../pull/N), as the adapter relies on.
-               "html_url": f"https://github.com/{repo}/{'pull' if issue['is_pull'] else 'issues'}/{n}",
-               "id": issue["id"], "node_id": f"I_{issue['id']}",
-               "number": n, "title": issue["title"], "user": self._user(issue["author"]),
-               "labels": [self.state.labels[repo][name] for name in issue["labels"]], "state": issue["state"],
-               "state_reason": issue["state_reason"], "locked": False, "assignee": None, "assignees": [],
-               "milestone": None, "closed_by": None, "comments": issue["comments"], "created_at": issue["created_at"],
-               "updated_at": issue["updated_at"], "closed_at": issue["closed_at"], "author_association": "OWNER",
-               "body": issue["body"]}
+        out = {
+            "url": base,
+            "repository_url": f"{self.url}/repos/{repo}",
+            "labels_url": base + "/labels{/name}",
+            "comments_url": base + "/comments",
+            "events_url": base + "/events",
+            # GitHub's issues API gives a PR its PR page (.../pull/N), as the adapter relies on.
+            "html_url": f"https://github.com/{repo}/{'pull' if issue['is_pull'] else 'issues'}/{n}",
+            "id": issue["id"],
+            "node_id": f"I_{issue['id']}",
+            "number": n,
+            "title": issue["title"],
+            "user": self._user(issue["author"]),
+            "labels": [self.state.labels[repo][name] for name in issue["labels"]],
+            "state": issue["state"],
+            "state_reason": issue["state_reason"],
+            "locked": False,
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "closed_by": None,
+            "comments": issue["comments"],
+            "created_at": issue["created_at"],
+            "updated_at": issue["updated_at"],
+            "closed_at": issue["closed_at"],
+            "author_association": "OWNER",
+            "body": issue["body"],
+        }
         if issue["is_pull"]:
-            out["pull_request"] = {"url": f"{self.url}/repos/{repo}/pulls/{n}",
-                                   "html_url": f"https://github.com/{repo}/pull/{n}",
-                                   "diff_url": f"https://github.com/{repo}/pull/{n}.diff",
-                                   "patch_url": f"https://github.com/{repo}/pull/{n}.patch"}
+            out["pull_request"] = {
+                "url": f"{self.url}/repos/{repo}/pulls/{n}",
+                "html_url": f"https://github.com/{repo}/pull/{n}",
+                "diff_url": f"https://github.com/{repo}/pull/{n}.diff",
+                "patch_url": f"https://github.com/{repo}/pull/{n}.patch",
+            }
         return out
 
-    def _create_pull(self, repo: str, head: str, base: str, title: str, body: str | None, author: str,
-                     draft: bool, author_association: str, head_repo: str | None = None) -> int:
+    def _create_pull(
+        self,
+        repo: str,
+        head: str,
+        base: str,
+        title: str,
+        body: str | None,
+        author: str,
+        draft: bool,
+        author_association: str,
+        head_repo: str | None = None,
+    ) -> int:
         number = self._number(repo)
         issue = self._new_issue(repo, number, title, body, author, (), "open")
         issue["is_pull"] = True
         self.state.issues[repo][number] = issue
-        self.state.pulls[repo][number] = {"number": number, "head": head, "base": base, "draft": draft,
-                                          "merged": False, "merged_at": None, "head_repo": head_repo or repo,
-                                          "author_association": author_association, "maintainer_can_modify": False}
+        self.state.pulls[repo][number] = {
+            "number": number,
+            "head": head,
+            "base": base,
+            "draft": draft,
+            "merged": False,
+            "merged_at": None,
+            "head_repo": head_repo or repo,
+            "author_association": author_association,
+            "maintainer_can_modify": False,
+        }
         return number
 
     def _pull_json(self, repo: str, number: int) -> dict[str, Any]:
@@ -470,51 +666,105 @@ class LoopbackGitHub:
         url = f"{self.url}/repos/{repo}/pulls/{number}"
 
         def side(ref: str, sha: str, of: str) -> dict[str, Any]:
-            return {"label": f"{of.split('/')[0]}:{ref}", "ref": ref, "sha": sha,
-                    "user": self._user(of.split("/")[0]), "repo": self._repo_json(of) if of in self.state.repos else None}
+            return {
+                "label": f"{of.split('/')[0]}:{ref}",
+                "ref": ref,
+                "sha": sha,
+                "user": self._user(of.split("/")[0]),
+                "repo": self._repo_json(of) if of in self.state.repos else None,
+            }
 
-        stats = _git(self.bare(repo), "diff", "--shortstat", f"{base_sha}...{head_sha}", check=False) \
-            if head_repo == repo and base_sha != "0" * 40 and head_sha != "0" * 40 else ""
+        stats = (
+            _git(self.bare(repo), "diff", "--shortstat", f"{base_sha}...{head_sha}", check=False)
+            if head_repo == repo and base_sha != "0" * 40 and head_sha != "0" * 40
+            else ""
+        )
         numbers = [int(n) for n in re.findall(r"(\d+) (?:file|insertion|deletion)", stats)]
         kinds = re.findall(r"\d+ (file|insertion|deletion)", stats)
         counted = dict(zip(kinds, numbers, strict=True))
-        commits = _git(self.bare(repo), "rev-list", "--count", f"{base_sha}..{head_sha}", check=False).strip() \
-            if head_repo == repo and base_sha != "0" * 40 and head_sha != "0" * 40 else "0"
-        return {"url": url, "id": issue["id"], "node_id": f"PR_{issue['id']}",
-                "commits": int(commits or 0), "additions": counted.get("insertion", 0),
-                "deletions": counted.get("deletion", 0), "changed_files": counted.get("file", 0),
-                "review_comments": 0, "review_comment_url": url + "/comments{/number}", "milestone": None,
-                "merged_by": None, "rebaseable": True,
-                "_links": {"self": {"href": url}, "html": {"href": f"https://github.com/{repo}/pull/{number}"},
-                           "issue": {"href": f"{self.url}/repos/{repo}/issues/{number}"},
-                           "comments": {"href": f"{self.url}/repos/{repo}/issues/{number}/comments"},
-                           "commits": {"href": url + "/commits"}, "statuses": {"href": f"{self.url}/repos/{repo}/statuses/{head_sha}"}},
-                "html_url": f"https://github.com/{repo}/pull/{number}", "diff_url": f"https://github.com/{repo}/pull/{number}.diff",
-                "patch_url": f"https://github.com/{repo}/pull/{number}.patch",
-                "issue_url": f"{self.url}/repos/{repo}/issues/{number}", "number": number, "state": issue["state"],
-                "locked": False, "title": issue["title"], "user": self._user(issue["author"]), "body": issue["body"],
-                "labels": [self.state.labels[repo][name] for name in issue["labels"]],
-                "created_at": issue["created_at"], "updated_at": issue["updated_at"], "closed_at": issue["closed_at"],
-                "merged_at": pr["merged_at"], "merge_commit_sha": None, "assignee": None, "assignees": [],
-                "requested_reviewers": [self._user(u) for u in pr.get("requested_reviewers", [])],
-                "requested_teams": [{"slug": t, "name": t, "id": abs(hash(t)) % 100000} for t in pr.get("requested_teams", [])],
-                "draft": pr["draft"],
-                "commits_url": url + "/commits", "review_comments_url": url + "/comments",
-                "comments_url": f"{self.url}/repos/{repo}/issues/{number}/comments",
-                "statuses_url": f"{self.url}/repos/{repo}/statuses/{head_sha}",
-                "head": side(pr["head"], head_sha, head_repo), "base": side(pr["base"], base_sha, repo),
-                "author_association": pr["author_association"], "merged": pr["merged"], "mergeable": True,
-                "mergeable_state": "clean", "comments": issue["comments"], "maintainer_can_modify": pr["maintainer_can_modify"]}
+        commits = (
+            _git(self.bare(repo), "rev-list", "--count", f"{base_sha}..{head_sha}", check=False).strip()
+            if head_repo == repo and base_sha != "0" * 40 and head_sha != "0" * 40
+            else "0"
+        )
+        return {
+            "url": url,
+            "id": issue["id"],
+            "node_id": f"PR_{issue['id']}",
+            "commits": int(commits or 0),
+            "additions": counted.get("insertion", 0),
+            "deletions": counted.get("deletion", 0),
+            "changed_files": counted.get("file", 0),
+            "review_comments": 0,
+            "review_comment_url": url + "/comments{/number}",
+            "milestone": None,
+            "merged_by": None,
+            "rebaseable": True,
+            "_links": {
+                "self": {"href": url},
+                "html": {"href": f"https://github.com/{repo}/pull/{number}"},
+                "issue": {"href": f"{self.url}/repos/{repo}/issues/{number}"},
+                "comments": {"href": f"{self.url}/repos/{repo}/issues/{number}/comments"},
+                "commits": {"href": url + "/commits"},
+                "statuses": {"href": f"{self.url}/repos/{repo}/statuses/{head_sha}"},
+            },
+            "html_url": f"https://github.com/{repo}/pull/{number}",
+            "diff_url": f"https://github.com/{repo}/pull/{number}.diff",
+            "patch_url": f"https://github.com/{repo}/pull/{number}.patch",
+            "issue_url": f"{self.url}/repos/{repo}/issues/{number}",
+            "number": number,
+            "state": issue["state"],
+            "locked": False,
+            "title": issue["title"],
+            "user": self._user(issue["author"]),
+            "body": issue["body"],
+            "labels": [self.state.labels[repo][name] for name in issue["labels"]],
+            "created_at": issue["created_at"],
+            "updated_at": issue["updated_at"],
+            "closed_at": issue["closed_at"],
+            "merged_at": pr["merged_at"],
+            "merge_commit_sha": None,
+            "assignee": None,
+            "assignees": [],
+            "requested_reviewers": [self._user(u) for u in pr.get("requested_reviewers", [])],
+            "requested_teams": [
+                {"slug": t, "name": t, "id": abs(hash(t)) % 100000} for t in pr.get("requested_teams", [])
+            ],
+            "draft": pr["draft"],
+            "commits_url": url + "/commits",
+            "review_comments_url": url + "/comments",
+            "comments_url": f"{self.url}/repos/{repo}/issues/{number}/comments",
+            "statuses_url": f"{self.url}/repos/{repo}/statuses/{head_sha}",
+            "head": side(pr["head"], head_sha, head_repo),
+            "base": side(pr["base"], base_sha, repo),
+            "author_association": pr["author_association"],
+            "merged": pr["merged"],
+            "mergeable": True,
+            "mergeable_state": "clean",
+            "comments": issue["comments"],
+            "maintainer_can_modify": pr["maintainer_can_modify"],
+        }
 
     def _comment_json(self, repo: str, c: dict[str, Any]) -> dict[str, Any]:
-        kind = "pull" if c["issue_number"] in self.state.pulls.get(repo, {}) else "issues"  # as GitHub links them
-        return {"url": f"{self.url}/repos/{repo}/issues/comments/{c['id']}",
-                "html_url": f"https://github.com/{repo}/{kind}/{c['issue_number']}#issuecomment-{c['id']}",
-                "issue_url": f"{self.url}/repos/{repo}/issues/{c['issue_number']}", "id": c["id"],
-                "node_id": f"IC_{c['id']}", "user": self._user(c["author"]), "created_at": c["created_at"],
-                "updated_at": c["updated_at"], "author_association": "NONE", "body": c["body"],
-                "reactions": {"url": f"{self.url}/repos/{repo}/issues/comments/{c['id']}/reactions",
-                              "total_count": len(self.state.reactions.get(c["id"], []))}}
+        kind = (
+            "pull" if c["issue_number"] in self.state.pulls.get(repo, {}) else "issues"
+        )  # as GitHub links them
+        return {
+            "url": f"{self.url}/repos/{repo}/issues/comments/{c['id']}",
+            "html_url": f"https://github.com/{repo}/{kind}/{c['issue_number']}#issuecomment-{c['id']}",
+            "issue_url": f"{self.url}/repos/{repo}/issues/{c['issue_number']}",
+            "id": c["id"],
+            "node_id": f"IC_{c['id']}",
+            "user": self._user(c["author"]),
+            "created_at": c["created_at"],
+            "updated_at": c["updated_at"],
+            "author_association": "NONE",
+            "body": c["body"],
+            "reactions": {
+                "url": f"{self.url}/repos/{repo}/issues/comments/{c['id']}/reactions",
+                "total_count": len(self.state.reactions.get(c["id"], [])),
+            },
+        }
 
     def _check_run_json(self, repo: str, run: dict[str, Any]) -> dict[str, Any]:
         rid = run["id"]
@@ -522,18 +772,39 @@ class LoopbackGitHub:
         output = dict(run["output"])
         output["annotations_count"] = len(self.state.annotations.get(rid, []))
         output["annotations_url"] = url + "/annotations"
-        return {"id": rid, "node_id": f"CR_{rid}", "head_sha": run["head_sha"], "external_id": run["external_id"],
-                "url": url, "html_url": f"https://github.com/{repo}/runs/{rid}", "details_url": run["details_url"],
-                "status": run["status"], "conclusion": run["conclusion"], "started_at": run["started_at"],
-                "completed_at": run["completed_at"], "output": output, "name": run["name"],
-                "check_suite": {"id": run["check_suite_id"]},
-                "app": {"id": run["app_id"], "slug": run["app_slug"], "name": run["app_slug"],
-                        "owner": self._user(repo.split("/")[0])},
-                "pull_requests": [], "actions": run["actions"]}
+        return {
+            "id": rid,
+            "node_id": f"CR_{rid}",
+            "head_sha": run["head_sha"],
+            "external_id": run["external_id"],
+            "url": url,
+            "html_url": f"https://github.com/{repo}/runs/{rid}",
+            "details_url": run["details_url"],
+            "status": run["status"],
+            "conclusion": run["conclusion"],
+            "started_at": run["started_at"],
+            "completed_at": run["completed_at"],
+            "output": output,
+            "name": run["name"],
+            "check_suite": {"id": run["check_suite_id"]},
+            "app": {
+                "id": run["app_id"],
+                "slug": run["app_slug"],
+                "name": run["app_slug"],
+                "owner": self._user(repo.split("/")[0]),
+            },
+            "pull_requests": [],
+            "actions": run["actions"],
+        }
 
 
-def _git(cwd: Path | None, *args: str, input: bytes | None = None, env: Mapping[str, str] | None = None,
-         check: bool = True) -> str:
+def _git(
+    cwd: Path | None,
+    *args: str,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> str:
     """Git for the fake server's own bookkeeping (not the code under test, which uses the funnel)."""
     argv = ["git", *(["-C", str(cwd)] if cwd else []), *args]
     full_env = {**os.environ, **(env or {})}
@@ -625,9 +896,15 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(fault.delay_s)
             fault = None
         reset = str(int(time.time()) + 3600)
-        headers = {"Content-Type": "application/json; charset=utf-8", "X-GitHub-Media-Type": "github.v3; format=json",
-                   "X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999", "X-RateLimit-Reset": reset,
-                   "X-RateLimit-Used": "1", "X-GitHub-Request-Id": uuid.uuid4().hex[:20]}
+        headers = {
+            "Content-Type": "application/json; charset=utf-8",
+            "X-GitHub-Media-Type": "github.v3; format=json",
+            "X-RateLimit-Limit": "5000",
+            "X-RateLimit-Remaining": "4999",
+            "X-RateLimit-Reset": reset,
+            "X-RateLimit-Used": "1",
+            "X-GitHub-Request-Id": uuid.uuid4().hex[:20],
+        }
         if path.startswith("/login/oauth/"):
             status = self._oauth(method, path, query, raw)
             with gh.lock:
@@ -675,7 +952,8 @@ class _Handler(BaseHTTPRequestHandler):
         if info is None or info["expires"] < time.time():
             raise _error(401, "Bad credentials")
         if repo is not None and (
-            repo not in self.gh.state.repos or repo not in self.gh.state.installations.get(info["installation_id"], set())
+            repo not in self.gh.state.repos
+            or repo not in self.gh.state.installations.get(info["installation_id"], set())
         ):
             raise _error(404, "Not Found")
         iid: int = info["installation_id"]
@@ -687,8 +965,13 @@ class _Handler(BaseHTTPRequestHandler):
         if kind.lower() != "bearer":
             raise _error(401, "A JSON web token could not be decoded")
         try:
-            claims = jwt.decode(token, self.gh._public_key, algorithms=["RS256"], options={"require": ["iat", "exp", "iss"]},
-                                leeway=60)
+            claims = jwt.decode(
+                token,
+                self.gh._public_key,
+                algorithms=["RS256"],
+                options={"require": ["iat", "exp", "iss"]},
+                leeway=60,
+            )
         except jwt.PyJWTError:
             raise _error(401, "A JSON web token could not be decoded") from None
         if str(claims["iss"]) != str(self.gh.app_id):
@@ -711,7 +994,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return 404
             login = gh.browser_login
             if login is None:  # GitHub would show its sign-in form; the test says who signs in
-                self._send(200, b"<html><body><h1>Sign in to GitHub</h1></body></html>", {"Content-Type": "text/html"})
+                self._send(
+                    200,
+                    b"<html><body><h1>Sign in to GitHub</h1></body></html>",
+                    {"Content-Type": "text/html"},
+                )
                 return 200
             code = uuid.uuid4().hex[:20]
             with gh.lock:
@@ -732,12 +1019,17 @@ class _Handler(BaseHTTPRequestHandler):
                     gh.state.user_tokens[token] = login
                     body: dict[str, str] = {"access_token": token, "token_type": "bearer", "scope": ""}
                 elif not ok:
-                    body = {"error": "incorrect_client_credentials",
-                            "error_description": "The client_id and/or client_secret passed are incorrect.",
-                            "error_uri": "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#incorrect-client-credentials"}
+                    body = {
+                        "error": "incorrect_client_credentials",
+                        "error_description": "The client_id and/or client_secret passed are incorrect.",
+                        "error_uri": "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#incorrect-client-credentials",
+                    }
                 else:
-                    body = {"error": "bad_verification_code", "error_description": "The code passed is incorrect or expired.",
-                            "error_uri": "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#bad-verification-code"}
+                    body = {
+                        "error": "bad_verification_code",
+                        "error_description": "The code passed is incorrect or expired.",
+                        "error_uri": "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#bad-verification-code",
+                    }
             # GitHub answers 200 even for errors, with an "error" field.
             self._send(200, json.dumps(body).encode(), {"Content-Type": "application/json; charset=utf-8"})
             return 200
@@ -754,20 +1046,37 @@ class _Handler(BaseHTTPRequestHandler):
             return 404
         if "git-receive-pack" in path or "service=git-receive-pack" in query:
             kind, _, cred = self.headers.get("Authorization", "").partition(" ")
-            user, _, token = (base64.b64decode(cred).decode(errors="replace") if kind.lower() == "basic" else "").partition(":")
+            user, _, token = (
+                base64.b64decode(cred).decode(errors="replace") if kind.lower() == "basic" else ""
+            ).partition(":")
             with gh.lock:
                 info = gh.state.tokens.get(token)
-                allowed = (user == "x-access-token" and info is not None and info["expires"] >= time.time()
-                           and repo in gh.state.installations.get(info["installation_id"], set()))
+                allowed = (
+                    user == "x-access-token"
+                    and info is not None
+                    and info["expires"] >= time.time()
+                    and repo in gh.state.installations.get(info["installation_id"], set())
+                )
             if not allowed:
-                self._send(401, b"Invalid username or token.\n",
-                           {"Content-Type": "text/plain", "WWW-Authenticate": 'Basic realm="GitHub"'})
+                self._send(
+                    401,
+                    b"Invalid username or token.\n",
+                    {"Content-Type": "text/plain", "WWW-Authenticate": 'Basic realm="GitHub"'},
+                )
                 return 401
-        env = {**os.environ, "GIT_PROJECT_ROOT": str(gh.git_root), "GIT_HTTP_EXPORT_ALL": "1",
-               "PATH_INFO": f"/{repo}.git{match.group('rest')}", "REQUEST_METHOD": method, "QUERY_STRING": query,
-               "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
-               "REMOTE_USER": "x-access-token", "REMOTE_ADDR": "127.0.0.1",
-               "GIT_PROTOCOL": self.headers.get("Git-Protocol", "")}
+        env = {
+            **os.environ,
+            "GIT_PROJECT_ROOT": str(gh.git_root),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": f"/{repo}.git{match.group('rest')}",
+            "REQUEST_METHOD": method,
+            "QUERY_STRING": query,
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "REMOTE_USER": "x-access-token",
+            "REMOTE_ADDR": "127.0.0.1",
+            "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+        }
         if self.headers.get("Content-Encoding"):
             env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
         proc = subprocess.run(["git", "http-backend"], input=body, capture_output=True, env=env, check=False)
@@ -788,16 +1097,20 @@ class _Handler(BaseHTTPRequestHandler):
 # ---------------------------------------------------------------------------------- REST
 
 
-def _paginate(handler: _Handler, items: list[Any], query: Mapping[str, str]) -> tuple[list[Any], dict[str, str]]:
+def _paginate(
+    handler: _Handler, items: list[Any], query: Mapping[str, str]
+) -> tuple[list[Any], dict[str, str]]:
     per_page = max(1, min(100, int(query.get("per_page", "30"))))
     page = max(1, int(query.get("page", "1")))
     last = max(1, -(-len(items) // per_page))
-    chunk = items[(page - 1) * per_page: page * per_page]
+    chunk = items[(page - 1) * per_page : page * per_page]
     base = handler.gh.url + urlsplit(handler.path).path
     others = "&".join(f"{k}={quote(v, safe=',')}" for k, v in query.items() if k not in ("page", "per_page"))
     links = []
     if page < last:
-        links.append(f'<{base}?{others + "&" if others else ""}per_page={per_page}&page={page + 1}>; rel="next"')
+        links.append(
+            f'<{base}?{others + "&" if others else ""}per_page={per_page}&page={page + 1}>; rel="next"'
+        )
         links.append(f'<{base}?{others + "&" if others else ""}per_page={per_page}&page={last}>; rel="last"')
     return chunk, ({"Link": ", ".join(links)} if links else {})
 
@@ -805,8 +1118,14 @@ def _paginate(handler: _Handler, items: list[Any], query: Mapping[str, str]) -> 
 @route("GET", "/app")
 def _get_app(gh: LoopbackGitHub, h: _Handler, **_: Any) -> Any:
     h.app_jwt()
-    return 200, {"id": gh.app_id, "slug": APP_SLUG, "name": APP_SLUG, "owner": gh._user("acme"),
-                 "permissions": {"checks": "write", "contents": "write"}, "events": []}
+    return 200, {
+        "id": gh.app_id,
+        "slug": APP_SLUG,
+        "name": APP_SLUG,
+        "owner": gh._user("acme"),
+        "permissions": {"checks": "write", "contents": "write"},
+        "events": [],
+    }
 
 
 @route("POST", "/app/installations/(?P<iid>[0-9]+)/access_tokens")
@@ -815,32 +1134,59 @@ def _access_token(gh: LoopbackGitHub, h: _Handler, iid: str, **_: Any) -> Any:
     if int(iid) not in gh.state.installations:
         raise _error(404, "Not Found")
     token = gh.token_for(int(iid))
-    return 201, {"token": token, "expires_at": _iso(gh.state.tokens[token]["expires"]),
-                 "permissions": {"checks": "write", "contents": "write", "issues": "write",
-                                 "pull_requests": "write", "metadata": "read"},
-                 "repository_selection": "selected"}
+    return 201, {
+        "token": token,
+        "expires_at": _iso(gh.state.tokens[token]["expires"]),
+        "permissions": {
+            "checks": "write",
+            "contents": "write",
+            "issues": "write",
+            "pull_requests": "write",
+            "metadata": "read",
+        },
+        "repository_selection": "selected",
+    }
 
 
 def _installation_json(gh: LoopbackGitHub, iid: int) -> dict[str, Any]:
     repos = sorted(gh.state.installations.get(iid, set()))
     owner = repos[0].split("/")[0] if repos else "acme"
-    return {"id": iid, "app_id": gh.app_id, "app_slug": APP_SLUG, "account": gh._user(owner), "target_id": 1,
-            "target_type": "Organization", "repository_selection": "selected",
-            "access_tokens_url": f"{gh.url}/app/installations/{iid}/access_tokens",
-            "repositories_url": f"{gh.url}/installation/repositories",
-            "html_url": f"https://github.com/organizations/{owner}/settings/installations/{iid}",
-            "permissions": {"checks": "write", "contents": "write", "issues": "write",
-                            "pull_requests": "write", "metadata": "read", "statuses": "read"},
-            "events": ["push", "pull_request", "issue_comment", "check_run", "check_suite"],
-            "created_at": "2020-01-01T00:00:00Z", "updated_at": "2020-01-01T00:00:00Z",
-            "single_file_name": None, "has_multiple_single_files": False, "single_file_paths": [],
-            "suspended_at": None, "suspended_by": None}
+    return {
+        "id": iid,
+        "app_id": gh.app_id,
+        "app_slug": APP_SLUG,
+        "account": gh._user(owner),
+        "target_id": 1,
+        "target_type": "Organization",
+        "repository_selection": "selected",
+        "access_tokens_url": f"{gh.url}/app/installations/{iid}/access_tokens",
+        "repositories_url": f"{gh.url}/installation/repositories",
+        "html_url": f"https://github.com/organizations/{owner}/settings/installations/{iid}",
+        "permissions": {
+            "checks": "write",
+            "contents": "write",
+            "issues": "write",
+            "pull_requests": "write",
+            "metadata": "read",
+            "statuses": "read",
+        },
+        "events": ["push", "pull_request", "issue_comment", "check_run", "check_suite"],
+        "created_at": "2020-01-01T00:00:00Z",
+        "updated_at": "2020-01-01T00:00:00Z",
+        "single_file_name": None,
+        "has_multiple_single_files": False,
+        "single_file_paths": [],
+        "suspended_at": None,
+        "suspended_by": None,
+    }
 
 
 @route("GET", "/app/installations")
 def _list_installations(gh: LoopbackGitHub, h: _Handler, query: Mapping[str, str], **_: Any) -> Any:
     h.app_jwt()
-    chunk, links = _paginate(h, [_installation_json(gh, iid) for iid in sorted(gh.state.installations)], query)
+    chunk, links = _paginate(
+        h, [_installation_json(gh, iid) for iid in sorted(gh.state.installations)], query
+    )
     return 200, chunk, links
 
 
@@ -887,17 +1233,26 @@ def _get_repo(gh: LoopbackGitHub, h: _Handler, repo: str, **_: Any) -> Any:
     # reports the user's own permissions.
     if repo not in gh.state.repos:
         raise _error(404, "Not Found")
-    role = gh.state.permissions.get(repo, {}).get(login) or ("none" if gh.state.repos[repo]["private"] else "read")
+    role = gh.state.permissions.get(repo, {}).get(login) or (
+        "none" if gh.state.repos[repo]["private"] else "read"
+    )
     if role == "none":
         raise _error(404, "Not Found")
     data = gh._repo_json(repo)
-    data["permissions"] = {"admin": role == "admin", "maintain": role in ("admin", "maintain"),
-                           "push": role in ("admin", "maintain", "write"), "triage": role != "read", "pull": True}
+    data["permissions"] = {
+        "admin": role == "admin",
+        "maintain": role in ("admin", "maintain"),
+        "push": role in ("admin", "maintain", "write"),
+        "triage": role != "read",
+        "pull": True,
+    }
     return 200, data
 
 
 @route("GET", "/repos/{repo}/contents/(?P<path>.+)")
-def _contents(gh: LoopbackGitHub, h: _Handler, repo: str, path: str, query: Mapping[str, str], **_: Any) -> Any:
+def _contents(
+    gh: LoopbackGitHub, h: _Handler, repo: str, path: str, query: Mapping[str, str], **_: Any
+) -> Any:
     h.installation(repo)
     ref = query.get("ref") or gh.state.repos[repo]["default_branch"]
     bare = gh.bare(repo)
@@ -905,15 +1260,28 @@ def _contents(gh: LoopbackGitHub, h: _Handler, repo: str, path: str, query: Mapp
     if kind != "blob":
         raise _error(404, "Not Found")
     blob_sha = _git(bare, "rev-parse", f"{ref}:{path}").strip()
-    data = subprocess.run(["git", "-C", str(bare), "cat-file", "blob", blob_sha], capture_output=True, check=True).stdout
+    data = subprocess.run(
+        ["git", "-C", str(bare), "cat-file", "blob", blob_sha], capture_output=True, check=True
+    ).stdout
     url = f"{gh.url}/repos/{repo}/contents/{path}?ref={ref}"
-    return 200, {"type": "file", "encoding": "base64", "size": len(data), "name": path.rsplit("/", 1)[-1],
-                 "path": path, "content": base64.encodebytes(data).decode(), "sha": blob_sha, "url": url,
-                 "git_url": f"{gh.url}/repos/{repo}/git/blobs/{blob_sha}",
-                 "html_url": f"https://github.com/{repo}/blob/{ref}/{path}",
-                 "download_url": f"https://raw.githubusercontent.com/{repo}/{ref}/{path}",
-                 "_links": {"self": url, "git": f"{gh.url}/repos/{repo}/git/blobs/{blob_sha}",
-                            "html": f"https://github.com/{repo}/blob/{ref}/{path}"}}
+    return 200, {
+        "type": "file",
+        "encoding": "base64",
+        "size": len(data),
+        "name": path.rsplit("/", 1)[-1],
+        "path": path,
+        "content": base64.encodebytes(data).decode(),
+        "sha": blob_sha,
+        "url": url,
+        "git_url": f"{gh.url}/repos/{repo}/git/blobs/{blob_sha}",
+        "html_url": f"https://github.com/{repo}/blob/{ref}/{path}",
+        "download_url": f"https://raw.githubusercontent.com/{repo}/{ref}/{path}",
+        "_links": {
+            "self": url,
+            "git": f"{gh.url}/repos/{repo}/git/blobs/{blob_sha}",
+            "html": f"https://github.com/{repo}/blob/{ref}/{path}",
+        },
+    }
 
 
 @route("GET", "/repos/{repo}/collaborators/(?P<login>[^/]+)/permission")
@@ -937,7 +1305,9 @@ def _check_output(payload: Mapping[str, Any], run: dict[str, Any]) -> list[dict[
         raise _validation("output needs a title and a summary", "CheckRun", "output", "missing_field")
     for key in ("summary", "text"):
         if len(output.get(key) or "") > 65535:
-            raise _validation(f"output.{key} is too long (maximum is 65535 characters)", "CheckRun", key, "invalid")
+            raise _validation(
+                f"output.{key} is too long (maximum is 65535 characters)", "CheckRun", key, "invalid"
+            )
     annotations = list(output.get("annotations") or [])
     if len(annotations) > 50:
         raise _validation("Only 50 annotations may be sent per request", "CheckRun", "annotations", "invalid")
@@ -945,7 +1315,9 @@ def _check_output(payload: Mapping[str, Any], run: dict[str, Any]) -> list[dict[
         if not all(k in a for k in ("path", "start_line", "end_line", "annotation_level", "message")):
             raise _validation("annotation lacks a required key", "CheckRun", "annotations", "missing_field")
         if a["annotation_level"] not in ("notice", "warning", "failure"):
-            raise _validation("annotation_level must be notice, warning or failure", "CheckRun", "annotations", "invalid")
+            raise _validation(
+                "annotation_level must be notice, warning or failure", "CheckRun", "annotations", "invalid"
+            )
     run["output"] = {"title": output["title"], "summary": output["summary"], "text": output.get("text")}
     return annotations
 
@@ -970,21 +1342,36 @@ def _apply_check_fields(payload: Mapping[str, Any], run: dict[str, Any]) -> None
         run["status"] = "completed"
     if run["status"] == "completed":
         if not run.get("conclusion"):
-            raise _validation("conclusion is required when status is completed", "CheckRun", "conclusion", "missing_field")
+            raise _validation(
+                "conclusion is required when status is completed", "CheckRun", "conclusion", "missing_field"
+            )
         run["completed_at"] = payload.get("completed_at") or _now()
 
 
 @route("POST", "/repos/{repo}/check-runs")
-def _create_check_run(gh: LoopbackGitHub, h: _Handler, repo: str, payload: Mapping[str, Any], **_: Any) -> Any:
+def _create_check_run(
+    gh: LoopbackGitHub, h: _Handler, repo: str, payload: Mapping[str, Any], **_: Any
+) -> Any:
     h.installation(repo)
     if not payload.get("name") or not payload.get("head_sha"):
         raise _validation("name and head_sha are required", "CheckRun", "name", "missing_field")
     rid = gh.next_id()
-    run: dict[str, Any] = {"id": rid, "name": payload["name"], "head_sha": payload["head_sha"], "status": "queued",
-                           "conclusion": None, "started_at": _now(), "completed_at": None,
-                           "output": {"title": None, "summary": None, "text": None}, "details_url": None,
-                           "external_id": "", "actions": [], "check_suite_id": 1, "app_id": gh.app_id,
-                           "app_slug": APP_SLUG}
+    run: dict[str, Any] = {
+        "id": rid,
+        "name": payload["name"],
+        "head_sha": payload["head_sha"],
+        "status": "queued",
+        "conclusion": None,
+        "started_at": _now(),
+        "completed_at": None,
+        "output": {"title": None, "summary": None, "text": None},
+        "details_url": None,
+        "external_id": "",
+        "actions": [],
+        "check_suite_id": 1,
+        "app_id": gh.app_id,
+        "app_slug": APP_SLUG,
+    }
     annotations = _check_output(payload, run)
     _apply_check_fields(payload, run)
     gh.state.check_runs[repo][rid] = run
@@ -1000,7 +1387,9 @@ def _find_run(gh: LoopbackGitHub, repo: str, rid: str) -> dict[str, Any]:
 
 
 @route("PATCH", "/repos/{repo}/check-runs/(?P<rid>[0-9]+)")
-def _update_check_run(gh: LoopbackGitHub, h: _Handler, repo: str, rid: str, payload: Mapping[str, Any], **_: Any) -> Any:
+def _update_check_run(
+    gh: LoopbackGitHub, h: _Handler, repo: str, rid: str, payload: Mapping[str, Any], **_: Any
+) -> Any:
     h.installation(repo)
     run = _find_run(gh, repo, rid)
     new = dict(run)
@@ -1018,20 +1407,34 @@ def _get_check_run(gh: LoopbackGitHub, h: _Handler, repo: str, rid: str, **_: An
 
 
 @route("GET", "/repos/{repo}/check-runs/(?P<rid>[0-9]+)/annotations")
-def _get_annotations(gh: LoopbackGitHub, h: _Handler, repo: str, rid: str, query: Mapping[str, str], **_: Any) -> Any:
+def _get_annotations(
+    gh: LoopbackGitHub, h: _Handler, repo: str, rid: str, query: Mapping[str, str], **_: Any
+) -> Any:
     h.installation(repo)
     run = _find_run(gh, repo, rid)
-    items = [{"path": a["path"], "blob_href": f"https://github.com/{repo}/blob/{run['head_sha']}/{a['path']}",
-              "start_line": a["start_line"], "end_line": a["end_line"], "start_column": a.get("start_column"),
-              "end_column": a.get("end_column"), "annotation_level": a["annotation_level"],
-              "title": a.get("title"), "message": a["message"], "raw_details": a.get("raw_details")}
-             for a in gh.state.annotations[run["id"]]]
+    items = [
+        {
+            "path": a["path"],
+            "blob_href": f"https://github.com/{repo}/blob/{run['head_sha']}/{a['path']}",
+            "start_line": a["start_line"],
+            "end_line": a["end_line"],
+            "start_column": a.get("start_column"),
+            "end_column": a.get("end_column"),
+            "annotation_level": a["annotation_level"],
+            "title": a.get("title"),
+            "message": a["message"],
+            "raw_details": a.get("raw_details"),
+        }
+        for a in gh.state.annotations[run["id"]]
+    ]
     chunk, links = _paginate(h, items, query)
     return 200, chunk, links
 
 
 @route("GET", "/repos/{repo}/commits/(?P<ref>.+)/check-runs")
-def _list_check_runs(gh: LoopbackGitHub, h: _Handler, repo: str, ref: str, query: Mapping[str, str], **_: Any) -> Any:
+def _list_check_runs(
+    gh: LoopbackGitHub, h: _Handler, repo: str, ref: str, query: Mapping[str, str], **_: Any
+) -> Any:
     h.installation(repo)
     sha = ref if re.fullmatch(r"[0-9a-f]{40}", ref) else gh.head(repo, ref.removeprefix("refs/heads/"))
     runs = [r for r in gh.state.check_runs[repo].values() if r["head_sha"] == sha]
@@ -1073,7 +1476,9 @@ def _list_pulls(gh: LoopbackGitHub, h: _Handler, repo: str, query: Mapping[str, 
 
 
 @route("POST", "/repos/{repo}/pulls")
-def _create_pull_route(gh: LoopbackGitHub, h: _Handler, repo: str, payload: Mapping[str, Any], **_: Any) -> Any:
+def _create_pull_route(
+    gh: LoopbackGitHub, h: _Handler, repo: str, payload: Mapping[str, Any], **_: Any
+) -> Any:
     author = _actor(gh, h, repo)
     head, base = str(payload.get("head", "")), str(payload.get("base", ""))
     owner, _, branch = head.rpartition(":")
@@ -1085,12 +1490,27 @@ def _create_pull_route(gh: LoopbackGitHub, h: _Handler, repo: str, payload: Mapp
     if head_repo not in gh.state.repos or gh.head(head_repo, branch) is None:
         raise _validation("head is invalid", "PullRequest", "head", "invalid")
     for number, pr in gh.state.pulls[repo].items():
-        if (pr["head"], pr["base"], pr["head_repo"]) == (branch, base, head_repo) and gh.state.issues[repo][number]["state"] == "open":
-            raise _validation(f"A pull request already exists for {head_repo.split('/')[0]}:{branch}.", "PullRequest", "head")
+        if (pr["head"], pr["base"], pr["head_repo"]) == (branch, base, head_repo) and gh.state.issues[repo][
+            number
+        ]["state"] == "open":
+            raise _validation(
+                f"A pull request already exists for {head_repo.split('/')[0]}:{branch}.",
+                "PullRequest",
+                "head",
+            )
     if gh.head(repo, base) == gh.head(head_repo, branch):
         raise _validation(f"No commits between {base} and {branch}", "PullRequest", "head")
-    number = gh._create_pull(repo, branch, base, payload["title"], payload.get("body"), author,
-                             bool(payload.get("draft", False)), "NONE", head_repo)
+    number = gh._create_pull(
+        repo,
+        branch,
+        base,
+        payload["title"],
+        payload.get("body"),
+        author,
+        bool(payload.get("draft", False)),
+        "NONE",
+        head_repo,
+    )
     return 201, gh._pull_json(repo, number), {"Location": f"{gh.url}/repos/{repo}/pulls/{number}"}
 
 
@@ -1107,7 +1527,9 @@ def _get_pull(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, **_: Any)
 
 
 @route("PATCH", "/repos/{repo}/pulls/(?P<number>[0-9]+)")
-def _edit_pull(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload: Mapping[str, Any], **_: Any) -> Any:
+def _edit_pull(
+    gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload: Mapping[str, Any], **_: Any
+) -> Any:
     h.installation(repo)
     n = _find_pull(gh, repo, number)
     issue, pr = gh.state.issues[repo][n], gh.state.pulls[repo][n]
@@ -1152,14 +1574,20 @@ def _list_issues(gh: LoopbackGitHub, h: _Handler, repo: str, query: Mapping[str,
     h.installation(repo)
     state = query.get("state", "open")
     wanted = [name for name in query.get("labels", "").split(",") if name]
-    issues = [i for _, i in sorted(gh.state.issues[repo].items(), reverse=True)
-              if (state == "all" or i["state"] == state) and all(name in i["labels"] for name in wanted)
-              and ("creator" not in query or i["author"] == query["creator"])]
+    issues = [
+        i
+        for _, i in sorted(gh.state.issues[repo].items(), reverse=True)
+        if (state == "all" or i["state"] == state)
+        and all(name in i["labels"] for name in wanted)
+        and ("creator" not in query or i["author"] == query["creator"])
+    ]
     chunk, links = _paginate(h, issues, query)
     return 200, [gh._issue_json(repo, i) for i in chunk], links
 
 
-_SEARCH_TERM = re.compile(r'(?P<key>[a-z]+):(?:"(?P<qval>[^"]*)"|(?P<val>\S+))|"(?P<phrase>[^"]*)"|(?P<word>\S+)')
+_SEARCH_TERM = re.compile(
+    r'(?P<key>[a-z]+):(?:"(?P<qval>[^"]*)"|(?P<val>\S+))|"(?P<phrase>[^"]*)"|(?P<word>\S+)'
+)
 
 
 @route("GET", "/search/issues")
@@ -1189,15 +1617,29 @@ def _search_issues(gh: LoopbackGitHub, h: _Handler, query: Mapping[str, str], **
     h.installation(repo)
 
     def text(issue: dict[str, Any]) -> str:
-        parts = [issue["title"] if "title" in where else "", issue.get("body") or "" if "body" in where else ""]
+        parts = [
+            issue["title"] if "title" in where else "",
+            issue.get("body") or "" if "body" in where else "",
+        ]
         return "\n".join(parts).lower()
 
-    items = [i for _, i in sorted(gh.state.issues[repo].items(), reverse=True)
-             if (kind is None or (kind == "pr") == bool(i.get("is_pull")))
-             and all(name in i["labels"] for name in labels) and all(t in text(i) for t in terms)]
+    items = [
+        i
+        for _, i in sorted(gh.state.issues[repo].items(), reverse=True)
+        if (kind is None or (kind == "pr") == bool(i.get("is_pull")))
+        and all(name in i["labels"] for name in labels)
+        and all(t in text(i) for t in terms)
+    ]
     chunk, links = _paginate(h, items, query)
-    return 200, {"total_count": len(items), "incomplete_results": False,
-                 "items": [{**gh._issue_json(repo, i), "score": 1.0} for i in chunk]}, links
+    return (
+        200,
+        {
+            "total_count": len(items),
+            "incomplete_results": False,
+            "items": [{**gh._issue_json(repo, i), "score": 1.0} for i in chunk],
+        },
+        links,
+    )
 
 
 @route("POST", "/repos/{repo}/issues")
@@ -1206,7 +1648,9 @@ def _create_issue(gh: LoopbackGitHub, h: _Handler, repo: str, payload: Mapping[s
     if not payload.get("title"):
         raise _validation("title is missing", "Issue", "title", "missing_field")
     number = gh._number(repo)
-    issue = gh._new_issue(repo, number, payload["title"], payload.get("body"), author, payload.get("labels") or (), "open")
+    issue = gh._new_issue(
+        repo, number, payload["title"], payload.get("body"), author, payload.get("labels") or (), "open"
+    )
     gh.state.issues[repo][number] = issue
     return 201, gh._issue_json(repo, issue), {"Location": f"{gh.url}/repos/{repo}/issues/{number}"}
 
@@ -1218,7 +1662,9 @@ def _get_issue(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, **_: Any
 
 
 @route("PATCH", "/repos/{repo}/issues/(?P<number>[0-9]+)")
-def _edit_issue(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload: Mapping[str, Any], **_: Any) -> Any:
+def _edit_issue(
+    gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload: Mapping[str, Any], **_: Any
+) -> Any:
     h.installation(repo)
     issue = _find_issue(gh, repo, number)
     for key in ("title", "body"):
@@ -1229,30 +1675,48 @@ def _edit_issue(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload
     if payload.get("state") in ("open", "closed"):
         issue["state"] = payload["state"]
         issue["closed_at"] = _now() if payload["state"] == "closed" else None
-        issue["state_reason"] = payload.get("state_reason") or ("completed" if payload["state"] == "closed" else "reopened")
+        issue["state_reason"] = payload.get("state_reason") or (
+            "completed" if payload["state"] == "closed" else "reopened"
+        )
     issue["updated_at"] = _now()
     return 200, gh._issue_json(repo, issue)
 
 
 @route("GET", "/repos/{repo}/pulls/(?P<number>[0-9]+)/reviews")
-def _list_reviews(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, query: Mapping[str, str], **_: Any) -> Any:
+def _list_reviews(
+    gh: LoopbackGitHub, h: _Handler, repo: str, number: str, query: Mapping[str, str], **_: Any
+) -> Any:
     """GitHub: the PR's reviews, oldest first, paginated."""
     h.installation(repo)
     n = _find_pull(gh, repo, number)
     url = f"https://github.com/{repo}/pull/{n}"
-    out = [{"id": r["id"], "node_id": f"PRR_{r['id']}", "user": gh._user(r["user"]), "body": r["body"],
-            "state": r["state"], "html_url": f"{url}#pullrequestreview-{r['id']}",
-            "pull_request_url": f"{gh.url}/repos/{repo}/pulls/{n}", "author_association": "MEMBER",
-            "_links": {"html": {"href": f"{url}#pullrequestreview-{r['id']}"},
-                       "pull_request": {"href": f"{gh.url}/repos/{repo}/pulls/{n}"}},
-            "submitted_at": r["submitted_at"], "commit_id": r["commit_id"]}
-           for r in gh.state.pulls[repo][n].get("reviews", [])]
+    out = [
+        {
+            "id": r["id"],
+            "node_id": f"PRR_{r['id']}",
+            "user": gh._user(r["user"]),
+            "body": r["body"],
+            "state": r["state"],
+            "html_url": f"{url}#pullrequestreview-{r['id']}",
+            "pull_request_url": f"{gh.url}/repos/{repo}/pulls/{n}",
+            "author_association": "MEMBER",
+            "_links": {
+                "html": {"href": f"{url}#pullrequestreview-{r['id']}"},
+                "pull_request": {"href": f"{gh.url}/repos/{repo}/pulls/{n}"},
+            },
+            "submitted_at": r["submitted_at"],
+            "commit_id": r["commit_id"],
+        }
+        for r in gh.state.pulls[repo][n].get("reviews", [])
+    ]
     chunk, links = _paginate(h, out, query)
     return 200, chunk, links
 
 
 @route("POST", "/repos/{repo}/pulls/(?P<number>[0-9]+)/requested_reviewers")
-def _request_reviewers(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload: Mapping[str, Any], **_: Any) -> Any:
+def _request_reviewers(
+    gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload: Mapping[str, Any], **_: Any
+) -> Any:
     """GitHub: 201 with the PR; 422 when a reviewer is not a collaborator (teams are not checked here)."""
     h.installation(repo)
     pr = gh.state.pulls[repo].get(int(number))
@@ -1261,12 +1725,18 @@ def _request_reviewers(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, 
     users = [str(u) for u in payload.get("reviewers", [])]
     for login in users:
         if gh.state.permissions.get(repo, {}).get(login, "none") == "none":
-            raise _validation("Reviews may only be requested from collaborators. One or more of the users or teams you "
-                              "specified is not a collaborator of the " + repo + " repository.", "PullRequest", "reviewers")
+            raise _validation(
+                "Reviews may only be requested from collaborators. One or more of the users or teams you "
+                "specified is not a collaborator of the " + repo + " repository.",
+                "PullRequest",
+                "reviewers",
+            )
     pr.setdefault("requested_reviewers", [])
     pr.setdefault("requested_teams", [])
     pr["requested_reviewers"] = sorted(set(pr["requested_reviewers"]) | set(users))
-    pr["requested_teams"] = sorted(set(pr["requested_teams"]) | {str(t) for t in payload.get("team_reviewers", [])})
+    pr["requested_teams"] = sorted(
+        set(pr["requested_teams"]) | {str(t) for t in payload.get("team_reviewers", [])}
+    )
     return 201, gh._pull_json(repo, int(number))
 
 
@@ -1292,7 +1762,9 @@ def _remove_label(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, name:
 
 
 @route("GET", "/repos/{repo}/issues/(?P<number>[0-9]+)/comments")
-def _list_comments(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, query: Mapping[str, str], **_: Any) -> Any:
+def _list_comments(
+    gh: LoopbackGitHub, h: _Handler, repo: str, number: str, query: Mapping[str, str], **_: Any
+) -> Any:
     h.installation(repo)
     _find_issue(gh, repo, number)
     items = [c for _, c in sorted(gh.state.comments[repo].items()) if c["issue_number"] == int(number)]
@@ -1301,7 +1773,9 @@ def _list_comments(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, quer
 
 
 @route("GET", "/repos/{repo}/issues/comments")
-def _list_repo_comments(gh: LoopbackGitHub, h: _Handler, repo: str, query: Mapping[str, str], **_: Any) -> Any:
+def _list_repo_comments(
+    gh: LoopbackGitHub, h: _Handler, repo: str, query: Mapping[str, str], **_: Any
+) -> Any:
     """Every comment of the repository (issues and PRs), oldest first; ``since`` filters on updated_at."""
     h.installation(repo)
     since = query.get("since", "")
@@ -1311,14 +1785,22 @@ def _list_repo_comments(gh: LoopbackGitHub, h: _Handler, repo: str, query: Mappi
 
 
 @route("POST", "/repos/{repo}/issues/(?P<number>[0-9]+)/comments")
-def _create_comment(gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload: Mapping[str, Any], **_: Any) -> Any:
+def _create_comment(
+    gh: LoopbackGitHub, h: _Handler, repo: str, number: str, payload: Mapping[str, Any], **_: Any
+) -> Any:
     author = _actor(gh, h, repo)
     issue = _find_issue(gh, repo, number)
     if not payload.get("body"):
         raise _validation("body is missing", "IssueComment", "body", "missing_field")
     cid = gh.next_id()
-    comment = {"id": cid, "issue_number": int(number), "body": payload["body"], "author": author,
-               "created_at": _now(), "updated_at": _now()}
+    comment = {
+        "id": cid,
+        "issue_number": int(number),
+        "body": payload["body"],
+        "author": author,
+        "created_at": _now(),
+        "updated_at": _now(),
+    }
     gh.state.comments[repo][cid] = comment
     issue["comments"] += 1
     return 201, gh._comment_json(repo, comment), {"Location": f"{gh.url}/repos/{repo}/issues/comments/{cid}"}
@@ -1338,7 +1820,9 @@ def _get_comment(gh: LoopbackGitHub, h: _Handler, repo: str, cid: str, **_: Any)
 
 
 @route("PATCH", "/repos/{repo}/issues/comments/(?P<cid>[0-9]+)")
-def _edit_comment(gh: LoopbackGitHub, h: _Handler, repo: str, cid: str, payload: Mapping[str, Any], **_: Any) -> Any:
+def _edit_comment(
+    gh: LoopbackGitHub, h: _Handler, repo: str, cid: str, payload: Mapping[str, Any], **_: Any
+) -> Any:
     h.installation(repo)
     comment = _find_comment(gh, repo, cid)
     comment["body"] = payload.get("body", comment["body"])
@@ -1359,19 +1843,40 @@ def _react(gh: LoopbackGitHub, h: _Handler, repo: str, cid: str, payload: Mappin
     existing = gh.state.reactions.setdefault(int(cid), [])
     for r in existing:
         if (r["author"], r["content"]) == (author, content):  # GitHub answers 200 with the existing one
-            return 200, {"id": r["id"], "node_id": f"REA_{r['id']}", "user": gh._user(author),
-                         "content": content, "created_at": r["created_at"]}
+            return 200, {
+                "id": r["id"],
+                "node_id": f"REA_{r['id']}",
+                "user": gh._user(author),
+                "content": content,
+                "created_at": r["created_at"],
+            }
     rid = gh.next_id()
     existing.append({"id": rid, "author": author, "content": content, "created_at": _now()})
-    return 201, {"id": rid, "node_id": f"REA_{rid}", "user": gh._user(author), "content": content, "created_at": _now()}
+    return 201, {
+        "id": rid,
+        "node_id": f"REA_{rid}",
+        "user": gh._user(author),
+        "content": content,
+        "created_at": _now(),
+    }
 
 
 @route("GET", "/repos/{repo}/issues/comments/(?P<cid>[0-9]+)/reactions")
-def _list_reactions(gh: LoopbackGitHub, h: _Handler, repo: str, cid: str, query: Mapping[str, str], **_: Any) -> Any:
+def _list_reactions(
+    gh: LoopbackGitHub, h: _Handler, repo: str, cid: str, query: Mapping[str, str], **_: Any
+) -> Any:
     h.installation(repo)
     _find_comment(gh, repo, cid)
-    items = [{"id": r["id"], "node_id": f"REA_{r['id']}", "user": gh._user(r["author"]), "content": r["content"],
-              "created_at": r["created_at"]} for r in gh.state.reactions.get(int(cid), [])]
+    items = [
+        {
+            "id": r["id"],
+            "node_id": f"REA_{r['id']}",
+            "user": gh._user(r["author"]),
+            "content": r["content"],
+            "created_at": r["created_at"],
+        }
+        for r in gh.state.reactions.get(int(cid), [])
+    ]
     chunk, links = _paginate(h, items, query)
     return 200, chunk, links
 
@@ -1384,9 +1889,13 @@ def _get_branch(gh: LoopbackGitHub, h: _Handler, repo: str, branch: str, **_: An
         raise _error(404, "Branch not found")
     protected = branch in gh.state.protection.get(repo, {})
     url = f"{gh.url}/repos/{repo}/branches/{branch}"
-    return 200, {"name": branch, "protected": protected, "protection_url": f"{url}/protection",
-                 "commit": {"sha": sha, "url": f"{gh.url}/repos/{repo}/commits/{sha}"},
-                 "_links": {"self": url, "html": f"https://github.com/{repo}/tree/{branch}"}}
+    return 200, {
+        "name": branch,
+        "protected": protected,
+        "protection_url": f"{url}/protection",
+        "commit": {"sha": sha, "url": f"{gh.url}/repos/{repo}/commits/{sha}"},
+        "_links": {"self": url, "html": f"https://github.com/{repo}/tree/{branch}"},
+    }
 
 
 # The shape of GitHub's answer as recorded by PyGithub (tests/ReplayData/Branch.testEditRequiredStatusChecks.txt,
@@ -1398,8 +1907,13 @@ def _required_status_checks(gh: LoopbackGitHub, h: _Handler, repo: str, branch: 
     if contexts is None:
         raise _error(404, "Branch not protected")
     url = f"{gh.url}/repos/{repo}/branches/{branch}/protection/required_status_checks"
-    return 200, {"url": url, "strict": True, "contexts": list(contexts), "contexts_url": f"{url}/contexts",
-                 "checks": [{"context": c, "app_id": None} for c in contexts]}
+    return 200, {
+        "url": url,
+        "strict": True,
+        "contexts": list(contexts),
+        "contexts_url": f"{url}/contexts",
+        "checks": [{"context": c, "app_id": None} for c in contexts],
+    }
 
 
 @route("GET", "/repos/{repo}/git/ref/(?P<ref>.+)")
@@ -1408,5 +1922,9 @@ def _get_ref(gh: LoopbackGitHub, h: _Handler, repo: str, ref: str, **_: Any) -> 
     sha = _git(gh.bare(repo), "rev-parse", "--verify", "--quiet", f"refs/{ref}", check=False).strip()
     if not sha:
         raise _error(404, "Not Found")
-    return 200, {"ref": f"refs/{ref}", "node_id": "REF_" + sha[:8], "url": f"{gh.url}/repos/{repo}/git/refs/{ref}",
-                 "object": {"sha": sha, "type": "commit", "url": f"{gh.url}/repos/{repo}/git/commits/{sha}"}}
+    return 200, {
+        "ref": f"refs/{ref}",
+        "node_id": "REF_" + sha[:8],
+        "url": f"{gh.url}/repos/{repo}/git/refs/{ref}",
+        "object": {"sha": sha, "type": "commit", "url": f"{gh.url}/repos/{repo}/git/commits/{sha}"},
+    }

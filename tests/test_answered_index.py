@@ -1,4 +1,4 @@
-""""Already answered" without reading the thread (issue 14, finding 8): the comment handler keeps an
+""" "Already answered" without reading the thread (issue 14, finding 8): the comment handler keeps an
 index of the comments it answered in the SQL store, so a command on a 1,200-comment thread costs
 no page of that thread, and a redelivered comment is found answered with no thread read either.
 API calls counted on the loopback GitHub."""

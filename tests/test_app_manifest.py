@@ -15,11 +15,19 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_manifest_has_the_required_keys_and_permissions() -> None:
     """app.yml names the App, its webhook, and exactly the permissions the issue lists."""
     manifest = yaml.safe_load((ROOT / "app.yml").read_text())
-    assert {"name", "url", "hook_attributes", "public", "default_permissions", "default_events"} <= set(manifest)
+    assert {"name", "url", "hook_attributes", "public", "default_permissions", "default_events"} <= set(
+        manifest
+    )
     assert manifest["hook_attributes"]["url"].endswith("/webhook")
-    assert manifest["default_permissions"] == {"checks": "write", "contents": "write", "issues": "write",
-                                               "pull_requests": "write", "metadata": "read", "statuses": "read",
-                                               "administration": "read"}
+    assert manifest["default_permissions"] == {
+        "checks": "write",
+        "contents": "write",
+        "issues": "write",
+        "pull_requests": "write",
+        "metadata": "read",
+        "statuses": "read",
+        "administration": "read",
+    }
 
 
 def test_manifest_subscribes_to_every_handled_event() -> None:

@@ -21,11 +21,15 @@ def test_subset_scores_exact_matches_and_proposes_nothing_wrong() -> None:
     # case-044 doc.txt: the branch adds a line and moves a pin on the line upstream bumps (sphinx 4.3.2 -> 4.3.1
     # vs -> 5.1.1); the token merge only matched the human by a coincidence of digits, and edits clashing on one
     # line are declined now.
-    assert not [r for r in results if r.case == "case-044" and r.path == "requirements/doc.txt" and r.proposed]
+    assert not [
+        r for r in results if r.case == "case-044" and r.path == "requirements/doc.txt" and r.proposed
+    ]
     assert not [r for r in results if r.proposed and not r.exact]
     # The baselines are computed from git on the same files: --ours is right on case-005 (the branch already
     # pinned a newer action than upstream's bump), --theirs is not; the pin rule keeps the newer one.
-    assert [(r.baselines["ours"], r.baselines["theirs"]) for r in results if r.case == "case-005"] == [(True, False)]
+    assert [(r.baselines["ours"], r.baselines["theirs"]) for r in results if r.case == "case-005"] == [
+        (True, False)
+    ]
     # case-085: a product version (#define) is the branch's own: no rule takes it.
     assert not [r for r in results if r.case == "case-085" and r.proposed]
 

@@ -32,6 +32,7 @@ from workers.testing.checkout import CommandResult
 
 MakeTrunk = Callable[[str, Sequence[TrunkCommit]], tuple[Path, list[str]]]
 
+
 def test_planted_regression_among_200_commits_found_in_at_most_10_runs(make_trunk: MakeTrunk) -> None:
     """200 trunk commits, noise, infra failures and untestable commits: the culprit in <= 10 real runs.
 
@@ -43,7 +44,10 @@ def test_planted_regression_among_200_commits_found_in_at_most_10_runs(make_trun
     )
     started = time.monotonic()
     report = bisect(
-        Repository(path), shas[0], shas[-1], [sys.executable, "bench.py"],
+        Repository(path),
+        shas[0],
+        shas[-1],
+        [sys.executable, "bench.py"],
         rule=MetricRule("tflops", threshold=10.0, direction="higher"),
     )
     elapsed = time.monotonic() - started
@@ -73,8 +77,10 @@ def test_bisection_leaves_the_users_work_tree_alone(make_trunk: MakeTrunk) -> No
 
 def test_exit_status_mode_mirrors_git_bisect_run(make_trunk: MakeTrunk) -> None:
     """Without a metric: 0 good, 125 skip, 1-127 bad; the first commit that fails is the culprit."""
-    script = "import pathlib, sys\nroot = pathlib.Path(__file__).parent\n" \
-             "sys.exit(125 if (root / 'untestable').exists() else 3 if (root / 'broken').exists() else 0)\n"
+    script = (
+        "import pathlib, sys\nroot = pathlib.Path(__file__).parent\n"
+        "sys.exit(125 if (root / 'untestable').exists() else 3 if (root / 'broken').exists() else 0)\n"
+    )
     commits = [TrunkCommit("base", {"check.py": script})]
     for i in range(1, 40):
         files: dict[str, str | None] = {f"f{i}.txt": "x\n"}
@@ -102,8 +108,10 @@ def test_signal_or_high_exit_status_aborts_like_git(make_trunk: MakeTrunk) -> No
 
 def test_only_skipped_commits_left_is_reported_as_ambiguous_with_suspects(make_trunk: MakeTrunk) -> None:
     """When every commit between the last good and first bad is untestable, the report lists them, no culprit."""
-    script = "import pathlib, sys\nroot = pathlib.Path(__file__).parent\n" \
-             "sys.exit(125 if (root / 'untestable').exists() else 1 if (root / 'broken').exists() else 0)\n"
+    script = (
+        "import pathlib, sys\nroot = pathlib.Path(__file__).parent\n"
+        "sys.exit(125 if (root / 'untestable').exists() else 1 if (root / 'broken').exists() else 0)\n"
+    )
     commits = [TrunkCommit("base", {"check.py": script})]
     for i in range(1, 8):
         files: dict[str, str | None] = {f"src/m{i}.py": "x\n"}
@@ -114,7 +122,9 @@ def test_only_skipped_commits_left_is_reported_as_ambiguous_with_suspects(make_t
             files["broken"] = "1\n"
         commits.append(TrunkCommit(f"c{i}", files))
     path, shas = make_trunk("fork", commits)
-    report = bisect(Repository(path), shas[0], shas[-1], [sys.executable, "check.py"], test_ids=["tests/test_m4.py::t"])
+    report = bisect(
+        Repository(path), shas[0], shas[-1], [sys.executable, "check.py"], test_ids=["tests/test_m4.py::t"]
+    )
     assert report.status == "ambiguous" and report.culprit is None
     assert report.remaining == (shas[3], shas[4], shas[5])
     assert report.suspects[0].sha == shas[4]  # src/m4.py overlaps tests/test_m4.py
@@ -129,7 +139,11 @@ def test_range_too_large_for_budget_runs_nothing_and_ranks_suspects(make_trunk: 
         commits.append(TrunkCommit(f"c{i}", {name: f"{i}\n"}))
     path, shas = make_trunk("fork", commits)
     report = bisect(
-        Repository(path), shas[0], shas[-1], [sys.executable, "-c", "raise SystemExit(1)"], budget=3,
+        Repository(path),
+        shas[0],
+        shas[-1],
+        [sys.executable, "-c", "raise SystemExit(1)"],
+        budget=3,
         test_ids=["python/test/unit/ops/test_matmul.py::test_matmul[fp16]"],
     )
     assert report.status == "over-budget" and report.runs == 0 and report.probes == ()
@@ -148,6 +162,7 @@ def test_search_is_logarithmic_and_skips_to_neighbours() -> None:
             i = int(sha[1:])
             outcome = SKIP if i in skip else BAD if i >= culprit else GOOD
             return Probe(sha, outcome, "", 0, 0.0)
+
         return test
 
     plain = search(shas, make_test(613, set()))
@@ -159,6 +174,7 @@ def test_search_is_logarithmic_and_skips_to_neighbours() -> None:
 
 def test_classify_metric_direction_threshold_and_noise_band() -> None:
     """Lower-is-better metrics regress upward; a change inside the threshold or the noise band is good."""
+
     def run(value: float) -> CommandResult:
         return CommandResult(("x",), 0, json.dumps({"metrics": {"latency_ms": value}}), "", 0.1)
 
@@ -187,11 +203,27 @@ def test_rank_suspects_prefers_the_test_itself_then_its_module() -> None:
 def test_cli_json_output(make_trunk: MakeTrunk, capsys: pytest.CaptureFixture[str]) -> None:
     """``forksync bisect ... --json -- CMD`` prints culprit, runs and skipped, and exits 0 when found."""
     path, shas = make_trunk("fork", planted_trunk(33, culprit=21, infra=(16,)))
-    code = main([
-        "bisect", "--repo", str(path), "--good", shas[0], "--bad", shas[-1],
-        "--metric", "tflops", "--threshold", "10", "--direction", "higher", "--json",
-        "--", sys.executable, "bench.py",
-    ])
+    code = main(
+        [
+            "bisect",
+            "--repo",
+            str(path),
+            "--good",
+            shas[0],
+            "--bad",
+            shas[-1],
+            "--metric",
+            "tflops",
+            "--threshold",
+            "10",
+            "--direction",
+            "higher",
+            "--json",
+            "--",
+            sys.executable,
+            "bench.py",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["culprit"] == shas[21]
@@ -199,7 +231,9 @@ def test_cli_json_output(make_trunk: MakeTrunk, capsys: pytest.CaptureFixture[st
     assert out["runs"] == len(out["probes"]) <= 7
 
 
-def test_cli_errors_are_one_line_with_a_remedy(make_trunk: MakeTrunk, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_errors_are_one_line_with_a_remedy(
+    make_trunk: MakeTrunk, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Bad input (metric without threshold, unknown sha, missing command) exits 2 with a remedy, runs nothing."""
     path, shas = make_trunk("fork", [TrunkCommit(f"c{i}", {"a": f"{i}\n"}) for i in range(3)])
     base = ["bisect", "--repo", str(path), "--good", shas[0], "--bad", shas[-1]]
@@ -220,18 +254,45 @@ def test_metric_mode_without_a_usable_good_run_says_so(make_trunk: MakeTrunk) ->
     commits = [TrunkCommit("base", {"bench.py": "print('no metrics here')\n"})]
     commits += [TrunkCommit(f"c{i}", {f"src/m{i}.py": "x\n"}) for i in range(1, 6)]
     path, shas = make_trunk("fork", commits)
-    report = bisect(Repository(path), shas[0], shas[-1], [sys.executable, "bench.py"],
-                    rule=MetricRule("tflops", 5.0), test_ids=["tests/test_m3.py::t"])
+    report = bisect(
+        Repository(path),
+        shas[0],
+        shas[-1],
+        [sys.executable, "bench.py"],
+        rule=MetricRule("tflops", 5.0),
+        test_ids=["tests/test_m3.py::t"],
+    )
     assert report.status == "no-good" and report.culprit is None and report.runs == 1
     assert 'no metric "tflops"' in report.reason
     assert report.suspects[0].sha == shas[3] and len(report.remaining) == 5
 
 
-def test_cli_reference_skips_the_run_at_good(make_trunk: MakeTrunk, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_reference_skips_the_run_at_good(
+    make_trunk: MakeTrunk, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``--reference VALUE`` judges against the given value: no run at GOOD, one run fewer."""
     path, shas = make_trunk("fork", planted_trunk(17, culprit=9))
-    code = main(["bisect", "--repo", str(path), "--good", shas[0], "--bad", shas[-1], "--metric", "tflops",
-                 "--threshold", "10", "--reference", "100", "--json", "--", sys.executable, "bench.py"])
+    code = main(
+        [
+            "bisect",
+            "--repo",
+            str(path),
+            "--good",
+            shas[0],
+            "--bad",
+            shas[-1],
+            "--metric",
+            "tflops",
+            "--threshold",
+            "10",
+            "--reference",
+            "100",
+            "--json",
+            "--",
+            sys.executable,
+            "bench.py",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["culprit"] == shas[9] and out["reference"] == 100.0
     assert shas[0] not in [p["sha"] for p in out["probes"]] and out["runs"] == 4
@@ -242,10 +303,16 @@ def test_run_command_keeps_only_the_tail_and_kills_the_group_on_timeout(tmp_path
     from workers.testing.checkout import OUTPUT_LIMIT, run_command
 
     chatty = run_command([sys.executable, "-c", "print('x' * 3_000_000); print('END')"], tmp_path)
-    assert chatty.exit_code == 0 and chatty.stdout.rstrip().endswith("END") and len(chatty.stdout) <= OUTPUT_LIMIT
+    assert (
+        chatty.exit_code == 0
+        and chatty.stdout.rstrip().endswith("END")
+        and len(chatty.stdout) <= OUTPUT_LIMIT
+    )
     marker = tmp_path / "child-alive"
-    code = (f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
-            f"\"import time, pathlib; time.sleep(2); pathlib.Path({str(marker)!r}).write_text('x')\"]); time.sleep(30)")
+    code = (
+        f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+        f"\"import time, pathlib; time.sleep(2); pathlib.Path({str(marker)!r}).write_text('x')\"]); time.sleep(30)"
+    )
     hung = run_command([sys.executable, "-c", code], tmp_path, timeout=0.5)
     assert hung.timed_out and hung.exit_code is None and hung.duration_s < 10
     time.sleep(2.5)

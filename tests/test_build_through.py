@@ -58,12 +58,18 @@ class TakeFile:
         entries = []
         for path in conflicted:
             del index.conflicts[path]  # type: ignore[index]
-            index.add(pygit2.IndexEntry(path, repo.create_blob(given[path].encode()), pygit2.enums.FileMode.BLOB))
-            entries.append(Entry(path, "given", "Keep both: upstream's cap, the fork's width", "the test says so"))
+            index.add(
+                pygit2.IndexEntry(path, repo.create_blob(given[path].encode()), pygit2.enums.FileMode.BLOB)
+            )
+            entries.append(
+                Entry(path, "given", "Keep both: upstream's cap, the fork's width", "the test says so")
+            )
         return Outcome(True, str(index.write_tree(repo)), tuple(entries), resolved_by="memory")
 
 
-RESOLVED = COALESCE_TEXT.replace("std::min<int>(perThread, 4)", "std::min<int>(perThread, std::min(maxVec, 8))")
+RESOLVED = COALESCE_TEXT.replace(
+    "std::min<int>(perThread, 4)", "std::min<int>(perThread, std::min(maxVec, 8))"
+)
 
 
 def _build(pair: TritonPair, resolver: TakeFile) -> Any:
@@ -76,7 +82,8 @@ def test_chain_is_built_through_a_resolved_conflict(triton_pair: TritonPair) -> 
     s = triton_pair.shas
     # dependent edits the line after the resolved one: it conflicts again and is resolved too.
     dependent = RESOLVED.replace("static Value getMemAccessPtr", "Value getMemAccessPtr").replace(
-        "layoutMap[op] = perThread;", "layoutMap[op] = perThread; // capped")
+        "layoutMap[op] = perThread;", "layoutMap[op] = perThread; // capped"
+    )
     resolver = TakeFile({s["conflict"]: {COALESCE: RESOLVED}, s["dependent"]: {COALESCE: dependent}})
     result = _build(triton_pair, resolver)
     chain = next(c for c in result.chains if c.id == f"chain-{s['conflict'][:7]}")
@@ -85,7 +92,9 @@ def test_chain_is_built_through_a_resolved_conflict(triton_pair: TritonPair) -> 
     assert chain.resolved[0].outcome.entries[0].path == COALESCE
     assert [sha for sha, _ in resolver.asked] == [s["conflict"], s["dependent"]]  # never for header: it picks
     text = triton_pair.fork.git("show", f"{chain.head}:{COALESCE}")
-    assert "std::min(maxVec, 8)" in text and "layoutMap[op] = perThread; // capped" in text  # dependent rode on
+    assert (
+        "std::min(maxVec, 8)" in text and "layoutMap[op] = perThread; // capped" in text
+    )  # dependent rode on
     assert chain.as_json()["resolved"][0]["entries"][0]["action"].startswith("Keep both")
     # Resolved members say who resolved them in their trailers; the member that picked cleanly does not.
     log = triton_pair.fork.git("log", "--format=%B%x00", f"{chain.head}", "-3").split("\x00")

@@ -17,11 +17,14 @@ AWKWARD = ["src/with space.py", "src/ünïcode.txt", '"quoted".txt', "tab\there.
 
 def _upstream_and_fork(make_repo: Callable[[str], GitRepo]) -> tuple[GitRepo, str, list[str], str]:
     repo = make_repo("repo")
-    base = repo.commit("base", {
-        "lib/Pass.cpp": "".join(f"int f{k}() {{ return {k}; }}\n" for k in range(30)),
-        "run.sh": "echo run\n",
-        "old.txt": "old\n",
-    })
+    base = repo.commit(
+        "base",
+        {
+            "lib/Pass.cpp": "".join(f"int f{k}() {{ return {k}; }}\n" for k in range(30)),
+            "run.sh": "echo run\n",
+            "old.txt": "old\n",
+        },
+    )
     shas = [repo.commit("Add awkward paths (#11)", {p: f"{p}\n" for p in AWKWARD})]
     text = "".join(f"int f{k}() {{ return {k}; }}\n" for k in range(30)).replace("return 3;", "return 33;")
     shas.append(repo.commit("Change f3 (#12)", {"lib/Pass.cpp": text}))
@@ -30,18 +33,30 @@ def _upstream_and_fork(make_repo: Callable[[str], GitRepo]) -> tuple[GitRepo, st
     shas.append(repo.commit("Make run.sh executable (#13)", {"old.txt": None}))
     # An author in a negative, non-whole-hour time zone, and a message without a PR number.
     repo.write({"lib/New.cpp": "int added() { return 1; }\n"})
-    repo.git("commit", "-q", "-m", "Add New.cpp\n\nBody line.", env={
-        "GIT_AUTHOR_DATE": "@1600000000 -0730", "GIT_COMMITTER_DATE": "@1600000100 +0530",
-        "GIT_AUTHOR_NAME": "Zoë Author", "GIT_AUTHOR_EMAIL": "zoe@example.com",
-    })
+    repo.git(
+        "commit",
+        "-q",
+        "-m",
+        "Add New.cpp\n\nBody line.",
+        env={
+            "GIT_AUTHOR_DATE": "@1600000000 -0730",
+            "GIT_COMMITTER_DATE": "@1600000100 +0530",
+            "GIT_AUTHOR_NAME": "Zoë Author",
+            "GIT_AUTHOR_EMAIL": "zoe@example.com",
+        },
+    )
     shas.append(repo.head())
     repo.git("checkout", "-q", "-b", "fork", base)
-    fork_text = "".join(f"int f{k}() {{ return {k}; }}\n" for k in range(30)).replace("return 25;", "return -25;")
+    fork_text = "".join(f"int f{k}() {{ return {k}; }}\n" for k in range(30)).replace(
+        "return 25;", "return -25;"
+    )
     fork_tip = repo.commit("fork change far from f3", {"lib/Pass.cpp": fork_text})
     return repo, base, shas, fork_tip
 
 
-def test_built_commits_match_cherry_pick_trees_and_libgit2_commit_objects(make_repo: Callable[[str], GitRepo]) -> None:
+def test_built_commits_match_cherry_pick_trees_and_libgit2_commit_objects(
+    make_repo: Callable[[str], GitRepo],
+) -> None:
     """Each built commit's tree is what git cherry-pick gives, and its object is what create_commit writes."""
     repo, _, shas, fork_tip = _upstream_and_fork(make_repo)
     pg = pygit2.Repository(str(repo.path))
@@ -61,10 +76,17 @@ def test_built_commits_match_cherry_pick_trees_and_libgit2_commit_objects(make_r
         upstream = pg.get(sha)
         made = pg.get(pick)
         assert isinstance(upstream, pygit2.Commit) and isinstance(made, pygit2.Commit)
-        committer = pygit2.Signature("forksync", "forksync@users.noreply.github.com",
-                                     upstream.commit_time, upstream.commit_time_offset)
-        reference = pg.create_commit(None, upstream.author, committer, pick_message(upstream.message, sha, style),
-                                     made.tree.id, [pygit2.Oid(hex=parent)])
+        committer = pygit2.Signature(
+            "forksync", "forksync@users.noreply.github.com", upstream.commit_time, upstream.commit_time_offset
+        )
+        reference = pg.create_commit(
+            None,
+            upstream.author,
+            committer,
+            pick_message(upstream.message, sha, style),
+            made.tree.id,
+            [pygit2.Oid(hex=parent)],
+        )
         assert str(reference) == pick
         parent = pick
     last = pg.get(built.head)

@@ -29,14 +29,20 @@ def test_plan_json_places_every_pending_commit_once_with_each_reason_kind(triton
     """Every pending commit is in exactly one bundle or chain, with the rule that put it there."""
     s = triton_pair.shas
     plan = plan_json(triton_pair)
-    placed = [c for b in plan["bundles"] for c in b["commits"]] + [c for ch in plan["chains"] for c in ch["commits"]]
+    placed = [c for b in plan["bundles"] for c in b["commits"]] + [
+        c for ch in plan["chains"] for c in ch["commits"]
+    ]
     pending = [s[k] for k in ("docs", "conflict", "python", "dependent", "header", "ws", "llvm", "big", "td")]
     assert sorted(placed) == sorted(pending) and len(placed) == len(pending)
     assert plan["bundles"][0]["commits"] == [s["docs"], s["python"], s["td"]]
     kinds = {sha: r["kind"] for sha, r in reasons_by_commit(plan).items()}
     assert kinds == {
-        s["conflict"]: "conflict", s["dependent"]: "line", s["header"]: "symbol",
-        s["ws"]: "diverged_zone", s["llvm"]: "risky_path", s["big"]: "size",
+        s["conflict"]: "conflict",
+        s["dependent"]: "line",
+        s["header"]: "symbol",
+        s["ws"]: "diverged_zone",
+        s["llvm"]: "risky_path",
+        s["big"]: "size",
     }
     assert COALESCE in reasons_by_commit(plan)[s["conflict"]]["detail"]
     assert "getMemAccessPtr" in reasons_by_commit(plan)[s["header"]]["detail"]
@@ -69,7 +75,9 @@ def test_wont_port_in_nothing_and_deferred_listed_apart(triton_pair: TritonPair)
     """A wont_port commit is in no bundle or chain; a deferred one is in no bundle, in one unbuilt
     ``manual`` chain of its own, and listed in ``deferred``."""
     s = triton_pair.shas
-    assert triton_pair.cli("mark", *triton_pair.args, s["python"], "wont_port", "--reason", "AMD only")[0] == 0
+    assert (
+        triton_pair.cli("mark", *triton_pair.args, s["python"], "wont_port", "--reason", "AMD only")[0] == 0
+    )
     assert triton_pair.cli("mark", *triton_pair.args, s["docs"], "deferred")[0] == 0
     plan = plan_json(triton_pair)
     assert s["python"] not in json.dumps(plan)
@@ -77,8 +85,14 @@ def test_wont_port_in_nothing_and_deferred_listed_apart(triton_pair: TritonPair)
     # The deferred hole is out of every bundle, and in exactly one chain: its own, never built.
     assert s["docs"] not in json.dumps(plan["bundles"])
     (held,) = [c for c in plan["chains"] if s["docs"] in c["commits"]]
-    assert held["id"] == f"deferred-{s['docs'][:7]}" and held["commits"] == [s["docs"]] and held["deferred"] is True
-    assert held["reasons"] == [{"commit": s["docs"], "kind": "manual", "detail": held["reasons"][0]["detail"]}]
+    assert (
+        held["id"] == f"deferred-{s['docs'][:7]}"
+        and held["commits"] == [s["docs"]]
+        and held["deferred"] is True
+    )
+    assert held["reasons"] == [
+        {"commit": s["docs"], "kind": "manual", "detail": held["reasons"][0]["detail"]}
+    ]
     assert "deferred by a maintainer" in held["reasons"][0]["detail"]
     built = json.loads(triton_pair.cli("bundle", *triton_pair.args, "--json")[1])
     assert s["docs"] not in json.dumps(built["bundles"]) + json.dumps(built["chains"])
@@ -130,11 +144,21 @@ def test_work_tree_index_and_head_untouched(triton_pair: TritonPair) -> None:
     (fork.path / COALESCE).write_text("dirty edit\n")
     (fork.path / "untracked.txt").write_text("mine\n")
     fork.git("add", "untracked.txt")
-    before = (fork.git("status", "--porcelain"), fork.head(), fork.git("symbolic-ref", "HEAD"),
-              (fork.path / ".git" / "index").read_bytes(), (fork.path / COALESCE).read_text())
+    before = (
+        fork.git("status", "--porcelain"),
+        fork.head(),
+        fork.git("symbolic-ref", "HEAD"),
+        (fork.path / ".git" / "index").read_bytes(),
+        (fork.path / COALESCE).read_text(),
+    )
     assert triton_pair.cli("bundle", *triton_pair.args)[0] == 0
-    after = (fork.git("status", "--porcelain"), fork.head(), fork.git("symbolic-ref", "HEAD"),
-             (fork.path / ".git" / "index").read_bytes(), (fork.path / COALESCE).read_text())
+    after = (
+        fork.git("status", "--porcelain"),
+        fork.head(),
+        fork.git("symbolic-ref", "HEAD"),
+        (fork.path / ".git" / "index").read_bytes(),
+        (fork.path / COALESCE).read_text(),
+    )
     assert after == before
 
 
@@ -144,7 +168,9 @@ def test_built_bundle_is_recognised_as_picked_once_merged(triton_pair: TritonPai
     built = json.loads(triton_pair.cli("bundle", *triton_pair.args, "--json")[1])
     triton_pair.fork.git("merge", "-q", "--ff-only", built["bundles"][0]["branch"])
     plan = plan_json(triton_pair)
-    placed = {c for b in plan["bundles"] for c in b["commits"]} | {c for ch in plan["chains"] for c in ch["commits"]}
+    placed = {c for b in plan["bundles"] for c in b["commits"]} | {
+        c for ch in plan["chains"] for c in ch["commits"]
+    }
     assert not placed & {s["docs"], s["python"], s["td"]}
     assert s["conflict"] in placed
     rc, out, _ = triton_pair.cli("status", *triton_pair.args, "--json")
@@ -158,7 +184,9 @@ def test_recorded_chain_survives_when_its_seed_no_longer_conflicts(triton_pair: 
     assert CHAINS_REF in triton_pair.fork_refs()
     # The fork drops its divergence: the conflicting commit would now pick cleanly.
     fork = triton_pair.fork
-    fork.commit("Drop our vector width change", {COALESCE: fork.git("show", f"{s['base']}:{COALESCE}") + "\n"})
+    fork.commit(
+        "Drop our vector width change", {COALESCE: fork.git("show", f"{s['base']}:{COALESCE}") + "\n"}
+    )
     plan = plan_json(triton_pair)
     chain = next(c for c in plan["chains"] if c["id"] == f"chain-{s['conflict'][:7]}")
     assert chain["commits"] == [s["conflict"], s["dependent"], s["header"]]
@@ -230,7 +258,9 @@ def test_ejection_at_build_time(triton_pair: TritonPair) -> None:
     pair, config = open_configured(*triton_pair.args[1::2])
     planned = make_plan(pair, config)
     fork = triton_pair.fork
-    fork.commit("[fbtriton] our warp cap", {JIT: fork.git("show", f"HEAD:{JIT}").replace("= 8", "= 32") + "\n"})
+    fork.commit(
+        "[fbtriton] our warp cap", {JIT: fork.git("show", f"HEAD:{JIT}").replace("= 8", "= 32") + "\n"}
+    )
     moved, _ = open_configured(*triton_pair.args[1::2])
     result = build_and_record(moved, config, planned)
     bundle = result.bundles[0]
@@ -345,10 +375,15 @@ def test_recorded_chains_merged_by_a_new_commit_are_recorded_once(triton_pair: T
     """A new upstream commit linking two recorded chains merges them; the record keeps only the older."""
     s = triton_pair.shas
     assert triton_pair.cli("bundle", *triton_pair.args)[0] == 0
-    both = triton_pair.upstream.commit("[Coalesce] Vector width follows the new LLVM (#110)", {
-        COALESCE: triton_pair.upstream.git("show", f"HEAD:{COALESCE}").replace("// capped", "// capped for llvm 19"),
-        "cmake/llvm-hash.txt": "cccccccccccc\n",
-    })
+    both = triton_pair.upstream.commit(
+        "[Coalesce] Vector width follows the new LLVM (#110)",
+        {
+            COALESCE: triton_pair.upstream.git("show", f"HEAD:{COALESCE}").replace(
+                "// capped", "// capped for llvm 19"
+            ),
+            "cmake/llvm-hash.txt": "cccccccccccc\n",
+        },
+    )
     assert triton_pair.cli("bundle", *triton_pair.args)[0] == 0
     plan = plan_json(triton_pair)
     merged = next(c for c in plan["chains"] if c["id"] == f"chain-{s['conflict'][:7]}")
@@ -387,7 +422,9 @@ def test_chain_dissolve_drops_the_record_and_members_are_placed_afresh(triton_pa
     assert out.startswith(f"dissolved {chain_id}: 1 commit(s)")
     record = json.loads(triton_pair.fork.git("show", f"{CHAINS_REF}:chains.json"))
     assert chain_id not in [c["id"] for c in record["chains"]]
-    assert chain_id in [c["id"] for c in plan_json(triton_pair)["chains"]]  # still risky by itself: the rules re-seed it
+    assert chain_id in [
+        c["id"] for c in plan_json(triton_pair)["chains"]
+    ]  # still risky by itself: the rules re-seed it
     rc, out, err = triton_pair.cli("chain", *triton_pair.args, "chain-nope", "dissolve")
     assert rc != 0 and "there is no open chain 'chain-nope'" in err and len(err.strip().splitlines()) == 1
 
@@ -397,8 +434,10 @@ def test_recorded_chain_heals_when_its_seed_is_carried(triton_pair: TritonPair) 
     s = triton_pair.shas
     assert triton_pair.cli("bundle", *triton_pair.args)[0] == 0
     fork = triton_pair.fork
-    fork.commit(f"[fbtriton] take #102 by hand\n\n(cherry picked from commit {s['conflict']})",
-                {COALESCE: triton_pair.upstream.git("show", f"{s['conflict']}:{COALESCE}")})
+    fork.commit(
+        f"[fbtriton] take #102 by hand\n\n(cherry picked from commit {s['conflict']})",
+        {COALESCE: triton_pair.upstream.git("show", f"{s['conflict']}:{COALESCE}")},
+    )
     rc, out, err = triton_pair.cli("plan", *triton_pair.args)
     assert rc == 0, err
     assert "is carried by the fork now" in out

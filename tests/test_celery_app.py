@@ -41,7 +41,11 @@ def test_redis_url_makes_it_distributed(tmp_path: Path) -> None:
 def test_queues_and_routes_come_from_tasknames(tmp_path: Path) -> None:
     """Every queue of core/tasknames.py is declared, and every route there is used unchanged."""
     conf = celery_app.celery_config(settings(tmp_path))
-    assert [q.name for q in conf["task_queues"]] == list(tasknames.QUEUES) == ["ingest", "github", "l1-cpu", "l1-gpu", "l2"]
+    assert (
+        [q.name for q in conf["task_queues"]]
+        == list(tasknames.QUEUES)
+        == ["ingest", "github", "l1-cpu", "l1-gpu", "l2"]
+    )
     for name, route in tasknames.TASK_ROUTES.items():
         assert conf["task_routes"][name] == route
     assert conf["task_routes"][celery_app.POLL_UPSTREAM] == {"queue": "ingest"}
@@ -49,7 +53,9 @@ def test_queues_and_routes_come_from_tasknames(tmp_path: Path) -> None:
 
 def test_beat_schedule_follows_config() -> None:
     """Beat polls and snapshots at the configured periods and triggers L2 at l2.schedule (UTC)."""
-    config = load_repo_config("schedule: {poll_upstream_minutes: 3, snapshot_minutes: 15}\nl2: {schedule: '04:30'}\n")
+    config = load_repo_config(
+        "schedule: {poll_upstream_minutes: 3, snapshot_minutes: 15}\nl2: {schedule: '04:30'}\n"
+    )
     beat = celery_app.beat_schedule(config)
     assert beat["poll-upstream"]["task"] == celery_app.POLL_UPSTREAM
     assert beat["poll-upstream"]["schedule"].total_seconds() == 180
@@ -149,7 +155,9 @@ def test_transient_error_retries_then_succeeds(tmp_path: Path) -> None:
     assert isinstance(result.result, ValueError)
 
 
-def test_serve_rejects_an_unknown_queue(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_rejects_an_unknown_queue(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`forksync serve --queues` names the unknown queue and the known ones, exit 2, nothing started."""
     from workers.cli import main
 

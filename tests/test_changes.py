@@ -14,14 +14,24 @@ from workers.engine.git import Repository
 def test_batched_reader_matches_libgit2_on_awkward_commits(make_repo: Callable[[str], GitRepo]) -> None:
     """Adds, deletes, mode changes, binary files, odd path names, merges (first parent), empty and root commits."""
     repo = make_repo("up")
-    shas = [repo.commit("root", {"a.py": "def alpha():\n    return 1\n", "dir/b.cpp": "int beta(int x) {\n  return x;\n}\n"})]
-    shas.append(repo.commit("odd names", {"with space/ü \"q\".py": "X_CONST = 1\n", "tab\tname.txt": "t\n"}))
+    shas = [
+        repo.commit(
+            "root",
+            {"a.py": "def alpha():\n    return 1\n", "dir/b.cpp": "int beta(int x) {\n  return x;\n}\n"},
+        )
+    ]
+    shas.append(repo.commit("odd names", {'with space/ü "q".py': "X_CONST = 1\n", "tab\tname.txt": "t\n"}))
     (repo.path / "bin.dat").write_bytes(b"\x00\x01\x02binary")
     repo.git("add", "bin.dat")
     shas.append(repo.commit("binary"))
     repo.git("update-index", "--chmod=+x", "a.py")
     shas.append(repo.commit("mode"))
-    shas.append(repo.commit("delete and edit", {"dir/b.cpp": None, "a.py": "def alpha():\n    return 2\n\ndef gamma():\n    pass\n"}))
+    shas.append(
+        repo.commit(
+            "delete and edit",
+            {"dir/b.cpp": None, "a.py": "def alpha():\n    return 2\n\ndef gamma():\n    pass\n"},
+        )
+    )
     shas.append(repo.commit("empty"))
     repo.git("checkout", "-q", "-b", "side", shas[-1])
     side = repo.commit("side", {"side.py": "SIDE = 1\n"})

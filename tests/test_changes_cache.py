@@ -15,9 +15,20 @@ from workers.engine.symbols import BUILTIN_STOPLIST
 
 def _history(make_repo: Callable[[str], GitRepo]) -> tuple[GitRepo, list[str]]:
     repo = make_repo("up")
-    shas = [repo.commit("base", {"lib/A.cpp": "int a() { return 1; }\n", "python/m.py": "x = 1\n", "bin.dat": "\0\1"})]
-    shas.append(repo.commit("c1", {"lib/A.cpp": "int a() { return 2; }\nint helperWidth(int x) {\n  return x;\n}\n",
-                                   "python/m.py": "x = 1\n\n\ndef is_hopper():\n    return True\n"}))
+    shas = [
+        repo.commit(
+            "base", {"lib/A.cpp": "int a() { return 1; }\n", "python/m.py": "x = 1\n", "bin.dat": "\0\1"}
+        )
+    ]
+    shas.append(
+        repo.commit(
+            "c1",
+            {
+                "lib/A.cpp": "int a() { return 2; }\nint helperWidth(int x) {\n  return x;\n}\n",
+                "python/m.py": "x = 1\n\n\ndef is_hopper():\n    return True\n",
+            },
+        )
+    )
     shas.append(repo.commit("c2", {"python/m.py": None, "python/n.py": "x = 1\n", "bin.dat": "\0\2"}))
     return repo, shas
 
@@ -43,6 +54,8 @@ def test_symbols_are_read_when_first_skipped_and_other_rules_start_over(
     assert "helperWidth" in full[shas[1]].introduced  # analysed again, with symbols
     assert cached_commit_changes(pg, git, shas, analyse=(), folder=tmp_path) == full  # a full one serves both
     other = BUILTIN_STOPLIST | {"helperWidth"}
-    assert "helperWidth" not in cached_commit_changes(pg, git, shas, other, folder=tmp_path)[shas[1]].introduced
+    assert (
+        "helperWidth" not in cached_commit_changes(pg, git, shas, other, folder=tmp_path)[shas[1]].introduced
+    )
     (tmp_path / CHANGES_CACHE_FILE).write_text("garbage\n[1, 2]\n")
     assert cached_commit_changes(pg, git, shas, folder=tmp_path) == commit_changes_many(pg, git, shas)

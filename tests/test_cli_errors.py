@@ -21,7 +21,13 @@ from workers.cli import SUBCOMMANDS
 
 Forked = Callable[[], ForkedPair]
 ROOT = Path(__file__).resolve().parents[1]
-APP_ENV = ("GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH", "FORKSYNC_WEBHOOK_SECRET", "REDIS_URL")
+APP_ENV = (
+    "GITHUB_APP_ID",
+    "GITHUB_PRIVATE_KEY",
+    "GITHUB_PRIVATE_KEY_PATH",
+    "FORKSYNC_WEBHOOK_SECRET",
+    "REDIS_URL",
+)
 
 
 def one_line_usage_error(result: CliResult) -> str:
@@ -47,7 +53,9 @@ def test_bad_values_and_stray_words_of_every_subcommand_are_one_line(command: st
 
 def test_unknown_flag_is_named_by_its_subcommand(tmp_path: Path) -> None:
     """With the required arguments present, the refusal names the flag and the subcommand's --help."""
-    line = one_line_usage_error(run_cli("status", "--upstream", str(tmp_path), "--fork", str(tmp_path), "--bogus"))
+    line = one_line_usage_error(
+        run_cli("status", "--upstream", str(tmp_path), "--fork", str(tmp_path), "--bogus")
+    )
     assert "unrecognized arguments: --bogus" in line and "see forksync status --help" in line
 
 
@@ -60,7 +68,10 @@ def test_unknown_flag_is_named_by_its_subcommand(tmp_path: Path) -> None:
         (["bisect", "--repo", "."], "required: --good, --bad"),
         (["kernels", "--timeout", "soon"], "invalid int value: 'soon'"),
         (["serve", "--port", "eighty"], "invalid int value: 'eighty'"),
-        (["chain", "--upstream", "u", "--fork", "f", "#1", "remove", "--into", "c"], "--into goes with add only"),
+        (
+            ["chain", "--upstream", "u", "--fork", "f", "#1", "remove", "--into", "c"],
+            "--into goes with add only",
+        ),
     ],
 )
 def test_usage_errors_are_one_line(argv: list[str], words: str) -> None:
@@ -70,7 +81,9 @@ def test_usage_errors_are_one_line(argv: list[str], words: str) -> None:
 
 def test_bisect_without_a_command_is_one_line(tmp_path: Path) -> None:
     """bisect with GOOD and BAD but nothing after -- says where the command goes."""
-    assert "put it after --" in one_line_usage_error(run_cli("bisect", "--repo", str(tmp_path), "--good", "a", "--bad", "b"))
+    assert "put it after --" in one_line_usage_error(
+        run_cli("bisect", "--repo", str(tmp_path), "--good", "a", "--bad", "b")
+    )
 
 
 @pytest.fixture
@@ -90,17 +103,23 @@ def test_serve_without_the_app_says_what_is_missing_and_writes_nothing(no_app: P
     assert not (no_app / ".forksync").exists()
 
 
-def test_serve_with_a_broken_key_says_so_without_echoing_it(no_app: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_with_a_broken_key_says_so_without_echoing_it(
+    no_app: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A key that is not an RSA PEM is refused in one line that does not quote it."""
     monkeypatch.setenv("GITHUB_APP_ID", "123")
-    monkeypatch.setenv("GITHUB_PRIVATE_KEY", "-----BEGIN PRIVATE KEY-----\nsecretbytes\n-----END PRIVATE KEY-----\n")
+    monkeypatch.setenv(
+        "GITHUB_PRIVATE_KEY", "-----BEGIN PRIVATE KEY-----\nsecretbytes\n-----END PRIVATE KEY-----\n"
+    )
     monkeypatch.setenv("FORKSYNC_WEBHOOK_SECRET", "s")
     line = one_line_usage_error(run_cli("serve", "--port", "0"))
     assert "private key" in line and "secretbytes" not in line
     assert not (no_app / ".forksync").exists()
 
 
-def test_serve_on_a_busy_port_is_one_line_and_writes_nothing(no_app: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_on_a_busy_port_is_one_line_and_writes_nothing(
+    no_app: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A port in use: one line naming it and the remedy, exit 2, before .forksync/ is created."""
     monkeypatch.setenv("GITHUB_APP_ID", "123")
     monkeypatch.setenv("GITHUB_PRIVATE_KEY", _rsa_pem())
@@ -119,8 +138,9 @@ def _rsa_pem() -> str:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption()).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
 
 
 def test_plan_into_a_closed_pipe_is_quiet(forked: Forked) -> None:
@@ -129,8 +149,20 @@ def test_plan_into_a_closed_pipe_is_quiet(forked: Forked) -> None:
     for n in range(10, 14):
         p.up(n)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "plan", "--upstream", str(p.upstream.path), "--fork", str(p.fork.path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=dict(os.environ),
+        [
+            sys.executable,
+            "-m",
+            "workers.cli",
+            "plan",
+            "--upstream",
+            str(p.upstream.path),
+            "--fork",
+            str(p.fork.path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=dict(os.environ),
     )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # the reader is gone before plan writes a byte
@@ -163,10 +195,19 @@ def test_demo_twice_in_one_dir_runs_the_loop_both_times(tmp_path: Path) -> None:
     """The whole demo (the ingestion loop included) runs twice in one --dir, with the same story."""
     outputs = []
     for _ in range(2):
-        proc = subprocess.run([sys.executable, "-m", "workers.cli", "demo", "--dir", str(tmp_path / "d")],
-                              capture_output=True, text=True, cwd=ROOT, env=dict(os.environ), timeout=300, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "workers.cli", "demo", "--dir", str(tmp_path / "d")],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=dict(os.environ),
+            timeout=300,
+            check=False,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
-        outputs.append([line for line in proc.stdout.splitlines() if "ledger moved" in line or "now " in line])
+        outputs.append(
+            [line for line in proc.stdout.splitlines() if "ledger moved" in line or "now " in line]
+        )
     assert outputs[0] == outputs[1] and outputs[0]
     assert (tmp_path / "d" / "cache").is_dir()  # the demo's pair caches stay with it, not in ~/.cache
 
@@ -176,7 +217,11 @@ def test_worktree_whose_metadata_is_gone_points_at_git_worktree_prune(forked: Fo
     p = forked()
     linked = tmp_path / "linked"
     p.fork.git("worktree", "add", "-q", "--detach", str(linked))
-    gitdir = Path(p.fork.git("rev-parse", "--path-format=absolute", "--git-common-dir").strip()) / "worktrees" / "linked"
+    gitdir = (
+        Path(p.fork.git("rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+        / "worktrees"
+        / "linked"
+    )
     (gitdir / "HEAD").unlink()
     line = one_line_usage_error(run_cli("status", "--upstream", str(p.upstream.path), "--fork", str(linked)))
     assert "git worktree prune" in line and "metadata is gone" in line

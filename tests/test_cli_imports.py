@@ -14,7 +14,18 @@ import pytest
 from tests.fixtures.bundling import TritonPair
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("github", "celery", "kombu", "flask", "werkzeug", "redis", "sqlalchemy", "torch", "triton", "requests")
+HEAVY = (
+    "github",
+    "celery",
+    "kombu",
+    "flask",
+    "werkzeug",
+    "redis",
+    "sqlalchemy",
+    "torch",
+    "triton",
+    "requests",
+)
 
 PROBE = """
 import contextlib, io, json, sys
@@ -27,7 +38,9 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 
 def _modules_after(*argv: str) -> set[str]:
-    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=ROOT, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], cwd=ROOT, capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.splitlines()[-1])
     assert result["code"] == 0

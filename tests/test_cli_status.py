@@ -18,8 +18,18 @@ from workers.demo.sample import make_sample
 Forked = Callable[[], ForkedPair]
 
 STATUS_KEYS = {
-    "base", "upstream_tip", "frontier", "contiguous_pin", "days_behind", "backlog", "backlog_commits",
-    "pending", "picked", "wont_port", "urgent", "deferred",
+    "base",
+    "upstream_tip",
+    "frontier",
+    "contiguous_pin",
+    "days_behind",
+    "backlog",
+    "backlog_commits",
+    "pending",
+    "picked",
+    "wont_port",
+    "urgent",
+    "deferred",
 }
 
 
@@ -58,7 +68,9 @@ def test_status_on_urls(forked: Forked) -> None:
     a = p.up(10)
     p.pick(a)
     local = p.status().json()
-    remote = run_cli("status", "--upstream", f"file://{p.upstream.path}", "--fork", f"file://{p.fork.path}", "--json")
+    remote = run_cli(
+        "status", "--upstream", f"file://{p.upstream.path}", "--fork", f"file://{p.fork.path}", "--json"
+    )
     assert remote.code == 0, remote.err
     assert remote.json() == local
 
@@ -72,7 +84,9 @@ def test_config_file_option_and_fork_config_are_used(forked: Forked, tmp_path: P
     cfg = tmp_path / "cfg.yml"
     cfg.write_text("upstream: {url: https://github.com/other/repo}\n")
     assert p.status("--config", str(cfg)).json()["picked"] == 0
-    p.fork.commit("Add config (#3)", {".github/forksync.yml": "upstream: {url: https://github.com/other/repo}\n"})
+    p.fork.commit(
+        "Add config (#3)", {".github/forksync.yml": "upstream: {url: https://github.com/other/repo}\n"}
+    )
     assert p.status().json()["picked"] == 0
     assert a
 
@@ -107,7 +121,9 @@ def test_not_a_repository(forked: Forked, tmp_path: Path) -> None:
 def test_unknown_branch_lists_the_branches(forked: Forked) -> None:
     """An unknown branch names the branches that exist."""
     p = forked()
-    r = run_cli("status", "--upstream", str(p.upstream.path), "--fork", str(p.fork.path), "--upstream-branch", "dev")
+    r = run_cli(
+        "status", "--upstream", str(p.upstream.path), "--fork", str(p.fork.path), "--upstream-branch", "dev"
+    )
     _bad(r.code, r.err, "has no branch 'dev'")
     assert "main" in r.err
 
@@ -219,9 +235,21 @@ def test_console_entry_point_runs_as_a_process(forked: Forked) -> None:
     p = forked()
     p.up(10)
     proc = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "status", "--upstream", str(p.upstream.path),
-         "--fork", str(p.fork.path), "--json"],
-        capture_output=True, text=True, env=dict(os.environ), check=False,
+        [
+            sys.executable,
+            "-m",
+            "workers.cli",
+            "status",
+            "--upstream",
+            str(p.upstream.path),
+            "--fork",
+            str(p.fork.path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["pending"] == 1
@@ -248,11 +276,22 @@ def test_mark_on_a_fork_given_by_url_pushes_the_notes(forked: Forked) -> None:
     """With --fork as a URL the decision is pushed to that repository's notes ref."""
     p = forked()
     a = p.up(10)
-    r = run_cli("mark", "--upstream", f"file://{p.upstream.path}", "--fork", f"file://{p.fork.path}",
-                a[:10], "deferred", "--reason", "later")
+    r = run_cli(
+        "mark",
+        "--upstream",
+        f"file://{p.upstream.path}",
+        "--fork",
+        f"file://{p.fork.path}",
+        a[:10],
+        "deferred",
+        "--reason",
+        "later",
+    )
     assert r.code == 0, r.err
     assert "deferred" in p.fork.git("notes", "--ref", "forksync", "show", a)
-    again = run_cli("status", "--upstream", f"file://{p.upstream.path}", "--fork", f"file://{p.fork.path}", "--json")
+    again = run_cli(
+        "status", "--upstream", f"file://{p.upstream.path}", "--fork", f"file://{p.fork.path}", "--json"
+    )
     assert again.json()["deferred"] == 1
 
 
@@ -262,13 +301,23 @@ def test_upstream_as_a_remote_tracking_branch_of_the_fork_clone(forked: Forked) 
     a = p.up(10)
     p.up(11)
     p.pick(a)
-    same_repo = run_cli("status", "--upstream", str(p.fork.path), "--upstream-branch", "upstream/main",
-                        "--fork", str(p.fork.path), "--json")
+    same_repo = run_cli(
+        "status",
+        "--upstream",
+        str(p.fork.path),
+        "--upstream-branch",
+        "upstream/main",
+        "--fork",
+        str(p.fork.path),
+        "--json",
+    )
     assert same_repo.code == 0, same_repo.err
     assert same_repo.json() == p.status().json()
 
 
-def test_unwritable_cache_dir_is_one_line(forked: Forked, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unwritable_cache_dir_is_one_line(
+    forked: Forked, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A cache dir that cannot be created names FORKSYNC_CACHE_DIR as the remedy, exit 2."""
     p = forked()
     p.up(10)

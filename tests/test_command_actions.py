@@ -31,7 +31,12 @@ class ForkPair:
 
     def status(self, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
         capsys.readouterr()
-        assert forksync(["status", "--json", "--upstream", str(self.upstream.path), "--fork", str(self.fork.path)]) == 0
+        assert (
+            forksync(
+                ["status", "--json", "--upstream", str(self.upstream.path), "--fork", str(self.fork.path)]
+            )
+            == 0
+        )
         data: dict[str, object] = json.loads(capsys.readouterr().out)
         return data
 
@@ -68,18 +73,30 @@ def services(pair: ForkPair, sent: list[tuple[str, dict[str, object]]] | None = 
     )
 
 
-def comment(gh: FakeCommentGitHub, pair: ForkPair, body: str, author: str = "alice", issue: int = 7,
-            sent: list[tuple[str, dict[str, object]]] | None = None, is_pr: bool = False) -> Answer:
+def comment(
+    gh: FakeCommentGitHub,
+    pair: ForkPair,
+    body: str,
+    author: str = "alice",
+    issue: int = 7,
+    sent: list[tuple[str, dict[str, object]]] | None = None,
+    is_pr: bool = False,
+) -> Answer:
     cid = gh.add(issue, body, author)
     answer = handle(
-        CommentTask(1, "o/fork", issue, cid, author, "User", is_pr, "d"), gh, MemoryGate(), default_actions(),
+        CommentTask(1, "o/fork", issue, cid, author, "User", is_pr, "d"),
+        gh,
+        MemoryGate(),
+        default_actions(),
         services(pair, sent),
     )
     assert answer is not None
     return answer
 
 
-def test_skip_is_recorded_durably_and_status_sees_it(gh: FakeCommentGitHub, pair: ForkPair, capsys: pytest.CaptureFixture[str]) -> None:
+def test_skip_is_recorded_durably_and_status_sees_it(
+    gh: FakeCommentGitHub, pair: ForkPair, capsys: pytest.CaptureFixture[str]
+) -> None:
     """/skip REF REASON writes wont_port to the fork's notes; forksync status counts it at once."""
     before = pair.status(capsys)
     assert before["wont_port"] == 0 and pair.shas["b"] in before["backlog_commits"]  # type: ignore[operator]
@@ -100,7 +117,9 @@ def test_defer_by_pr_number(gh: FakeCommentGitHub, pair: ForkPair) -> None:
     assert note["disposition"] == "deferred" and note["reason"].startswith("after the LLVM bump")
 
 
-def test_urgent_records_and_starts_ingestion(gh: FakeCommentGitHub, pair: ForkPair, capsys: pytest.CaptureFixture[str]) -> None:
+def test_urgent_records_and_starts_ingestion(
+    gh: FakeCommentGitHub, pair: ForkPair, capsys: pytest.CaptureFixture[str]
+) -> None:
     """/urgent REF records urgent and enqueues an ingest (🚀); the frontier does not move."""
     sent: list[tuple[str, dict[str, object]]] = []
     frontier = pair.status(capsys)["frontier"]
@@ -123,7 +142,10 @@ def test_ambiguous_ref_lists_candidates(gh: FakeCommentGitHub, pair: ForkPair) -
     reland = pair.upstream.commit("Reland change b (#102)", {"src/b2.py": "b2\n"})
     answer = comment(gh, pair, "/skip #102 dup")
     assert "ambiguous ref: `#102` matches 2 upstream commits" in answer.body
-    assert f"{UPSTREAM_URL}/commit/{pair.shas['b']}" in answer.body and f"{UPSTREAM_URL}/commit/{reland}" in answer.body
+    assert (
+        f"{UPSTREAM_URL}/commit/{pair.shas['b']}" in answer.body
+        and f"{UPSTREAM_URL}/commit/{reland}" in answer.body
+    )
     assert "give more hex digits" in answer.body
     assert pair.fork.git("for-each-ref", "refs/notes/") == ""
 
@@ -134,7 +156,9 @@ def test_resolve_sha_prefix() -> None:
 
     from workers.commands.actions import RefProblem, resolve
 
-    ledger = SimpleNamespace(entries=[SimpleNamespace(sha=s, pr_number=None) for s in ("abcd1", "abcd2", "ef012")])
+    ledger = SimpleNamespace(
+        entries=[SimpleNamespace(sha=s, pr_number=None) for s in ("abcd1", "abcd2", "ef012")]
+    )
     assert resolve(ledger, "ef01").sha == "ef012"
     with pytest.raises(RefProblem) as several:
         resolve(ledger, "abcd")
@@ -155,7 +179,10 @@ def test_status_reply(gh: FakeCommentGitHub, pair: ForkPair) -> None:
     """/status replies with days behind, the backlog with upstream links, frontier and pin."""
     answer = comment(gh, pair, "/status", author="rita")
     assert "👍" in answer.body
-    assert f"[`{pair.shas['b'][:10]}`]({UPSTREAM_URL}/commit/{pair.shas['b']}) Change b ([#102]({UPSTREAM_URL}/pull/102))" in answer.body
+    assert (
+        f"[`{pair.shas['b'][:10]}`]({UPSTREAM_URL}/commit/{pair.shas['b']}) Change b ([#102]({UPSTREAM_URL}/pull/102))"
+        in answer.body
+    )
     assert "| frontier |" in answer.body and pair.shas["c"][:10] in answer.body
     assert "**Open chains:** none" in answer.body
 
@@ -187,15 +214,24 @@ def test_outside_pr_by_a_member_needs_no_approval(gh: FakeCommentGitHub, pair: F
     assert gh.find_comment("o/fork", 11, approval_marker(11)) is None
     assert needs_approval("o/fork", "stranger/fork", "CONTRIBUTOR") and needs_approval("o/fork", None, "NONE")
     assert needs_approval("o/fork", "stranger/fork", "FIRST_TIME_CONTRIBUTOR")
-    assert not needs_approval("o/fork", "bob/fork", "collaborator") and not needs_approval("O/Fork", "o/fork", "NONE")
+    assert not needs_approval("o/fork", "bob/fork", "collaborator") and not needs_approval(
+        "O/Fork", "o/fork", "NONE"
+    )
 
 
 def test_bundle_dry_run_replies_with_plan_and_pushes_nothing(gh: FakeCommentGitHub, pair: ForkPair) -> None:
     """/bundle dry-run answers with the plan table; no branch or ref is written to the fork."""
     refs_before = pair.fork.git("for-each-ref")
     answer = comment(gh, pair, "/bundle dry-run")
-    assert "👍" in answer.body and "the plan (dry run, nothing pushed): 1 bundle(s) and 0 chain(s), 3 commits" in answer.body
-    assert "| bundle | `" in answer.body and pair.shas["b"][:10] in answer.body and pair.shas["e"][:10] in answer.body
+    assert (
+        "👍" in answer.body
+        and "the plan (dry run, nothing pushed): 1 bundle(s) and 0 chain(s), 3 commits" in answer.body
+    )
+    assert (
+        "| bundle | `" in answer.body
+        and pair.shas["b"][:10] in answer.body
+        and pair.shas["e"][:10] in answer.body
+    )
     assert pair.fork.git("for-each-ref") == refs_before
 
 
@@ -210,7 +246,12 @@ def test_bundle_starts_ingestion(gh: FakeCommentGitHub, pair: ForkPair) -> None:
     sent: list[tuple[str, dict[str, object]]] = []
     answer = comment(gh, pair, "/bundle", sent=sent)
     assert answer.reactions == ("rocket",) and "ingestion started" in answer.body
-    assert sent == [("forksync.ingest", {"installation_id": 1, "repo": "o/fork", "reason": "/bundle by @alice", "delivery": "d"})]
+    assert sent == [
+        (
+            "forksync.ingest",
+            {"installation_id": 1, "repo": "o/fork", "reason": "/bundle by @alice", "delivery": "d"},
+        )
+    ]
 
 
 def test_bundle_without_a_worker_says_not_available(gh: FakeCommentGitHub, pair: ForkPair) -> None:
@@ -260,8 +301,15 @@ def test_concurrent_decision_is_kept_and_ours_written_on_top(
 
     def racing_write(repo, notes_commit, sha, disposition, reason=""):  # type: ignore[no-untyped-def]
         if not calls:  # someone else marks d while we were reading
-            pair.fork.git("notes", "--ref", "forksync", "add", "-m", '{"disposition": "deferred", "reason": "other"}',
-                          pair.shas["d"])
+            pair.fork.git(
+                "notes",
+                "--ref",
+                "forksync",
+                "add",
+                "-m",
+                '{"disposition": "deferred", "reason": "other"}',
+                pair.shas["d"],
+            )
         calls.append(sha)
         return real_write(repo, notes_commit, sha, disposition, reason)
 

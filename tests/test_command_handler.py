@@ -32,12 +32,16 @@ def recording_actions(ran: list[str]) -> dict[str, Action]:
     return actions
 
 
-def task_for(gh: FakeCommentGitHub, comment_id: int, author: str = "alice", author_type: str = "User") -> CommentTask:
+def task_for(
+    gh: FakeCommentGitHub, comment_id: int, author: str = "alice", author_type: str = "User"
+) -> CommentTask:
     return CommentTask(1, "o/fork", gh.issue_of[comment_id], comment_id, author, author_type, False, "d-1")
 
 
 def run(gh: FakeCommentGitHub, comment_id: int, ran: list[str], gate: MemoryGate | None = None, **kw: str):  # type: ignore[no-untyped-def]
-    return handle(task_for(gh, comment_id, **kw), gh, gate or MemoryGate(), recording_actions(ran), now=lambda: NOW)
+    return handle(
+        task_for(gh, comment_id, **kw), gh, gate or MemoryGate(), recording_actions(ran), now=lambda: NOW
+    )
 
 
 def test_success_reacts_eyes_then_thumbs_and_replies_once(fake_github: FakeCommentGitHub) -> None:
@@ -46,10 +50,10 @@ def test_success_reacts_eyes_then_thumbs_and_replies_once(fake_github: FakeComme
     ran: list[str] = []
     answer = run(fake_github, cid, ran)
     assert answer is not None
-    assert ran == ["/skip abcd \"not for us\""]
+    assert ran == ['/skip abcd "not for us"']
     assert fake_github.reactions_on(cid) == ["eyes", "+1"]
     assert len(fake_github.posted) == 1 and fake_github.posted[0][0] == 5
-    assert "👍 `/skip abcd \"not for us\"` — done" in fake_github.posted[0][1]
+    assert '👍 `/skip abcd "not for us"` — done' in fake_github.posted[0][1]
 
 
 def test_answered_comment_is_not_run_again(fake_github: FakeCommentGitHub) -> None:
@@ -101,7 +105,10 @@ def test_read_only_user_is_denied_and_nothing_runs(fake_github: FakeCommentGitHu
     answer = run(fake_github, cid, ran, author="rita")
     assert answer is not None
     assert ran == ["/status", "/help"]
-    assert "denied: `/skip` needs **write**, **maintain** or **admin** permission on o/fork (you have read)" in answer.body
+    assert (
+        "denied: `/skip` needs **write**, **maintain** or **admin** permission on o/fork (you have read)"
+        in answer.body
+    )
     assert fake_github.reactions_on(cid) == ["eyes", "+1", "confused"]
 
 
@@ -157,7 +164,11 @@ def test_unexpected_exception_becomes_internal_error_with_id(fake_github: FakeCo
     answer = run(fake_github, cid, ran)
     assert answer is not None and ran == ["/status"]
     assert "internal error, id `" in answer.body
-    assert "secret internals" not in answer.body and "RuntimeError" not in answer.body and "Traceback" not in answer.body
+    assert (
+        "secret internals" not in answer.body
+        and "RuntimeError" not in answer.body
+        and "Traceback" not in answer.body
+    )
 
 
 def test_command_without_a_handler_says_not_available(fake_github: FakeCommentGitHub) -> None:

@@ -40,8 +40,14 @@ def test_decisions_mark_then_answer_and_urgent_starts_an_ingestion() -> None:
     assert isinstance(mark, plan.MarkCommit) and mark.disposition == "urgent"
     assert isinstance(enqueue, plan.Enqueue) and enqueue.task == tasknames.INGEST
     assert enqueue.kwargs == {"reason": "/urgent by @bob"}
-    assert enqueue.started.status == render.STARTED and "ingestion started now: it picks cleanly" in enqueue.started.message
-    assert enqueue.unavailable.status == render.OK and "the next ingestion (push or poll)" in enqueue.unavailable.message
+    assert (
+        enqueue.started.status == render.STARTED
+        and "ingestion started now: it picks cleanly" in enqueue.started.message
+    )
+    assert (
+        enqueue.unavailable.status == render.OK
+        and "the next ingestion (push or poll)" in enqueue.unavailable.message
+    )
 
 
 def test_a_picked_commit_is_not_marked() -> None:
@@ -60,7 +66,9 @@ def test_chain_moves_are_one_action() -> None:
 
 
 def _plan_state(groups: int = 2) -> plan.PlanState:
-    made = tuple(render.PlannedGroup("bundle", f"b{i}", (render.CommitLine("c" * 40),)) for i in range(groups))
+    made = tuple(
+        render.PlannedGroup("bundle", f"b{i}", (render.CommitLine("c" * 40),)) for i in range(groups)
+    )
     return plan.PlanState(made, groups, 0, 0, deferred=3, table="| table |")
 
 
@@ -72,7 +80,9 @@ def test_bundle_plans_reply_or_start_an_ingestion() -> None:
     assert "the plan (dry run, nothing pushed): 2 bundle(s) and 0 chain(s), 2 commits" in dry.outcome.message
     (run,) = plan.plan_bundle(cmd("/bundle max=3"), "bob", _plan_state(), 3, 40)
     assert isinstance(run, plan.Enqueue) and run.kwargs == {"reason": "/bundle by @bob", "max_commits": 3}
-    assert "`bundle.max_commits` = 40 again" in run.started.message and run.unavailable.status == render.FAILED
+    assert (
+        "`bundle.max_commits` = 40 again" in run.started.message and run.unavailable.status == render.FAILED
+    )
 
 
 def test_retest_refuses_on_issues_unknown_suites_and_unapproved_outside_heads() -> None:
@@ -81,7 +91,10 @@ def test_retest_refuses_on_issues_unknown_suites_and_unapproved_outside_heads() 
     (unknown,) = plan.plan_retest(cmd("/retest nope"), True, ["lit"], INSIDE)
     assert isinstance(unknown, plan.Reply) and unknown.outcome.status == render.FAILED
     (outside,) = plan.plan_retest(cmd("/retest"), True, ["lit"], OUTSIDE)
-    assert isinstance(outside, plan.Reply) and "is not approved for the self-hosted runners" in outside.outcome.message
+    assert (
+        isinstance(outside, plan.Reply)
+        and "is not approved for the self-hosted runners" in outside.outcome.message
+    )
     stale = plan.PullState(**{**OUTSIDE.__dict__, "approved_head": "0" * 40})  # approved an older head
     assert isinstance(plan.plan_retest(cmd("/retest"), True, ["lit"], stale)[0], plan.Reply)
     approved = plan.PullState(**{**OUTSIDE.__dict__, "approved_head": OUTSIDE.head_sha})
@@ -97,9 +110,16 @@ def test_bisect_finds_the_benchmark_of_a_metric_and_digest_enqueues() -> None:
     assert run.kwargs == {"benchmark": "matmul", "issue_number": 9, "good": "abcdef1"}
     assert "benchmark `matmul` (metric `tflops`)" in run.started.message
     (unknown,) = plan.plan_bisect(cmd("/bisect nope"), benches, 9)
-    assert isinstance(unknown, plan.Reply) and "(known: `matmul`, `softmax`, `tflops`)" in unknown.outcome.message
+    assert (
+        isinstance(unknown, plan.Reply)
+        and "(known: `matmul`, `softmax`, `tflops`)" in unknown.outcome.message
+    )
     (digest,) = plan.plan_digest(cmd("/digest"))
-    assert isinstance(digest, plan.Enqueue) and digest.task == tasknames.DIGEST and digest.kwargs == {"reason": "/digest"}
+    assert (
+        isinstance(digest, plan.Enqueue)
+        and digest.task == tasknames.DIGEST
+        and digest.kwargs == {"reason": "/digest"}
+    )
 
 
 def test_approve_posts_and_labels_only_for_outside_prs_that_need_it() -> None:
@@ -108,25 +128,42 @@ def test_approve_posts_and_labels_only_for_outside_prs_that_need_it() -> None:
     assert isinstance(issue, plan.Reply) and issue.outcome.status == render.FAILED
     (inside,) = plan.plan_approve(cmd("/approve"), True, INSIDE, *args)
     assert isinstance(inside, plan.Reply) and "branch is in the repository" in inside.outcome.message
-    member = plan.PullState(**{**OUTSIDE.__dict__, "needs_approval": False, "author_association": "COLLABORATOR"})
+    member = plan.PullState(
+        **{**OUTSIDE.__dict__, "needs_approval": False, "author_association": "COLLABORATOR"}
+    )
     (trusted,) = plan.plan_approve(cmd("/approve"), True, member, *args)
-    assert isinstance(trusted, plan.Reply) and "is a collaborator of this repository" in trusted.outcome.message
+    assert (
+        isinstance(trusted, plan.Reply) and "is a collaborator of this repository" in trusted.outcome.message
+    )
     post, label, reply = plan.plan_approve(cmd("/approve"), True, OUTSIDE, *args)
-    assert post == plan.PostMarked(6, "<!-- m -->", "body") and label == plan.AddLabels(6, ("forksync:approved",))
-    assert isinstance(reply, plan.Reply) and f"approved head `{OUTSIDE.head_sha[:10]}`" in reply.outcome.message
+    assert post == plan.PostMarked(6, "<!-- m -->", "body") and label == plan.AddLabels(
+        6, ("forksync:approved",)
+    )
+    assert (
+        isinstance(reply, plan.Reply) and f"approved head `{OUTSIDE.head_sha[:10]}`" in reply.outcome.message
+    )
 
 
 def _ctx(services: Any = None) -> Any:
     task = SimpleNamespace(installation_id=7, repo="acme/fork", delivery="d-1", issue_number=3)
-    return SimpleNamespace(task=task, repo="acme/fork", services=services, author="bob", gh=None, own_login=None)
+    return SimpleNamespace(
+        task=task, repo="acme/fork", services=services, author="bob", gh=None, own_login=None
+    )
 
 
 def test_the_executor_answers_from_the_queue_and_refuses_a_plan_without_an_answer() -> None:
     sent: list[tuple[str, dict[str, Any]]] = []
-    services = Services(fork_location=lambda repo: repo, send_task=lambda name, kwargs: sent.append((name, kwargs)))
+    services = Services(
+        fork_location=lambda repo: repo, send_task=lambda name, kwargs: sent.append((name, kwargs))
+    )
     (enqueue,) = plan.plan_digest(cmd("/digest"))
     assert execute(_ctx(services), [enqueue]) == enqueue.started
-    assert sent == [(tasknames.DIGEST, {"installation_id": 7, "repo": "acme/fork", "reason": "/digest", "delivery": "d-1"})]
+    assert sent == [
+        (
+            tasknames.DIGEST,
+            {"installation_id": 7, "repo": "acme/fork", "reason": "/digest", "delivery": "d-1"},
+        )
+    ]
     assert execute(_ctx(None), [enqueue]) == enqueue.unavailable  # no queue in this deployment: said so
     with pytest.raises(ForksyncError, match="gave no answer"):
         execute(_ctx(services), [])

@@ -21,19 +21,25 @@ NOW = 1_800_000_000.0
 BOT = "forksync[bot]"
 
 
-def _c(cid: int, body: str, author: str = "maint", age_s: float = 3600, issue: int = 7,
-       url: str = "https://github.com/acme/fork/issues/7") -> CommentInfo:
+def _c(
+    cid: int,
+    body: str,
+    author: str = "maint",
+    age_s: float = 3600,
+    issue: int = 7,
+    url: str = "https://github.com/acme/fork/issues/7",
+) -> CommentInfo:
     return CommentInfo(cid, issue, body, author, f"{url}#issuecomment-{cid}", NOW - age_s)
 
 
 def test_plan_picks_unanswered_human_commands_past_the_grace_period() -> None:
     comments = [
-        _c(1, "/status"),                                   # answered below
+        _c(1, "/status"),  # answered below
         _c(2, f"{reply_marker(1)}\nanswer", author=BOT),
-        _c(3, "/skip #102 lost delivery"),                  # never answered: recovered
-        _c(4, "just talking"),                              # no command
-        _c(5, "/status", author="other-app[bot]"),          # a bot: never runs commands
-        _c(6, "/status", age_s=30),                         # too young: its delivery may be queued
+        _c(3, "/skip #102 lost delivery"),  # never answered: recovered
+        _c(4, "just talking"),  # no command
+        _c(5, "/status", author="other-app[bot]"),  # a bot: never runs commands
+        _c(6, "/status", age_s=30),  # too young: its delivery may be queued
         _c(7, f"quoting {reply_marker(8)}", author="mallory"),  # a user's marker answers nothing
         _c(8, "/help", url="https://github.com/acme/fork/pull/9", issue=9),
     ]
@@ -49,7 +55,9 @@ def test_plan_trusts_only_our_own_replies_when_the_login_is_known() -> None:
     assert plan(FORK, 1, comments, own_login=None, now=NOW, grace_s=0) == []
 
 
-def test_a_command_whose_delivery_was_lost_is_answered_once(command_world: CommandWorld, tmp_path: Path) -> None:
+def test_a_command_whose_delivery_was_lost_is_answered_once(
+    command_world: CommandWorld, tmp_path: Path
+) -> None:
     """One comment delivered (answered), one whose webhook never came: the recovery pass answers the
     lost one with the real task; a second pass enqueues nothing and nothing runs twice."""
     from core.github.app import app_for
@@ -100,7 +108,10 @@ def test_a_worker_sends_one_recovery_pass_when_it_is_ready() -> None:
     ok, down = App(), App(fail=True)
     signals.worker_ready.send(sender=Consumer(ok))
     signals.worker_ready.send(sender=Consumer(down))
-    assert sorted(ok.sent) == sorted([tasknames.RECOVER_COMMANDS, tasknames.REPLAY_DELIVERIES]) and down.sent == []
+    assert (
+        sorted(ok.sent) == sorted([tasknames.RECOVER_COMMANDS, tasknames.REPLAY_DELIVERIES])
+        and down.sent == []
+    )
     assert commands.recover_commands.name == tasknames.RECOVER_COMMANDS
 
 

@@ -21,7 +21,7 @@ def test_skip_marks_wont_port_visible_to_status_at_once(command_world: CommandWo
     cid = w.say("Not for our hardware.\n/skip #102 AMD only")
     assert w.reactions(cid) == ["eyes", "+1"]
     body = w.reply(cid)
-    assert "👍 `/skip #102 \"AMD only\"` — marked" in body and "as **wont_port**: AMD only" in body
+    assert '👍 `/skip #102 "AMD only"` — marked' in body and "as **wont_port**: AMD only" in body
     status = w.status()
     assert status["wont_port"] == 1 and status["pending"] == 2
     note = json.loads(_note(w, w.pair.shas["#102"]))
@@ -63,7 +63,10 @@ def test_read_only_user_is_denied(command_world: CommandWorld) -> None:
     w = command_world
     cid = w.say("/skip #102 please\n/status", author="reader")
     body = w.reply(cid)
-    assert "denied: `/skip` needs **write**, **maintain** or **admin** permission on acme/fork (you have read)" in body
+    assert (
+        "denied: `/skip` needs **write**, **maintain** or **admin** permission on acme/fork (you have read)"
+        in body
+    )
     assert "days behind upstream" in body
     assert w.reactions(cid) == ["eyes", "+1", "confused"]
     assert w.status()["wont_port"] == 0
@@ -98,8 +101,10 @@ def test_bundle_dry_run_then_bundle_opens_the_pr(command_world: CommandWorld) ->
     ingest(**kwargs)
     with w.gh.lock:
         titles = [w.gh.state.issues[FORK][n]["title"] for n in w.gh.state.pulls[FORK]]
-    assert titles == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)",
-                      "[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)"]  # the chain built its commit: a PR
+    assert titles == [
+        "[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)",
+        "[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)",
+    ]  # the chain built its commit: a PR
     cid = w.say("/status")
     assert "Cherry-pick 2 upstream" in w.reply(cid) and "(2 commits)" in w.reply(cid)
 
@@ -120,12 +125,16 @@ def test_chain_and_unchain(command_world: CommandWorld) -> None:
     w.say("/bundle dry-run")  # planning does not record; the chain id is deterministic
     cid = w.say(f"/chain #104 into {llvm}")
     assert f"into chain `{llvm}`" in w.reply(cid)
-    record = json.loads(w.pair.fork.git("--git-dir", str(w.gh.bare(FORK)), "show", "refs/forksync/chains:chains.json"))
+    record = json.loads(
+        w.pair.fork.git("--git-dir", str(w.gh.bare(FORK)), "show", "refs/forksync/chains:chains.json")
+    )
     (chain,) = [c for c in record["chains"] if c["id"] == llvm]
     assert chain["commits"][-1] == w.pair.shas["#104"]
     cid = w.say("/unchain #104")
     assert "out of its chain" in w.reply(cid)
-    record = json.loads(w.pair.fork.git("--git-dir", str(w.gh.bare(FORK)), "show", "refs/forksync/chains:chains.json"))
+    record = json.loads(
+        w.pair.fork.git("--git-dir", str(w.gh.bare(FORK)), "show", "refs/forksync/chains:chains.json")
+    )
     assert all(w.pair.shas["#104"] not in c["commits"] for c in record["chains"])
 
 
@@ -151,8 +160,15 @@ def test_bots_own_comment_is_ignored(command_world: CommandWorld) -> None:
     assert status == 202 and "bot" in text
     from workers.tasks.commands import answer
 
-    kwargs = {"installation_id": w.gh.installation, "repo": FORK, "issue_number": w.issue, "comment_id": cid,
-              "author": "forksync[bot]", "author_type": "Bot", "is_pull_request": False}
+    kwargs = {
+        "installation_id": w.gh.installation,
+        "repo": FORK,
+        "issue_number": w.issue,
+        "comment_id": cid,
+        "author": "forksync[bot]",
+        "author_type": "Bot",
+        "is_pull_request": False,
+    }
     assert answer(w.settings, kwargs) is None
     assert w.reactions(cid) == [] and w.replies(cid) == [] and w.status()["wont_port"] == 0
 
@@ -175,8 +191,15 @@ def test_redelivered_task_does_not_run_twice(command_world: CommandWorld) -> Non
 
     w = command_world
     cid = w.say("/urgent #104")
-    kwargs = {"installation_id": w.gh.installation, "repo": FORK, "issue_number": w.issue, "comment_id": cid,
-              "author": "maint", "author_type": "User", "is_pull_request": False}
+    kwargs = {
+        "installation_id": w.gh.installation,
+        "repo": FORK,
+        "issue_number": w.issue,
+        "comment_id": cid,
+        "author": "maint",
+        "author_type": "User",
+        "is_pull_request": False,
+    }
     assert answer(w.settings, kwargs) is None
     assert len(w.replies(cid)) == 1 and len(w.sent) == 1
 
@@ -219,9 +242,17 @@ def test_retest_on_a_pr_reruns_l1(command_world: CommandWorld) -> None:
     pr = w.open_pull("feature")
     cid = w.say("/retest unit", issue=pr)
     reply = w.reply(cid)
-    assert w.reactions(cid) == ["eyes", "rocket"] and "rerunning `unit` on" in reply and "all L1 suites" not in reply
+    assert (
+        w.reactions(cid) == ["eyes", "rocket"]
+        and "rerunning `unit` on" in reply
+        and "all L1 suites" not in reply
+    )
     ((name, kwargs),) = w.sent
-    assert name == "forksync.run_l1" and kwargs["head_sha"] == w.gh.head(FORK, "feature") and kwargs["repo"] == FORK
+    assert (
+        name == "forksync.run_l1"
+        and kwargs["head_sha"] == w.gh.head(FORK, "feature")
+        and kwargs["repo"] == FORK
+    )
     assert kwargs["number"] == pr and kwargs["suites"] == ["unit"]
     cid = w.say("/retest", issue=pr)
     assert "rerunning all L1 suites (`unit`)" in w.reply(cid)
@@ -281,7 +312,9 @@ def test_another_bots_approval_comment_does_not_let_retest_run(command_world: Co
 
     w = command_world
     pr = w.open_pull("patch3", head_repo="stranger/fork", author="stranger")
-    w.add_comment(approval_body(pr, w.gh.head("stranger/fork", "patch3"), "maint"), "other-app[bot]", issue=pr)
+    w.add_comment(
+        approval_body(pr, w.gh.head("stranger/fork", "patch3"), "maint"), "other-app[bot]", issue=pr
+    )
     cid = w.say("/retest", issue=pr)
     assert "confused" in w.reactions(cid) and "/approve" in w.reply(cid)
     assert [n for n, _ in w.sent] == []
@@ -291,9 +324,23 @@ def test_bisect_enqueues_l2(command_world: CommandWorld) -> None:
     """/bisect METRIC good=SHA enqueues forksync.bisect for its benchmark; an unknown name is refused."""
     w = command_world
     cid = w.say("/bisect tflops good=abcd123")
-    assert w.reactions(cid) == ["eyes", "rocket"] and "bisecting benchmark `matmul` (metric `tflops`)" in w.reply(cid)
-    assert w.sent == [("forksync.bisect", {"installation_id": w.gh.installation, "repo": FORK, "benchmark": "matmul",
-                                           "issue_number": w.issue, "good": "abcd123", "delivery": w.sent[0][1]["delivery"]})]
+    assert w.reactions(cid) == [
+        "eyes",
+        "rocket",
+    ] and "bisecting benchmark `matmul` (metric `tflops`)" in w.reply(cid)
+    assert w.sent == [
+        (
+            "forksync.bisect",
+            {
+                "installation_id": w.gh.installation,
+                "repo": FORK,
+                "benchmark": "matmul",
+                "issue_number": w.issue,
+                "good": "abcd123",
+                "delivery": w.sent[0][1]["delivery"],
+            },
+        )
+    ]
     cid = w.say("/bisect nope")
     assert "there is no L2 benchmark or metric `nope`" in w.reply(cid) and len(w.sent) == 1
 
@@ -332,12 +379,16 @@ def _append_upstream(w: CommandWorld, count: int) -> list[str]:
         when = 1_800_000_000 + 60 * i
         msg = f"Tweak {i} (#{5000 + i})".encode()
         chunks.append(f"commit refs/heads/main\nmark :{i + 1}\n".encode())
-        chunks.append(f"author Dev <dev@example.com> {when} +0000\ncommitter Dev <dev@example.com> {when} +0000\n".encode())
+        chunks.append(
+            f"author Dev <dev@example.com> {when} +0000\ncommitter Dev <dev@example.com> {when} +0000\n".encode()
+        )
         chunks.append(b"data %d\n%s\n" % (len(msg), msg))
         if i == 0:
             chunks.append(f"from {head}\n".encode())
         data = f"{i}\n".encode()
-        chunks.append(f"M 100644 inline tweaks/{i % 50}.txt\n".encode() + b"data %d\n%s\n" % (len(data), data))
+        chunks.append(
+            f"M 100644 inline tweaks/{i % 50}.txt\n".encode() + b"data %d\n%s\n" % (len(data), data)
+        )
     subprocess.run(["git", "-C", str(work), "fast-import", "--quiet"], input=b"".join(chunks), check=True)
     w.pair.upstream.git("reset", "-q", "--hard", "main")
     w.pair.push_upstream()

@@ -95,7 +95,14 @@ def test_too_many_commands_are_refused_not_run() -> None:
 
 def test_quoted_arguments_group_words_and_escape() -> None:
     """Double, single and typographic quotes group; \\" escapes inside double quotes."""
-    assert split_words('a "b c" \'d e\' “f g” "h \\"i\\"" j"k l"') == ["a", "b c", "d e", "f g", 'h "i"', "jk l"]
+    assert split_words('a "b c" \'d e\' “f g” "h \\"i\\"" j"k l"') == [
+        "a",
+        "b c",
+        "d e",
+        "f g",
+        'h "i"',
+        "jk l",
+    ]
 
 
 def test_unbalanced_quote_runs_to_end_of_line() -> None:
@@ -106,7 +113,10 @@ def test_unbalanced_quote_runs_to_end_of_line() -> None:
 
 def test_apostrophes_inside_words_are_kept() -> None:
     """A contraction or possessive in a free-text reason is not a quote: nothing of it is lost."""
-    assert one("/skip #7005 the fork's own backend, don't port").args == ("#7005", "the fork's own backend, don't port")
+    assert one("/skip #7005 the fork's own backend, don't port").args == (
+        "#7005",
+        "the fork's own backend, don't port",
+    )
     assert split_words("it's 'quoted words' users'") == ["it's", "quoted words", "users'"]
     assert split_words("fork’s") == ["fork’s"]
 
@@ -143,7 +153,13 @@ def test_refs_are_normalised(ref: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("ref", "why"),
-    [("abc", "too short"), ("xyz1", "not a REF"), ("#0", "not a PR number"), ("a" * 41, "longer than a sha"), ("#", "not a REF")],
+    [
+        ("abc", "too short"),
+        ("xyz1", "not a REF"),
+        ("#0", "not a PR number"),
+        ("a" * 41, "longer than a sha"),
+        ("#", "not a REF"),
+    ],
 )
 def test_bad_refs_say_why(ref: str, why: str) -> None:
     """A bad REF becomes an error naming the problem, never an exception."""
@@ -159,8 +175,14 @@ def test_bundle_options() -> None:
     assert command.max_commits == 5 and command.flag("dry-run")
     assert one("/bundle dry_run").flag("dry-run")
     assert not one("/bundle dry-run=false").flag("dry-run")
-    for bad, why in [("max=0", "1 or more"), ("max=x", "whole number"), ("maxx=3", "unknown option"),
-                     ("now", "unexpected"), ("max=1 max=2", "twice"), ("max=", "needs a value")]:
+    for bad, why in [
+        ("max=0", "1 or more"),
+        ("max=x", "whole number"),
+        ("maxx=3", "unknown option"),
+        ("now", "unexpected"),
+        ("max=1 max=2", "twice"),
+        ("max=", "needs a value"),
+    ]:
         error = one(f"/bundle {bad}").error
         assert error and why in error, (bad, error)
 
@@ -255,9 +277,42 @@ def test_arbitrary_text_never_raises(text: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["/", "@forksync ", " ", "\t", "```", "~~~", ">", "<!--", "-->", "\n", '"', "'",
-                                 "#", "=", "abcd", "12", "skip", "bundle", "chain", "into", "max", "dry-run",
-                                 "good", "x y", "\\", "“", "/help"]), max_size=60).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "/",
+                "@forksync ",
+                " ",
+                "\t",
+                "```",
+                "~~~",
+                ">",
+                "<!--",
+                "-->",
+                "\n",
+                '"',
+                "'",
+                "#",
+                "=",
+                "abcd",
+                "12",
+                "skip",
+                "bundle",
+                "chain",
+                "into",
+                "max",
+                "dry-run",
+                "good",
+                "x y",
+                "\\",
+                "“",
+                "/help",
+            ]
+        ),
+        max_size=60,
+    ).map("".join)
+)
 def test_command_like_noise_never_raises(text: str) -> None:
     """Text built from the grammar's own pieces (the hard cases) still never raises."""
     for command in parse(text):

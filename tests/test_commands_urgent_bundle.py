@@ -38,7 +38,10 @@ def test_urgent_reply_is_truthful_and_ingestion_opens_its_own_pr(command_world: 
     assert name == "forksync.ingest" and "max_commits" not in kwargs
     ingest(**kwargs)
     pulls = _pulls(w)
-    assert pulls["[Cherry-pick][URGENT] 'Add c (#104)'"] == {"head": f"forksync/urgent/{sha[:7]}", "base": "main"}
+    assert pulls["[Cherry-pick][URGENT] 'Add c (#104)'"] == {
+        "head": f"forksync/urgent/{sha[:7]}",
+        "base": "main",
+    }
     assert "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream(#102)" in pulls
     assert pulls["[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)"]["base"] == "main" and len(pulls) == 3
 
@@ -74,4 +77,6 @@ def test_bundle_max_shapes_this_ingestion_only(command_world: CommandWorld) -> N
         "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream(#104)",
     ]
     ingest(**{k: v for k, v in kwargs.items() if k != "max_commits"})
-    assert sorted(t for t in _pulls(w) if "BUNDLE" in t) == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)"]
+    assert sorted(t for t in _pulls(w) if "BUNDLE" in t) == [
+        "[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)"
+    ]

@@ -34,11 +34,27 @@ def test_skip_through_web_and_worker(e2e: Callable[..., E2E]) -> None:
     (reply,) = bot_replies(h.gh, cid)
     assert "as **wont_port**: AMD only" in reply["body"]
     wait_for(lambda: bot_replies(h.gh, denied), 30, "the answer to the reader")
-    assert "denied" in bot_replies(h.gh, denied)[0]["body"] and bot_reactions(h.gh, denied) == ["eyes", "confused"]
+    assert "denied" in bot_replies(h.gh, denied)[0]["body"] and bot_reactions(h.gh, denied) == [
+        "eyes",
+        "confused",
+    ]
     out = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "status", "--json", "--upstream", str(h.pair.upstream_bare),
-         "--fork", str(h.gh.bare(FORK))],
-        capture_output=True, text=True, check=True, cwd=REPO_ROOT, env=h.env,
+        [
+            sys.executable,
+            "-m",
+            "workers.cli",
+            "status",
+            "--json",
+            "--upstream",
+            str(h.pair.upstream_bare),
+            "--fork",
+            str(h.gh.bare(FORK)),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO_ROOT,
+        env=h.env,
     )
     status = json.loads(out.stdout)
     assert status["wont_port"] == 1 and status["pending"] == 2

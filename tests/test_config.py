@@ -58,8 +58,11 @@ def test_example_config_parses_into_typed_records() -> None:
         ("ledger:\n  trailer: picked\n", 2, "must contain {sha}"),
         ("fork: [1, 2\n", 2, "not valid YAML"),
         ("l3:\n  workloads:\n    - name: w\n", 3, "needs at least one owner"),
-        ("l2:\n  benchmarks:\n    - name: b\n      run: [x]\n      metrics:\n        - {name: t, direction: up}\n", 6,
-         "must be higher or lower"),
+        (
+            "l2:\n  benchmarks:\n    - name: b\n      run: [x]\n      metrics:\n        - {name: t, direction: up}\n",
+            6,
+            "must be higher or lower",
+        ),
     ],
 )
 def test_errors_name_line_and_key(text: str, line: int, fragment: str) -> None:
@@ -150,4 +153,6 @@ def test_every_key_and_default_comes_from_the_records() -> None:
 def test_record_checks_see_the_whole_record() -> None:
     """resolve.agent: a command and a url together are refused on the url's line."""
     with pytest.raises(ConfigError, match=r"forksync.yml:4: resolve.agent.url: give either command or url"):
-        load_repo_config("resolve:\n  agent:\n    command: [agent]\n    url: https://x.example/v1\n", "forksync.yml")
+        load_repo_config(
+            "resolve:\n  agent:\n    command: [agent]\n    url: https://x.example/v1\n", "forksync.yml"
+        )

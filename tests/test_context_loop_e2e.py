@@ -31,18 +31,25 @@ def test_push_merge_digest_dashboard_metrics(e2e: Callable[..., E2E]) -> None:
     h.gh.merge(FORK, int(first["number"]))
     assert h.push_to_fork()[0] == 202
     wait_for(lambda: len(h.checks()) >= 2, 90, "the ingest after the merge")
-    page = wait_for(lambda: (text := _get(f"{url}/{FORK}")) and 'data-figure="days behind upstream"' in text and text,
-                    30, "the fork's dashboard page")
+    page = wait_for(
+        lambda: (text := _get(f"{url}/{FORK}")) and 'data-figure="days behind upstream"' in text and text,
+        30,
+        "the fork's dashboard page",
+    )
     assert FORK in page and "In flight" in page
     issue = h.gh.add_issue(FORK, "Steering forksync")
     cid = add_user_comment(h.gh, issue, "/digest", "maint")
     assert deliver(url, "issue_comment", comment_payload(h.gh, h.installation, cid))[0] == 202
     wait_for(lambda: bot_replies(h.gh, cid), 60, "the answer to /digest")
     assert "digest" in bot_replies(h.gh, cid)[0]["body"]
-    digests = wait_for(lambda: [i for i in h.issues() if "Pin-update digest" in str(i.get("title"))], 60, "the digest issue")
+    digests = wait_for(
+        lambda: [i for i in h.issues() if "Pin-update digest" in str(i.get("title"))], 60, "the digest issue"
+    )
     (digest,) = digests
     landed = digest["title"].split(": ")[-1]
     assert "upstream commits landed" in landed and not landed.startswith("0 ")
     assert "## What landed" in digest["body"] and "## Who should look" in digest["body"]
     metrics = _get(f"{url}/metrics")
-    assert f'forksync_days_behind{{repo="{FORK}"}}' in metrics and "forksync_webhook_deliveries_total" in metrics
+    assert (
+        f'forksync_days_behind{{repo="{FORK}"}}' in metrics and "forksync_webhook_deliveries_total" in metrics
+    )

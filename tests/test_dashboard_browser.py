@@ -39,8 +39,15 @@ def server(tmp_path: Path, loopback_github: LoopbackGitHub) -> Iterator[tuple[st
     store.put(recorded_feed("acme/triton"))
     store.put(bad_feed("acme/behind"))
     store.put(recorded_feed("acme/secret", private=True))
-    app = create_app({"FORKSYNC_DATA_DIR": str(tmp_path), "FORKSYNC_SESSION_SECRET": "x" * 32,
-                      "GITHUB_API_URL": gh.api_url, **gh.oauth_client()}, feeds=store)
+    app = create_app(
+        {
+            "FORKSYNC_DATA_DIR": str(tmp_path),
+            "FORKSYNC_SESSION_SECRET": "x" * 32,
+            "GITHUB_API_URL": gh.api_url,
+            **gh.oauth_client(),
+        },
+        feeds=store,
+    )
     app.extensions["forksync.dashboard"].clock = lambda: NOW
     httpd = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -55,14 +62,23 @@ def server(tmp_path: Path, loopback_github: LoopbackGitHub) -> Iterator[tuple[st
 @pytest.fixture
 def browser() -> Iterator[Any]:
     if not (CHROMIUM and CHROMEDRIVER):
-        pytest.fail("chromium and chromedriver are needed: apt-get install -y chromium chromium-driver (scripts/dev does)")
+        pytest.fail(
+            "chromium and chromedriver are needed: apt-get install -y chromium chromium-driver (scripts/dev does)"
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900",
-                "--lang=en-US", "--hide-scrollbars"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+        "--lang=en-US",
+        "--hide-scrollbars",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
@@ -77,11 +93,15 @@ def browser() -> Iterator[Any]:
 def _shot(driver: Any, name: str, width: int = 1280) -> Path:
     """A full-page screenshot: the viewport set to the page's whole height through CDP."""
     driver.set_window_size(width, 900)
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 500})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 500},
+    )
     height = int(driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]["height"])
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": min(height, 8000), "deviceScaleFactor": 1, "mobile": width < 500})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": min(height, 8000), "deviceScaleFactor": 1, "mobile": width < 500},
+    )
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTEFACTS / f"{name}.png"
     driver.save_screenshot(str(path))
@@ -101,7 +121,9 @@ def _all_css(driver: Any, selector: str) -> list[Any]:
     return list(driver.find_elements(By.CSS_SELECTOR, selector))
 
 
-def test_index_lists_public_forks_with_bad_values_marked(server: tuple[str, LoopbackGitHub], browser: Any) -> None:
+def test_index_lists_public_forks_with_bad_values_marked(
+    server: tuple[str, LoopbackGitHub], browser: Any
+) -> None:
     url, _ = server
     browser.get(url + "/")
     rows = {r.get_attribute("data-repo"): r for r in _all_css(browser, "table.forks tr[data-repo]")}
@@ -111,7 +133,9 @@ def test_index_lists_public_forks_with_bad_values_marked(server: tuple[str, Loop
     assert _shot(browser, "index").stat().st_size > 10_000
 
 
-def test_fork_page_shows_values_links_and_times_in_the_viewers_zone(server: tuple[str, LoopbackGitHub], browser: Any) -> None:
+def test_fork_page_shows_values_links_and_times_in_the_viewers_zone(
+    server: tuple[str, LoopbackGitHub], browser: Any
+) -> None:
     url, _ = server
     browser.get(url + "/acme/triton")
     feed = recorded_feed("acme/triton")
@@ -130,9 +154,14 @@ def test_fork_page_shows_values_links_and_times_in_the_viewers_zone(server: tupl
     assert len(cells) == 20 and cells[6].get_attribute("href") == "https://github.com/acme/triton/runs/7006"
     regression = _by_css(browser, 'tr[data-metric="matmul/tflops"] .regression')
     assert "-7.9%" in regression.text and "bisected" in regression.text and "3 steps" in regression.text
-    reg_links = {a.get_attribute("class"): a.get_attribute("href") for a in _all_css(browser, "#l2-table .regression a")}
+    reg_links = {
+        a.get_attribute("class"): a.get_attribute("href")
+        for a in _all_css(browser, "#l2-table .regression a")
+    }
     assert reg_links["culprit"] == f"https://github.com/acme/triton/commit/{sha('culprit')}"
-    assert reg_links["bisection"] == f"https://github.com/acme/triton/compare/{sha('trunk9')}...{sha('trunk10')}"
+    assert (
+        reg_links["bisection"] == f"https://github.com/acme/triton/compare/{sha('trunk9')}...{sha('trunk10')}"
+    )
     assert reg_links["tracking"] == "https://github.com/acme/triton/issues/409"
     # The page's one script rewrote <time> in the viewer's zone: "as of" is 09:50 UTC = 18:50 in Tokyo.
     stamp = _by_css(browser, "p.muted time")

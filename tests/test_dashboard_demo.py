@@ -17,9 +17,18 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_demo_prints_the_dashboard_url_and_the_page_shows_its_data(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY")}
-    proc = subprocess.run([sys.executable, "-m", "workers.cli", "demo", "--dir", str(tmp_path / "demo")],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180, check=False)
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY")
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "workers.cli", "demo", "--dir", str(tmp_path / "demo")],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     match = re.search(r"dashboard of the demo's data: http://127\.0\.0\.1:\d+(/\S+)", proc.stdout)
     assert match, proc.stdout[-2000:]
@@ -30,7 +39,12 @@ def test_demo_prints_the_dashboard_url_and_the_page_shows_its_data(tmp_path: Pat
     # After the merges (the bundle, then the three chain PRs out of order, the resolved one once
     # approved) and the maintainer's /skip of the deferred commit, the page says 0.0 days behind,
     # backlog 0, and lists the decision with its reason and who made it.
-    figures = dict(re.findall(r'data-figure="([^"]+)"><span class="label">[^<]*</span>\s*<[^>]*class="value"[^>]*>([^<]*)<', html))
+    figures = dict(
+        re.findall(
+            r'data-figure="([^"]+)"><span class="label">[^<]*</span>\s*<[^>]*class="value"[^>]*>([^<]*)<',
+            html,
+        )
+    )
     assert figures.get("days behind upstream") == "0.0" and figures.get("backlog commits") == "0", figures
     decisions = html.split('id="decisions-table"')[1].split("</table>")[0]
     assert "#7005" in decisions and "by @maintainer via /skip" in decisions

@@ -32,8 +32,12 @@ def test_headline_shows_current_values_linked_to_the_pins() -> None:
     feed = recorded_feed()
     behind, backlog, pending, urgent = view.headline(feed)
     last = feed.series[-1]
-    assert behind.value == f"{last.days_behind:.1f}" and behind.url == f"{UPSTREAM_URL}/commit/{last.frontier}"
-    assert backlog.value == str(last.backlog) and backlog.url == f"{UPSTREAM_URL}/commit/{last.contiguous_pin}"
+    assert (
+        behind.value == f"{last.days_behind:.1f}" and behind.url == f"{UPSTREAM_URL}/commit/{last.frontier}"
+    )
+    assert (
+        backlog.value == str(last.backlog) and backlog.url == f"{UPSTREAM_URL}/commit/{last.contiguous_pin}"
+    )
     assert not behind.bad and not backlog.bad
     assert pending.value == str(last.pending) and urgent.value == "1"
 
@@ -72,16 +76,26 @@ def test_in_flight_lists_urgent_then_chains_then_bundles_with_age_and_who_was_as
 def test_decisions_show_reasons_and_link_upstream() -> None:
     rows = view.decisions_table(recorded_feed()).rows
     assert [r[0].text for r in rows] == ["deferred", "won't port"]
-    assert rows[1][2].url == f"{UPSTREAM_URL}/pull/7990" and rows[1][4].text == "the fork keeps its own AMD backend"
+    assert (
+        rows[1][2].url == f"{UPSTREAM_URL}/pull/7990"
+        and rows[1][4].text == "the fork keeps its own AMD backend"
+    )
 
 
 def test_weekly_throughput_counts_upstream_commits_by_how_they_came_in() -> None:
     """A bundle of 14 counts 14 commits; resolved picks count as resolved whatever their way."""
     monday = view.week_start(NOW)
-    picks = [LandedPick("a", monday + 3600, 14, "bundle", False), LandedPick("b", monday + 7200, 1, "single", False),
-             LandedPick("c", monday + 9000, 1, "single", True, "agent"), LandedPick("d", monday - 3600, 5, "bundle", False)]
+    picks = [
+        LandedPick("a", monday + 3600, 14, "bundle", False),
+        LandedPick("b", monday + 7200, 1, "single", False),
+        LandedPick("c", monday + 9000, 1, "single", True, "agent"),
+        LandedPick("d", monday - 3600, 5, "bundle", False),
+    ]
     weeks = view.weekly(picks, 2, NOW)
-    assert weeks == [(monday - 7 * DAY, {"bundled": 5}), (monday, {"bundled": 14, "single pick": 1, "resolved": 1})]
+    assert weeks == [
+        (monday - 7 * DAY, {"bundled": 5}),
+        (monday, {"bundled": 14, "single pick": 1, "resolved": 1}),
+    ]
 
 
 def test_shares_resolvers_and_revert_rates() -> None:
@@ -113,7 +127,10 @@ def test_l2_rows_show_baseline_change_and_regressions_with_bisection_links() -> 
     assert matmul.baseline == "612" and matmul.change.css == "bad" and matmul.change.text.startswith("-")
     first_bad, delta, culprit, bisection, issue = matmul.regressions[0]
     assert first_bad.url == f"{FORK_URL}/commit/{sha('trunk10')}" and delta.text == "-7.9%"
-    assert culprit.url == f"{FORK_URL}/commit/{sha('culprit')}" and culprit.text == f"culprit {sha('culprit')[:10]}"
+    assert (
+        culprit.url == f"{FORK_URL}/commit/{sha('culprit')}"
+        and culprit.text == f"culprit {sha('culprit')[:10]}"
+    )
     assert bisection.url == f"{FORK_URL}/compare/{sha('trunk9')}...{sha('trunk10')}"
     assert bisection.text == f"bisected {sha('trunk9')[:7]}..{sha('trunk10')[:7]} over 6 commits, 3 steps"
     assert issue.url == f"{FORK_URL}/issues/409" and issue.text == "issue #409"
@@ -126,14 +143,29 @@ def test_regressions_without_a_culprit_say_why_and_a_failure_has_no_change() -> 
     "bisecting…"; a failed run shows "failed" instead of a change, and no range without a good end."""
     from core.dashboard.feed import Regression
 
-    over = view.regression_cells(FORK_URL, Regression(sha("bad"), -9.0, good=sha("good"), steps=8, candidates=40,
-                                                      status="over-budget", note="budget of 8 runs spent", tracking=7))
+    over = view.regression_cells(
+        FORK_URL,
+        Regression(
+            sha("bad"),
+            -9.0,
+            good=sha("good"),
+            steps=8,
+            candidates=40,
+            status="over-budget",
+            note="budget of 8 runs spent",
+            tracking=7,
+        ),
+    )
     assert over[2].text == "no culprit: budget of 8 runs spent" and over[2].url is None
     assert over[3].url == f"{FORK_URL}/compare/{sha('good')}...{sha('bad')}" and over[4].text == "issue #7"
     pending = view.regression_cells(FORK_URL, Regression(sha("bad"), -6.0))
     assert [c.text for c in pending[2:]] == ["bisecting…", "–", "no issue"]
-    failed = view.regression_cells(FORK_URL, Regression(sha("bad"), None, kind="failed", status="none",
-                                                        note="no good run recorded to bisect from"))
+    failed = view.regression_cells(
+        FORK_URL,
+        Regression(
+            sha("bad"), None, kind="failed", status="none", note="no good run recorded to bisect from"
+        ),
+    )
     assert failed[1].text == "failed" and failed[3].text == "not bisected" and failed[3].url is None
 
 
@@ -152,7 +184,13 @@ def test_index_rows_sort_forks_and_show_the_worst_trunk_state() -> None:
 
 
 def test_ages_read_at_a_glance() -> None:
-    assert [view.age_text(s) for s in (59, 600, 7200, DAY, DAY + 4 * 3600)] == ["0 min", "10 min", "2 h", "1 d", "1 d 4 h"]
+    assert [view.age_text(s) for s in (59, 600, 7200, DAY, DAY + 4 * 3600)] == [
+        "0 min",
+        "10 min",
+        "2 h",
+        "1 d",
+        "1 d 4 h",
+    ]
 
 
 def test_plots_escape_labels_and_are_deterministic() -> None:

@@ -57,7 +57,9 @@ def test_index_lists_only_what_the_viewer_may_see(tmp_path: Path) -> None:
     assert "acme/triton" in html and "acme/secret" not in html
 
 
-def test_private_and_unknown_forks_answer_the_same_404(tmp_path: Path, loopback_github: LoopbackGitHub) -> None:
+def test_private_and_unknown_forks_answer_the_same_404(
+    tmp_path: Path, loopback_github: LoopbackGitHub
+) -> None:
     """A stranger cannot tell a private fork from one that does not exist: same status, same page."""
     app, _ = _app(tmp_path, loopback_github)
     client = app.test_client()
@@ -73,7 +75,9 @@ def test_public_dashboards_can_be_turned_off(tmp_path: Path) -> None:
     assert app.test_client().get("/acme/triton").status_code == 404
 
 
-def test_a_reader_logs_in_with_github_and_sees_the_private_fork(tmp_path: Path, loopback_github: LoopbackGitHub) -> None:
+def test_a_reader_logs_in_with_github_and_sees_the_private_fork(
+    tmp_path: Path, loopback_github: LoopbackGitHub
+) -> None:
     """GitHub login (OAuth web flow) by a user who can read the private repo opens its page."""
     gh = loopback_github
     gh.add_repo("acme/secret", private=True)
@@ -91,7 +95,9 @@ def test_a_reader_logs_in_with_github_and_sees_the_private_fork(tmp_path: Path, 
     assert ("GET", "/user", 200) in gh.requests and ("GET", "/repos/acme/secret", 200) in gh.requests
 
 
-def test_a_logged_in_user_without_access_still_gets_404(tmp_path: Path, loopback_github: LoopbackGitHub) -> None:
+def test_a_logged_in_user_without_access_still_gets_404(
+    tmp_path: Path, loopback_github: LoopbackGitHub
+) -> None:
     """Bob logs in but cannot read the private repo: GitHub says 404, so do we."""
     gh = loopback_github
     gh.add_repo("acme/secret", private=True)
@@ -128,7 +134,11 @@ def test_bad_client_secret_is_a_one_line_error(tmp_path: Path, loopback_github: 
     app, _ = _app(tmp_path, gh)
     gh.oauth_credentials = ("Iv1.loopback", "another-secret")
     answer = _login(app.test_client(), gh, "/")
-    assert answer.status_code == 502 and "GitHub refused the login" in answer.text and len(answer.text.splitlines()) == 1
+    assert (
+        answer.status_code == 502
+        and "GitHub refused the login" in answer.text
+        and len(answer.text.splitlines()) == 1
+    )
 
 
 def test_page_is_cached_until_the_feed_changes(tmp_path: Path) -> None:
@@ -156,8 +166,11 @@ def test_oauth_callback_query_is_what_github_sends(loopback_github: LoopbackGitH
     gh = loopback_github
     gh.oauth_client()
     gh.sign_in_as("alice")
-    back = requests.get(f"{gh.url}/login/oauth/authorize?client_id=Iv1.loopback&redirect_uri=http://x/cb&state=s1",
-                        allow_redirects=False, timeout=10)
+    back = requests.get(
+        f"{gh.url}/login/oauth/authorize?client_id=Iv1.loopback&redirect_uri=http://x/cb&state=s1",
+        allow_redirects=False,
+        timeout=10,
+    )
     query = parse_qs(urlsplit(back.headers["Location"]).query)
     assert query["state"] == ["s1"] and len(query["code"][0]) == 20
 

@@ -25,14 +25,22 @@ def _payload(name: str) -> bytes:
 
 
 def test_a_redelivery_after_a_redis_flush_is_still_a_duplicate(
-    store_url: str, redis_url: Callable[[int], str], tmp_path: Path,
+    store_url: str,
+    redis_url: Callable[[int], str],
+    tmp_path: Path,
 ) -> None:
     """Accepted, then Redis flushed (a restart without persistence), then the same delivery id
     again: answered duplicate, nothing enqueued; the log says what was accepted and from where."""
     url = redis_url(14)
     client = redis.Redis.from_url(url)
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": url, "FORKSYNC_DATABASE_URL": store_url,
-                      "FORKSYNC_DATA_DIR": str(tmp_path / "data")})
+    app = create_app(
+        {
+            "FORKSYNC_WEBHOOK_SECRET": SECRET,
+            "REDIS_URL": url,
+            "FORKSYNC_DATABASE_URL": store_url,
+            "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
+        }
+    )
     web = app.test_client()
     body, headers = signed("push", _payload("push.with-new-branch.json"))
     first = web.post("/webhook", data=body, headers=headers)
@@ -48,8 +56,14 @@ def test_a_redelivery_after_a_redis_flush_is_still_a_duplicate(
 
 def test_a_delivery_not_enqueued_is_not_kept(store_url: str, tmp_path: Path) -> None:
     """When the queue is down the answer is 503 and the log forgets the id: GitHub's redelivery runs."""
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "REDIS_URL": "redis://127.0.0.1:1/0",
-                      "FORKSYNC_DATABASE_URL": store_url, "FORKSYNC_DATA_DIR": str(tmp_path / "data")})
+    app = create_app(
+        {
+            "FORKSYNC_WEBHOOK_SECRET": SECRET,
+            "REDIS_URL": "redis://127.0.0.1:1/0",
+            "FORKSYNC_DATABASE_URL": store_url,
+            "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
+        }
+    )
     body, headers = signed("push", _payload("push.with-new-branch.json"))
     assert app.test_client().post("/webhook", data=body, headers=headers).status_code == 503
     assert log.get(open_store(store_url, "."), headers["X-GitHub-Delivery"]) is None
@@ -57,7 +71,9 @@ def test_a_delivery_not_enqueued_is_not_kept(store_url: str, tmp_path: Path) -> 
 
 def test_recent_repositories_and_prune(store_url: str) -> None:
     store = open_store(store_url, ".")
-    for i, (repo, inst, at) in enumerate([("o/a", 1, 100.0), ("o/b", 2, 200.0), ("o/a", 1, 300.0), ("", 3, 300.0)]):
+    for i, (repo, inst, at) in enumerate(
+        [("o/a", 1, 100.0), ("o/b", 2, 200.0), ("o/a", 1, 300.0), ("", 3, 300.0)]
+    ):
         assert log.accept(store, log.AcceptedDelivery(f"d{i}", "push", repo, inst, at))
     assert not log.accept(store, log.AcceptedDelivery("d0", "push", "o/a", 1, 400.0))
     assert log.recent_repositories(store, 150.0) == [("o/a", 1), ("o/b", 2)]

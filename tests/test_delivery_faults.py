@@ -19,8 +19,9 @@ IN_FLIGHT = 4
 
 @pytest.mark.parametrize("fault", ["redis-volatile", "worker-kill", "embedded-kill"])
 def test_every_accepted_delivery_runs_once_under(fault: str, tmp_path: Path) -> None:
-    result = run_fault(fault, 45, tmp_path / fault, grace_s=4.0, replay_every_s=2.0, settle_s=90.0,
-                       visibility_s=8, threads=3)
+    result = run_fault(
+        fault, 45, tmp_path / fault, grace_s=4.0, replay_every_s=2.0, settle_s=90.0, visibility_s=8, threads=3
+    )
     assert result.accepted == 45, result
     assert result.lost == 0 and result.executed == result.accepted, result
     assert result.rerun_after_finish == 0, result  # nothing runs again once it finished

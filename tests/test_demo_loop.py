@@ -19,10 +19,17 @@ def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -
     the bundle and chain PRs, one conflict resolved behind the rails and approved (``/approve``
     through the command path) before it lands, and the backlog going to 0 once the maintainer
     decides the deferred commit (``/skip``); what is simulated is said."""
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY")
+    }
     proc = subprocess.run(
         [sys.executable, "-m", "workers.cli", "demo", "--dir", str(tmp_path / "demo")],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
@@ -47,7 +54,10 @@ def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -
     assert "Resolved by: forksync list-union (deterministic)" in entry
     assert "backlog         2 commits" in status and "days behind     3.94" in status
     assert "ledger moved: check was '3.9 days behind upstream, backlog 2, pending 9'" in loop
-    assert "check run 'forksync / ingestion'" in loop and ": success: 0.0 days behind upstream, backlog 4," in loop
+    assert (
+        "check run 'forksync / ingestion'" in loop
+        and ": success: 0.0 days behind upstream, backlog 4," in loop
+    )
     assert "why the backlog is 4:" in loop
     assert "ledger moved:" in out and "pending 0" in out.split("ledger moved:")[1]
     # Then the chain PRs land out of order, newest first: the others are rebuilt onto the new trunk
@@ -57,7 +67,9 @@ def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -
     assert "merged chain PR #4" in landing and "#3 forksync/chain/" in landing
     assert "rebuilt onto the new trunk in the same PR" in landing and "base main" in landing
     assert "backlog 3, pending 0" in landing and "backlog 2, pending 0" in landing
-    waits, approved = landing.split("@maintainer comments '/approve' on #2 -> webhook 202 accepted: forksync.on_comment")
+    waits, approved = landing.split(
+        "@maintainer comments '/approve' on #2 -> webhook 202 accepted: forksync.on_comment"
+    )
     assert "chain PR #2 carries a resolved conflict" in waits and "no, so it waits for a maintainer" in waits
     head = re.search(r"approved at its head ([0-9a-f]{10})\?", waits)
     assert head, waits[-500:]
@@ -67,7 +79,10 @@ def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -
     # What is left is the deferred commit: the maintainer won't-ports it through /skip, and the
     # next ingestion's check says backlog 0.
     left = out.split("what is left:")[1]
-    assert "1 commit(s) in the backlog, held back on purpose" in left and "[LAYOUTS] Generalize LinearLayout" in left
+    assert (
+        "1 commit(s) in the backlog, held back on purpose" in left
+        and "[LAYOUTS] Generalize LinearLayout" in left
+    )
     assert "deferred: marked deferred in the decisions notes" in left
     assert "forksync: 👍 /skip #7005" in left and "marked" in left
     assert "check: 0.0 days behind upstream, backlog 0, pending 0" in left and "backlog 0:" in left
@@ -76,11 +91,19 @@ def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -
     # The effects are real, on the fork's bare copy: the approval taught the resolution memory,
     # and the decision is in the notes.
     bare = tmp_path / "demo" / "github" / "example-org" / "triton.git"
-    memory = subprocess.run(["git", "-C", str(bare), "log", "--format=%s", "refs/forksync/resolutions"],
-                            capture_output=True, text=True, check=True).stdout
+    memory = subprocess.run(
+        ["git", "-C", str(bare), "log", "--format=%s", "refs/forksync/resolutions"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "approved in #2" in memory
-    notes = subprocess.run(["git", "-C", str(bare), "log", "-p", "--format=%s", "refs/notes/forksync"],
-                           capture_output=True, text=True, check=True).stdout
+    notes = subprocess.run(
+        ["git", "-C", str(bare), "log", "-p", "--format=%s", "refs/notes/forksync"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "via /skip" in notes and "wont_port" in notes
     # Nothing printed is a raw Markdown fragment (tables, code marks, emphasis, links, hidden markers).
     for line in out.splitlines():

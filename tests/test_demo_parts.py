@@ -22,8 +22,8 @@ class _Entry:
     strategy: str
     action: str
     reason: str
-    diff3: str = "<<<<<<< ours\n#include \"a.h\"\n=======\n#include \"b.h\"\n>>>>>>> theirs\n"
-    resolution_diff: str = "+#include \"b.h\"\n"
+    diff3: str = '<<<<<<< ours\n#include "a.h"\n=======\n#include "b.h"\n>>>>>>> theirs\n'
+    resolution_diff: str = '+#include "b.h"\n'
 
 
 @dataclass(frozen=True)
@@ -37,21 +37,44 @@ class _Outcome:
 def test_the_resolution_entry_is_read_back_from_the_renderers_own_section() -> None:
     """What the chain PR body carries (core/render/resolution.py) comes back as File / Action /
     Reason / Resolved by, without code marks or the zero-width spaces that keep #N from linking."""
-    outcome = _Outcome("a" * 40, True, (_Entry("lib/P.cpp", "list-union", "Merged both sides' additions (hunk 1)",
-                                               "both add an include; see #12"),))
+    outcome = _Outcome(
+        "a" * 40,
+        True,
+        (
+            _Entry(
+                "lib/P.cpp",
+                "list-union",
+                "Merged both sides' additions (hunk 1)",
+                "both add an include; see #12",
+            ),
+        ),
+    )
     body = "Some PR text\n\n| # | commit |\n| --- | --- |\n\n" + member_section(outcome, "[WS] Split (#7014)")
-    assert _resolutions(body) == [[("File", "lib/P.cpp"), ("Action", "Merged both sides' additions (hunk 1)"),
-                                   ("Reason", "both add an include; see #12"),
-                                   ("Resolved by", "forksync list-union (deterministic)")]]
+    assert _resolutions(body) == [
+        [
+            ("File", "lib/P.cpp"),
+            ("Action", "Merged both sides' additions (hunk 1)"),
+            ("Reason", "both add an include; see #12"),
+            ("Resolved by", "forksync list-union (deterministic)"),
+        ]
+    ]
     assert _resolutions("File: x\nAction: y\n") == []  # outside a Conflict Resolution section: nothing
 
 
 def test_bot_texts_print_without_markdown() -> None:
-    reply = render_commands.reply("maintainer", 7, [render_commands.done("/skip #7005 reason", "marked [`5dc4d0ac10`](https://x/y) **now**")])
+    reply = render_commands.reply(
+        "maintainer",
+        7,
+        [render_commands.done("/skip #7005 reason", "marked [`5dc4d0ac10`](https://x/y) **now**")],
+    )
     lines = _plain(reply)
-    assert all("`" not in line and "**" not in line and "<!--" not in line and "](" not in line for line in lines)
+    assert all(
+        "`" not in line and "**" not in line and "<!--" not in line and "](" not in line for line in lines
+    )
     assert any("marked 5dc4d0ac10 now" in line for line in lines)
-    summary = "| figure | value |\n| --- | --- |\n| days behind upstream | 0.00 |\n| frontier | `e54dfd7b0f` |\n"
+    summary = (
+        "| figure | value |\n| --- | --- |\n| days behind upstream | 0.00 |\n| frontier | `e54dfd7b0f` |\n"
+    )
     assert _table(summary) == [("days behind upstream", "0.00"), ("frontier", "e54dfd7b0f")]
 
 
@@ -73,7 +96,11 @@ def test_demo_github_answers_what_the_command_handler_asks(tmp_path: Path) -> No
     assert gh.read_file("o/f", "missing.yml") is None and gh.read_file("o/f", ".github") is None
     assert gh.permission("o/f", "maintainer") == "maintain" and gh.permission("o/f", "someone") == "none"
     pull = gh.get_pull_request("o/f", 1)
-    assert pull.head_sha == repo.rev_parse("HEAD") and not pull.from_outside("o/f") and pull.head_ref == "forksync/chain/abc"
+    assert (
+        pull.head_sha == repo.rev_parse("HEAD")
+        and not pull.from_outside("o/f")
+        and pull.head_ref == "forksync/chain/abc"
+    )
     with pytest.raises(GitHubNotFoundError):
         gh.get_pull_request("o/f", 9)
 

@@ -43,18 +43,54 @@ OWNERS = {"cmake/llvm-hash.txt": ("llvm-owner",), "lib/Dialect/": ("acme/layout"
 
 def _landed(t: float = MONDAY + 3600) -> list[dict[str, Any]]:
     return [
-        {"sha": "a" * 40, "pr": 8101, "subject": "Bump LLVM", "t": t, "fork_sha": "f1" * 20, "paths": ["cmake/llvm-hash.txt"]},
-        {"sha": "b" * 40, "pr": 8102, "subject": "Layouts", "t": t, "fork_sha": "f1" * 20, "resolved": True,
-         "resolver": "human", "paths": ["lib/Dialect/TritonGPU/IR/L.cpp", "cmake/llvm-hash.txt"]},
-        {"sha": "c" * 40, "pr": 8103, "subject": "Docs", "t": t, "fork_sha": "f2" * 20, "paths": ["README.md"]},
-        {"sha": "d" * 40, "pr": 7000, "subject": "Last week", "t": MONDAY - 3600, "fork_sha": "f0" * 20, "paths": ["python/x.py"]},
+        {
+            "sha": "a" * 40,
+            "pr": 8101,
+            "subject": "Bump LLVM",
+            "t": t,
+            "fork_sha": "f1" * 20,
+            "paths": ["cmake/llvm-hash.txt"],
+        },
+        {
+            "sha": "b" * 40,
+            "pr": 8102,
+            "subject": "Layouts",
+            "t": t,
+            "fork_sha": "f1" * 20,
+            "resolved": True,
+            "resolver": "human",
+            "paths": ["lib/Dialect/TritonGPU/IR/L.cpp", "cmake/llvm-hash.txt"],
+        },
+        {
+            "sha": "c" * 40,
+            "pr": 8103,
+            "subject": "Docs",
+            "t": t,
+            "fork_sha": "f2" * 20,
+            "paths": ["README.md"],
+        },
+        {
+            "sha": "d" * 40,
+            "pr": 7000,
+            "subject": "Last week",
+            "t": MONDAY - 3600,
+            "fork_sha": "f0" * 20,
+            "paths": ["python/x.py"],
+        },
     ]
 
 
 def _view(**kw: Any):  # type: ignore[no-untyped-def]
-    return build_view("acme/fork", period_of(NOW, 7), landed=kw.pop("landed", _landed()), feed=kw.pop("feed", None),
-                      owners=kw.pop("owners", OWNERS), upstream_url="https://github.com/triton-lang/triton",
-                      fork_url="https://github.com/acme/fork", **kw)
+    return build_view(
+        "acme/fork",
+        period_of(NOW, 7),
+        landed=kw.pop("landed", _landed()),
+        feed=kw.pop("feed", None),
+        owners=kw.pop("owners", OWNERS),
+        upstream_url="https://github.com/triton-lang/triton",
+        fork_url="https://github.com/acme/fork",
+        **kw,
+    )
 
 
 def test_periods_are_weeks_from_the_configured_day() -> None:
@@ -67,7 +103,9 @@ def test_periods_are_weeks_from_the_configured_day() -> None:
 
 
 def test_codeowners_patterns_follow_githubs_rules() -> None:
-    rules = parse_codeowners("# owners\n* @everyone\n/lib/Dialect/ @acme/layout\n*.py @py-lead  # python\ndocs/ @docs\n")
+    rules = parse_codeowners(
+        "# owners\n* @everyone\n/lib/Dialect/ @acme/layout\n*.py @py-lead  # python\ndocs/ @docs\n"
+    )
     assert [r[0] for r in rules] == ["**", "lib/Dialect/", "**/*.py", "**/docs/"]
     assert owners_of("lib/Dialect/x.cpp", {}, rules) == [("lib/Dialect/", ("acme/layout",))]
     assert owners_of("tools/a.py", {}, rules) == [("**/*.py", ("py-lead",))]  # the last match wins
@@ -78,7 +116,11 @@ def test_codeowners_patterns_follow_githubs_rules() -> None:
 def test_view_groups_what_landed_by_area_and_lists_each_owner_once() -> None:
     view = _view()
     by_area = {a.pattern: [c.pr for c in a.changes] for a in view.areas}
-    assert by_area == {"cmake/llvm-hash.txt": [8101, 8102], "lib/Dialect/": [8102], "": [8103]}  # 7000 was last week
+    assert by_area == {
+        "cmake/llvm-hash.txt": [8101, 8102],
+        "lib/Dialect/": [8102],
+        "": [8103],
+    }  # 7000 was last week
     assert view.owners == ("llvm-owner", "acme/layout") and view.landed() == 3
     assert [c.pr for c in view.by_hand] == [8102]
 
@@ -106,20 +148,38 @@ def test_editing_in_place_mentions_only_owners_not_yet_mentioned() -> None:
     again = plan(_view(), IssueState(9, first.body, "open"), None, notify=True)
     assert [type(a) for a in again] == [UpsertDigest, MentionOwners]  # no second Notify, no close
     mention = again[1]
-    assert isinstance(mention, MentionOwners) and mention.owners == ("acme/layout",) and "@llvm-owner" not in mention.text
+    assert (
+        isinstance(mention, MentionOwners)
+        and mention.owners == ("acme/layout",)
+        and "@llvm-owner" not in mention.text
+    )
     assert notified_in(again[0].body) == {"llvm-owner", "acme/layout"}  # type: ignore[union-attr]
     quiet = plan(_view(), IssueState(9, again[0].body, "open"), None, notify=True)  # type: ignore[union-attr]
     assert [type(a) for a in quiet] == [UpsertDigest]
 
 
 def test_stuck_deferred_and_l2_changes_come_from_the_feed() -> None:
-    feed = ForkFeed("acme/fork", NOW, in_flight=(
-        InFlight("chain", "c1", "Risky chain", 7, None, 2, NOW, conflicts=("lib/a.cpp",)),
-        InFlight("bundle", "b1", "Bundle", 8, None, 5, NOW, l1="failure"),
-        InFlight("bundle", "b2", "Fine bundle", 9, None, 5, NOW, l1="success")),
-        l2=(L2Metric("matmul", "tflops", regressions=(Regression("e" * 40, -7.9, "f" * 40, "https://x/issues/3", MONDAY + 7200),)),))
+    feed = ForkFeed(
+        "acme/fork",
+        NOW,
+        in_flight=(
+            InFlight("chain", "c1", "Risky chain", 7, None, 2, NOW, conflicts=("lib/a.cpp",)),
+            InFlight("bundle", "b1", "Bundle", 8, None, 5, NOW, l1="failure"),
+            InFlight("bundle", "b2", "Fine bundle", 9, None, 5, NOW, l1="success"),
+        ),
+        l2=(
+            L2Metric(
+                "matmul",
+                "tflops",
+                regressions=(Regression("e" * 40, -7.9, "f" * 40, "https://x/issues/3", MONDAY + 7200),),
+            ),
+        ),
+    )
     view = _view(feed=feed)
-    assert [(s.number, s.why) for s in view.stuck] == [(7, "waits on conflicts in lib/a.cpp"), (8, "its L1 check fails")]
+    assert [(s.number, s.why) for s in view.stuck] == [
+        (7, "waits on conflicts in lib/a.cpp"),
+        (8, "its L1 check fails"),
+    ]
     assert view.l2[0].delta_pct == -7.9 and view.l2[0].issue_url == "https://x/issues/3"
 
 
@@ -134,23 +194,38 @@ def test_the_digest_issue_is_one_per_period_on_github(loopback_github: LoopbackG
     port = gh.adapter(gh.installation)
     config = load_repo_config("owners:\n  cmake/llvm-hash.txt: [llvm-owner]\n  lib/Dialect/: [acme/layout]\n")
     sent: list[str] = []
-    first = run_digest(port, "acme/fork", config, landed=_landed()[:1], feed=None, now=NOW, notifier=sent.append)
-    second = run_digest(port, "acme/fork", config, landed=_landed(), feed=None, now=NOW + 3600, notifier=sent.append)
+    first = run_digest(
+        port, "acme/fork", config, landed=_landed()[:1], feed=None, now=NOW, notifier=sent.append
+    )
+    second = run_digest(
+        port, "acme/fork", config, landed=_landed(), feed=None, now=NOW + 3600, notifier=sent.append
+    )
     assert first == second
     issues = gh.state.issues["acme/fork"]
-    assert len(issues) == 1 and "forksync:digest" in [lbl["name"] if isinstance(lbl, dict) else lbl for lbl in issues[first]["labels"]]
+    assert len(issues) == 1 and "forksync:digest" in [
+        lbl["name"] if isinstance(lbl, dict) else lbl for lbl in issues[first]["labels"]
+    ]
     comments = [c["body"] for c in gh.state.comments["acme/fork"].values()]
     assert len(comments) == 1 and "@acme/layout" in comments[0] and "@llvm-owner" not in comments[0]
     assert len(sent) == 1
-    third = run_digest(port, "acme/fork", config, landed=_landed(MONDAY + 7 * 86400 + 60), feed=None,
-                       now=NOW + 7 * 86400, notifier=sent.append)
+    third = run_digest(
+        port,
+        "acme/fork",
+        config,
+        landed=_landed(MONDAY + 7 * 86400 + 60),
+        feed=None,
+        now=NOW + 7 * 86400,
+        notifier=sent.append,
+    )
     assert third != first and issues[first]["state"] == "closed" and len(sent) == 2
 
 
 def test_the_digest_uses_codeowners_when_the_config_has_no_owners(loopback_github: LoopbackGitHub) -> None:
     gh = loopback_github
     gh.commit("acme/fork", {".github/CODEOWNERS": "/cmake/ @llvm-team\n"})
-    number = run_digest(gh.adapter(gh.installation), "acme/fork", load_repo_config(""), landed=_landed(), feed=None, now=NOW)
+    number = run_digest(
+        gh.adapter(gh.installation), "acme/fork", load_repo_config(""), landed=_landed(), feed=None, now=NOW
+    )
     assert number is not None
     body = gh.state.issues["acme/fork"][number]["body"]
     assert body.count("@llvm-team") == 1
@@ -204,12 +279,22 @@ def test_outgoing_webhook_is_slack_json_signed_and_retryable(receiver: tuple[str
         notify.post("http://127.0.0.1:9/nothing", body, None)
 
 
-@pytest.mark.parametrize("url", ["http://hooks.example.com/x", "https://127.0.0.1/x", "https://u:p@hooks.example.com/x",
-                                 "https://localhost/x", "file:///etc/passwd"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://hooks.example.com/x",
+        "https://127.0.0.1/x",
+        "https://u:p@hooks.example.com/x",
+        "https://localhost/x",
+        "file:///etc/passwd",
+    ],
+)
 def test_notify_url_from_a_repositorys_config_must_be_a_public_https_host(url: str) -> None:
     """Anyone who can push writes the config and the workers POST to it: no local or credentialed URLs."""
     from core.config import ConfigError
 
     with pytest.raises(ConfigError, match="notify_url"):
         load_repo_config(f'digest: {{notify_url: "{url}"}}')
-    assert load_repo_config('digest: {notify_url: "https://hooks.slack.com/services/T/B/X"}').digest.notify_url
+    assert load_repo_config(
+        'digest: {notify_url: "https://hooks.slack.com/services/T/B/X"}'
+    ).digest.notify_url

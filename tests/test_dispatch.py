@@ -40,7 +40,9 @@ def test_send_once_enqueues_once_per_delivery(queue: RedisTaskQueue, url: str) -
     assert 0 < client.ttl(queue.prefix + "d-1") <= 60
 
 
-def test_message_runs_on_a_real_celery_worker(queue: RedisTaskQueue, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_message_runs_on_a_real_celery_worker(
+    queue: RedisTaskQueue, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A message pushed by the fast path is consumed by a Celery worker and calls the task with the kwargs."""
     from celery import Celery
     from celery.contrib.testing.worker import start_worker
@@ -51,16 +53,25 @@ def test_message_runs_on_a_real_celery_worker(queue: RedisTaskQueue, url: str, m
     name = f"forksync.test_dispatch_{uuid.uuid4().hex[:8]}"
     monkeypatch.setitem(tasknames.TASK_ROUTES, name, {"queue": tasknames.Q_GITHUB})
     app = Celery("forksync-test", broker=url, set_as_current=False)
-    app.conf.update(task_routes=dict(tasknames.TASK_ROUTES), worker_hijack_root_logger=False,
-                    broker_connection_retry_on_startup=True)
+    app.conf.update(
+        task_routes=dict(tasknames.TASK_ROUTES),
+        worker_hijack_root_logger=False,
+        broker_connection_retry_on_startup=True,
+    )
     received: list[dict[str, Any]] = []
 
     @app.task(name=name, shared=False)  # never leak into other tests' Celery apps
     def record(**kwargs: Any) -> None:
         received.append(kwargs)
 
-    kwargs = {"installation_id": 7, "repo": "acme/fork", "ref": "refs/heads/main", "before": "a" * 40,
-              "after": "b" * 40, "delivery": "d-42"}
+    kwargs = {
+        "installation_id": 7,
+        "repo": "acme/fork",
+        "ref": "refs/heads/main",
+        "before": "a" * 40,
+        "after": "b" * 40,
+        "delivery": "d-42",
+    }
     assert queue.send_once("d-42", name, kwargs)
     assert queue.send_once("d-42", name, kwargs) is False
     with start_worker(app, pool="solo", perform_ping_check=False, queues=[tasknames.Q_GITHUB]):
@@ -91,8 +102,16 @@ def test_embedded_mode_enqueues_into_the_sqlite_broker(tmp_path: Any) -> None:
     from tests.fixtures.webhooks import SECRET, signed
 
     app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path)})
-    body, headers = signed("push", {"ref": "refs/heads/main", "before": "0" * 40, "after": "1" * 40,
-                                    "repository": {"full_name": "acme/fork"}, "installation": {"id": 3}})
+    body, headers = signed(
+        "push",
+        {
+            "ref": "refs/heads/main",
+            "before": "0" * 40,
+            "after": "1" * 40,
+            "repository": {"full_name": "acme/fork"},
+            "installation": {"id": 3},
+        },
+    )
     client = app.test_client()
     assert client.post("/webhook", data=body, headers=headers).status_code == 202
     assert client.post("/webhook", data=body, headers=headers).status_code == 200
@@ -118,7 +137,16 @@ def test_fast_path_message_has_the_shape_celery_send_task_writes(queue: RedisTas
     theirs = json.loads(client.rpop(tasknames.Q_GITHUB) or b"{}")
     ours = json.loads(queue.message(tasknames.ON_PUSH, kwargs))
     # Per message or per process; reply_to is the sending app's id, read only by a result backend (none here).
-    per_message = {"id", "root_id", "origin", "correlation_id", "delivery_tag", "traceparent", "request_id", "reply_to"}
+    per_message = {
+        "id",
+        "root_id",
+        "origin",
+        "correlation_id",
+        "delivery_tag",
+        "traceparent",
+        "request_id",
+        "reply_to",
+    }
 
     def shape(message: dict[str, Any]) -> dict[str, Any]:
         return {

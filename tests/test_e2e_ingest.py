@@ -17,7 +17,9 @@ pytestmark = pytest.mark.slow
 BUNDLE_TITLE = "[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)"
 
 
-def test_upstream_ahead_gives_bundle_pr_chain_pr_and_check(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+def test_upstream_ahead_gives_bundle_pr_chain_pr_and_check(
+    e2e: Callable[..., E2E], shared_redis_db: str
+) -> None:
     """A push webhook leads to one bundle PR, one chain PR (both on the trunk) and a success check with the right
     figures; the same delivery again is answered "duplicate" and opens nothing more."""
     h = e2e(shared_redis_db)
@@ -43,10 +45,14 @@ def test_upstream_ahead_gives_bundle_pr_chain_pr_and_check(e2e: Callable[..., E2
     # the same delivery again: deduplicated at the door, nothing new on GitHub
     assert h.push_to_fork(delivery="delivery-1")[0] == 200
     time.sleep(1.0)
-    assert len(h.bundle_pulls()) == 1 and len(h.chain_pulls()) == 1 and h.issues() == [] and len(h.checks()) == 1
+    assert (
+        len(h.bundle_pulls()) == 1 and len(h.chain_pulls()) == 1 and h.issues() == [] and len(h.checks()) == 1
+    )
 
 
-def test_redelivered_and_overlapping_triggers_open_one_pr(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+def test_redelivered_and_overlapping_triggers_open_one_pr(
+    e2e: Callable[..., E2E], shared_redis_db: str
+) -> None:
     """Several distinct deliveries for the same state (redelivery with new ids, overlapping polls)
     race on two workers: the repository lock serialises them and exactly one PR and issue exist."""
     h = e2e(shared_redis_db)
@@ -79,14 +85,18 @@ def test_merged_bundle_moves_the_ledger(e2e: Callable[..., E2E], shared_redis_db
         h.gh.state.issues[FORK][pull["number"]]["state"] = "closed"
     payload = merged_pr_payload(h.installation, FORK, pull["number"], pull["head"], head, "main")
     assert deliver(url, "pull_request", payload)[0] == 202
-    checks = wait_for(lambda: [c for c in h.checks() if c["head_sha"] == head], 60, "a check on the merged trunk")
+    checks = wait_for(
+        lambda: [c for c in h.checks() if c["head_sha"] == head], 60, "a check on the merged trunk"
+    )
     assert "pending 0" in checks[-1]["output"]["title"] and "backlog 1" in checks[-1]["output"]["title"]
     assert checks[-1]["output"]["title"].startswith("0.0 days behind")
     assert len(h.bundle_pulls()) == 1  # the merged one; no new bundle
     assert h.gh.head(FORK, pull["head"]) is None  # the merged bundle's branch was deleted
 
 
-def test_worker_killed_mid_task_is_redelivered_and_completes_once(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+def test_worker_killed_mid_task_is_redelivered_and_completes_once(
+    e2e: Callable[..., E2E], shared_redis_db: str
+) -> None:
     """SIGKILL of the process running the ingest (GitHub answering slowly) requeues the message
     (acks_late + reject_on_worker_lost); the retry completes and there is still one PR."""
     h = e2e(shared_redis_db)
@@ -95,12 +105,20 @@ def test_worker_killed_mid_task_is_redelivered_and_completes_once(e2e: Callable[
     h.gh.slow(4.0, method="POST", path=f"/repos/{FORK}/pulls")
     (child,) = worker.pool_pids()
     h.push_to_fork()
-    wait_for(lambda: h.gh.head(FORK, next(iter(_bundle_branches(h)), "none")) is not None, 60, "the bundle branch pushed")
+    wait_for(
+        lambda: h.gh.head(FORK, next(iter(_bundle_branches(h)), "none")) is not None,
+        60,
+        "the bundle branch pushed",
+    )
     time.sleep(0.5)  # now inside the slow POST /pulls
     import os
 
     os.kill(child, signal.SIGKILL)
-    wait_for(lambda: "WorkerLostError" in worker.text() or "exited with 'signal 9" in worker.text(), 20, "the worker to notice")
+    wait_for(
+        lambda: "WorkerLostError" in worker.text() or "exited with 'signal 9" in worker.text(),
+        20,
+        "the worker to notice",
+    )
     wait_for(lambda: len(h.checks()) >= 1, 60, "the redelivered ingest to finish")
     time.sleep(1.0)
     assert [p["title"] for p in h.bundle_pulls()] == [BUNDLE_TITLE]
@@ -111,11 +129,15 @@ def test_worker_killed_mid_task_is_redelivered_and_completes_once(e2e: Callable[
 def _bundle_branches(h: E2E) -> list[str]:
     from workers.engine.git import Repository
 
-    out = Repository(h.gh.bare(FORK)).text("for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/forksync/bundle/")
+    out = Repository(h.gh.bare(FORK)).text(
+        "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/forksync/bundle/"
+    )
     return out.split()
 
 
-def test_github_502_and_secondary_rate_limit_are_retried(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+def test_github_502_and_secondary_rate_limit_are_retried(
+    e2e: Callable[..., E2E], shared_redis_db: str
+) -> None:
     """GitHub answers 502, then a secondary rate limit with Retry-After: the task retries (no sooner
     than Retry-After) and succeeds; exactly one bundle PR, one chain PR and one check result."""
     h = e2e(shared_redis_db)
@@ -132,7 +154,9 @@ def test_github_502_and_secondary_rate_limit_are_retried(e2e: Callable[..., E2E]
     assert "retry" in h.workers[0].text().lower()
 
 
-def test_bad_config_fails_the_check_and_the_worker_stays_healthy(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+def test_bad_config_fails_the_check_and_the_worker_stays_healthy(
+    e2e: Callable[..., E2E], shared_redis_db: str
+) -> None:
     """A bad .github/forksync.yml gives a failing check quoting the line; nothing is opened; after the
     fix, the same worker ingests normally."""
     h = e2e(shared_redis_db)
@@ -180,7 +204,9 @@ def test_redis_restart_mid_flow_loses_nothing_and_duplicates_nothing(
         private.stop()
 
 
-def test_beat_poll_and_snapshot_reach_every_installed_repository(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+def test_beat_poll_and_snapshot_reach_every_installed_repository(
+    e2e: Callable[..., E2E], shared_redis_db: str
+) -> None:
     """The beat tasks (sent as beat sends them, no arguments): the poll enqueues an ingest for each
     installed repository (bundle PR appears), the snapshot records a metrics point per repository."""
     from core import tasknames
@@ -201,7 +227,9 @@ def test_beat_poll_and_snapshot_reach_every_installed_repository(e2e: Callable[.
     assert len(h.bundle_pulls()) == 1
 
 
-def test_whole_worker_killed_mid_task_is_redelivered_to_another(e2e: Callable[..., E2E], shared_redis_db: str) -> None:
+def test_whole_worker_killed_mid_task_is_redelivered_to_another(
+    e2e: Callable[..., E2E], shared_redis_db: str
+) -> None:
     """SIGKILL of the whole worker (main and pool process) mid-ingest: Redis re-delivers the unacked
     message after the visibility timeout to another worker, which completes it; one PR in the end."""
     h = e2e(shared_redis_db)

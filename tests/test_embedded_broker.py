@@ -86,7 +86,9 @@ def _killed(conn: Connection) -> None:
     conn.close()
 
 
-def test_a_killed_consumers_message_comes_back_after_its_queues_lease(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_killed_consumers_message_comes_back_after_its_queues_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 14 finding 5 on the embedded broker: a message taken by a consumer that died is
     delivered again once its queue's lease passes (1 s here; 45 s for the webhook queue), and a
     consumer that is alive keeps renewing what it holds, so it is never handed out twice."""
@@ -128,6 +130,9 @@ def test_webhook_queue_leases_are_under_a_minute_and_long_queues_outlast_their_r
     assert leases[tasknames.Q_GITHUB] < 60
     for queue in tasknames.QUEUES:
         assert leases[queue] > tasknames.QUEUE_TIME_LIMIT_S[queue]
-    tuned = celery_config(WorkerSettings.from_mapping({"FORKSYNC_DATA_DIR": str(tmp_path / "data"),
-                                                        "FORKSYNC_VISIBILITY_TIMEOUT_S": "3"}))
+    tuned = celery_config(
+        WorkerSettings.from_mapping(
+            {"FORKSYNC_DATA_DIR": str(tmp_path / "data"), "FORKSYNC_VISIBILITY_TIMEOUT_S": "3"}
+        )
+    )
     assert set(tuned["broker_transport_options"]["queue_visibility_timeouts"].values()) == {3}

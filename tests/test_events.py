@@ -66,7 +66,11 @@ def test_pull_request_fields_are_read_from_the_payload() -> None:
     assert isinstance(event, PullRequestEvent)
     pr = data["pull_request"]
     assert (event.number, event.head_sha, event.head_ref, event.base_ref) == (
-        pr["number"], pr["head"]["sha"], pr["head"]["ref"], pr["base"]["ref"])
+        pr["number"],
+        pr["head"]["sha"],
+        pr["head"]["ref"],
+        pr["base"]["ref"],
+    )
     assert event.installation_id == data["installation"]["id"]
     assert event.action == "synchronize" and event.merged is False
     assert event.repo == data["repository"]["full_name"]

@@ -55,8 +55,15 @@ def test_rate_limit_is_taken_before_the_thread_is_searched(fake_github: Any) -> 
     gate = MemoryGate()
     for _ in range(30):
         cid = gh.add(5, "/status")
-        task = CommentTask(installation_id=1, repo="o/fork", issue_number=5, comment_id=cid, author="rita",
-                           author_type="User", is_pull_request=False)
+        task = CommentTask(
+            installation_id=1,
+            repo="o/fork",
+            issue_number=5,
+            comment_id=cid,
+            author="rita",
+            author_type="User",
+            is_pull_request=False,
+        )
         handle(task, gh, gate, {})
     assert searches[0] <= 3
 

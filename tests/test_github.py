@@ -42,7 +42,9 @@ def port(gh: LoopbackGitHub) -> GitHubAdapter:
 
 
 def annotations(n: int) -> tuple[Annotation, ...]:
-    return tuple(Annotation("src/a.py", i + 1, i + 1, "failure", f"test {i} failed", title=f"t{i}") for i in range(n))
+    return tuple(
+        Annotation("src/a.py", i + 1, i + 1, "failure", f"test {i} failed", title=f"t{i}") for i in range(n)
+    )
 
 
 def writes(gh: LoopbackGitHub, fragment: str) -> list[tuple[str, str, int]]:
@@ -52,12 +54,17 @@ def writes(gh: LoopbackGitHub, fragment: str) -> list[tuple[str, str, int]]:
 # --------------------------------------------------------------------------- check runs
 
 
-def test_check_run_with_120_annotations_is_sent_in_batches_of_50(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+def test_check_run_with_120_annotations_is_sent_in_batches_of_50(
+    gh: LoopbackGitHub, port: GitHubAdapter
+) -> None:
     """120 annotations → one create + two updates (50/50/20); all kept; none refused by the 50 limit."""
     sha = gh.head(REPO, "main")
     assert sha
     run = port.create_check_run(
-        REPO, name="L1", head_sha=sha, status="in_progress",
+        REPO,
+        name="L1",
+        head_sha=sha,
+        status="in_progress",
         output=CheckOutput("L1 failed", "3 suites", "details", annotations(120)),
         actions=[CheckAction("Retry", "Run L1 again", "retry")],
     )
@@ -68,12 +75,18 @@ def test_check_run_with_120_annotations_is_sent_in_batches_of_50(gh: LoopbackGit
     assert run.status == "in_progress" and run.conclusion is None
 
 
-def test_update_check_run_completes_it_and_appends_annotations(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+def test_update_check_run_completes_it_and_appends_annotations(
+    gh: LoopbackGitHub, port: GitHubAdapter
+) -> None:
     """update_check_run sets conclusion/output; 60 more annotations go in two PATCHes; status → completed."""
     sha = gh.head(REPO, "main") or ""
     run = port.create_check_run(REPO, name="L1", head_sha=sha)
-    done = port.update_check_run(REPO, run.id, conclusion="failure",
-                                 output=CheckOutput("2 failures", "summary", annotations=annotations(60)))
+    done = port.update_check_run(
+        REPO,
+        run.id,
+        conclusion="failure",
+        output=CheckOutput("2 failures", "summary", annotations=annotations(60)),
+    )
     assert (done.status, done.conclusion) == ("completed", "failure")
     stored = gh.state.check_runs[REPO][run.id]
     assert stored["output"]["title"] == "2 failures" and len(gh.state.annotations[run.id]) == 60
@@ -84,8 +97,9 @@ def test_list_check_runs_for_a_ref_filters_by_name(gh: LoopbackGitHub, port: Git
     """list_check_runs reads the runs of a sha (or branch), optionally by name; other shas excluded."""
     sha = gh.head(REPO, "main") or ""
     port.create_check_run(REPO, name="L1", head_sha=sha)
-    port.create_check_run(REPO, name="coverage", head_sha=sha, conclusion="neutral",
-                          output=CheckOutput("ok", "ok"))
+    port.create_check_run(
+        REPO, name="coverage", head_sha=sha, conclusion="neutral", output=CheckOutput("ok", "ok")
+    )
     port.create_check_run(REPO, name="L1", head_sha="f" * 40)
     assert sorted(r.name for r in port.list_check_runs(REPO, sha)) == ["L1", "coverage"]
     assert [r.name for r in port.list_check_runs(REPO, "main", name="coverage")] == ["coverage"]
@@ -94,17 +108,33 @@ def test_list_check_runs_for_a_ref_filters_by_name(gh: LoopbackGitHub, port: Git
 # --------------------------------------------------------------------------- pull requests
 
 
-def test_ensure_pull_request_creates_once_and_updates_on_rerun(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+def test_ensure_pull_request_creates_once_and_updates_on_rerun(
+    gh: LoopbackGitHub, port: GitHubAdapter
+) -> None:
     """First call opens a (draft) PR; a rerun with a new body updates it; never a second PR."""
     gh.commit(REPO, {"x.py": "1\n"}, branch="forksync/bundle-1")
-    first, created = port.ensure_pull_request(REPO, head="forksync/bundle-1", base="main",
-                                              title="[Cherry-pick][BUNDLE] 2 commits", body="v1", draft=True)
-    second, created_again = port.ensure_pull_request(REPO, head="forksync/bundle-1", base="main",
-                                                     title="[Cherry-pick][BUNDLE] 3 commits", body="v2", draft=True)
+    first, created = port.ensure_pull_request(
+        REPO,
+        head="forksync/bundle-1",
+        base="main",
+        title="[Cherry-pick][BUNDLE] 2 commits",
+        body="v1",
+        draft=True,
+    )
+    second, created_again = port.ensure_pull_request(
+        REPO,
+        head="forksync/bundle-1",
+        base="main",
+        title="[Cherry-pick][BUNDLE] 3 commits",
+        body="v2",
+        draft=True,
+    )
     assert created and not created_again
     assert first.number == second.number and second.body == "v2" and second.draft
     assert len(gh.state.pulls[REPO]) == 1
-    assert [r for r in gh.requests if r[:2] == ("POST", f"/repos/{REPO}/pulls")] == [("POST", f"/repos/{REPO}/pulls", 201)]
+    assert [r for r in gh.requests if r[:2] == ("POST", f"/repos/{REPO}/pulls")] == [
+        ("POST", f"/repos/{REPO}/pulls", 201)
+    ]
 
 
 def test_unchanged_rerun_makes_no_write(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
@@ -139,16 +169,26 @@ def test_get_pull_request_reads_head_merged_and_association(gh: LoopbackGitHub, 
     number = gh.add_pull(REPO, "feature", author="alice", author_association="MEMBER")
     pr = port.get_pull_request(REPO, number)
     assert (pr.head_sha, pr.head_ref, pr.base_ref, pr.merged, pr.author, pr.author_association) == (
-        sha, "feature", "main", False, "alice", "MEMBER")
+        sha,
+        "feature",
+        "main",
+        False,
+        "alice",
+        "MEMBER",
+    )
 
 
 # --------------------------------------------------------------------------- issues and comments
 
 
-def test_issue_is_found_by_marker_updated_closed_and_reopened(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+def test_issue_is_found_by_marker_updated_closed_and_reopened(
+    gh: LoopbackGitHub, port: GitHubAdapter
+) -> None:
     """ensure_issue creates once; reruns update the same issue; close; a recurrence reopens it."""
     gh.add_issue(REPO, "unrelated", "no marker here")
-    issue, created = port.ensure_issue(REPO, marker=MARKER, title="L2 failure: t1", body="first", labels=["forksync"])
+    issue, created = port.ensure_issue(
+        REPO, marker=MARKER, title="L2 failure: t1", body="first", labels=["forksync"]
+    )
     assert created and issue.body.startswith(MARKER) and issue.labels == ("forksync",)
     again, created_again = port.ensure_issue(REPO, marker=MARKER, title="L2 failure: t1", body="second")
     assert not created_again and again.number == issue.number and "second" in again.body
@@ -175,7 +215,9 @@ def test_marker_issue_is_found_by_search_in_one_request(gh: LoopbackGitHub, port
     assert _reads(gh, before) == ["/search/issues"]
 
 
-def test_a_search_miss_or_refusal_falls_back_to_reading_the_issues(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+def test_a_search_miss_or_refusal_falls_back_to_reading_the_issues(
+    gh: LoopbackGitHub, port: GitHubAdapter
+) -> None:
     """Search lags behind writes and has its own rate limit: a refused search still finds the issue
     by reading the issues, and a true miss reads them before saying none (so nothing is opened twice)."""
     number = gh.add_issue(REPO, "L2 failure: t1", f"{MARKER}\nbody")
@@ -189,7 +231,9 @@ def test_a_search_miss_or_refusal_falls_back_to_reading_the_issues(gh: LoopbackG
     assert _reads(gh, before) == ["/search/issues", f"/repos/{REPO}/issues"]
 
 
-def test_a_marker_quoted_in_an_issue_body_is_not_the_bots_issue(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+def test_a_marker_quoted_in_an_issue_body_is_not_the_bots_issue(
+    gh: LoopbackGitHub, port: GitHubAdapter
+) -> None:
     """Search finds an issue that quotes the marker mid-body; only a leading marker counts."""
     gh.add_issue(REPO, "user quoting", f"I saw this:\n\n{MARKER}\nin a bot issue")
     assert port.find_issue(REPO, MARKER) is None
@@ -235,9 +279,13 @@ def test_reaction_on_comment_is_recorded_once(gh: LoopbackGitHub, port: GitHubAd
 # --------------------------------------------------------------------------- permissions and files
 
 
-@pytest.mark.parametrize(("role", "writer"), [("admin", True), ("maintain", True), ("write", True),
-                                              ("triage", False), ("read", False)])
-def test_permission_reports_the_role(gh: LoopbackGitHub, port: GitHubAdapter, role: str, writer: bool) -> None:
+@pytest.mark.parametrize(
+    ("role", "writer"),
+    [("admin", True), ("maintain", True), ("write", True), ("triage", False), ("read", False)],
+)
+def test_permission_reports_the_role(
+    gh: LoopbackGitHub, port: GitHubAdapter, role: str, writer: bool
+) -> None:
     """permission() returns the collaborator's role; can_write() is true for write and above only."""
     gh.set_permission(REPO, "alice", role)
     assert port.permission(REPO, "alice") == role
@@ -270,8 +318,9 @@ def local_clone(gh: LoopbackGitHub, tmp_path: Path, make_repo: Callable[[str], G
     return work
 
 
-def test_push_branch_with_installation_token(gh: LoopbackGitHub, port: GitHubAdapter, tmp_path: Path,
-                                             make_repo: Callable[[str], GitRepo]) -> None:
+def test_push_branch_with_installation_token(
+    gh: LoopbackGitHub, port: GitHubAdapter, tmp_path: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
     """push_branch pushes over smart HTTP with the token; the branch appears at the sha; token never on disk."""
     work = local_clone(gh, tmp_path, make_repo)
     sha = work.head()
@@ -285,8 +334,9 @@ def test_push_branch_with_installation_token(gh: LoopbackGitHub, port: GitHubAda
             assert not any(t.encode() in data for t in tokens), path
 
 
-def test_non_fast_forward_push_is_refused_unless_forced(gh: LoopbackGitHub, port: GitHubAdapter, tmp_path: Path,
-                                                        make_repo: Callable[[str], GitRepo]) -> None:
+def test_non_fast_forward_push_is_refused_unless_forced(
+    gh: LoopbackGitHub, port: GitHubAdapter, tmp_path: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
     """Pushing a diverged history is a GitHubPushError; with force=True it replaces the branch."""
     work = local_clone(gh, tmp_path, make_repo)
     port.push_branch(REPO, Repository(work.path), work.head(), "topic")
@@ -298,12 +348,16 @@ def test_non_fast_forward_push_is_refused_unless_forced(gh: LoopbackGitHub, port
     assert gh.head(REPO, "topic") == work.head()
 
 
-def test_push_with_refused_token_is_auth_error_without_the_token(gh: LoopbackGitHub, tmp_path: Path,
-                                                                 make_repo: Callable[[str], GitRepo]) -> None:
+def test_push_with_refused_token_is_auth_error_without_the_token(
+    gh: LoopbackGitHub, tmp_path: Path, make_repo: Callable[[str], GitRepo]
+) -> None:
     """A push the server refuses (401) is GitHubAuthError; the token appears in no message."""
     work = local_clone(gh, tmp_path, make_repo)
-    adapter = GitHubAdapter(gh.app().client(gh.installation), token=lambda: "ghs_not_a_real_token",
-                            push_url_template=gh.push_url_template)
+    adapter = GitHubAdapter(
+        gh.app().client(gh.installation),
+        token=lambda: "ghs_not_a_real_token",
+        push_url_template=gh.push_url_template,
+    )
     with pytest.raises(GitHubAuthError) as info:
         adapter.push_branch(REPO, Repository(work.path), work.head(), "x")
     assert "ghs_not_a_real_token" not in str(info.value) and gh.head(REPO, "x") is None
@@ -488,16 +542,20 @@ def test_app_lists_installations_and_their_repositories(gh: LoopbackGitHub) -> N
     integration = GithubIntegration(auth=Auth.AppAuth(gh.app_id, gh.private_key_pem), base_url=gh.api_url)
     assert sorted(i.id for i in integration.get_installations()) == sorted([gh.installation, other])
     token = gh.app().installation_token(other)
-    answer = requests.get(f"{gh.api_url}/installation/repositories", headers={"Authorization": f"token {token}"},
-                          timeout=10).json()
+    answer = requests.get(
+        f"{gh.api_url}/installation/repositories", headers={"Authorization": f"token {token}"}, timeout=10
+    ).json()
     assert [r["full_name"] for r in answer["repositories"]] == ["acme/second"] and answer["total_count"] == 1
 
 
-def test_oversized_output_is_cut_visibly_and_too_many_actions_refused(gh: LoopbackGitHub, port: GitHubAdapter) -> None:
+def test_oversized_output_is_cut_visibly_and_too_many_actions_refused(
+    gh: LoopbackGitHub, port: GitHubAdapter
+) -> None:
     """A 100k-character text fits GitHub's 65,535 limit with a visible note; 4 actions → a clear error, no request."""
     sha = gh.head(REPO, "main") or ""
-    run = port.create_check_run(REPO, name="L1", head_sha=sha, conclusion="failure",
-                                output=CheckOutput("t", "s", "x" * 100_000))
+    run = port.create_check_run(
+        REPO, name="L1", head_sha=sha, conclusion="failure", output=CheckOutput("t", "s", "x" * 100_000)
+    )
     text = gh.state.check_runs[REPO][run.id]["output"]["text"]
     assert len(text) <= 65_535 and "cut by forksync" in text
     before = len(gh.requests)
@@ -524,8 +582,12 @@ def test_close_pull_request_goes_through_the_pulls_api(gh: LoopbackGitHub, port:
     number = gh.add_pull(REPO, "to-close")
     info = port.close_pull_request(REPO, number, comment="superseded")
     assert info.state == "closed" and gh.state.issues[REPO][number]["state"] == "closed"
-    assert [c["body"] for c in gh.state.comments[REPO].values() if c["issue_number"] == number] == ["superseded"]
-    assert writes(gh, f"/pulls/{number}") and not [r for r in writes(gh, f"/issues/{number}") if r[0] == "PATCH"]
+    assert [c["body"] for c in gh.state.comments[REPO].values() if c["issue_number"] == number] == [
+        "superseded"
+    ]
+    assert writes(gh, f"/pulls/{number}") and not [
+        r for r in writes(gh, f"/issues/{number}") if r[0] == "PATCH"
+    ]
 
 
 def test_installed_repositories_follows_every_page(gh: LoopbackGitHub) -> None:

@@ -7,15 +7,23 @@ from tests.loopback_github import LoopbackGitHub
 from workers.jobs.heads_up import execute, plan
 
 OWNERS = {"cmake/llvm-hash.txt": ("llvm-owner",), "lib/Dialect/": ("acme/layout", "alice")}
-COMMITS = {"b1": [
-    {"sha": "a" * 40, "subject": "Bump LLVM", "pr": 8101, "paths": ["cmake/llvm-hash.txt"]},
-    {"sha": "b" * 40, "subject": "Layouts", "pr": 8102, "paths": ["lib/Dialect/x.cpp"]},
-    {"sha": "c" * 40, "subject": "Docs", "pr": 8103, "paths": ["README.md"]},
-]}
+COMMITS = {
+    "b1": [
+        {"sha": "a" * 40, "subject": "Bump LLVM", "pr": 8101, "paths": ["cmake/llvm-hash.txt"]},
+        {"sha": "b" * 40, "subject": "Layouts", "pr": 8102, "paths": ["lib/Dialect/x.cpp"]},
+        {"sha": "c" * 40, "subject": "Docs", "pr": 8103, "paths": ["README.md"]},
+    ]
+}
 
 
-def _item(l1: str = "success", key: str = "b1", number: int = 2, kind: str = "bundle", pull: bool = True,
-          conflicts: tuple[str, ...] = ()) -> InFlight:
+def _item(
+    l1: str = "success",
+    key: str = "b1",
+    number: int = 2,
+    kind: str = "bundle",
+    pull: bool = True,
+    conflicts: tuple[str, ...] = (),
+) -> InFlight:
     return InFlight(kind, key, kind, number, None, 3, 0.0, l1=l1, pull=pull, conflicts=conflicts)
 
 
@@ -31,7 +39,9 @@ def test_a_ready_pr_touching_owned_areas_asks_those_owners() -> None:
 def test_no_heads_up_before_l1_passes_or_outside_owned_areas_or_for_chain_issues() -> None:
     assert plan([_item("pending"), _item("failure")], COMMITS, OWNERS) == []
     assert plan([_item(kind="chain", pull=False)], COMMITS, OWNERS) == []  # a chain issue: nothing to merge
-    assert plan([_item(kind="chain", conflicts=("lib/Dialect/x.cpp",))], COMMITS, OWNERS) == []  # not built through
+    assert (
+        plan([_item(kind="chain", conflicts=("lib/Dialect/x.cpp",))], COMMITS, OWNERS) == []
+    )  # not built through
     assert plan([_item()], {"b1": COMMITS["b1"][2:]}, OWNERS) == []
     assert plan([_item()], COMMITS, {}) == []  # no owners at all
 
@@ -40,13 +50,19 @@ def test_a_ready_chain_pr_asks_the_owners_of_its_areas_too() -> None:
     """A chain built to its end as a PR (conflicts resolved) whose L1 passed gets the same heads-up,
     saying it is a chain whose conflicts were resolved; only the owners of areas it touches."""
     chain = {"c1": [COMMITS["b1"][1], COMMITS["b1"][2]]}
-    (action,) = plan([_item(kind="chain", key="c1", number=7)], chain, OWNERS, upstream_url="https://github.com/up/triton")
+    (action,) = plan(
+        [_item(kind="chain", key="c1", number=7)], chain, OWNERS, upstream_url="https://github.com/up/triton"
+    )
     assert action.number == 7 and action.users == ("alice",) and action.teams == ("layout",)
     assert "this chain is built to its end (its conflicts resolved)" in action.body
-    assert "### `lib/Dialect/`" in action.body and "llvm-hash" not in action.body and "Docs" not in action.body
+    assert (
+        "### `lib/Dialect/`" in action.body and "llvm-hash" not in action.body and "Docs" not in action.body
+    )
 
 
-def test_heads_up_on_github_requests_review_once_and_edits_its_comment(loopback_github: LoopbackGitHub) -> None:
+def test_heads_up_on_github_requests_review_once_and_edits_its_comment(
+    loopback_github: LoopbackGitHub,
+) -> None:
     gh = loopback_github
     gh.set_permission("acme/fork", "llvm-owner", "write")
     gh.set_permission("acme/fork", "alice", "write")
@@ -74,7 +90,9 @@ def test_a_refused_review_request_still_leaves_the_comment(loopback_github: Loop
     assert any("@stranger" in c["body"] for c in gh.state.comments["acme/fork"].values())
 
 
-def test_the_feed_refresh_gives_a_ready_chain_pr_its_heads_up(tmp_path, loopback_github: LoopbackGitHub) -> None:  # type: ignore[no-untyped-def]
+def test_the_feed_refresh_gives_a_ready_chain_pr_its_heads_up(
+    tmp_path, loopback_github: LoopbackGitHub
+) -> None:  # type: ignore[no-untyped-def]
     """Through the feed refresh on the loopback GitHub: a chain PR built to its end whose L1 check
     passed gets the comment and the review request from the owner of its area; a chain PR still
     stopped at a conflict (same area, L1 green on its partial build) gets nothing."""
@@ -91,10 +109,25 @@ def test_the_feed_refresh_gives_a_ready_chain_pr_its_heads_up(tmp_path, loopback
     for key, conflicts in (("c1", []), ("c2", ["lib/Dialect/y.cpp"])):
         head = gh.commit("acme/fork", {f"{key}.txt": "x\n"}, branch=f"forksync/chain/{key}")
         number = gh.add_pull("acme/fork", f"forksync/chain/{key}")
-        port.create_check_run("acme/fork", name="forksync / L1", head_sha=head, status="completed", conclusion="success")
-        items.append({"kind": "chain", "key": key, "title": f"chain {key}", "number": number, "url": None, "size": 1,
-                      "conflicts": conflicts, "pull": True, "head_sha": head,
-                      "commits": [{"sha": "d" * 40, "subject": "Layouts", "pr": 8104, "paths": ["lib/Dialect/x.cpp"]}]})
+        port.create_check_run(
+            "acme/fork", name="forksync / L1", head_sha=head, status="completed", conclusion="success"
+        )
+        items.append(
+            {
+                "kind": "chain",
+                "key": key,
+                "title": f"chain {key}",
+                "number": number,
+                "url": None,
+                "size": 1,
+                "conflicts": conflicts,
+                "pull": True,
+                "head_sha": head,
+                "commits": [
+                    {"sha": "d" * 40, "subject": "Layouts", "pr": 8104, "paths": ["lib/Dialect/x.cpp"]}
+                ],
+            }
+        )
     settings = WorkerSettings.from_mapping({**gh.settings(), "FORKSYNC_DATA_DIR": str(tmp_path)})
     SqlFeedStore(None, tmp_path).put_facts("acme/fork", {"private": False, "in_flight": items})
     refresh_feed(settings, open_state(settings), gh.app(), gh.installation, "acme/fork")

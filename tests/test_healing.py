@@ -16,7 +16,9 @@ def change(n: int, *paths: str, on: tuple[int, ...] = ()) -> Change:
 
 
 def record(chain_id: str, *members: tuple[int, str]) -> ChainRecord:
-    return ChainRecord(chain_id, tuple(sha(n) for n, _ in members), tuple(Reason(sha(n), k, "was") for n, k in members))
+    return ChainRecord(
+        chain_id, tuple(sha(n) for n, _ in members), tuple(Reason(sha(n), k, "was") for n, k in members)
+    )
 
 
 def test_members_linked_only_by_file_are_released_under_line_links() -> None:
@@ -32,10 +34,20 @@ def test_members_linked_only_by_file_are_released_under_line_links() -> None:
 def test_independent_parts_are_split_first_keeps_the_id() -> None:
     """Two seeds that do not depend on each other split the chain; each keeps its own dependents."""
     rec = record("chain-a", (1, "conflict"), (2, "line"), (3, "conflict"), (4, "line"))
-    changes = {c.sha: c for c in (change(1, "a.cpp"), change(2, "a.cpp", on=(1,)), change(3, "b.cpp"),
-                                  change(4, "b.cpp", on=(3,)))}
+    changes = {
+        c.sha: c
+        for c in (
+            change(1, "a.cpp"),
+            change(2, "a.cpp", on=(1,)),
+            change(3, "b.cpp"),
+            change(4, "b.cpp", on=(3,)),
+        )
+    }
     records, notes = heal([rec], changes, [sha(i) for i in range(1, 5)], "line")
-    assert {r.id: r.commits for r in records} == {"chain-a": (sha(1), sha(2)), f"chain-{sha(3)[:7]}": (sha(3), sha(4))}
+    assert {r.id: r.commits for r in records} == {
+        "chain-a": (sha(1), sha(2)),
+        f"chain-{sha(3)[:7]}": (sha(3), sha(4)),
+    }
     assert [n.action for n in notes] == ["split"]
 
 

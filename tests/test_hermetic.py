@@ -29,6 +29,10 @@ def test_no_test_source_names_a_path_outside_the_repository() -> None:
 def test_vendored_data_carries_its_licences() -> None:
     """Each vendored folder keeps its licence and a note of where it came from."""
     assert DATA.is_relative_to(ROOT)
-    assert (GITHUB_PAYLOADS / "LICENSE.octokit-webhooks").is_file() and (GITHUB_PAYLOADS / "README.md").is_file()
-    assert (REST_RECORDINGS / "COPYING.LESSER.PyGithub").is_file() and (REST_RECORDINGS / "README.md").is_file()
+    assert (GITHUB_PAYLOADS / "LICENSE.octokit-webhooks").is_file() and (
+        GITHUB_PAYLOADS / "README.md"
+    ).is_file()
+    assert (REST_RECORDINGS / "COPYING.LESSER.PyGithub").is_file() and (
+        REST_RECORDINGS / "README.md"
+    ).is_file()
     assert len(list(GITHUB_PAYLOADS.glob("*.json"))) >= 12

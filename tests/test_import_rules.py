@@ -17,7 +17,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_PARTY = ("core", "bot", "workers")
 # What "the engine must not import Flask, PyGithub or Celery" names, as top-level packages.
-FRAMEWORKS = {"flask": "Flask", "werkzeug": "Flask", "github": "PyGithub", "celery": "Celery", "kombu": "Celery"}
+FRAMEWORKS = {
+    "flask": "Flask",
+    "werkzeug": "Flask",
+    "github": "PyGithub",
+    "celery": "Celery",
+    "kombu": "Celery",
+}
 ENGINE = ("workers.engine", "workers.testing")
 
 
@@ -199,7 +205,7 @@ def test_the_rules_catch_a_breach(tmp_path: Path) -> None:
         "workers/jobs.py": "def run():\n    from workers.engine import ledger\n",
         "workers/engine/__init__.py": "",
         "workers/engine/ledger.py": "from ..jobs import run\nfrom core.config import x\nfrom typing import TYPE_CHECKING\n"
-                                    "if TYPE_CHECKING:\n    import celery\n",
+        "if TYPE_CHECKING:\n    import celery\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -209,7 +215,9 @@ def test_the_rules_catch_a_breach(tmp_path: Path) -> None:
         "workers.engine.ledger -> core.config -> bot.views -> flask"
     ]
     assert violations(made_up, ["workers.engine"], ["celery"]) == []  # under TYPE_CHECKING only
-    assert "workers.engine.ledger -> core.config -> bot.views" in violations(made_up, ["workers.engine"], ["bot"])
+    assert "workers.engine.ledger -> core.config -> bot.views" in violations(
+        made_up, ["workers.engine"], ["bot"]
+    )
     assert "core.config -> bot.views -> workers.jobs" in violations(made_up, ["core"], ["bot", "workers"])
     assert "bot.views -> workers" in violations(made_up, ["bot"], ["workers"])
     assert cycles(made_up) == [["bot.views", "core.config", "workers.engine.ledger", "workers.jobs"]]

@@ -30,14 +30,27 @@ def bundle(head_sha: str = NEW) -> Wanted:
     return Wanted("bundle", "bundle-1111111", "[Cherry-pick][BUNDLE] x", "body", 2, BUNDLE, "main", head_sha)
 
 
-def facts(wanted: tuple[Wanted, ...], pulls: dict[str, PullFacts] | None = None,
-          before: dict[str, str] | None = None, closed: tuple[str, ...] = ()) -> IngestFacts:
+def facts(
+    wanted: tuple[Wanted, ...],
+    pulls: dict[str, PullFacts] | None = None,
+    before: dict[str, str] | None = None,
+    closed: tuple[str, ...] = (),
+) -> IngestFacts:
     push = tuple(w.head for w in wanted if w.head)
-    return IngestFacts("o/fork", "main", "c" * 40, "plan1", wanted, pulls or {}, before or {}, push, "t", "s", closed)
+    return IngestFacts(
+        "o/fork", "main", "c" * 40, "plan1", wanted, pulls or {}, before or {}, push, "t", "s", closed
+    )
 
 
 def found(**kw: object) -> PullFacts:
-    base = {"number": 7, "head": BUNDLE, "base": "main", "url": "u/7", "title": "[Cherry-pick][BUNDLE] x", "body": "body"}
+    base = {
+        "number": 7,
+        "head": BUNDLE,
+        "base": "main",
+        "url": "u/7",
+        "title": "[Cherry-pick][BUNDLE] x",
+        "body": "body",
+    }
     return PullFacts(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -88,7 +101,10 @@ def test_no_note_when_the_branch_does_not_move_or_nobody_is_overrun() -> None:
 def test_chain_pr_opened_closes_its_old_issue_and_empty_chain_pr_closes_for_its_issue() -> None:
     chain = Wanted("chain", "chain-2222222", "[Cherry-pick][CHAIN] y", "b", 1, CHAIN, "main", NEW)
     opened = plan(facts((chain,)))
-    assert CloseIssue("<!-- forksync:chain:chain-2222222 -->", "", chain="chain-2222222", pull_of=CHAIN) in opened
+    assert (
+        CloseIssue("<!-- forksync:chain:chain-2222222 -->", "", chain="chain-2222222", pull_of=CHAIN)
+        in opened
+    )
     emptied = Wanted("chain", "chain-2222222", "[forksync][CHAIN] y", "b", 1, stopped_at="d" * 40)
     actions = plan(facts((emptied,), before={CHAIN: OLD}))
     assert [type(a) for a in actions] == [PushRefs, UpsertIssue, ClosePull, DeleteBranches, PostCheck]
@@ -108,12 +124,24 @@ def test_stale_branches_are_closed_with_why_then_deleted() -> None:
 
 
 def test_approvers_are_the_latest_approvals_of_the_current_head() -> None:
-    reviews = [("mona", "APPROVED", OLD), ("lisa", "APPROVED", OLD), ("lisa", "CHANGES_REQUESTED", OLD),
-               ("kai", "APPROVED", "e" * 40), ("mona", "COMMENTED", OLD)]
+    reviews = [
+        ("mona", "APPROVED", OLD),
+        ("lisa", "APPROVED", OLD),
+        ("lisa", "CHANGES_REQUESTED", OLD),
+        ("kai", "APPROVED", "e" * 40),
+        ("mona", "COMMENTED", OLD),
+    ]
     assert approvers(reviews, OLD) == ("mona",)  # lisa withdrew; kai approved an older head
-    assert running_l1([("forksync / L1", "in_progress", OLD), ("forksync / L1 (gpu)", "queued", OLD),
-                       ("forksync / L1", "completed", OLD), ("other", "in_progress", OLD),
-                       ("forksync / L1", "queued", NEW)], OLD) == ("forksync / L1", "forksync / L1 (gpu)")
+    assert running_l1(
+        [
+            ("forksync / L1", "in_progress", OLD),
+            ("forksync / L1 (gpu)", "queued", OLD),
+            ("forksync / L1", "completed", OLD),
+            ("other", "in_progress", OLD),
+            ("forksync / L1", "queued", NEW),
+        ],
+        OLD,
+    ) == ("forksync / L1", "forksync / L1 (gpu)")
 
 
 def test_an_ingest_rewriting_a_bundles_body_keeps_the_l1_splits_section() -> None:

@@ -35,14 +35,18 @@ def test_bundle_title_follows_the_fork_convention_and_fits() -> None:
     assert long.startswith("[Cherry-pick][BUNDLE] Cherry-pick 94 upstream(#1000 #1001 ")
     assert long.endswith(" …)") and len(long) <= TITLE_MAX
     no_pr = CommitRow("ab" * 20, "No PR here", "Dev")
-    assert bundle_title(BundleView("b", "forksync/bundle/y", "main", (no_pr,), "p")).endswith("upstream(abababa)")
+    assert bundle_title(BundleView("b", "forksync/bundle/y", "main", (no_pr,), "p")).endswith(
+        "upstream(abababa)"
+    )
 
 
 def test_bundle_body_has_markers_table_links_and_no_broken_cells() -> None:
     """The body carries the bundle and plan markers, a row per commit with author and PR link; a
     `|` in a subject cannot break the table."""
     row = CommitRow("c" * 40, "Fix a | b (#7)", "Ada", 7, "touches hot path")
-    body = bundle_body(BundleView("bundle-1", "forksync/bundle/c", "main", (row,), "plan9"), "https://github.com/o/up.git")
+    body = bundle_body(
+        BundleView("bundle-1", "forksync/bundle/c", "main", (row,), "plan9"), "https://github.com/o/up.git"
+    )
     assert "<!-- forksync:bundle:bundle-1 -->" in body and "<!-- forksync:plan:plan9 -->" in body
     assert "[#7](https://github.com/o/up/pull/7)" in body and "Ada" in body and "touches hot path" in body
     assert "Fix a \\| b (#7)" in body
@@ -100,13 +104,17 @@ def test_dispatch_runs_every_handler_even_when_one_fails() -> None:
         ("refs/tags/v1", "a" * 40, False),
     ],
 )
-def test_push_triggers_an_ingest_unless_it_is_ours(monkeypatch: pytest.MonkeyPatch, ref: str, after: str, triggers: bool) -> None:
+def test_push_triggers_an_ingest_unless_it_is_ours(
+    monkeypatch: pytest.MonkeyPatch, ref: str, after: str, triggers: bool
+) -> None:
     """A push to a fork branch enqueues an ingest; forksync's own pushes, deletions and tags do not."""
     from workers.tasks import ingest as ingest_tasks
 
     sent: list[dict[str, Any]] = []
     monkeypatch.setattr(ingest_tasks.ingest, "delay", lambda **kw: sent.append(kw))
-    ingest_tasks.ingest_on_push(installation_id=1, repo="o/f", ref=ref, before="b" * 40, after=after, delivery="d")
+    ingest_tasks.ingest_on_push(
+        installation_id=1, repo="o/f", ref=ref, before="b" * 40, after=after, delivery="d"
+    )
     assert bool(sent) is triggers
     if triggers:
         assert sent[0]["repo"] == "o/f" and sent[0]["delivery"] == "d"

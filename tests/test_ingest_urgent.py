@@ -22,7 +22,9 @@ from workers.jobs.ingestion import ingest_repository
 def _cli(pair: IngestPair, *argv: str) -> dict[str, Any]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = forksync([argv[0], "--upstream", str(pair.upstream_bare), "--fork", str(pair.fork_bare), *argv[1:]])
+        code = forksync(
+            [argv[0], "--upstream", str(pair.upstream_bare), "--fork", str(pair.fork_bare), *argv[1:]]
+        )
     assert code == 0
     return dict(json.loads(out.getvalue())) if out.getvalue().startswith("{") else {}
 
@@ -31,7 +33,9 @@ def _mark_urgent(pair: IngestPair, sha: str) -> None:
     _cli(pair, "mark", sha, "urgent", "--reason", "hit in production")
 
 
-def test_urgent_commit_gets_its_own_pr_on_the_trunk_ahead_of_bundles(ingest_pair: IngestPair, tmp_path: Path) -> None:
+def test_urgent_commit_gets_its_own_pr_on_the_trunk_ahead_of_bundles(
+    ingest_pair: IngestPair, tmp_path: Path
+) -> None:
     """/urgent #104: a PR `[Cherry-pick][URGENT] 'Add c (#104)'` from forksync/urgent/<sha7> into main,
     opened before the bundle PR, carrying the trailer; the bundle no longer carries #104."""
     sha = ingest_pair.shas["#104"]
@@ -60,7 +64,9 @@ def test_urgent_commit_gets_its_own_pr_on_the_trunk_ahead_of_bundles(ingest_pair
     assert [p["created"] for p in again.pulls] == [False, False, False] and len(gh.pulls) == 3
 
 
-def test_merged_urgent_pr_is_an_urgent_pick_and_the_frontier_stays(ingest_pair: IngestPair, tmp_path: Path) -> None:
+def test_merged_urgent_pr_is_an_urgent_pick_and_the_frontier_stays(
+    ingest_pair: IngestPair, tmp_path: Path
+) -> None:
     """After the urgent PR merges, status says urgent (not picked), the frontier and days behind stay,
     pending drops by one, and the next run closes nothing new but the urgent branch and offers #104 nowhere."""
     sha = ingest_pair.shas["#104"]
@@ -84,7 +90,9 @@ def test_merged_urgent_pr_is_an_urgent_pick_and_the_frontier_stays(ingest_pair: 
     assert sha not in json.dumps(_cli(ingest_pair, "plan", "--json"))
 
 
-def test_conflicting_urgent_commit_opens_an_issue_naming_the_files(ingest_pair: IngestPair, tmp_path: Path) -> None:
+def test_conflicting_urgent_commit_opens_an_issue_naming_the_files(
+    ingest_pair: IngestPair, tmp_path: Path
+) -> None:
     """An urgent commit that conflicts on the fork tip is not dropped: an issue names the conflicting file
     and how to pick it by hand; no urgent branch or PR is made."""
     sha = ingest_pair.advance_upstream("Rewrite fork readme (#105)", {"fork/README": "theirs\n"})

@@ -24,7 +24,9 @@ def make_env(pair: IngestPair, tmp_path: Path) -> tuple[IngestEnv, DryGitHub]:
     settings = WorkerSettings.from_mapping(
         {"FORKSYNC_DATA_DIR": str(tmp_path / "data"), "FORKSYNC_GIT_URL_MAP": json.dumps(pair.url_map)}
     )
-    env = IngestEnv(settings, gh, GitCache(settings.data_dir / "git"), LocalState(settings.data_dir), run_engine)
+    env = IngestEnv(
+        settings, gh, GitCache(settings.data_dir / "git"), LocalState(settings.data_dir), run_engine
+    )
     return env, gh
 
 
@@ -34,8 +36,10 @@ def test_upstream_ahead_opens_bundle_pr_chain_pr_and_check(ingest_pair: IngestPa
     env, gh = make_env(ingest_pair, tmp_path)
     report = ingest_repository(env, REPO)
     assert report.status == "ingested"
-    assert gh.titles("pulls") == ["[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)",
-                                  "[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)"]
+    assert gh.titles("pulls") == [
+        "[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#102 #104)",
+        "[Cherry-pick][CHAIN] Cherry-pick 1 upstream(#103)",
+    ]
     pull, chain = gh.pulls.values()
     assert pull["base"] == "main" and str(pull["head"]).startswith("forksync/bundle/")
     body = str(pull["body"])
@@ -139,7 +143,9 @@ def test_superseded_bundle_and_finished_chain_are_closed(ingest_pair: IngestPair
     assert first.closed == []
     fork = Repository(ingest_pair.fork_bare)
     branches = fork.text("for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/forksync/").split()
-    assert any(b.startswith("forksync/bundle/") for b in branches) and any(b.startswith("forksync/chain/") for b in branches)
+    assert any(b.startswith("forksync/bundle/") for b in branches) and any(
+        b.startswith("forksync/chain/") for b in branches
+    )
     # a maintainer picks all three pending commits by hand on the fork trunk
     work = ingest_pair.fork
     work.git("pull", "-q", "--ff-only", str(ingest_pair.fork_bare), "main")
@@ -158,7 +164,9 @@ def test_superseded_bundle_and_finished_chain_are_closed(ingest_pair: IngestPair
     assert third.closed == [] and third.pulls == [] and third.issues == []
 
 
-def test_unreachable_upstream_fails_the_check_with_the_reason(ingest_pair: IngestPair, tmp_path: Path) -> None:
+def test_unreachable_upstream_fails_the_check_with_the_reason(
+    ingest_pair: IngestPair, tmp_path: Path
+) -> None:
     """An upstream.url that cannot be fetched gives a failing check naming the problem, not a silent
     task failure; nothing is pushed or opened."""
     good = ingest_pair.fork.git("show", "HEAD:.github/forksync.yml")
@@ -175,7 +183,9 @@ def test_unreachable_upstream_fails_the_check_with_the_reason(ingest_pair: Inges
     assert Repository(ingest_pair.fork_bare).text("for-each-ref", "refs/heads/forksync/") == ""
 
 
-def test_stale_locks_from_a_crashed_run_do_not_wedge_the_next(ingest_pair: IngestPair, tmp_path: Path) -> None:
+def test_stale_locks_from_a_crashed_run_do_not_wedge_the_next(
+    ingest_pair: IngestPair, tmp_path: Path
+) -> None:
     """Lock files left in the worker's fork cache and in the engine's pair cache by a killed run are
     cleared before the next run, which then succeeds (and opens nothing twice)."""
     from workers.adapters.gitcache import cache_name
@@ -186,8 +196,11 @@ def test_stale_locks_from_a_crashed_run_do_not_wedge_the_next(ingest_pair: Inges
     fork_cache = env.caches.root / cache_name(f"fork:{REPO}")
     (fork_cache / "refs" / "heads" / "main.lock").write_text("")
     (fork_cache / "packed-refs.lock").write_text("")
-    pair_repos = [p.parent / "repo.git" for p in (cache_root() / "pairs").glob("*/locations.txt")
-                  if f"fork {fork_cache}\n" in p.read_text()]
+    pair_repos = [
+        p.parent / "repo.git"
+        for p in (cache_root() / "pairs").glob("*/locations.txt")
+        if f"fork {fork_cache}\n" in p.read_text()
+    ]
     assert pair_repos
     for repo in pair_repos:
         (repo / "refs" / "forksync").mkdir(parents=True, exist_ok=True)
@@ -199,13 +212,17 @@ def test_stale_locks_from_a_crashed_run_do_not_wedge_the_next(ingest_pair: Inges
     assert len(gh.pulls) == 2 and gh.issues == {}
 
 
-def test_chain_issue_with_chain_prs_off_becomes_a_pr_when_turned_on(ingest_pair: IngestPair, tmp_path: Path) -> None:
+def test_chain_issue_with_chain_prs_off_becomes_a_pr_when_turned_on(
+    ingest_pair: IngestPair, tmp_path: Path
+) -> None:
     """With ``bundle.chain_prs: false`` the built chain (#103) is a tracking issue; turned back on (the
     default), the chain is a [Cherry-pick][CHAIN] PR on the trunk and its issue is closed naming the PR;
     a rerun edits the PR in place, never a second one."""
     from tests.fixtures.ingest import CONFIG
 
-    off = CONFIG.format(url=UPSTREAM_URL).replace("  max_commits: 10\n", "  max_commits: 10\n  chain_prs: false\n")
+    off = CONFIG.format(url=UPSTREAM_URL).replace(
+        "  max_commits: 10\n", "  max_commits: 10\n  chain_prs: false\n"
+    )
     ingest_pair.fork.commit("Fork: chains as issues", {".github/forksync.yml": off})
     ingest_pair.push_fork()
     env, gh = make_env(ingest_pair, tmp_path)

@@ -16,7 +16,11 @@ def test_missing_skipped_and_neutral_required_checks_fail_and_are_named() -> Non
     result = coverage(["Build / linux", "Lint", "GPU tests", "Docs"], runs)
     assert result.conclusion == "failure"
     assert result.missing == ("Lint", "GPU tests", "Docs")
-    assert {g.check: g.problem for g in result.gaps} == {"Lint": "skipped", "GPU tests": "neutral", "Docs": "missing"}
+    assert {g.check: g.problem for g in result.gaps} == {
+        "Lint": "skipped",
+        "GPU tests": "neutral",
+        "Docs": "missing",
+    }
     assert result.present == ("Build / linux",)
 
 

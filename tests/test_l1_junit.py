@@ -43,8 +43,13 @@ def test_real_pytest_results_counts_ids_and_location(tmp_path: Path) -> None:
         "@pytest.mark.xfail(reason='known')\ndef test_xfail():\n    assert False\n"
     )
     out = tmp_path / "out.xml"
-    subprocess.run([*PYTEST, "tests", f"--junitxml={out}"], cwd=tmp_path, capture_output=True, check=False,
-                   env={**os.environ, **PYTEST_ENV})
+    subprocess.run(
+        [*PYTEST, "tests", f"--junitxml={out}"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        env={**os.environ, **PYTEST_ENV},
+    )
     report = parse_junit_file(out, root=tmp_path)
     assert report.readable and report.problem == ""
     assert (report.total, report.passed, report.failed, report.skipped) == (5, 1, 2, 2)
@@ -108,10 +113,16 @@ def test_exception_raised_in_a_library_is_located_at_the_test_line(tmp_path: Pat
     deepest frame that is in the checkout: the test line that called it."""
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_lib.py").write_text(
-        "import json\n\n\ndef test_parse():\n    json.loads('{not json')\n")
+        "import json\n\n\ndef test_parse():\n    json.loads('{not json')\n"
+    )
     out = tmp_path / "out.xml"
-    subprocess.run([*PYTEST, "tests", f"--junitxml={out}"], cwd=tmp_path, capture_output=True, check=False,
-                   env={**os.environ, **PYTEST_ENV})
+    subprocess.run(
+        [*PYTEST, "tests", f"--junitxml={out}"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        env={**os.environ, **PYTEST_ENV},
+    )
     (failure,) = parse_junit_file(out, root=tmp_path).failures
     assert (failure.file, failure.line) == ("tests/test_lib.py", 5)
     assert "JSONDecodeError" in failure.message

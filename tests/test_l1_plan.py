@@ -40,9 +40,22 @@ GPU = Suite("gpu", ("pytest",), timeout=60, gpu=True)
 
 def _facts(run: L1Run, **kw: Any) -> ReportFacts:
     defaults: dict[str, Any] = dict(
-        repo="acme/fork", head_sha=SHA, trunk=False, pr_number=7, attempt=0, retries=2, check_run_id=11, run=run,
-        suite_plan=SuitePlan((UNIT,), ()), runner="runner-1", infra_issues=(), recover_after=2,
-        required=RequiredChecks(()), retry_queue="l1-cpu", suites=(UNIT,))
+        repo="acme/fork",
+        head_sha=SHA,
+        trunk=False,
+        pr_number=7,
+        attempt=0,
+        retries=2,
+        check_run_id=11,
+        run=run,
+        suite_plan=SuitePlan((UNIT,), ()),
+        runner="runner-1",
+        infra_issues=(),
+        recover_after=2,
+        required=RequiredChecks(()),
+        retry_queue="l1-cpu",
+        suites=(UNIT,),
+    )
     return ReportFacts(**{**defaults, **kw})
 
 
@@ -54,8 +67,14 @@ def test_a_config_error_fails_the_prs_check_and_a_trunk_job_only_reports_it() ->
     """An invalid config: a PR gets a failed check naming the error; a trunk job writes nothing."""
     pr = plan_start(StartFacts(SHA, False, True, (), {}, None, config_error="bad key"))
     assert _kinds(pr) == ["UpsertCheck", "Skip"]
-    assert isinstance(pr[0], UpsertCheck) and pr[0].output.conclusion == "failure" and "`bad key`" in pr[0].output.summary
-    assert plan_start(StartFacts(SHA, True, True, (), {}, None, config_error="bad key")) == [Skip("config_error", "bad key")]
+    assert (
+        isinstance(pr[0], UpsertCheck)
+        and pr[0].output.conclusion == "failure"
+        and "`bad key`" in pr[0].output.summary
+    )
+    assert plan_start(StartFacts(SHA, True, True, (), {}, None, config_error="bad key")) == [
+        Skip("config_error", "bad key")
+    ]
 
 
 def test_a_cpu_worker_hands_gpu_suites_over_with_the_check_waiting_on_l1_gpu() -> None:
@@ -86,10 +105,17 @@ def test_a_failed_pr_run_is_concluded_and_coverage_published() -> None:
 def test_an_infrastructure_failure_with_retries_left_keeps_the_check_in_progress() -> None:
     """Only the runner failed, retries left: the issue is filed, the check stays in progress saying
     it retries, and the watchdog waits for it again; it is not forgotten."""
-    run = L1Run(SHA, (SuiteOutcome("unit", "infrastructure", infra_cause="disk full", reason="no space"),), "cancelled")
+    run = L1Run(
+        SHA,
+        (SuiteOutcome("unit", "infrastructure", infra_cause="disk full", reason="no space"),),
+        "cancelled",
+    )
     actions = plan_report(_facts(run))
     assert _kinds(actions) == ["FileIssue", "UpdateCheck", "RememberPending"]
-    assert isinstance(actions[0], FileIssue) and actions[0].marker == "<!-- forksync:infra:disk full:runner-1 -->"
+    assert (
+        isinstance(actions[0], FileIssue)
+        and actions[0].marker == "<!-- forksync:infra:disk full:runner-1 -->"
+    )
     assert isinstance(actions[1], UpdateCheck) and actions[1].output.status == "in_progress"
     assert "(retrying on another runner, 1 of 2)" in actions[1].output.title
 
@@ -98,7 +124,14 @@ def test_clean_runs_count_and_close_this_runners_infra_issue() -> None:
     """A clean run counts against this runner's open infra issue; reaching recover_after closes it;
     another runner's issue, or a GPU cause after a CPU-only run, is not counted."""
     run = L1Run(SHA, (SuiteOutcome("unit", "passed", passed=3),), "success")
-    mine = IssueInfo(5, "t", "<!-- forksync:infra:disk full:runner-1 -->\n<!-- forksync:infra-healthy:1 -->", "open", (), "")
+    mine = IssueInfo(
+        5,
+        "t",
+        "<!-- forksync:infra:disk full:runner-1 -->\n<!-- forksync:infra-healthy:1 -->",
+        "open",
+        (),
+        "",
+    )
     other = IssueInfo(6, "t", "<!-- forksync:infra:disk full:runner-2 -->", "open", (), "")
     gpu = IssueInfo(8, "t", "<!-- forksync:infra:CUDA device lost:runner-1 -->", "open", (), "")
     actions = plan_report(_facts(run, infra_issues=(mine, other, gpu), check_run_id=None, trunk=True))
@@ -122,8 +155,15 @@ def test_a_split_rebuild_publishes_the_retest_then_the_comment_then_the_check() 
     come first, then the comment, then the old head's check with the note."""
     run = L1Run(SHA, (SuiteOutcome("unit", "failed", passed=1, failed=1),), "failure")
     retest = L1Run("b" * 40, (SuiteOutcome("unit", "passed", passed=2),), "success")
-    actions = plan_report(_facts(run, split_note="**Red bundle split**: …", retest=retest, rebuilt_head="b" * 40,
-                                 external_id="pr:7"))
+    actions = plan_report(
+        _facts(
+            run,
+            split_note="**Red bundle split**: …",
+            retest=retest,
+            rebuilt_head="b" * 40,
+            external_id="pr:7",
+        )
+    )
     assert _kinds(actions) == ["PublishRetest", "Comment", "UpdateCheck", "ForgetPending"]
     assert isinstance(actions[0], PublishRetest) and actions[0].output.conclusion == "success"
     assert f"<!-- forksync:l1-retested:{'b' * 40} -->" in actions[0].output.summary
@@ -139,10 +179,14 @@ def test_the_gate_runs_inside_heads_and_approved_outside_heads_and_fetches_what_
     from workers.testing.l1_plan import FetchPullHead, GateFacts, Refuse, plan_fetched, plan_gate
 
     sha, now = "a" * 40, "b" * 40
-    inside = GateFacts(sha, "acme/fork", 5, sha, "acme/fork", "feature", "alice", "MEMBER", "u", False, False, True)
+    inside = GateFacts(
+        sha, "acme/fork", 5, sha, "acme/fork", "feature", "alice", "MEMBER", "u", False, False, True
+    )
     assert plan_gate(inside) == []
     assert plan_gate(replace(inside, in_cache=False)) == [FetchPullHead(5, "acme/fork", "feature")]
-    outside = replace(inside, head_repo="mallory/fork", author="mallory", association="NONE", needs_approval=True)
+    outside = replace(
+        inside, head_repo="mallory/fork", author="mallory", association="NONE", needs_approval=True
+    )
     (wait,) = plan_gate(outside)
     assert isinstance(wait, Refuse) and wait.status == "needs_approval" and wait.details_url == "u"
     assert "`mallory/fork` (author @mallory, none)" in wait.summary and f"`{sha[:12]}`" in wait.summary
@@ -162,10 +206,16 @@ def test_pools_are_dispatched_once_per_pr_run_with_one_job_per_pool() -> None:
     from workers.testing.l1_plan import DispatchPool, UpsertCheck, plan_pools
 
     sha = "a" * 40
-    pooled = (Suite(name="gemm", run=("pytest",), pools=("h100", "a100")), Suite(name="attn", run=("pytest",), pools=("h100",)))
+    pooled = (
+        Suite(name="gemm", run=("pytest",), pools=("h100", "a100")),
+        Suite(name="attn", run=("pytest",), pools=("h100",)),
+    )
     check, remember, *dispatch = plan_pools(sha, pooled, "r1", trunk=False, attempt=0, external_id="x")
     assert isinstance(check, UpsertCheck) and check.external_id == "x"
-    assert check.output.summary.startswith("<!-- forksync:l1-pools-run:r1 -->\n") and check.output.status == "in_progress"
+    assert (
+        check.output.summary.startswith("<!-- forksync:l1-pools-run:r1 -->\n")
+        and check.output.status == "in_progress"
+    )
     assert isinstance(remember, RememberPending) and remember.queue == "l1-a100" and remember.suites == pooled
     assert dispatch == [DispatchPool("a100", "r1"), DispatchPool("h100", "r1")]
     assert plan_pools(sha, pooled, "r1", trunk=True, attempt=0) == []  # trunk: one run, its baseline

@@ -25,7 +25,7 @@ REPO = "acme/fork"
 POOLS = {"unit": ("cpu", "gpu-a")}
 
 # Two tests that need a visible GPU (CUDA_VISIBLE_DEVICES, which the sandbox passes through), one that does not.
-GPU_TESTS = '''\
+GPU_TESTS = """\
 import os
 
 import pytest
@@ -41,7 +41,7 @@ def test_kernel_a():
 @needs_gpu
 def test_kernel_b():
     assert True
-'''
+"""
 
 
 # --------------------------------------------------------------------------- the pure comparison
@@ -71,11 +71,16 @@ def test_tolerance_outcomes_and_reruns() -> None:
     fewer = [PoolResult("unit", "cpu", 4, "success"), PoolResult("unit", "gpu-a", 5, "success")]
     assert compare(POOLS, fewer, {"unit": 1}).conclusion == "success"
     assert compare(POOLS, fewer, {"unit": 0}).conclusion == "failure"
-    differ = compare(POOLS, [PoolResult("unit", "cpu", 5, "failure"), PoolResult("unit", "gpu-a", 5, "success")])
+    differ = compare(
+        POOLS, [PoolResult("unit", "cpu", 5, "failure"), PoolResult("unit", "gpu-a", 5, "success")]
+    )
     assert differ.conclusion == "failure" and [d.kind for d in differ.disagreements] == ["outcome"]
     # A pool's newer report replaces its earlier one; the order pools report in does not matter.
-    rerun = [PoolResult("unit", "cpu", 3, "success"), PoolResult("unit", "gpu-a", 5, "success"),
-             PoolResult("unit", "cpu", 5, "success")]
+    rerun = [
+        PoolResult("unit", "cpu", 3, "success"),
+        PoolResult("unit", "gpu-a", 5, "success"),
+        PoolResult("unit", "cpu", 5, "success"),
+    ]
     assert compare(POOLS, rerun).conclusion == "success"
     assert compare(POOLS, list(reversed(fewer))) == compare(POOLS, fewer)
 
@@ -95,11 +100,19 @@ def test_pools_config_and_queues() -> None:
 # --------------------------------------------------------------------------- through the loopback GitHub
 
 
-def _job(gh: LoopbackGitHub, tmp_path: Path, job: L1Job, sent: list[L1Job] | None = None,
-         **kw: Any) -> L1JobResult:
-    return run_l1_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data", job,
-                      clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation),
-                      dispatch_pool=None if sent is None else sent.append, **kw)
+def _job(
+    gh: LoopbackGitHub, tmp_path: Path, job: L1Job, sent: list[L1Job] | None = None, **kw: Any
+) -> L1JobResult:
+    return run_l1_job(
+        gh.adapter(gh.installation),
+        GitCache(tmp_path / "git"),
+        tmp_path / "data",
+        job,
+        clone_url=gh.git_url(REPO),
+        token=gh.token_for(gh.installation),
+        dispatch_pool=None if sent is None else sent.append,
+        **kw,
+    )
 
 
 def _pools_check(gh: LoopbackGitHub) -> dict[str, Any]:
@@ -114,11 +127,15 @@ def test_pool_jobs_report_into_one_check_and_the_last_concludes(
     reported, and the CPU pool, which skips the GPU tests, fails it naming both pools and counts."""
     gh = loopback_github
     cfg = config_yaml(flow_suite("unit", "tests", pools="[cpu, gpu-a]"), extra="  canary: false\n")
-    sha = gh.commit(REPO, {".github/forksync.yml": cfg, "tests/test_cpu.py": passing_tests(1),
-                           "tests/test_gpu.py": GPU_TESTS})
+    sha = gh.commit(
+        REPO,
+        {".github/forksync.yml": cfg, "tests/test_cpu.py": passing_tests(1), "tests/test_gpu.py": GPU_TESTS},
+    )
     sent: list[L1Job] = []
     main = _job(gh, tmp_path, L1Job(REPO, sha), sent)
-    assert main.status == "done" and [j.pool for j in sent] == ["cpu", "gpu-a"] == [j.pool for j in main.pool_jobs]
+    assert main.status == "done" and [j.pool for j in sent] == ["cpu", "gpu-a"] == [
+        j.pool for j in main.pool_jobs
+    ]
     assert len({j.pool_run for j in sent}) == 1 and sent[0].pool_run
     retried: list[L1Job] = []  # an infrastructure retry of the L1 job does not send its pools again
     assert _job(gh, tmp_path, L1Job(REPO, sha, attempt=1), retried).status == "done" and retried == []
@@ -166,7 +183,9 @@ def test_the_l1_check_points_at_the_pools_check(loopback_github: LoopbackGitHub,
     assert "compared in `forksync / L1 pools`: `unit`" in l1["output"]["summary"]
 
 
-def test_a_pool_whose_runner_failed_retries_before_it_reports(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+def test_a_pool_whose_runner_failed_retries_before_it_reports(
+    loopback_github: LoopbackGitHub, tmp_path: Path
+) -> None:
     """An infrastructure failure on one pool is retried on its queue: nothing is recorded for that
     pool until the last attempt, so the comparison never concludes over a broken runner early."""
     gh = loopback_github
@@ -216,8 +235,14 @@ def test_two_pool_jobs_finishing_together_conclude_once(
     def worker(pool_job: L1Job) -> None:
         assert pool_job.pool is not None
         results[pool_job.pool] = run_l1_job(
-            gh.adapter(gh.installation), GitCache(tmp_path / f"git-{pool_job.pool}"), tmp_path / "data", pool_job,
-            clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), state=Contending())  # type: ignore[arg-type]
+            gh.adapter(gh.installation),
+            GitCache(tmp_path / f"git-{pool_job.pool}"),
+            tmp_path / "data",
+            pool_job,
+            clone_url=gh.git_url(REPO),
+            token=gh.token_for(gh.installation),
+            state=Contending(),
+        )  # type: ignore[arg-type]
 
     threads = [threading.Thread(target=worker, args=(j,)) for j in sent]
     for t in threads:
@@ -237,7 +262,9 @@ def test_a_pool_worker_consumes_its_pools_queue(tmp_path: Path) -> None:
     from core.settings import WorkerSettings
     from workers.app.celery_app import celery_config
 
-    settings = WorkerSettings.from_mapping({"FORKSYNC_WORKER_QUEUES": "l1-gpu-a", "FORKSYNC_DATA_DIR": str(tmp_path)})
+    settings = WorkerSettings.from_mapping(
+        {"FORKSYNC_WORKER_QUEUES": "l1-gpu-a", "FORKSYNC_DATA_DIR": str(tmp_path)}
+    )
     assert settings.worker_queues == ("l1-gpu-a",)
     assert settings.visibility_timeout_s > tasknames.QUEUE_TIME_LIMIT_S[tasknames.Q_L1_CPU]
     assert "l1-gpu-a" in [q.name for q in celery_config(settings)["task_queues"]]

@@ -19,8 +19,9 @@ def _coverage(gh: LoopbackGitHub) -> dict[str, Any]:
     return cov
 
 
-def test_a_check_branch_protection_requires_is_required_by_coverage(loopback_github: LoopbackGitHub,
-                                                                   tmp_path: Path) -> None:
+def test_a_check_branch_protection_requires_is_required_by_coverage(
+    loopback_github: LoopbackGitHub, tmp_path: Path
+) -> None:
     """Protection requires `Build / linux` (and forksync / L1); the config lists only `Lint`: coverage
     requires both Build and Lint, fails naming the missing Build, and says where the two disagree."""
     gh = loopback_github
@@ -30,12 +31,21 @@ def test_a_check_branch_protection_requires_is_required_by_coverage(loopback_git
     adapter = gh.adapter(gh.installation)
     adapter.create_check_run(REPO, name="Lint", head_sha=sha, conclusion="success")
     adapter.create_check_run(REPO, name="Docs", head_sha=sha, conclusion="success")
-    run_l1_job(adapter, GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha),
-               clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation))
+    run_l1_job(
+        adapter,
+        GitCache(tmp_path / "git"),
+        tmp_path / "data",
+        L1Job(REPO, sha),
+        clone_url=gh.git_url(REPO),
+        token=gh.token_for(gh.installation),
+    )
     cov = _coverage(gh)
     assert cov["conclusion"] == "failure" and cov["output"]["title"] == "Not covered: Build / linux"
     summary = cov["output"]["summary"]
-    assert "`main`'s branch protection requires `Build / linux`, which `l1.required_checks` does not list" in summary
+    assert (
+        "`main`'s branch protection requires `Build / linux`, which `l1.required_checks` does not list"
+        in summary
+    )
     assert "`l1.required_checks` lists `Docs`, which `main`'s branch protection does not require" in summary
     assert "forksync / L1" not in summary.split("**Required checks vs branch protection**")[0]
 
@@ -54,8 +64,9 @@ def test_protection_alone_makes_coverage_run(loopback_github: LoopbackGitHub, tm
     assert "protection requires `Build / linux`" in _coverage(gh)["output"]["summary"]
 
 
-def test_protection_the_app_may_not_read_is_said_on_the_check_runs(loopback_github: LoopbackGitHub,
-                                                                  tmp_path: Path) -> None:
+def test_protection_the_app_may_not_read_is_said_on_the_check_runs(
+    loopback_github: LoopbackGitHub, tmp_path: Path
+) -> None:
     """Without `Administration: read` GitHub answers 403 on the protection rules: the L1 and
     coverage check runs say the cross-check could not run and which permission to grant, and the
     configured checks are still required (the 403 is not taken for an unprotected branch)."""
@@ -63,10 +74,21 @@ def test_protection_the_app_may_not_read_is_said_on_the_check_runs(loopback_gith
     cfg = config_yaml(flow_suite("unit", "tests"), extra='  required_checks: ["Lint"]\n')
     sha = gh.commit(REPO, {".github/forksync.yml": cfg, "tests/test_a.py": passing_tests(1)})
     gh.protect(REPO, "main", ["Build / linux"])
-    gh.fail(403, times=10, path="/protection/required_status_checks", message="Resource not accessible by integration")
+    gh.fail(
+        403,
+        times=10,
+        path="/protection/required_status_checks",
+        message="Resource not accessible by integration",
+    )
     adapter = gh.adapter(gh.installation)
-    run_l1_job(adapter, GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha),
-               clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation))
+    run_l1_job(
+        adapter,
+        GitCache(tmp_path / "git"),
+        tmp_path / "data",
+        L1Job(REPO, sha),
+        clone_url=gh.git_url(REPO),
+        token=gh.token_for(gh.installation),
+    )
     (l1,) = [r for r in gh.state.check_runs[REPO].values() if r["name"] == "forksync / L1"]
     cov = _coverage(gh)
     for check in (l1, cov):

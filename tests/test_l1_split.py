@@ -94,7 +94,9 @@ def test_split_a_real_bundle_with_l1_as_the_oracle(make_repo, tmp_path) -> None:
     from workers.testing.split import failing_tests_oracle
 
     repo = make_repo("r")
-    base = repo.commit("base", {"tests/test_a.py": FAILING_TEST.replace("== 3", "== 2"), "tests/test_b.py": passing_tests(1)})
+    base = repo.commit(
+        "base", {"tests/test_a.py": FAILING_TEST.replace("== 3", "== 2"), "tests/test_b.py": passing_tests(1)}
+    )
     bundle = []
     for i in range(4):
         files = {f"src/f{i}.txt": f"{i}\n"}
@@ -120,7 +122,11 @@ def test_split_a_real_bundle_with_l1_as_the_oracle(make_repo, tmp_path) -> None:
     assert len(result.runs) <= 3  # log2(4) + 1
 
 
-@given(st.integers(1, 64).flatmap(lambda n: st.tuples(st.just(n), st.sets(st.integers(0, n - 1), min_size=1, max_size=3))))
+@given(
+    st.integers(1, 64).flatmap(
+        lambda n: st.tuples(st.just(n), st.sets(st.integers(0, n - 1), min_size=1, max_size=3))
+    )
+)
 def test_independent_culprits_are_all_found_within_the_log_bound(case: tuple[int, set[int]]) -> None:
     """Property: any 1-3 independent culprits among n commits are found exactly, in at most
     k·(ceil(log2 n) + 1) oracle runs, and the remaining bundle passes without them."""

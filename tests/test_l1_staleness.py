@@ -39,16 +39,24 @@ def _infra(gh: LoopbackGitHub) -> list[dict[str, Any]]:
         return [dict(i) for i in gh.state.issues[REPO].values() if "infrastructure" in i["labels"]]
 
 
-def test_a_check_handed_to_a_dead_queue_is_concluded_timed_out(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+def test_a_check_handed_to_a_dead_queue_is_concluded_timed_out(
+    loopback_github: LoopbackGitHub, tmp_path: Path
+) -> None:
     """A CPU worker hands GPU suites to l1-gpu and leaves the check in progress; no GPU worker
     comes. Past the suites' timeout + margin the watchdog concludes it timed_out naming the queue,
     files one issue for the queue, and a second pass changes nothing."""
     gh = loopback_github
     sha = gh.commit(REPO, {".github/forksync.yml": GPU_CFG, "tests/test_a.py": passing_tests(1)})
     store = open_store(None, tmp_path / "data")
-    result = run_l1_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data",
-                        L1Job(REPO, sha, gpu_runner=False, installation_id=gh.installation),
-                        clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), store=store)
+    result = run_l1_job(
+        gh.adapter(gh.installation),
+        GitCache(tmp_path / "git"),
+        tmp_path / "data",
+        L1Job(REPO, sha, gpu_runner=False, installation_id=gh.installation),
+        clone_url=gh.git_url(REPO),
+        token=gh.token_for(gh.installation),
+        store=store,
+    )
     assert result.status == "needs_gpu"
     (pending,) = PendingChecks(store).all()
     assert (pending.queue, pending.check_run_id) == ("l1-gpu", result.check_run_id)
@@ -70,11 +78,23 @@ def test_a_check_handed_to_a_dead_queue_is_concluded_timed_out(loopback_github: 
 def test_a_finished_check_is_forgotten(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
     """A check that completes leaves nothing for the watchdog: no false timeouts."""
     gh = loopback_github
-    sha = gh.commit(REPO, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests")),
-                           "tests/test_a.py": passing_tests(1)})
+    sha = gh.commit(
+        REPO,
+        {
+            ".github/forksync.yml": config_yaml(flow_suite("unit", "tests")),
+            "tests/test_a.py": passing_tests(1),
+        },
+    )
     store = open_store(None, tmp_path / "data")
-    run_l1_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data", L1Job(REPO, sha),
-               clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), store=store)
+    run_l1_job(
+        gh.adapter(gh.installation),
+        GitCache(tmp_path / "git"),
+        tmp_path / "data",
+        L1Job(REPO, sha),
+        clone_url=gh.git_url(REPO),
+        token=gh.token_for(gh.installation),
+        store=store,
+    )
     assert PendingChecks(store).all() == []
     assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=60, now=time.time() + 10**6) == []
     assert _l1(gh)[0]["conclusion"] == "success"
@@ -88,13 +108,19 @@ def test_trunk_runs_that_stop_arriving_are_reported(loopback_github: LoopbackGit
     store = open_store(None, tmp_path / "data")
     series = SeriesStore(store)
     t0 = time.time()
-    series.append(trunk_push_series(REPO), {"sha": "f" * 40, "ref": "refs/heads/feature", "t": t0,
-                                            "installation_id": gh.installation})
+    series.append(
+        trunk_push_series(REPO),
+        {"sha": "f" * 40, "ref": "refs/heads/feature", "t": t0, "installation_id": gh.installation},
+    )
     assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=600, now=t0 + 3600) == []
-    series.append(trunk_push_series(REPO), {"sha": sha, "ref": "refs/heads/main", "t": t0,
-                                            "installation_id": gh.installation})
+    series.append(
+        trunk_push_series(REPO),
+        {"sha": sha, "ref": "refs/heads/main", "t": t0, "installation_id": gh.installation},
+    )
     TrunkResults(store, REPO).record("older", "unit", "passed", [("t", "passed")], at=t0 - 100)
-    assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=600, now=t0 + 300) == [], "not silent for long yet"
+    assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=600, now=t0 + 300) == [], (
+        "not silent for long yet"
+    )
     acted = run_l1_watchdog(store, gh.adapter, trunk_silent_s=600, now=t0 + 3600)
     assert [type(a).__name__ for a in acted] == ["ReportTrunkSilent"]
     (issue,) = _infra(gh)
@@ -103,8 +129,9 @@ def test_trunk_runs_that_stop_arriving_are_reported(loopback_github: LoopbackGit
     assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=600, now=t0 + 7200) == []
 
 
-def test_a_pr_head_whose_check_was_never_created_gets_one_concluded(loopback_github: LoopbackGitHub,
-                                                                    tmp_path: Path) -> None:
+def test_a_pr_head_whose_check_was_never_created_gets_one_concluded(
+    loopback_github: LoopbackGitHub, tmp_path: Path
+) -> None:
     """A PR opened (its webhook accepted) whose L1 job never created a check: past the suites'
     timeouts + margin after the PR last changed, the watchdog creates `forksync / L1` concluded
     timed_out with the reason, files the l1-cpu queue's infrastructure issue, and a second pass
@@ -116,9 +143,13 @@ def test_a_pr_head_whose_check_was_never_created_gets_one_concluded(loopback_git
     cfg = config_yaml(flow_suite("unit", "tests", timeout=60)) + "  stale_margin_minutes: 5\n"
     base = gh.commit(REPO, {".github/forksync.yml": cfg, "tests/test_a.py": passing_tests(1)})
     for branch in ("feature/lost", "feature/ran", "feature/old"):
-        subprocess.run(["git", "--git-dir", str(gh.bare(REPO)), "update-ref", f"refs/heads/{branch}", base], check=True)
+        subprocess.run(
+            ["git", "--git-dir", str(gh.bare(REPO)), "update-ref", f"refs/heads/{branch}", base], check=True
+        )
     store = open_store(None, tmp_path / "data")
-    deliveries.accept(store, deliveries.AcceptedDelivery("d-1", "pull_request", REPO, gh.installation, time.time()))
+    deliveries.accept(
+        store, deliveries.AcceptedDelivery("d-1", "pull_request", REPO, gh.installation, time.time())
+    )
     lost = gh.commit(REPO, {"tests/test_b.py": passing_tests(1)}, branch="feature/lost")
     lost_pr = gh.add_pull(REPO, "feature/lost", title="A PR whose L1 job was lost")
     ran = gh.commit(REPO, {"tests/test_c.py": passing_tests(1)}, branch="feature/ran")
@@ -127,17 +158,28 @@ def test_a_pr_head_whose_check_was_never_created_gets_one_concluded(loopback_git
     old_pr = gh.add_pull(REPO, "feature/old", title="A PR from before forksync was installed")
     with gh.lock:  # last changed long before the first webhook forksync logged for the repository
         gh.state.issues[REPO][old_pr]["updated_at"] = "2020-01-01T00:00:00Z"
-    run_l1_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data",
-               L1Job(REPO, ran, pr_number=ran_pr, installation_id=gh.installation),
-               clone_url=gh.git_url(REPO), token=gh.token_for(gh.installation), store=store)
+    run_l1_job(
+        gh.adapter(gh.installation),
+        GitCache(tmp_path / "git"),
+        tmp_path / "data",
+        L1Job(REPO, ran, pr_number=ran_pr, installation_id=gh.installation),
+        clone_url=gh.git_url(REPO),
+        token=gh.token_for(gh.installation),
+        store=store,
+    )
     t0 = time.time()
 
-    assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=3600, now=t0 + 60 + 4 * 60) == [], "within the margin"
+    assert run_l1_watchdog(store, gh.adapter, trunk_silent_s=3600, now=t0 + 60 + 4 * 60) == [], (
+        "within the margin"
+    )
     acted = run_l1_watchdog(store, gh.adapter, trunk_silent_s=3600, now=t0 + 60 + 5 * 60 + 5)
     assert [type(a).__name__ for a in acted] == ["ConcludeNeverStarted", "ReportQueue"]
     (check,) = [c for c in _l1(gh) if c["head_sha"] == lost]
     assert (check["status"], check["conclusion"]) == ("completed", "timed_out")
-    assert check["output"]["title"] == "Timed out: L1 never started (no worker took its job from the l1-cpu queue)"
+    assert (
+        check["output"]["title"]
+        == "Timed out: L1 never started (no worker took its job from the l1-cpu queue)"
+    )
     assert "No L1 check was ever created for this head" in check["output"]["summary"]
     assert "`/retest`" in check["output"]["summary"] and check["external_id"] == f"pr:{lost_pr}"
     (issue,) = _infra(gh)
@@ -159,9 +201,14 @@ def test_dead_gpu_queue_with_real_worker_and_beat_task(tmp_path: Path, shared_re
         gh.add_repo(REPO)
         installation = gh.add_installation([REPO])
         sha = gh.commit(REPO, {".github/forksync.yml": GPU_CFG, "tests/test_a.py": passing_tests(1)})
-        env = {**os.environ, **gh.settings(), "REDIS_URL": shared_redis_db, "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
-               "FORKSYNC_GIT_URL_MAP": json.dumps({f"{gh.api_url}/": f"{gh.api_url}/git/"}),
-               "PYTHONPATH": str(REPO_ROOT)}
+        env = {
+            **os.environ,
+            **gh.settings(),
+            "REDIS_URL": shared_redis_db,
+            "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
+            "FORKSYNC_GIT_URL_MAP": json.dumps({f"{gh.api_url}/": f"{gh.api_url}/git/"}),
+            "PYTHONPATH": str(REPO_ROOT),
+        }
         env.pop("FORKSYNC_DATABASE_URL", None)
         worker = WorkerProcess(env, tmp_path / "worker.log", queues="l1-cpu,github").start()
         try:
@@ -169,13 +216,21 @@ def test_dead_gpu_queue_with_real_worker_and_beat_task(tmp_path: Path, shared_re
             from workers.app.celery_app import create_celery
 
             app = create_celery(WorkerSettings.from_mapping(env))
-            app.send_task(tasknames.RUN_L1, kwargs={"installation_id": installation, "repo": REPO, "head_sha": sha})
-            wait_for(lambda: _l1(gh) and PendingChecks(open_store(None, tmp_path / "data")).all(), 60,
-                     "the in-progress check handed to l1-gpu")
+            app.send_task(
+                tasknames.RUN_L1, kwargs={"installation_id": installation, "repo": REPO, "head_sha": sha}
+            )
+            wait_for(
+                lambda: _l1(gh) and PendingChecks(open_store(None, tmp_path / "data")).all(),
+                60,
+                "the in-progress check handed to l1-gpu",
+            )
             time.sleep(1.5)  # past the suite's 1 s timeout (margin 0)
             app.send_task(tasknames.L1_WATCHDOG)
-            check = wait_for(lambda: next((c for c in _l1(gh) if c["status"] == "completed"), None), 60,
-                             "the watchdog's conclusion")
+            check = wait_for(
+                lambda: next((c for c in _l1(gh) if c["status"] == "completed"), None),
+                60,
+                "the watchdog's conclusion",
+            )
             wait_for(lambda: _infra(gh), 30, "the queue's infrastructure issue")
         finally:
             worker.stop()

@@ -62,8 +62,24 @@ def test_suite_with_zero_tests_is_omitted(make_repo: MakeRepo, tmp_path: Path) -
     """A suite that collects 0 tests (wrong path, everything deselected) is omitted, not passed."""
     repo = make_repo("r")
     repo.commit("tests", {"tests/test_a.py": passing_tests(2)})
-    out = run_at_head(repo, pytest_suite(run=(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                               "tests", "-k", "nothing_matches", "--junitxml={junit}")), tmp_path)
+    out = run_at_head(
+        repo,
+        pytest_suite(
+            run=(
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests",
+                "-k",
+                "nothing_matches",
+                "--junitxml={junit}",
+            )
+        ),
+        tmp_path,
+    )
     assert out.status == "omitted" and out.reason.startswith("ran 0 tests")
     assert out.passed == 0
 
@@ -128,8 +144,13 @@ def _alive(pid: int) -> bool:
 def test_infrastructure_cause_in_log_is_not_the_change(make_repo: MakeRepo, tmp_path: Path) -> None:
     """A suite that dies with a known infrastructure cause in its log is 'infrastructure', naming it."""
     repo = make_repo("r")
-    repo.commit("tests", {"gpu.py": "import sys\nprint('RuntimeError: CUDA error: unspecified launch failure')\n"
-                                    "sys.exit(1)\n"})
+    repo.commit(
+        "tests",
+        {
+            "gpu.py": "import sys\nprint('RuntimeError: CUDA error: unspecified launch failure')\n"
+            "sys.exit(1)\n"
+        },
+    )
     out = run_at_head(repo, Suite(name="gpu", run=(sys.executable, "gpu.py"), timeout=30), tmp_path)
     assert out.status == "infrastructure"
     assert out.infra_cause == "CUDA unspecified launch failure" and "Not caused by this change" in out.reason
@@ -180,12 +201,17 @@ def test_infrastructure_retries_are_bounded(make_repo: MakeRepo, tmp_path: Path)
     from workers.testing.l1 import run_l1_for_ref
 
     counter = tmp_path / "attempts"
-    script = (f"import sys\nopen({str(counter)!r}, 'a').write('x')\n"
-              "print('fatal: unable to access: Could not resolve host: pypi.org')\nsys.exit(1)\n")
+    script = (
+        f"import sys\nopen({str(counter)!r}, 'a').write('x')\n"
+        "print('fatal: unable to access: Could not resolve host: pypi.org')\nsys.exit(1)\n"
+    )
     repo = make_repo("r")
     repo.commit("net", {"net.py": script})
-    config = RepoConfig(l1=L1Config(suites=(Suite(name="net", run=(sys.executable, "net.py"), timeout=30),),
-                                    max_infra_retries=2))
+    config = RepoConfig(
+        l1=L1Config(
+            suites=(Suite(name="net", run=(sys.executable, "net.py"), timeout=30),), max_infra_retries=2
+        )
+    )
     from workers.testing.canary import CanaryResult
 
     offline = CanaryResult(False, "host", "no route to the package index", 0.0)
@@ -194,4 +220,6 @@ def test_infrastructure_retries_are_bounded(make_repo: MakeRepo, tmp_path: Path)
     assert counter.read_text() == "xxx", "1 run + 2 retries, no more"
     assert (suite.status, suite.attempts, suite.infra_cause) == ("infrastructure", 3, "network failure")
     assert run.conclusion == "cancelled"
-    assert Path(suite.log_path).name == "net.attempt3.log" and (Path(suite.log_path).parent / "net.log").exists()
+    assert (
+        Path(suite.log_path).name == "net.attempt3.log" and (Path(suite.log_path).parent / "net.log").exists()
+    )

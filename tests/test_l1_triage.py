@@ -15,7 +15,7 @@ from workers.testing.triage import TrunkResults, classify
 MakeRepo = Callable[[str], GitRepo]
 
 # Fails on the first run in a directory, passes on the next: flaky by construction.
-FLAKY_TEST = '''\
+FLAKY_TEST = """\
 import os
 from pathlib import Path
 
@@ -25,7 +25,7 @@ def test_sometimes():
     first = not marker.exists()
     marker.write_text("x")
     assert not first, "first run fails"
-'''
+"""
 
 
 def config(**l1: object) -> RepoConfig:
@@ -35,7 +35,9 @@ def config(**l1: object) -> RepoConfig:
 def test_failure_also_on_trunk_at_merge_base_is_broken_trunk(make_repo: MakeRepo, tmp_path: Path) -> None:
     """A test that fails on trunk at the PR's merge-base is 'broken_trunk': reported, not blamed."""
     repo = make_repo("r")
-    repo.commit("trunk with a broken test", {"tests/test_a.py": FAILING_TEST, "tests/test_b.py": passing_tests(2)})
+    repo.commit(
+        "trunk with a broken test", {"tests/test_a.py": FAILING_TEST, "tests/test_b.py": passing_tests(2)}
+    )
     data = tmp_path / "data"
     trunk = run_l1_for_ref(repo.path, "main", config(), data_dir=data, trunk=True)
     assert trunk.trunk and trunk.suites[0].status == "failed"
@@ -104,8 +106,13 @@ def test_trunk_runs_set_the_baseline_that_omits_a_shrunken_suite(make_repo: Make
 
 def test_classify_prefers_broken_trunk_over_flaky_and_says_why() -> None:
     """Pure rule: trunk failure beats a rerun pass; with no trunk results the reason says so."""
-    verdicts = classify(["a", "b", "c"], trunk_failing=frozenset({"a"}), rerun_passed=frozenset({"a", "b"}),
-                        reran=True, merge_base="f" * 40)
+    verdicts = classify(
+        ["a", "b", "c"],
+        trunk_failing=frozenset({"a"}),
+        rerun_passed=frozenset({"a", "b"}),
+        reran=True,
+        merge_base="f" * 40,
+    )
     assert [(v.test_id, v.triage) for v in verdicts] == [("a", "broken_trunk"), ("b", "flaky"), ("c", "new")]
     assert "ffffffffffff" in verdicts[0].why
     (unknown,) = classify(["x"], trunk_failing=None)

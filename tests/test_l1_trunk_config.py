@@ -26,22 +26,38 @@ def _pr(gh: LoopbackGitHub, files: dict[str, str | None]) -> tuple[str, int]:
 
 
 def _job(gh: LoopbackGitHub, tmp_path: Path, sha: str, number: int) -> L1JobResult:
-    return run_l1_job(gh.adapter(gh.installation), GitCache(tmp_path / "git"), tmp_path / "data",
-                      L1Job(REPO, sha, pr_number=number), clone_url=gh.git_url(REPO),
-                      token=gh.token_for(gh.installation), own_login="forksync[bot]")
+    return run_l1_job(
+        gh.adapter(gh.installation),
+        GitCache(tmp_path / "git"),
+        tmp_path / "data",
+        L1Job(REPO, sha, pr_number=number),
+        clone_url=gh.git_url(REPO),
+        token=gh.token_for(gh.installation),
+        own_login="forksync[bot]",
+    )
 
 
 def _check(gh: LoopbackGitHub, sha: str) -> dict[str, Any]:
-    (run,) = [r for r in gh.state.check_runs[REPO].values() if r["name"] == "forksync / L1" and r["head_sha"] == sha]
+    (run,) = [
+        r for r in gh.state.check_runs[REPO].values() if r["name"] == "forksync / L1" and r["head_sha"] == sha
+    ]
     return run
 
 
 def _trunk(gh: LoopbackGitHub) -> None:
-    gh.commit(REPO, {".github/forksync.yml": TWO_SUITES, "tests/test_a.py": passing_tests(2),
-                     "lit/test_l.py": passing_tests(2, "lit")})
+    gh.commit(
+        REPO,
+        {
+            ".github/forksync.yml": TWO_SUITES,
+            "tests/test_a.py": passing_tests(2),
+            "lit/test_l.py": passing_tests(2, "lit"),
+        },
+    )
 
 
-def test_a_pr_deleting_the_config_still_runs_the_trunk_suites(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
+def test_a_pr_deleting_the_config_still_runs_the_trunk_suites(
+    loopback_github: LoopbackGitHub, tmp_path: Path
+) -> None:
     """Deleting `.github/forksync.yml` in the PR does not make L1 neutral ("no suites"): the
     trunk's suites run, the check names the drop, and it fails until a maintainer approves it."""
     gh = loopback_github
@@ -60,8 +76,9 @@ def test_dropping_a_suite_and_breaking_it_fails(loopback_github: LoopbackGitHub,
     not a success on the one suite it left."""
     gh = loopback_github
     _trunk(gh)
-    head, number = _pr(gh, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests")),
-                            "lit/test_l.py": FAILING_TEST})
+    head, number = _pr(
+        gh, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests")), "lit/test_l.py": FAILING_TEST}
+    )
     result = _job(gh, tmp_path, head, number)
     assert result.run is not None
     lit = next(s for s in result.run.suites if s.name == "lit")
@@ -77,12 +94,18 @@ def test_a_maintainers_approve_lets_a_drop_through(loopback_github: LoopbackGitH
 
     gh = loopback_github
     _trunk(gh)
-    head, number = _pr(gh, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests")), "lit/test_l.py": None})
+    head, number = _pr(
+        gh, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests")), "lit/test_l.py": None}
+    )
     adapter = gh.adapter(gh.installation)
-    adapter.upsert_comment(REPO, number, marker=approval_marker(number), body=approval_body(number, "f" * 40, "maint"))
+    adapter.upsert_comment(
+        REPO, number, marker=approval_marker(number), body=approval_body(number, "f" * 40, "maint")
+    )
     _job(gh, tmp_path, head, number)
     assert _check(gh, head)["conclusion"] == "failure", "an approval of another head must not count"
-    adapter.upsert_comment(REPO, number, marker=approval_marker(number), body=approval_body(number, head, "maint"))
+    adapter.upsert_comment(
+        REPO, number, marker=approval_marker(number), body=approval_body(number, head, "maint")
+    )
     result = _job(gh, tmp_path, head, number)
     assert result.run is not None and [s.name for s in result.run.suites] == ["unit"]
     check = _check(gh, head)
@@ -99,14 +122,24 @@ def test_a_pr_adding_a_suite_runs_the_union(loopback_github: LoopbackGitHub, tmp
     result = _job(gh, tmp_path, head, number)
     assert result.run is not None and [s.name for s in result.run.suites] == ["unit", "lit", "extra"]
     check = _check(gh, head)
-    assert check["conclusion"] == "success" and "adds suite(s) `extra`: run here too" in check["output"]["summary"]
+    assert (
+        check["conclusion"] == "success"
+        and "adds suite(s) `extra`: run here too" in check["output"]["summary"]
+    )
 
 
 def test_required_checks_come_from_the_trunk_too(loopback_github: LoopbackGitHub, tmp_path: Path) -> None:
     """A PR removing `Lint` from required_checks still has `forksync / coverage` require it."""
     gh = loopback_github
-    gh.commit(REPO, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests"), extra='  required_checks: ["Lint"]\n'),
-                     "tests/test_a.py": passing_tests(1)})
+    gh.commit(
+        REPO,
+        {
+            ".github/forksync.yml": config_yaml(
+                flow_suite("unit", "tests"), extra='  required_checks: ["Lint"]\n'
+            ),
+            "tests/test_a.py": passing_tests(1),
+        },
+    )
     head, _number = _pr(gh, {".github/forksync.yml": config_yaml(flow_suite("unit", "tests"))})
     info = coverage_from_github(gh.adapter(gh.installation), REPO, head)
     assert info is not None and info.conclusion == "failure"

@@ -46,7 +46,10 @@ def test_regression_needs_threshold_and_to_be_outside_the_noise() -> None:
 def test_quiet_benchmark_is_held_to_its_threshold_and_direction() -> None:
     """With no noise, 6% worse regresses; for a lower-is-better metric, higher is worse, lower is fine."""
     quiet = [ok_run(100.0, 10.0) for _ in range(5)]
-    assert judge(L2Run("m", "x", "pass", {"tflops": 94.0, "latency_ms": 10.0}), quiet, MATMUL, 7).status == REGRESSED
+    assert (
+        judge(L2Run("m", "x", "pass", {"tflops": 94.0, "latency_ms": 10.0}), quiet, MATMUL, 7).status
+        == REGRESSED
+    )
     slower = judge(L2Run("m", "x", "pass", {"tflops": 100.0, "latency_ms": 10.7}), quiet, MATMUL, 7)
     assert [c.metric for c in slower.regressed_metrics] == ["latency_ms"]
     assert judge(L2Run("m", "x", "pass", {"tflops": 130.0, "latency_ms": 5.0}), quiet, MATMUL, 7).status == OK
@@ -82,12 +85,24 @@ def test_result_store_is_durable_and_serves_time_series(tmp_path: Path) -> None:
     store = ResultStore.in_data_dir(tmp_path / "data")
     for i, v in enumerate((100.0, 101.0, 70.0)):
         verdict = REGRESSED if v < 80 else OK
-        store.record("org/fork", L2Run("matmul-sweep", f"sha{i}", "pass", {"tflops": v}, verdict=verdict,
-                                       recorded_at=f"2026-11-2{i}T02:00:00Z"))
+        store.record(
+            "org/fork",
+            L2Run(
+                "matmul-sweep",
+                f"sha{i}",
+                "pass",
+                {"tflops": v},
+                verdict=verdict,
+                recorded_at=f"2026-11-2{i}T02:00:00Z",
+            ),
+        )
     store.record("org/other", L2Run("matmul-sweep", "zzz", "pass", {"tflops": 1.0}, verdict=OK))
     again = ResultStore.in_data_dir(tmp_path / "data")
     assert [(p.sha, p.value, p.verdict) for p in again.series("org/fork", "matmul-sweep", "tflops")] == [
-        ("sha0", 100.0, OK), ("sha1", 101.0, OK), ("sha2", 70.0, REGRESSED)]
+        ("sha0", 100.0, OK),
+        ("sha1", 101.0, OK),
+        ("sha2", 70.0, REGRESSED),
+    ]
     good = again.last_good("org/fork", "matmul-sweep")
     assert good is not None and good.sha == "sha1" and good.metrics == {"tflops": 101.0}
     assert [r.sha for r in again.history("org/fork", "matmul-sweep", limit=2)] == ["sha1", "sha2"]
@@ -131,14 +146,18 @@ def trunk(n: int, speeds: dict[int, float], broken_from: int | None = None) -> l
     return commits
 
 
-def test_trunk_run_detects_a_regression_and_bisects_between_nightlies(make_trunk: MakeTrunk, tmp_path: Path) -> None:
+def test_trunk_run_detects_a_regression_and_bisects_between_nightlies(
+    make_trunk: MakeTrunk, tmp_path: Path
+) -> None:
     """Nightlies at every 8th commit; a drop planted in between is bisected against the stored baseline."""
     path, shas = make_trunk("fork", trunk(49, {29: 80.0}))
     config = load_repo_config(CONFIG.format(python=sys.executable))
     store = ResultStore(open_store(None, tmp_path / "l2"))
     repo = Repository(path)
     nightly = [0, 8, 16, 24, 32, 40, 48]
-    outcomes = {i: run_trunk(repo, "org/fork", shas[i], config, store, recorded_at=f"n{i}")[0] for i in nightly}
+    outcomes = {
+        i: run_trunk(repo, "org/fork", shas[i], config, store, recorded_at=f"n{i}")[0] for i in nightly
+    }
     assert [outcomes[i].verdict.status for i in nightly] == [OK, OK, OK, OK, REGRESSED, REGRESSED, REGRESSED]
     first = outcomes[32]
     assert first.new_break and first.last_good == shas[24] and first.first_bad == shas[32]
@@ -148,10 +167,14 @@ def test_trunk_run_detects_a_regression_and_bisects_between_nightlies(make_trunk
     assert first.bisect.runs <= 3
     later = outcomes[40]
     assert not later.new_break and later.bisect is None and later.first_bad == shas[32]
-    assert [p.verdict for p in store.series("org/fork", "matmul-sweep", "tflops")] == [OK] * 4 + [REGRESSED] * 3
+    assert [p.verdict for p in store.series("org/fork", "matmul-sweep", "tflops")] == [OK] * 4 + [
+        REGRESSED
+    ] * 3
 
 
-def test_trunk_failure_is_bisected_by_exit_status_and_kept_as_a_failure(make_trunk: MakeTrunk, tmp_path: Path) -> None:
+def test_trunk_failure_is_bisected_by_exit_status_and_kept_as_a_failure(
+    make_trunk: MakeTrunk, tmp_path: Path
+) -> None:
     """A benchmark that starts crashing is a failure verdict with its output; bisection finds the commit."""
     path, shas = make_trunk("fork", trunk(21, {}, broken_from=13))
     config = load_repo_config(CONFIG.format(python=sys.executable))
@@ -164,13 +187,17 @@ def test_trunk_failure_is_bisected_by_exit_status_and_kept_as_a_failure(make_tru
     assert out.bisect is not None and out.bisect.culprit == shas[13]
 
 
-def test_first_ever_run_failing_ranks_suspects_without_bisecting(make_trunk: MakeTrunk, tmp_path: Path) -> None:
+def test_first_ever_run_failing_ranks_suspects_without_bisecting(
+    make_trunk: MakeTrunk, tmp_path: Path
+) -> None:
     """No good run to bisect from: the outcome says so and ranks recent commits by path overlap."""
     commits = trunk(6, {}, broken_from=1)
     commits.append(TrunkCommit("touch bench", {"bench.py": BENCH + "# tweak\n"}))
     path, shas = make_trunk("fork", commits)
     config = load_repo_config(CONFIG.format(python=sys.executable))
-    out = run_trunk(Repository(path), "org/fork", shas[-1], config, ResultStore(open_store(None, tmp_path / "l2")))[0]
+    out = run_trunk(
+        Repository(path), "org/fork", shas[-1], config, ResultStore(open_store(None, tmp_path / "l2"))
+    )[0]
     assert out.verdict.status == FAILED and out.bisect is None
     assert "no good run" in out.note
     assert out.suspects[0].sha == shas[-1] and out.suspects[0].files == ("bench.py",)
@@ -185,10 +212,12 @@ def test_run_benchmark_statuses(make_trunk: MakeTrunk) -> None:
         return Benchmark(name="b", run=(sys.executable, "-c", code), metrics=(Metric("x"),), **kw)  # type: ignore[arg-type]
 
     assert run_benchmark(repo, shas[0], bench("raise SystemExit(125)")).status == "skip"
-    infra = run_benchmark(repo, shas[0], bench("import sys; print('No space left on device', file=sys.stderr); sys.exit(1)"))
+    infra = run_benchmark(
+        repo, shas[0], bench("import sys; print('No space left on device', file=sys.stderr); sys.exit(1)")
+    )
     assert infra.status == "infra" and infra.failures == ()
     nometrics = run_benchmark(repo, shas[0], bench("print('done')"))
-    assert nometrics.status == "fail" and "no {\"metrics\"" in nometrics.reason
+    assert nometrics.status == "fail" and 'no {"metrics"' in nometrics.reason
     slow = run_benchmark(repo, shas[0], bench("import time; time.sleep(30)", timeout=1))
     assert slow.status == "timeout" and slow.duration_s < 10
 
@@ -196,16 +225,25 @@ def test_run_benchmark_statuses(make_trunk: MakeTrunk) -> None:
 @pytest.mark.parametrize("direction", ["higher", "lower"])
 def test_config_defaults_feed_the_judge(direction: str) -> None:
     """The config's baseline_runs and per-metric direction/threshold are what judge() applies."""
-    cfg = RepoConfig(l2=L2Config(benchmarks=(Benchmark("b", ("x",), metrics=(Metric("m", direction, 10.0),)),)))
+    cfg = RepoConfig(
+        l2=L2Config(benchmarks=(Benchmark("b", ("x",), metrics=(Metric("m", direction, 10.0),)),))
+    )
     b = cfg.l2.benchmarks[0]
     history = [L2Run("b", "s", "pass", {"m": 100.0}, verdict=OK)] * 3
     worse = 85.0 if direction == "higher" else 115.0
     assert judge(L2Run("b", "x", "pass", {"m": worse}), history, b, cfg.l2.baseline_runs).status == REGRESSED
-    assert judge(L2Run("b", "x", "pass", {"m": 95.0 if direction == "higher" else 105.0}), history, b,
-                 cfg.l2.baseline_runs).status == OK
+    assert (
+        judge(
+            L2Run("b", "x", "pass", {"m": 95.0 if direction == "higher" else 105.0}),
+            history,
+            b,
+            cfg.l2.baseline_runs,
+        ).status
+        == OK
+    )
 
 
-JUNIT_BENCH = '''\
+JUNIT_BENCH = """\
 import json, os, pathlib
 case = '<testcase classname="test.test_ops" name="{n}"><failure message="{m}">{t}</failure></testcase>'
 cases = [case.format(n="test_dot[fp16-64]", m="AssertionError: mismatch 3 / 4096", t="E AssertionError"),
@@ -214,7 +252,7 @@ cases = [case.format(n="test_dot[fp16-64]", m="AssertionError: mismatch 3 / 4096
          '<testcase classname="test.test_ops" name="test_ok"/>']
 pathlib.Path(os.environ["FORKSYNC_JUNIT"]).write_text("<testsuite>" + "".join(cases) + "</testsuite>")
 print(json.dumps({"metrics": {"x": 1.0}}))
-'''
+"""
 
 
 def test_junit_failures_become_grouped_tracking_sightings(make_trunk: MakeTrunk) -> None:
@@ -227,7 +265,10 @@ def test_junit_failures_become_grouped_tracking_sightings(make_trunk: MakeTrunk)
     run = run_benchmark(Repository(path), shas[0], bench)
     assert run.status == "fail" and run.reason == "3 tests failed" and run.exit_code == 0
     assert [f.test_id for f in run.failures] == [
-        "test.test_ops::test_dot[fp16-64]", "test.test_ops::test_dot[bf16-128]", "test.test_ops::test_scan[1]"]
+        "test.test_ops::test_dot[fp16-64]",
+        "test.test_ops::test_dot[bf16-128]",
+        "test.test_ops::test_scan[1]",
+    ]
     verdict = judge(run, [], bench, 7)
     report = report_from_l2(BenchmarkOutcome(run, verdict, None, shas[0], True), bench, "night 1")
     assert [len(s.tests) for s in report.sightings] == [2, 1]

@@ -32,7 +32,9 @@ def test_local_nightlies_then_a_drop_is_judged_and_bisected(
     """Runs at three commits build the baseline; the fourth regresses (exit 1) and names the culprit."""
     commits = [TrunkCommit("base", {".github/forksync.yml": CONFIG, "bench.py": BENCH, "speed": "1000\n"})]
     for i in range(1, 16):
-        commits.append(TrunkCommit("Cache less" if i == 11 else f"c{i}", {"speed": "800\n" if i >= 11 else "1000\n"}))
+        commits.append(
+            TrunkCommit("Cache less" if i == 11 else f"c{i}", {"speed": "800\n" if i >= 11 else "1000\n"})
+        )
     path, shas = make_trunk("fork", commits)
     common = ["l2", "--repo", str(path), "--data-dir", str(tmp_path / "data")]
     for i in (0, 4, 8):

@@ -37,18 +37,35 @@ class Recorder:
         self.sent.append((name, kwargs))
 
 
-def test_l3_request_creates_one_check_awaiting_owners_and_queues_the_run(loopback_github: LoopbackGitHub) -> None:
+def test_l3_request_creates_one_check_awaiting_owners_and_queues_the_run(
+    loopback_github: LoopbackGitHub,
+) -> None:
     """/l3 makes `forksync / L3: W` in progress naming the owners, queues the command on l2, never twice."""
     port = loopback_github.adapter(loopback_github.installation)
     queue = Recorder()
-    reply = request_l3(port, REPO, HEAD, "LLAMA-train", CONFIG, requested_by="dave", enqueue=queue, installation_id=7)
+    reply = request_l3(
+        port, REPO, HEAD, "LLAMA-train", CONFIG, requested_by="dave", enqueue=queue, installation_id=7
+    )
     assert reply.ok and "awaiting sign-off from @alice, @Bob" in reply.text
     [run] = checks(loopback_github, HEAD)
     assert run["status"] == "in_progress" and run["conclusion"] is None
     assert run["output"]["title"] == "Awaiting sign-off from @alice, @Bob"
-    assert "`/signoff llama-train`" in run["output"]["summary"] and "Requested by @dave" in run["output"]["summary"]
-    assert queue.sent == [(RUN_L3, {"repo": REPO, "head_sha": HEAD, "workload": "llama-train",
-                                    "check_run_id": run["id"], "installation_id": 7})]
+    assert (
+        "`/signoff llama-train`" in run["output"]["summary"]
+        and "Requested by @dave" in run["output"]["summary"]
+    )
+    assert queue.sent == [
+        (
+            RUN_L3,
+            {
+                "repo": REPO,
+                "head_sha": HEAD,
+                "workload": "llama-train",
+                "check_run_id": run["id"],
+                "installation_id": 7,
+            },
+        )
+    ]
     assert queue_for(RUN_L3) == "l2"
     again = request_l3(port, REPO, HEAD, "llama-train", CONFIG, enqueue=queue)
     assert again.ok and "already awaiting" in again.text
@@ -61,7 +78,9 @@ def test_signoff_by_non_owner_is_refused_and_changes_nothing(loopback_github: Lo
     request_l3(port, REPO, HEAD, "llama-train", CONFIG)
     reply = signoff_l3(port, REPO, HEAD, "llama-train", "mallory", CONFIG)
     assert not reply.ok
-    assert reply.text.startswith("@mallory cannot sign off **llama-train**: only its owners can (@alice, @Bob)")
+    assert reply.text.startswith(
+        "@mallory cannot sign off **llama-train**: only its owners can (@alice, @Bob)"
+    )
     [run] = checks(loopback_github, HEAD)
     assert run["status"] == "in_progress" and run["conclusion"] is None
 
@@ -84,8 +103,15 @@ def test_owner_signoff_completes_the_check_naming_who_signed(loopback_github: Lo
 def test_unknown_workload_is_answered_with_the_known_ones(loopback_github: LoopbackGitHub) -> None:
     """A typo gets a reply listing the configured workloads, and no check run."""
     port = loopback_github.adapter(loopback_github.installation)
-    for reply in (request_l3(port, REPO, HEAD, "lama", CONFIG), signoff_l3(port, REPO, HEAD, "lama", "alice", CONFIG)):
-        assert not reply.ok and "no L3 workload named `lama`" in reply.text and "`llama-train`, `ads-infer`" in reply.text
+    for reply in (
+        request_l3(port, REPO, HEAD, "lama", CONFIG),
+        signoff_l3(port, REPO, HEAD, "lama", "alice", CONFIG),
+    ):
+        assert (
+            not reply.ok
+            and "no L3 workload named `lama`" in reply.text
+            and "`llama-train`, `ads-infer`" in reply.text
+        )
     assert loopback_github.state.check_runs[REPO] == {}
 
 
@@ -99,7 +125,9 @@ def test_push_resets_signoff_unless_the_workload_keeps_it(loopback_github: Loopb
     replies = reset_l3_on_push(port, REPO, HEAD, NEXT, CONFIG, enqueue=queue)
     assert [r.text.split(":")[0] for r in replies] == ["L3 **llama-train**", "L3 **ads-infer**"]
     [reset] = checks(loopback_github, NEXT)
-    assert reset["status"] == "in_progress" and reset["output"]["title"] == "Awaiting sign-off from @alice, @Bob"
+    assert (
+        reset["status"] == "in_progress" and reset["output"]["title"] == "Awaiting sign-off from @alice, @Bob"
+    )
     assert f"A new push reset the sign-off given on {HEAD[:12]}" in reset["output"]["summary"]
     assert [name for name, _ in queue.sent] == [RUN_L3]  # the workload runs again on the new code
     [kept] = checks(loopback_github, NEXT, "forksync / L3: ads-infer")
@@ -133,8 +161,9 @@ def test_workload_run_attaches_metrics_and_never_overwrites_a_signoff(
         def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]:
             return adapter.list_check_runs(repo, ref, name=name)  # type: ignore[no-any-return]
 
-        def update_check_run(self, repo: str, check_run_id: int, *, output: CheckOutput | None = None,
-                             **kw: Any) -> CheckRunInfo:
+        def update_check_run(
+            self, repo: str, check_run_id: int, *, output: CheckOutput | None = None, **kw: Any
+        ) -> CheckRunInfo:
             info = adapter.update_check_run(repo, check_run_id, output=output, **kw)
             self.updates += 1
             if self.updates == 1:

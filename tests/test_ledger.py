@@ -49,7 +49,9 @@ def test_plain_pick_without_markers_is_found_by_patch_id(forked: Forked) -> None
     p = forked()
     a = p.up(10, "Tune pipeliner", {"src/pipe.py": "depth = 3\n"})
     p.up(11, "Unrelated same file set", {"src/other.py": "y\n"})
-    p.fork.commit("Adopt the new pipeliner depth", {"src/pipe.py": "depth = 3\n"}, author="Fork Dev <dev@fork>")
+    p.fork.commit(
+        "Adopt the new pipeliner depth", {"src/pipe.py": "depth = 3\n"}, author="Fork Dev <dev@fork>"
+    )
     ledger = p.ledger()
     assert ledger.entry(a).disposition is Disposition.PICKED  # type: ignore[union-attr]
     assert "patch-id" in ledger.entry(a).reason  # type: ignore[union-attr]
@@ -170,7 +172,9 @@ def test_deferred_after_the_frontier_is_not_pending(forked: Forked) -> None:
     assert ledger.entry(c).disposition is Disposition.DEFERRED  # type: ignore[union-attr]
 
 
-def test_decisions_survive_in_a_fresh_clone_of_the_fork(forked: Forked, make_repo: Callable[..., object]) -> None:
+def test_decisions_survive_in_a_fresh_clone_of_the_fork(
+    forked: Forked, make_repo: Callable[..., object]
+) -> None:
     """Decisions live in the fork's notes ref: a fresh clone that fetches it sees them."""
     p = forked()
     a, b = p.up(10), p.up(11)
@@ -301,8 +305,15 @@ def test_upstream_that_merges_pull_requests(forked: Forked) -> None:
     side = up.commit("Add the pass", {"src/pass.py": "pass\n"})
     up.commit("Test the pass", {"tests/test_pass.py": "ok\n"})
     up.git("checkout", "-q", "main")
-    up.git("merge", "-q", "--no-ff", "-m", "Merge pull request #30 from dev/feature", "feature",
-           env={"GIT_COMMITTER_DATE": "@1700009000 +0000", "GIT_AUTHOR_DATE": "@1700009000 +0000"})
+    up.git(
+        "merge",
+        "-q",
+        "--no-ff",
+        "-m",
+        "Merge pull request #30 from dev/feature",
+        "feature",
+        env={"GIT_COMMITTER_DATE": "@1700009000 +0000", "GIT_AUTHOR_DATE": "@1700009000 +0000"},
+    )
     merge = up.head()
     later = p.up(31)
     p.fork.fetch(up, into="refs/remotes/upstream/main")

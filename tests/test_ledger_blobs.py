@@ -21,8 +21,9 @@ def _with(c: Commit, *changes: Change) -> Commit:
     return Commit(**{**c.__dict__, "changes": frozenset(changes)})
 
 
-def _run(ups: list[Commit], fork: list[Commit], changes: dict[str, frozenset[Change]],
-         ids: dict[str, str]) -> tuple[list[set[str]], object]:
+def _run(
+    ups: list[Commit], fork: list[Commit], changes: dict[str, frozenset[Change]], ids: dict[str, str]
+) -> tuple[list[set[str]], object]:
     asked: list[set[str]] = []
 
     def patch_id(shas: Iterable[str]) -> dict[str, str]:
@@ -31,9 +32,17 @@ def _run(ups: list[Commit], fork: list[Commit], changes: dict[str, frozenset[Cha
         return {s: ids.get(s, s) for s in wanted}
 
     ledger = compute_ledger(
-        ups, fork, Decisions({}), RULES, base="0" * 40, base_time=900, upstream_tip=ups[-1].sha,
-        fork_tip=fork[-1].sha, patch_id=patch_id,
-        files_touching=lambda paths: {u.sha: frozenset(u.files) for u in ups}, changes_of=changes.get,
+        ups,
+        fork,
+        Decisions({}),
+        RULES,
+        base="0" * 40,
+        base_time=900,
+        upstream_tip=ups[-1].sha,
+        fork_tip=fork[-1].sha,
+        patch_id=patch_id,
+        files_touching=lambda paths: {u.sha: frozenset(u.files) for u in ups},
+        changes_of=changes.get,
     )
     return asked, ledger
 
@@ -44,7 +53,10 @@ OTHER = ("lib/x.cpp", "100644:" + "c" * 40, "100644:" + "d" * 40)
 
 def test_equal_blobs_match_without_asking_for_patch_ids() -> None:
     """The nearest same-file candidate with the fork commit's exact blobs is its pick; no patch-id is computed."""
-    ups = [commit(sha(1000 + i), f"Change {i} (#{500 + i})", files=(f"lib/{i}.cpp",), time=1000 + i) for i in range(2)]
+    ups = [
+        commit(sha(1000 + i), f"Change {i} (#{500 + i})", files=(f"lib/{i}.cpp",), time=1000 + i)
+        for i in range(2)
+    ]
     ups.append(commit(sha(1002), "Change 2 (#502)", files=("lib/x.cpp",), time=1002))
     fork = [_with(commit(sha(2000), "Adopt a fix", files=("lib/x.cpp",), time=5000), CHANGE)]
     changes = {ups[2].sha: frozenset([CHANGE])}
@@ -67,9 +79,16 @@ def test_same_files_other_blobs_are_left_to_patch_ids() -> None:
 
 def test_a_nearer_candidate_is_not_skipped_for_a_farther_blob_match() -> None:
     """When the nearest candidate's blobs differ, patch-ids decide in nearest-first order as before."""
-    ups = [commit(sha(1000 + i), f"Change {i} (#{500 + i})", files=("lib/x.cpp",), time=1000 + i) for i in range(3)]
+    ups = [
+        commit(sha(1000 + i), f"Change {i} (#{500 + i})", files=("lib/x.cpp",), time=1000 + i)
+        for i in range(3)
+    ]
     fork = [_with(commit(sha(2000), "Adopt a fix", files=("lib/x.cpp",), time=5000), CHANGE)]
-    changes = {ups[0].sha: frozenset([OTHER]), ups[1].sha: frozenset([OTHER]), ups[2].sha: frozenset([CHANGE])}
+    changes = {
+        ups[0].sha: frozenset([OTHER]),
+        ups[1].sha: frozenset([OTHER]),
+        ups[2].sha: frozenset([CHANGE]),
+    }
     # ups[0] is nearest and has the same patch-id (the same edit on another pre-image).
     asked, ledger = _run(ups, fork, changes, {sha(2000): "p", ups[0].sha: "p", ups[2].sha: "p"})
     assert asked

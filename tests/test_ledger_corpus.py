@@ -27,14 +27,22 @@ ROWS = [json.loads(line) for line in (DATA / "fbtriton-picks.jsonl").read_text()
 EXPECTED = [json.loads(line) for line in (DATA / "expected.jsonl").read_text().splitlines()]
 UPSTREAM = [json.loads(line) for line in (DATA / "upstream.jsonl").read_text().splitlines()]
 RULES = rec.Rules.build(
-    upstream_url="https://github.com/triton-lang/triton", fork_url="https://github.com/facebookexperimental/triton"
+    upstream_url="https://github.com/triton-lang/triton",
+    fork_url="https://github.com/facebookexperimental/triton",
 )
 
 
 def replay(rows: list[dict[str, Any]] = ROWS) -> tuple[Ledger, dict[str, int]]:
     up, fork, base = histories(rows, UPSTREAM)
     ledger = compute_ledger(
-        up, fork, Decisions({}), RULES, base=base, base_time=0, upstream_tip=up[-1].sha, fork_tip=fork[-1].sha,
+        up,
+        fork,
+        Decisions({}),
+        RULES,
+        base=base,
+        base_time=0,
+        upstream_tip=up[-1].sha,
+        fork_tip=fork[-1].sha,
         patch_id=lambda shas: {},
     )
     return ledger, {c.sha: u["pr"] for c, u in zip(up, UPSTREAM, strict=True)}
@@ -114,8 +122,10 @@ def test_a_bundle_title_cut_by_github_is_continued_by_the_body() -> None:
 
 
 def test_links_in_the_quoted_upstream_message_are_not_picks() -> None:
-    """"Upstream commit message: ```> ... #7929 ...```" names another PR: not carried."""
-    row = message("[triton][beta] [Cherry-pick] '[AMD][BACKEND] Coalesce direct-to-lds loads with padded enco")
+    """ "Upstream commit message: ```> ... #7929 ...```" names another PR: not carried."""
+    row = message(
+        "[triton][beta] [Cherry-pick] '[AMD][BACKEND] Coalesce direct-to-lds loads with padded enco"
+    )
     assert "7929" in row["message"] and CARRIED[row["sha"]] == [8185]
 
 
@@ -142,15 +152,17 @@ PREFIX = re.compile(r"^\[triton\]\[beta\] ")
 @pytest.mark.parametrize("prefix", ["[ROCm] ", "[fork] ", "[release/3.4] ", "[fork][v2] ", ""])
 def test_the_fork_prefix_is_general(prefix: str) -> None:
     """The same messages under another fork's prefix (or none) carry the same upstream commits."""
-    rows = [{**r, "subject": PREFIX.sub(prefix, r["subject"]),
-             "message": PREFIX.sub(prefix, r["message"])} for r in ROWS]
+    rows = [
+        {**r, "subject": PREFIX.sub(prefix, r["subject"]), "message": PREFIX.sub(prefix, r["message"])}
+        for r in ROWS
+    ]
     ledger, pr_of = replay(rows)
     renamed = {p.sha: sorted(pr_of[u] for u in p.upstream) for p in ledger.picks}
     assert renamed == CARRIED
 
 
 def test_fork_pins_are_read_from_bundle_bodies() -> None:
-    """"`UPSTREAM_FRONTIER_HASH` advanced to #10059 (`ca6bd0c`)" is read; "UPSTREAM_HASH
+    """ "`UPSTREAM_FRONTIER_HASH` advanced to #10059 (`ca6bd0c`)" is read; "UPSTREAM_HASH
     unchanged" keeps the previous (none here)."""
     pins = LEDGER.fork_pins
     assert pins.frontier_hash is not None and PR_OF[pins.frontier_hash] == 10059

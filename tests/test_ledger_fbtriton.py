@@ -18,7 +18,9 @@ ENGINEER = "Fork Engineer <engineer@fb.example>"
 GITHUB = {"GIT_COMMITTER_NAME": "GitHub", "GIT_COMMITTER_EMAIL": "noreply@github.com"}
 
 
-def merge_fork_pr(p: ForkedPair, title: str, number: int, files: dict[str, str | None], body: str = "") -> str:
+def merge_fork_pr(
+    p: ForkedPair, title: str, number: int, files: dict[str, str | None], body: str = ""
+) -> str:
     """Squash-merge fork PR ``number`` the way GitHub does: ``<title> (#number)``, committed by GitHub."""
     p.fork.write(files)
     env = {**p.fork._dated_env(None, ENGINEER), **GITHUB}
@@ -82,8 +84,11 @@ def test_bundle_sections_with_counts_or_without_colons_are_not_picks(forked: For
     wont = p.up(7004, "[CI] Bump the runner image")
     pinned = p.up(7005, "[NVIDIA] Use TMA stores")
     bundle = merge_fork_pr(
-        p, "[Cherry-pick][BUNDLE] Cherry-pick 3 upstream(#7001 #7002 #6000)", 812,
-        {"src/pr7001.py": "# change 7001\n", "src/pr7002.py": "# change 7002\n"}, BUNDLE_BODY,
+        p,
+        "[Cherry-pick][BUNDLE] Cherry-pick 3 upstream(#7001 #7002 #6000)",
+        812,
+        {"src/pr7001.py": "# change 7001\n", "src/pr7002.py": "# change 7002\n"},
+        BUNDLE_BODY,
     )
     ledger = p.ledger()
     assert carriers(ledger, a) == carriers(ledger, b) == (bundle,)
@@ -101,14 +106,31 @@ def test_github_revert_button_on_a_pick_pr_undoes_the_pick(forked: Forked) -> No
     a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
     b = p.up(7002, "[BACKEND] Hoist loads out of loops")
     c = p.up(7003, "[FRONTEND] Allow constexpr step")
-    pick_a = merge_fork_pr(p, "[Cherry-pick] '[AMD] Fix buffer load lowering for i8 pointers (#7001)'", 7008,
-                           {"src/pr7001.py": "# change 7001\n"})
-    pick_b = merge_fork_pr(p, "[BACKEND] Hoist loads out of loops (#7002)", 7010, {"src/pr7002.py": "# change 7002\n"})
-    pick_c = merge_fork_pr(p, "[Cherry-pick] '[FRONTEND] Allow constexpr step (#7003)'", 7012, {"src/pr7003.py": "# change 7003\n"})
-    revert_a = merge_fork_pr(p, "Revert \"[Cherry-pick] '[AMD] Fix buffer load lowering for i8 pointers (#7001)'\"", 7009,
-                             {"src/pr7001.py": None}, "Reverts facebookexperimental/triton#7008")
-    revert_b = merge_fork_pr(p, 'Revert "Hoist loads"', 7011, {"src/pr7002.py": None},
-                             "Reverts facebookexperimental/triton#7010")
+    pick_a = merge_fork_pr(
+        p,
+        "[Cherry-pick] '[AMD] Fix buffer load lowering for i8 pointers (#7001)'",
+        7008,
+        {"src/pr7001.py": "# change 7001\n"},
+    )
+    pick_b = merge_fork_pr(
+        p, "[BACKEND] Hoist loads out of loops (#7002)", 7010, {"src/pr7002.py": "# change 7002\n"}
+    )
+    pick_c = merge_fork_pr(
+        p,
+        "[Cherry-pick] '[FRONTEND] Allow constexpr step (#7003)'",
+        7012,
+        {"src/pr7003.py": "# change 7003\n"},
+    )
+    revert_a = merge_fork_pr(
+        p,
+        "Revert \"[Cherry-pick] '[AMD] Fix buffer load lowering for i8 pointers (#7001)'\"",
+        7009,
+        {"src/pr7001.py": None},
+        "Reverts facebookexperimental/triton#7008",
+    )
+    revert_b = merge_fork_pr(
+        p, 'Revert "Hoist loads"', 7011, {"src/pr7002.py": None}, "Reverts facebookexperimental/triton#7010"
+    )
     ledger = p.ledger("upstream:\n  url: https://github.com/triton-lang/triton\n")
     for upstream_sha, pick, revert in ((a, pick_a, revert_a), (b, pick_b, revert_b)):
         entry = ledger.entry(upstream_sha)
@@ -125,13 +147,28 @@ def test_fork_only_work_naming_upstream_prs_in_prose_is_not_a_pick(forked: Forke
     a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
     b = p.up(7002, "[BACKEND] Hoist loads out of loops")
     c = p.up(7003, "[FRONTEND] Allow constexpr step")
-    merge_fork_pr(p, "[TLX] Fix warp specialization after upstream hoisting", 7001, {"tlx/ws.py": "ws = 2\n"},
-                  "The TLX pipeliner broke because of https://github.com/triton-lang/triton/pull/7002;\n"
-                  "work around it until upstream settles.")
-    merge_fork_pr(p, "[autoWS] Barrier placement", 7003, {"aws/b.py": "b\n"},
-                  "Similar to https://github.com/triton-lang/triton/pull/7003 but for autoWS partitions.")
-    port = merge_fork_pr(p, "Port the buffer load fix", 7050, {"src/pr7001.py": "# change 7001, ported\n"},
-                         "Port of https://github.com/triton-lang/triton/pull/7001")
+    merge_fork_pr(
+        p,
+        "[TLX] Fix warp specialization after upstream hoisting",
+        7001,
+        {"tlx/ws.py": "ws = 2\n"},
+        "The TLX pipeliner broke because of https://github.com/triton-lang/triton/pull/7002;\n"
+        "work around it until upstream settles.",
+    )
+    merge_fork_pr(
+        p,
+        "[autoWS] Barrier placement",
+        7003,
+        {"aws/b.py": "b\n"},
+        "Similar to https://github.com/triton-lang/triton/pull/7003 but for autoWS partitions.",
+    )
+    port = merge_fork_pr(
+        p,
+        "Port the buffer load fix",
+        7050,
+        {"src/pr7001.py": "# change 7001, ported\n"},
+        "Port of https://github.com/triton-lang/triton/pull/7001",
+    )
     ledger = p.ledger("upstream:\n  url: https://github.com/triton-lang/triton\n")
     assert carriers(ledger, a) == (port,)
     assert carriers(ledger, b) == () and carriers(ledger, c) == ()
@@ -146,8 +183,12 @@ def test_bundle_title_cut_by_github_does_not_read_the_fork_number_as_listed(fork
     b = p.up(7002, "[BACKEND] Hoist loads out of loops")
     c = p.up(7003, "[FRONTEND] Allow constexpr step")
     own_number = p.up(7104, "[AMD] Tune waves per eu")
-    bundle = merge_fork_pr(p, "[Cherry-pick][BUNDLE] Cherry-pick 12 upstream(#7001 #7002 #70…", 7104,
-                           {"src/pr7001.py": "# change 7001\n", "src/pr7002.py": "# change 7002, bundled\n"})
+    bundle = merge_fork_pr(
+        p,
+        "[Cherry-pick][BUNDLE] Cherry-pick 12 upstream(#7001 #7002 #70…",
+        7104,
+        {"src/pr7001.py": "# change 7001\n", "src/pr7002.py": "# change 7002, bundled\n"},
+    )
     ledger = p.ledger()
     assert carriers(ledger, a) == carriers(ledger, b) == (bundle,)
     assert carriers(ledger, c) == () and carriers(ledger, own_number) == ()
@@ -169,8 +210,13 @@ def test_bundle_listing_an_upstream_revert_does_not_pick_what_it_reverts(forked:
         '- Revert "[FRONTEND] Allow constexpr step (#7003)" (#7100)\n'
         "| #7101 | [AMD] Fix regression from #7002 |\n"
     )
-    bundle = merge_fork_pr(p, "[Cherry-pick][BUNDLE] Cherry-pick 3 upstream PRs", 7002,
-                           {"src/pr7001.py": "# change 7001\n", "src/pr7101.py": "# change 7101\n"}, body)
+    bundle = merge_fork_pr(
+        p,
+        "[Cherry-pick][BUNDLE] Cherry-pick 3 upstream PRs",
+        7002,
+        {"src/pr7001.py": "# change 7001\n", "src/pr7101.py": "# change 7101\n"},
+        body,
+    )
     ledger = p.ledger()
     assert carriers(ledger, a) == carriers(ledger, revert) == carriers(ledger, fix) == (bundle,)
     assert carriers(ledger, b) == () and carriers(ledger, c) == ()
@@ -182,8 +228,13 @@ def test_bundle_title_without_a_list_does_not_read_the_merge_suffix_as_one(forke
     p = forked()
     a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
     b = p.up(7002, "[BACKEND] Hoist loads out of loops")
-    bundle = merge_fork_pr(p, "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream PR", 7002,
-                           {"src/pr7001.py": "# change 7001\n"}, "## Picked\n- #7001\n")
+    bundle = merge_fork_pr(
+        p,
+        "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream PR",
+        7002,
+        {"src/pr7001.py": "# change 7001\n"},
+        "## Picked\n- #7001\n",
+    )
     ledger = p.ledger()
     assert carriers(ledger, a) == (bundle,)
     assert carriers(ledger, b) == ()
@@ -207,8 +258,13 @@ def test_pin_lines_in_prose_or_tables_are_not_picks(forked: Forked) -> None:
         "| pin | commit |\n|---|---|\n"
         f"| frontier | {tip[:10]} |\n| contiguous pin | {hole[:10]} |\n"
     )
-    bundle = merge_fork_pr(p, "[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#7001 #7003)", 7004,
-                           {"src/pr7001.py": "# change 7001\n", "src/pr7003.py": "# change 7003\n"}, body)
+    bundle = merge_fork_pr(
+        p,
+        "[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#7001 #7003)",
+        7004,
+        {"src/pr7001.py": "# change 7001\n", "src/pr7003.py": "# change 7003\n"},
+        body,
+    )
     ledger = p.ledger()
     assert carriers(ledger, a) == carriers(ledger, pin_llvm) == (bundle,)
     assert carriers(ledger, hole) == () and carriers(ledger, tip) == ()
@@ -222,7 +278,13 @@ def test_wont_port_heading_with_a_typographic_apostrophe_excludes_its_list(forke
     a = p.up(7001, "[AMD] Fix buffer load lowering for i8 pointers")
     wont = p.up(7002, "[CI] Bump the runner image")
     body = "## Picked\n- #7001\n\n## Won’t port\n- #7002 (CI only)\n"
-    bundle = merge_fork_pr(p, "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream(#7001)", 900, {"src/pr7001.py": "# change 7001\n"}, body)
+    bundle = merge_fork_pr(
+        p,
+        "[Cherry-pick][BUNDLE] Cherry-pick 1 upstream(#7001)",
+        900,
+        {"src/pr7001.py": "# change 7001\n"},
+        body,
+    )
     ledger = p.ledger()
     assert carriers(ledger, a) == (bundle,)
     assert carriers(ledger, wont) == ()
@@ -232,9 +294,15 @@ def test_upstream_hotfix_tag_is_part_of_the_subject_not_an_urgent_mark(forked: F
     """An upstream subject that starts with ``[Hotfix]``, picked unquoted, is an ordinary pick: the
     tag belongs to upstream's subject; only ``[URGENT]`` or a decision marks a pick urgent."""
     p = forked()
-    fix = p.up(7050, "[Hotfix] Fix crash in the autotuner on empty configs", {"python/autotune.py": "ok = 1\n"})
-    fork_sha = merge_fork_pr(p, "[Cherry-pick] [Hotfix] Fix crash in the autotuner on empty configs (#7050)", 412,
-                             {"python/autotune.py": "ok = 1\n"})
+    fix = p.up(
+        7050, "[Hotfix] Fix crash in the autotuner on empty configs", {"python/autotune.py": "ok = 1\n"}
+    )
+    fork_sha = merge_fork_pr(
+        p,
+        "[Cherry-pick] [Hotfix] Fix crash in the autotuner on empty configs (#7050)",
+        412,
+        {"python/autotune.py": "ok = 1\n"},
+    )
     ledger = p.ledger()
     entry = ledger.entry(fix)
     assert entry is not None and entry.disposition is Disposition.PICKED

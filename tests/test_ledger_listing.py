@@ -27,7 +27,9 @@ from workers.engine.pair import open_pair
 Forked = Callable[[], ForkedPair]
 
 
-def _build(upstream: Path, fork: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, *, limited: bool) -> tuple[str, list[str]]:
+def _build(
+    upstream: Path, fork: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, *, limited: bool
+) -> tuple[str, list[str]]:
     """The ledger JSON built with a fresh cache, and which listings ran ("full" / "limited")."""
     monkeypatch.setenv("FORKSYNC_CACHE_DIR", str(cache))
     monkeypatch.setattr(ledger_mod, "PATH_LIMITED_MAX", 10_000 if limited else -1)
@@ -35,7 +37,9 @@ def _build(upstream: Path, fork: Path, cache: Path, monkeypatch: pytest.MonkeyPa
     ran: list[str] = []
     full, part = history.changed_files_raw, history.touching_files_raw
     monkeypatch.setattr(ledger_mod, "changed_files_raw", lambda *a, **k: ran.append("full") or full(*a, **k))
-    monkeypatch.setattr(ledger_mod, "touching_files_raw", lambda *a, **k: ran.append("limited") or part(*a, **k))
+    monkeypatch.setattr(
+        ledger_mod, "touching_files_raw", lambda *a, **k: ran.append("limited") or part(*a, **k)
+    )
     pair = open_pair(str(upstream), str(fork))
     data = ledger_mod.build_ledger(pair, LedgerConfig()).as_json()
     return json.dumps(data, sort_keys=True), ran
@@ -113,7 +117,11 @@ def test_a_log_without_files_reads_the_same_commits(forked: Forked) -> None:
     p.fork.commit("Fork only\n\nBody line\nwith two lines", {"src/c.py": "c\n"})
     pair = open_pair(str(p.upstream.path), str(p.fork.path))
     for tip, messages in ((pair.upstream_tip, False), (pair.fork_tip, True)):
-        full = history.read_range(pair.repo, tip, [pair.base], first_parent=False, messages=messages, files=True)
-        bare = history.read_range(pair.repo, tip, [pair.base], first_parent=False, messages=messages, files=False)
+        full = history.read_range(
+            pair.repo, tip, [pair.base], first_parent=False, messages=messages, files=True
+        )
+        bare = history.read_range(
+            pair.repo, tip, [pair.base], first_parent=False, messages=messages, files=False
+        )
         assert [dataclasses.replace(c, files=(), changes=frozenset()) for c in full] == bare
         assert any(c.files for c in full) and (not messages or any("\n" in c.message for c in bare))

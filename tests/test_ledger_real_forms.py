@@ -29,8 +29,11 @@ def three(p: ForkedPair) -> tuple[str, str, str]:
 
 def bundle_of_three(p: ForkedPair, body: str = "") -> str:
     return merge_fork_pr(
-        p, f"{BETA} [Cherry-pick][BUNDLE] Cherry-pick 3 upstream(#7001 #7002 #7003)", 7002,
-        {f"src/pr{n}.py": f"# change {n}\n" for n in (7001, 7002, 7003)}, body,
+        p,
+        f"{BETA} [Cherry-pick][BUNDLE] Cherry-pick 3 upstream(#7001 #7002 #7003)",
+        7002,
+        {f"src/pr{n}.py": f"# change {n}\n" for n in (7001, 7002, 7003)},
+        body,
     )
 
 
@@ -40,8 +43,13 @@ def test_git_revert_of_one_upstream_commit_inside_a_bundle_unpicks_only_it(forke
     p = forked()
     a, b, c = three(p)
     bundle = bundle_of_three(p)
-    revert = merge_fork_pr(p, 'Revert "[BACKEND] Hoist loads out of loops (#7002)"', 7010, {"src/pr7002.py": None},
-                           f"This reverts commit {b}.")
+    revert = merge_fork_pr(
+        p,
+        'Revert "[BACKEND] Hoist loads out of loops (#7002)"',
+        7010,
+        {"src/pr7002.py": None},
+        f"This reverts commit {b}.",
+    )
     ledger = p.ledger()
     assert carriers(ledger, a) == carriers(ledger, c) == (bundle,)
     assert carriers(ledger, b) == ()
@@ -57,10 +65,17 @@ def test_revert_by_subject_inside_a_bundle_and_its_reapply(forked: Forked) -> No
     p = forked()
     a, _, c = three(p)
     bundle = bundle_of_three(p)
-    revert = merge_fork_pr(p, 'Revert "[FRONTEND] Allow constexpr step (#7003)"', 7011, {"src/pr7003.py": None})
+    revert = merge_fork_pr(
+        p, 'Revert "[FRONTEND] Allow constexpr step (#7003)"', 7011, {"src/pr7003.py": None}
+    )
     assert carriers(p.ledger(), c) == () and carriers(p.ledger(), a) == (bundle,)
-    merge_fork_pr(p, "Revert \"Revert \"[FRONTEND] Allow constexpr step (#7003)\"\"", 7012,
-                  {"src/pr7003.py": "# change 7003\n"}, f"This reverts commit {revert}.")
+    merge_fork_pr(
+        p,
+        'Revert "Revert "[FRONTEND] Allow constexpr step (#7003)""',
+        7012,
+        {"src/pr7003.py": "# change 7003\n"},
+        f"This reverts commit {revert}.",
+    )
     assert carriers(p.ledger(), c) == (bundle,)
 
 
@@ -68,8 +83,13 @@ def test_github_revert_button_on_a_bundle_pr_unpicks_all_of_it(forked: Forked) -
     p = forked()
     a, b, c = three(p)
     bundle_of_three(p)
-    merge_fork_pr(p, f'Revert "{BETA} [Cherry-pick][BUNDLE] Cherry-pick 3 upstream(#7001 #7002 #7003)"', 7013,
-                  {f"src/pr{n}.py": None for n in (7001, 7002, 7003)}, "Reverts facebookexperimental/triton#7002")
+    merge_fork_pr(
+        p,
+        f'Revert "{BETA} [Cherry-pick][BUNDLE] Cherry-pick 3 upstream(#7001 #7002 #7003)"',
+        7013,
+        {f"src/pr{n}.py": None for n in (7001, 7002, 7003)},
+        "Reverts facebookexperimental/triton#7002",
+    )
     ledger = p.ledger()
     assert carriers(ledger, a) == carriers(ledger, b) == carriers(ledger, c) == ()
     assert ledger.metrics.picked == 0
@@ -80,18 +100,38 @@ def test_phabricator_back_out_and_revert_d_forms_undo_the_pick(forked: Forked) -
     "Differential Revision: D<n>" names) undo the pick; `Revert D<n>: Revert D<m>: ...` redoes it."""
     p = forked()
     a, b, _ = three(p)
-    pick_a = merge_fork_pr(p, f"{BETA} [Cherry-pick] '[AMD] Fix buffer load lowering for i8 pointers (#7001)'", 7020,
-                           {"src/pr7001.py": "# change 7001\n"}, "Differential Revision: D100")
-    pick_b = merge_fork_pr(p, f"{BETA} [Cherry-pick] '[BACKEND] Hoist loads out of loops (#7002)'", 7021,
-                           {"src/pr7002.py": "# change 7002\n"}, "Differential Revision: D101")
-    merge_fork_pr(p, f"Back out \"{BETA} [Cherry-pick] '[AMD] Fix buffer load lowering for i8 pointers (#7001)'\"", 7022,
-                  {"src/pr7001.py": None}, "Differential Revision: D102")
-    merge_fork_pr(p, "Revert D101: something the title does not repeat", 7023, {"src/pr7002.py": None},
-                  "Differential Revision:\nD101\n\nOriginal Phabricator Diff: D101")
+    pick_a = merge_fork_pr(
+        p,
+        f"{BETA} [Cherry-pick] '[AMD] Fix buffer load lowering for i8 pointers (#7001)'",
+        7020,
+        {"src/pr7001.py": "# change 7001\n"},
+        "Differential Revision: D100",
+    )
+    pick_b = merge_fork_pr(
+        p,
+        f"{BETA} [Cherry-pick] '[BACKEND] Hoist loads out of loops (#7002)'",
+        7021,
+        {"src/pr7002.py": "# change 7002\n"},
+        "Differential Revision: D101",
+    )
+    merge_fork_pr(
+        p,
+        f"Back out \"{BETA} [Cherry-pick] '[AMD] Fix buffer load lowering for i8 pointers (#7001)'\"",
+        7022,
+        {"src/pr7001.py": None},
+        "Differential Revision: D102",
+    )
+    merge_fork_pr(
+        p,
+        "Revert D101: something the title does not repeat",
+        7023,
+        {"src/pr7002.py": None},
+        "Differential Revision:\nD101\n\nOriginal Phabricator Diff: D101",
+    )
     ledger = p.ledger()
     assert carriers(ledger, a) == () and carriers(ledger, b) == ()
     assert "reverted by" in (ledger.entry(a) or ledger.entries[0]).reason
-    merge_fork_pr(p, "Revert D102: Back out \"...\"", 7024, {"src/pr7001.py": "# change 7001\n"})
+    merge_fork_pr(p, 'Revert D102: Back out "..."', 7024, {"src/pr7001.py": "# change 7001\n"})
     assert carriers(p.ledger(), a) == (pick_a,) and pick_b
 
 
@@ -108,8 +148,13 @@ def test_defer_and_wont_port_trailers_are_decisions_and_notes_win(forked: Forked
         f"Reactor Backport Revision: {a}\nReactor Backport Revision: {d}\n"
         f"Reactor Defer Revision: {b}\nReactor WontPort Revision: {c}\n"
     )
-    merge_fork_pr(p, f"{BETA} [Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#7001 #7004)", 7030,
-                  {"src/pr7001.py": "# change 7001\n", "src/pr7004.py": "# change 7004\n"}, body)
+    merge_fork_pr(
+        p,
+        f"{BETA} [Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#7001 #7004)",
+        7030,
+        {"src/pr7001.py": "# change 7001\n", "src/pr7004.py": "# change 7004\n"},
+        body,
+    )
     ledger = p.ledger()
     eb, ec = ledger.entry(b), ledger.entry(c)
     assert eb is not None and eb.disposition is Disposition.DEFERRED and eb.decided_by == "message"
@@ -122,7 +167,10 @@ def test_defer_and_wont_port_trailers_are_decisions_and_notes_win(forked: Forked
     again = p.ledger()
     e = again.entry(b)
     assert e is not None and e.disposition is Disposition.WONT_PORT and e.decided_by == "notes"
-    assert "in the decisions notes: not for beta" in e.reason and "wins over: deferred by fork commit" in e.reason
+    assert (
+        "in the decisions notes: not for beta" in e.reason
+        and "wins over: deferred by fork commit" in e.reason
+    )
 
 
 def test_bundle_sections_decide_and_status_reports_the_fork_pins(forked: Forked) -> None:
@@ -138,8 +186,13 @@ def test_bundle_sections_decide_and_status_reports_the_fork_pins(forked: Forked)
         f"Two-pin state: `UPSTREAM_HASH` advanced to #7001 (`{a[:7]}`); "
         f"`UPSTREAM_FRONTIER_HASH` advanced to #7003 (`{c[:7]}`).\n"
     )
-    merge_fork_pr(p, f"{BETA} [Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#7001 #7004)", 7040,
-                  {"src/pr7001.py": "# change 7001\n", "src/pr7004.py": "# change 7004\n"}, body)
+    merge_fork_pr(
+        p,
+        f"{BETA} [Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#7001 #7004)",
+        7040,
+        {"src/pr7001.py": "# change 7001\n", "src/pr7004.py": "# change 7004\n"},
+        body,
+    )
     ledger = p.ledger()
     assert (ledger.entry(b) or ledger.entries[0]).disposition is Disposition.DEFERRED
     assert (ledger.entry(c) or ledger.entries[0]).disposition is Disposition.WONT_PORT
@@ -173,14 +226,27 @@ def ledger_cli(p: ForkedPair, *args: str) -> tuple[int, str, str]:
 def test_forksync_ledger_says_why_each_commit_has_its_disposition(forked: Forked) -> None:
     p = forked()
     a, b, c = three(p)
-    bundle = merge_fork_pr(p, f"{BETA} [Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#7001 #7003)", 7002,
-                           {"src/pr7001.py": "# change 7001\n", "src/pr7003.py": "# change 7003\n"},
-                           f"Reactor Backport Revision: {c}\n")
+    bundle = merge_fork_pr(
+        p,
+        f"{BETA} [Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#7001 #7003)",
+        7002,
+        {"src/pr7001.py": "# change 7001\n", "src/pr7003.py": "# change 7003\n"},
+        f"Reactor Backport Revision: {c}\n",
+    )
     code, out, _ = ledger_cli(p, "--json")
     assert code == 0
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["sha"] for r in rows] == [a, b, c]
-    assert set(rows[0]) == {"sha", "pr_number", "subject", "disposition", "backlog", "carriers", "decided_by", "reason"}
+    assert set(rows[0]) == {
+        "sha",
+        "pr_number",
+        "subject",
+        "disposition",
+        "backlog",
+        "carriers",
+        "decided_by",
+        "reason",
+    }
     assert rows[0]["carriers"] == [{"sha": bundle, "recogniser": "bundle"}]
     assert rows[2]["carriers"] == [{"sha": bundle, "recogniser": "trailer"}]
     assert rows[1]["disposition"] == "pending" and rows[1]["backlog"] is True and rows[1]["carriers"] == []

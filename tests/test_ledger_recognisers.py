@@ -14,7 +14,9 @@ UPSTREAM_URL = "https://github.com/triton-lang/triton"
 FORK_URL = "https://github.com/example-org/triton"
 
 
-def commit(sha: str, subject: str, body: str = "", *, files: tuple[str, ...] = ("a.py",), time: int = 100) -> Commit:
+def commit(
+    sha: str, subject: str, body: str = "", *, files: tuple[str, ...] = ("a.py",), time: int = 100
+) -> Commit:
     message = subject + (f"\n\n{body}" if body else "")
     return Commit(
         sha=sha,
@@ -39,7 +41,7 @@ UPSTREAM = [
     commit(sha(0xA2), "[FRONTEND] Allow constexpr step (#100)"),
     commit(sha(0xA3), "[BACKEND] Hoist loads (#101)"),
     commit(sha(0xA4), "[Docs] Clarify dot precision (#102)"),
-    commit(sha(0xA5), "Revert \"[BACKEND] Hoist loads (#101)\" (#103)"),
+    commit(sha(0xA5), 'Revert "[BACKEND] Hoist loads (#101)" (#103)'),
 ]
 INDEX = rec.UpstreamIndex(UPSTREAM)
 RULES = rec.Rules.build(upstream_url=UPSTREAM_URL, fork_url=FORK_URL)
@@ -74,7 +76,7 @@ def test_trailer_to_a_commit_outside_the_range_carries_nothing() -> None:
 def test_fork_pr_number_is_never_read_as_upstream() -> None:
     """In `[Cherry-pick] '<subject> (#N)' (#M)`, M is the fork's PR even if upstream has a PR M."""
     assert carried("[Cherry-pick] '[FRONTEND] Allow constexpr step (#100)' (#7)") == (sha(0xA2),)
-    assert carried("[Cherry-pick][RESOLVED] \"[BACKEND] Hoist loads (#101)\" (#7)") == (sha(0xA3),)
+    assert carried('[Cherry-pick][RESOLVED] "[BACKEND] Hoist loads (#101)" (#7)') == (sha(0xA3),)
     assert how("[Cherry-pick] '[FRONTEND] Allow constexpr step (#100)' (#7)") == rec.PR_SUBJECT
 
 
@@ -162,7 +164,9 @@ def test_configured_pr_pattern() -> None:
 
 def test_urgent_tag_is_read_from_the_pick_subject() -> None:
     """`[Cherry-pick][URGENT] ...` marks the pick urgent (it must not move the frontier)."""
-    found = rec.recognise(commit("f" * 40, "[Cherry-pick][URGENT] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES)
+    found = rec.recognise(
+        commit("f" * 40, "[Cherry-pick][URGENT] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES
+    )
     assert found.upstream == (sha(0xA1),) and found.urgent
     plain = rec.recognise(commit("f" * 40, "[Cherry-pick] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES)
     assert not plain.urgent
@@ -176,7 +180,7 @@ def test_urgent_tag_is_read_from_the_pick_subject() -> None:
         # GitHub's revert button: no sha, subject quotes the fork commit's subject (+ new fork PR).
         ("Revert \"[Cherry-pick] 'x (#100)' (#7)\" (#12)", "Reverts example-org/triton#7", "pick"),
         # A pick of upstream's own revert is not a fork revert.
-        ("Revert \"[BACKEND] Hoist loads (#101)\" (#103)", f"This reverts commit {sha(0xA3)}.", None),
+        ('Revert "[BACKEND] Hoist loads (#101)" (#103)', f"This reverts commit {sha(0xA3)}.", None),
     ],
 )
 def test_revert_targets(subject: str, body: str, expected: str | None) -> None:
@@ -190,7 +194,9 @@ def test_revert_targets(subject: str, body: str, expected: str | None) -> None:
 
 def test_pick_of_upstream_revert_is_recognised_as_a_pick() -> None:
     """Upstream's `Revert "..." (#103)` picked as is carries upstream #103, not #101."""
-    assert carried("Revert \"[BACKEND] Hoist loads (#101)\" (#103)", f"This reverts commit {sha(0xA3)}.") == (sha(0xA5),)
+    assert carried('Revert "[BACKEND] Hoist loads (#101)" (#103)', f"This reverts commit {sha(0xA3)}.") == (
+        sha(0xA5),
+    )
 
 
 def test_pick_subject_keeps_upstream_tags_after_the_pick_tag() -> None:
@@ -207,7 +213,10 @@ def test_bundle_prose_numbers_are_not_picks_but_inline_picked_lists_are() -> Non
 
 def test_bundle_subject_variants() -> None:
     """`upstream commits (#a, #b)` and `upstream PRs (#a #b)` list the same way."""
-    assert carried("[Cherry-pick][BUNDLE] Cherry-pick 2 upstream commits (#100, #102) (#9)") == (sha(0xA2), sha(0xA4))
+    assert carried("[Cherry-pick][BUNDLE] Cherry-pick 2 upstream commits (#100, #102) (#9)") == (
+        sha(0xA2),
+        sha(0xA4),
+    )
     assert carried("[Cherry-pick] [BUNDLE] Cherry-pick 2 upstream PRs (#101 #102)") == (sha(0xA3), sha(0xA4))
 
 
@@ -240,7 +249,10 @@ def test_patch_id_rounds_find_a_far_match_and_ask_few_ids() -> None:
     from workers.engine.decisions import Decisions
     from workers.engine.ledger import compute_ledger
 
-    ups = [commit(sha(1000 + i), f"Change {i} (#{500 + i})", files=("lib/x.cpp",), time=1000 + i) for i in range(15)]
+    ups = [
+        commit(sha(1000 + i), f"Change {i} (#{500 + i})", files=("lib/x.cpp",), time=1000 + i)
+        for i in range(15)
+    ]
     fork = [commit(sha(2000), "Fork adoption of an old fix", files=("lib/x.cpp",), time=5000)]
     calls: list[set[str]] = []
 
@@ -251,8 +263,16 @@ def test_patch_id_rounds_find_a_far_match_and_ask_few_ids() -> None:
         return {s: ("same" if s in same else s) for s in asked}
 
     ledger = compute_ledger(
-        ups, fork, Decisions({}), RULES, base="0" * 40, base_time=900, upstream_tip=ups[-1].sha,
-        fork_tip=fork[0].sha, patch_id=patch_id, files_touching=lambda paths: {u.sha: frozenset(u.files) for u in ups},
+        ups,
+        fork,
+        Decisions({}),
+        RULES,
+        base="0" * 40,
+        base_time=900,
+        upstream_tip=ups[-1].sha,
+        fork_tip=fork[0].sha,
+        patch_id=patch_id,
+        files_touching=lambda paths: {u.sha: frozenset(u.files) for u in ups},
     )
     assert ledger.entry(sha(1014)).carriers == (sha(2000),)  # type: ignore[union-attr]
     assert ledger.metrics.picked == 1

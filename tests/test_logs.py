@@ -47,8 +47,12 @@ def test_a_task_inherits_its_senders_context_and_adds_its_own() -> None:
         headers = logs.publish_headers()
     assert headers == {logs.HEADER: {"delivery": "d-3", "repo": "acme/fork"}}  # not the parent's task id
     request = SimpleNamespace(id="t-9", headers=None, **headers)
-    assert logs.from_task(request, {"installation_id": 4}) == {"delivery": "d-3", "repo": "acme/fork",
-                                                                 "installation": 4, "task_id": "t-9"}
+    assert logs.from_task(request, {"installation_id": 4}) == {
+        "delivery": "d-3",
+        "repo": "acme/fork",
+        "installation": 4,
+        "task_id": "t-9",
+    }
 
 
 class _Records(logging.Handler):
@@ -81,12 +85,18 @@ def test_one_delivery_is_followed_from_webhook_to_pr(tmp_path: Path) -> None:
     remote.parent.mkdir(parents=True)
     run_git(tmp_path, ["clone", "--quiet", "--mirror", "--no-local", str(sample.fork), str(remote)])
     data = tmp_path / "data"
-    settings = WorkerSettings.from_mapping({"FORKSYNC_DATA_DIR": str(data),
-                                            "FORKSYNC_GIT_URL_MAP": json.dumps({UPSTREAM_URL: str(sample.upstream)})})
+    settings = WorkerSettings.from_mapping(
+        {
+            "FORKSYNC_DATA_DIR": str(data),
+            "FORKSYNC_GIT_URL_MAP": json.dumps({UPSTREAM_URL: str(sample.upstream)}),
+        }
+    )
     gh = DryGitHub(remotes={FORK_REPO: str(remote)})
     runtime.use(github=lambda _s, _i: gh)
     celery = create_celery(settings)
-    web = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}, sender=_AppSender(celery))
+    web = create_app(
+        {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}, sender=_AppSender(celery)
+    )
     capture = _Records()
     root = logging.getLogger()
     root.addHandler(capture)
@@ -94,12 +104,22 @@ def test_one_delivery_is_followed_from_webhook_to_pr(tmp_path: Path) -> None:
     root.setLevel(logging.INFO)
     delivery = "5f0e1a2b-follow-me"
     try:
-        with handlers.only_from("workers.tasks.ingest"), start_worker(celery, perform_ping_check=False, loglevel="INFO",
-                                                                      shutdown_timeout=30):
+        with (
+            handlers.only_from("workers.tasks.ingest"),
+            start_worker(celery, perform_ping_check=False, loglevel="INFO", shutdown_timeout=30),
+        ):
             body = json.dumps(_push_payload(Repository(remote).rev_parse("refs/heads/main") or "")).encode()
-            answer = web.test_client().post("/webhook", data=body, headers={
-                "Content-Type": "application/json", "X-GitHub-Event": "push", "X-GitHub-Delivery": delivery,
-                "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()})
+            answer = web.test_client().post(
+                "/webhook",
+                data=body,
+                headers={
+                    "Content-Type": "application/json",
+                    "X-GitHub-Event": "push",
+                    "X-GitHub-Delivery": delivery,
+                    "X-Hub-Signature-256": "sha256="
+                    + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest(),
+                },
+            )
             assert answer.status_code == 202
             deadline = time.monotonic() + 90
             while not gh.checks and time.monotonic() < deadline:
@@ -113,7 +133,9 @@ def test_one_delivery_is_followed_from_webhook_to_pr(tmp_path: Path) -> None:
     messages = [r.getMessage() for r in ours]
     loggers = {r.name for r in ours}
     assert any("accepted: forksync.on_push" in m for m in messages)  # the webhook view
-    assert any(m.startswith("ingest example-org/triton") and "because push" in m for m in messages)  # the ingest task
+    assert any(
+        m.startswith("ingest example-org/triton") and "because push" in m for m in messages
+    )  # the ingest task
     assert any(m.startswith("bundle PR #") for m in messages)  # ...down to the PR
     assert "forksync.webhooks" in loggers and "workers.jobs.ingestion" in loggers
     # Lines logged by the workers' code carry the task's id; the web request's lines (the view, and
@@ -124,5 +146,3 @@ def test_one_delivery_is_followed_from_webhook_to_pr(tmp_path: Path) -> None:
     # Nothing of this delivery is logged without its id (the ingest's lines all carry it).
     ingest_lines = [r for r in capture.records if r.name == "workers.jobs.ingestion"]
     assert ingest_lines and all(getattr(r, "delivery", None) == delivery for r in ingest_lines)
-
-

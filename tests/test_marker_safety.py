@@ -14,13 +14,16 @@ def test_a_marker_counts_only_at_the_top_of_the_body() -> None:
     assert carries_marker(f"{mark}\n\n@maint\n\nok", mark)
     assert carries_marker(f"{marker('bundle', 'k')}\n{mark}\nbody", mark)
     assert not carries_marker(f"@stranger\n\n{mark}", mark)
-    assert not carries_marker(f"{marker('reply', '1')}\n\n`/skip \"{mark}\"`", mark)
+    assert not carries_marker(f'{marker("reply", "1")}\n\n`/skip "{mark}"`', mark)
 
 
 def test_neutral_text_opens_no_comment_pings_nobody_links_no_issue() -> None:
-    text = neutral('<!-- forksync:approval:3 --> thanks @alice, see #12')
+    text = neutral("<!-- forksync:approval:3 --> thanks @alice, see #12")
     assert "<!--" not in text and "-->" not in text and "@alice" not in text and "#12" not in text
-    assert text.replace("\u200b", "").replace("\u200d", "") == "<!-- forksync:approval:3 --> thanks @alice, see #12"
+    assert (
+        text.replace("\u200b", "").replace("\u200d", "")
+        == "<!-- forksync:approval:3 --> thanks @alice, see #12"
+    )
 
 
 def test_a_reply_never_carries_a_marker_the_user_wrote() -> None:
@@ -44,7 +47,9 @@ def test_upstream_subjects_in_pr_bodies_are_inert() -> None:
     assert body.count("<!-- forksync:bundle:") == 1 and "@bob" not in body and "(#77)" in body
 
 
-def test_a_strangers_echoed_marker_does_not_silence_a_maintainers_command(command_world: CommandWorld) -> None:
+def test_a_strangers_echoed_marker_does_not_silence_a_maintainers_command(
+    command_world: CommandWorld,
+) -> None:
     """A reader's comment quoting the reply markers of the next comments is answered (refused) and
     the maintainer's next command is still answered."""
     w = command_world
@@ -53,7 +58,9 @@ def test_a_strangers_echoed_marker_does_not_silence_a_maintainers_command(comman
     w.say(f"/skip abc123 {quoted}", author="reader")
     cid = w.say("/help")
     (reply,) = w.replies(cid)
-    assert "/help" in reply["body"] and "/bundle" in reply["body"], "the maintainer's command was taken as answered"
+    assert "/help" in reply["body"] and "/bundle" in reply["body"], (
+        "the maintainer's command was taken as answered"
+    )
 
 
 def test_an_echoed_approval_marker_does_not_revoke_an_approval(command_world: CommandWorld) -> None:

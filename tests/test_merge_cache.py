@@ -14,7 +14,9 @@ from workers.engine.changes import commit_changes
 from workers.engine.pick import MERGE_CACHE_FILE, GitMerger, MergeCache, PickTarget
 
 
-def _pick(repo: GitRepo, tip: str, up: str, cache: MergeCache) -> tuple[str | None, tuple[str, ...], GitMerger]:
+def _pick(
+    repo: GitRepo, tip: str, up: str, cache: MergeCache
+) -> tuple[str | None, tuple[str, ...], GitMerger]:
     pg = pygit2.Repository(str(repo.path))
     commit = pg.get(tip)
     assert isinstance(commit, pygit2.Commit)
@@ -26,9 +28,18 @@ def _pick(repo: GitRepo, tip: str, up: str, cache: MergeCache) -> tuple[str | No
 
 def _clean_and_conflicting(make_repo: Callable[[str], GitRepo]) -> list[tuple[GitRepo, str, str]]:
     text = "".join(f"line {i}\n" for i in range(30))
-    clean = fork_and_upstream(lambda name: make_repo(f"{name}-clean"), {"a.c": text}, {"a.c": text.replace("line 2\n", "fork 2\n")},
-                              {"a.c": text.replace("line 25\n", "up 25\n")})
-    conflict = fork_and_upstream(lambda name: make_repo(f"{name}-conflict"), {"f.c": HIST_BASE}, {"f.c": HIST_OURS}, {"f.c": HIST_THEIRS})
+    clean = fork_and_upstream(
+        lambda name: make_repo(f"{name}-clean"),
+        {"a.c": text},
+        {"a.c": text.replace("line 2\n", "fork 2\n")},
+        {"a.c": text.replace("line 25\n", "up 25\n")},
+    )
+    conflict = fork_and_upstream(
+        lambda name: make_repo(f"{name}-conflict"),
+        {"f.c": HIST_BASE},
+        {"f.c": HIST_OURS},
+        {"f.c": HIST_THEIRS},
+    )
     return [clean, conflict]
 
 
@@ -47,7 +58,9 @@ def test_outcomes_are_read_back_by_the_next_run(make_repo: Callable[[str], GitRe
     assert conflicts == ("f.c",)  # the second pair conflicts (git's histogram verdict), the first did not
 
 
-def test_a_foreign_or_broken_cache_is_not_trusted(make_repo: Callable[[str], GitRepo], tmp_path: Path) -> None:
+def test_a_foreign_or_broken_cache_is_not_trusted(
+    make_repo: Callable[[str], GitRepo], tmp_path: Path
+) -> None:
     """Another git version's file, a merged tree missing from the object database, a garbled line:
     each is ignored and the merge runs again, with git's own outcome."""
     repo, tip, up = _clean_and_conflicting(make_repo)[0]

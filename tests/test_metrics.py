@@ -20,14 +20,19 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def _app(tmp_path: Path, **extra: str):  # type: ignore[no-untyped-def]
     store = SqlFeedStore(None, tmp_path)
     store.put(recorded_feed("acme/triton"))
-    return create_app({"FORKSYNC_DATA_DIR": str(tmp_path), "FORKSYNC_WEBHOOK_SECRET": "s3cret", **extra}, feeds=store)
+    return create_app(
+        {"FORKSYNC_DATA_DIR": str(tmp_path), "FORKSYNC_WEBHOOK_SECRET": "s3cret", **extra}, feeds=store
+    )
 
 
 def _ping(client, delivery: str) -> None:  # type: ignore[no-untyped-def]
@@ -35,9 +40,16 @@ def _ping(client, delivery: str) -> None:  # type: ignore[no-untyped-def]
     import hmac
 
     body = b'{"zen": "Keep it logically awesome.", "hook_id": 1}'
-    client.post("/webhook", data=body, headers={
-        "Content-Type": "application/json", "X-GitHub-Event": "ping", "X-GitHub-Delivery": delivery,
-        "X-Hub-Signature-256": "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()})
+    client.post(
+        "/webhook",
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            "X-GitHub-Event": "ping",
+            "X-GitHub-Delivery": delivery,
+            "X-Hub-Signature-256": "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest(),
+        },
+    )
 
 
 def test_metrics_count_deliveries_and_show_fork_figures_and_queue_depths(tmp_path: Path) -> None:
@@ -47,7 +59,9 @@ def test_metrics_count_deliveries_and_show_fork_figures_and_queue_depths(tmp_pat
     key = ("forksync_webhook_deliveries_total", (("answer", "pong"), ("event", "ping")))
     _ping(client, "m-1")
     _ping(client, "m-2")
-    client.post("/webhook", data=b"{}", headers={"X-GitHub-Event": "../../etc", "X-Hub-Signature-256": "sha256=00"})
+    client.post(
+        "/webhook", data=b"{}", headers={"X-GitHub-Event": "../../etc", "X-Hub-Signature-256": "sha256=00"}
+    )
     answer = client.get("/metrics")
     assert answer.status_code == 200 and answer.mimetype == "text/plain"
     after = _samples(answer.text)
@@ -91,12 +105,22 @@ def test_workers_series_reach_metrics_in_multiprocess_mode(tmp_path: Path) -> No
     subprocess.run([sys.executable, "-c", worker], cwd=REPO_ROOT, env=env, check=True, timeout=60)
     web = textwrap.dedent(f"""
         from bot import create_app
-        app = create_app({{"FORKSYNC_DATA_DIR": {str(tmp_path / 'web')!r}}})
+        app = create_app({{"FORKSYNC_DATA_DIR": {str(tmp_path / "web")!r}}})
         print(app.test_client().get("/metrics").text)
     """)
-    out = subprocess.run([sys.executable, "-c", web], cwd=REPO_ROOT, env=env, check=True, timeout=60,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", web],
+        cwd=REPO_ROOT,
+        env=env,
+        check=True,
+        timeout=60,
+        capture_output=True,
+        text=True,
+    ).stdout
     samples = _samples(out)
-    assert samples[("forksync_task_duration_seconds_count", (("queue", "ingest"), ("task", "forksync.ingest")))] == 1
+    assert (
+        samples[("forksync_task_duration_seconds_count", (("queue", "ingest"), ("task", "forksync.ingest")))]
+        == 1
+    )
     assert samples[("forksync_task_failures_total", (("queue", "ingest"), ("task", "forksync.ingest")))] == 1
     assert samples[("forksync_l1_suite_duration_seconds_sum", (("status", "passed"), ("suite", "lit")))] == 42

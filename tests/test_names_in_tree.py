@@ -12,6 +12,8 @@ from workers.engine.planning import names_in_tree
 def test_names_in_tree_are_whole_words_of_the_tree(make_repo: Callable[[str], GitRepo]) -> None:
     """A name is known when a file of the tree has it as a whole word; a longer word does not count."""
     repo = make_repo("repo")
-    tip = repo.commit("base", {"lib/a.cpp": "Value builder(int x);\n", "py/t.py": "def target_size(): pass\n"})
+    tip = repo.commit(
+        "base", {"lib/a.cpp": "Value builder(int x);\n", "py/t.py": "def target_size(): pass\n"}
+    )
     known = names_in_tree(Repository(repo.path), tip, ["builder", "target", "TensorDescriptor", "not-a-name"])
     assert known == {"builder"}

@@ -45,10 +45,16 @@ class World:
     def pulls(self) -> dict[str, dict[str, Any]]:
         """Every PR (open or closed) by title: number, head, base, state, merged."""
         with self.gh.lock:
-            return {self.gh.state.issues[FORK][n]["title"]: {"number": n, "head": pr["head"], "base": pr["base"],
-                                                             "state": self.gh.state.issues[FORK][n]["state"],
-                                                             "merged": pr["merged"]}
-                    for n, pr in self.gh.state.pulls[FORK].items()}
+            return {
+                self.gh.state.issues[FORK][n]["title"]: {
+                    "number": n,
+                    "head": pr["head"],
+                    "base": pr["base"],
+                    "state": self.gh.state.issues[FORK][n]["state"],
+                    "merged": pr["merged"],
+                }
+                for n, pr in self.gh.state.pulls[FORK].items()
+            }
 
     def comments(self, number: int) -> list[str]:
         with self.gh.lock:
@@ -72,10 +78,20 @@ def world(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Iterator[World
         pair.fork.commit("Fork: small bundles", {".github/forksync.yml": config})
         pair.push_fork()
         url_map = pair.url_map
-        settings = WorkerSettings.from_mapping({**gh.settings(), "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
-                                                "FORKSYNC_GIT_URL_MAP": json.dumps(url_map)})
-        env = IngestEnv(settings, LiveGitHub(gh.app(), installation), GitCache(settings.data_dir / "git"),
-                        LocalState(settings.data_dir), run_engine)
+        settings = WorkerSettings.from_mapping(
+            {
+                **gh.settings(),
+                "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
+                "FORKSYNC_GIT_URL_MAP": json.dumps(url_map),
+            }
+        )
+        env = IngestEnv(
+            settings,
+            LiveGitHub(gh.app(), installation),
+            GitCache(settings.data_dir / "git"),
+            LocalState(settings.data_dir),
+            run_engine,
+        )
         yield World(gh, pair, env, installation)
     finally:
         gh.close()
@@ -101,7 +117,9 @@ def test_second_bundle_lands_first_and_the_others_are_rebuilt_in_the_same_prs(wo
     world.gh.review(FORK, pulls[B1]["number"], MAINTAINER, "APPROVED")
     chain_head = world.gh.head(FORK, pulls[CH]["head"])
     assert chain_head is not None
-    world.gh.adapter(world.installation).create_check_run(FORK, name=L1, head_sha=chain_head, status="in_progress")
+    world.gh.adapter(world.installation).create_check_run(
+        FORK, name=L1, head_sha=chain_head, status="in_progress"
+    )
     old_b1 = world.gh.head(FORK, pulls[B1]["head"])
 
     # Land the SECOND bundle first.
@@ -146,7 +164,9 @@ def test_an_old_pr_based_on_a_stale_branch_is_retargeted_not_duplicated(world: W
     pulls = world.pulls()
     number = pulls[B1]["number"]
     # From the stacked days: bundle 1's PR was based on another bundle's branch.
-    stale = world.gh.commit(FORK, {"old.txt": "old\n"}, branch="forksync/bundle/0ld0ld0", message="an old bundle")
+    stale = world.gh.commit(
+        FORK, {"old.txt": "old\n"}, branch="forksync/bundle/0ld0ld0", message="an old bundle"
+    )
     assert stale
     with world.gh.lock:
         world.gh.state.pulls[FORK][number]["base"] = "forksync/bundle/0ld0ld0"

@@ -61,9 +61,15 @@ def test_low_risk_commits_fill_bundles_closed_at_commit_bound() -> None:
     commits = [change(i, f"python/f{i}.py") for i in range(1, 8)]
     plan = partition(commits, CONFIG, FakeTrial())
     assert [b.commits for b in plan.bundles] == [
-        (sha(1), sha(2), sha(3)), (sha(4), sha(5), sha(6)), (sha(7),)
+        (sha(1), sha(2), sha(3)),
+        (sha(4), sha(5), sha(6)),
+        (sha(7),),
     ]
-    assert [b.id for b in plan.bundles] == [f"bundle-{sha(1)[:7]}", f"bundle-{sha(4)[:7]}", f"bundle-{sha(7)[:7]}"]
+    assert [b.id for b in plan.bundles] == [
+        f"bundle-{sha(1)[:7]}",
+        f"bundle-{sha(4)[:7]}",
+        f"bundle-{sha(7)[:7]}",
+    ]
     assert plan.chains == ()
 
 
@@ -100,7 +106,9 @@ def test_diverged_zone_seeds_chain_without_trial_pick() -> None:
 def test_risky_path_seeds_chain() -> None:
     """Touching a configured risky path (the LLVM pin) seeds a chain."""
     plan = partition([change(1, "cmake/llvm-hash.txt", lines=1)], CONFIG, FakeTrial())
-    assert reasons(plan)[sha(1)] == Reason(sha(1), "risky_path", "touches risky path cmake/llvm-hash.txt (cmake/llvm-hash.txt)")
+    assert reasons(plan)[sha(1)] == Reason(
+        sha(1), "risky_path", "touches risky path cmake/llvm-hash.txt (cmake/llvm-hash.txt)"
+    )
 
 
 def test_oversized_commit_seeds_chain() -> None:
@@ -113,7 +121,9 @@ def test_oversized_commit_seeds_chain() -> None:
 def test_commit_touching_chain_file_joins_chain() -> None:
     """A later commit touching a file of an open chain joins it (reason file), even if it would pick cleanly."""
     trial = FakeTrial({sha(1): ("lib/A.cpp",)})
-    plan = partition([change(1, "lib/A.cpp"), change(2, "docs/x.md"), change(3, "lib/A.cpp", "lib/B.cpp")], CONFIG, trial)
+    plan = partition(
+        [change(1, "lib/A.cpp"), change(2, "docs/x.md"), change(3, "lib/A.cpp", "lib/B.cpp")], CONFIG, trial
+    )
     assert plan.chains[0].commits == (sha(1), sha(3))
     assert reasons(plan)[sha(3)] == Reason(sha(3), "file", f"touches lib/A.cpp of chain-{sha(1)[:7]}")
     assert sha(3) not in trial.tried
@@ -123,8 +133,10 @@ def test_commit_touching_chain_file_joins_chain() -> None:
 def test_commit_touching_chain_symbol_joins_chain() -> None:
     """A commit in another file that changes a symbol of an open chain joins it (reason symbol)."""
     trial = FakeTrial({sha(1): ("lib/A.cpp",)})
-    commits = [change(1, "lib/A.cpp", symbols=["LayoutPropagation::rewrite"]),
-               change(2, "include/A.h", symbols=["LayoutPropagation::rewrite", "Other"])]
+    commits = [
+        change(1, "lib/A.cpp", symbols=["LayoutPropagation::rewrite"]),
+        change(2, "include/A.h", symbols=["LayoutPropagation::rewrite", "Other"]),
+    ]
     plan = partition(commits, CONFIG, trial)
     assert reasons(plan)[sha(2)].kind == "symbol"
     assert "LayoutPropagation::rewrite" in reasons(plan)[sha(2)].detail
@@ -133,8 +145,15 @@ def test_commit_touching_chain_symbol_joins_chain() -> None:
 def test_commit_linking_two_chains_merges_them_in_upstream_order() -> None:
     """A commit linking two chains merges them into the older one; members stay in upstream order."""
     trial = FakeTrial({sha(1): ("a.cpp",), sha(3): ("b.cpp",)})
-    commits = [change(1, "a.cpp"), change(2, "x.py"), change(3, "b.cpp"), change(4, "a.cpp"),
-               change(5, "b.cpp"), change(6, "a.cpp", "b.cpp"), change(7, "b.cpp")]
+    commits = [
+        change(1, "a.cpp"),
+        change(2, "x.py"),
+        change(3, "b.cpp"),
+        change(4, "a.cpp"),
+        change(5, "b.cpp"),
+        change(6, "a.cpp", "b.cpp"),
+        change(7, "b.cpp"),
+    ]
     plan = partition(commits, CONFIG, trial)
     assert len(plan.chains) == 1
     chain = plan.chains[0]
@@ -163,20 +182,28 @@ def test_recorded_chain_keeps_member_and_pulls_dependents() -> None:
 
 def test_picked_members_link_until_chain_closes() -> None:
     """Files of already-picked members keep linking; a chain whose members are all picked closes."""
-    record = ChainRecord("chain-old", (sha(1), sha(2)), (Reason(sha(1), "conflict", "c"), Reason(sha(2), "file", "f")))
+    record = ChainRecord(
+        "chain-old", (sha(1), sha(2)), (Reason(sha(1), "conflict", "c"), Reason(sha(2), "file", "f"))
+    )
     history = {sha(1): change(1, "lib/A.cpp")}
     plan = partition([change(2, "x.py"), change(3, "lib/A.cpp")], CONFIG, FakeTrial(), [record], history)
     assert plan.chains[0].commits == (sha(2), sha(3))
     assert [r.commit for r in plan.chains[0].picked] == [sha(1)]
-    closed = partition([change(3, "lib/A.cpp")], CONFIG, FakeTrial(), [record], {sha(1): change(1, "lib/A.cpp")})
+    closed = partition(
+        [change(3, "lib/A.cpp")], CONFIG, FakeTrial(), [record], {sha(1): change(1, "lib/A.cpp")}
+    )
     assert closed.chains == () and closed.bundles[0].commits == (sha(3),)
 
 
 def test_removed_commit_is_not_linked_back_but_may_seed_its_own_chain() -> None:
     """A commit removed by hand never rejoins that chain by links; if risky by itself it seeds another."""
-    record = ChainRecord("chain-old", (sha(1),), (Reason(sha(1), "conflict", "c"),), excluded=(sha(2), sha(3)))
+    record = ChainRecord(
+        "chain-old", (sha(1),), (Reason(sha(1), "conflict", "c"),), excluded=(sha(2), sha(3))
+    )
     trial = FakeTrial({sha(3): ("lib/A.cpp",)})
-    plan = partition([change(1, "lib/A.cpp"), change(2, "lib/A.cpp"), change(3, "lib/A.cpp")], CONFIG, trial, [record])
+    plan = partition(
+        [change(1, "lib/A.cpp"), change(2, "lib/A.cpp"), change(3, "lib/A.cpp")], CONFIG, trial, [record]
+    )
     assert plan.chain_of(sha(1)).commits == (sha(1),)  # type: ignore[union-attr]
     assert plan.bundle_of(sha(2)) is not None
     assert plan.chain_of(sha(3)).id == f"chain-{sha(3)[:7]}"  # type: ignore[union-attr]
@@ -185,8 +212,10 @@ def test_removed_commit_is_not_linked_back_but_may_seed_its_own_chain() -> None:
 def test_replanning_with_own_record_is_a_fixpoint() -> None:
     """Planning again with the chains a plan recorded gives the same plan, byte for byte."""
     trial_conflicts = {sha(3): ("a.cpp",), sha(8): ("z.cpp",)}
-    commits = [change(i, "a.cpp" if i in (3, 5, 9) else f"f{i}.py", symbols=["K"] if i in (8, 11) else [])
-               for i in range(1, 13)]
+    commits = [
+        change(i, "a.cpp" if i in (3, 5, 9) else f"f{i}.py", symbols=["K"] if i in (8, 11) else [])
+        for i in range(1, 13)
+    ]
     commits[7] = change(8, "z.cpp", symbols=["K"])
     first = partition(commits, CONFIG, FakeTrial(trial_conflicts))
     again = partition(commits, CONFIG, FakeTrial(trial_conflicts), [c.record() for c in first.chains])
@@ -229,7 +258,11 @@ def test_path_globs(path: str, pattern: str, hit: bool) -> None:
 @given(
     st.lists(
         st.tuples(
-            st.lists(st.sampled_from(["a.cpp", "b.cpp", "c.py", "d.td", "e.h", "lib/WS/x.cpp"]), min_size=1, max_size=3),
+            st.lists(
+                st.sampled_from(["a.cpp", "b.cpp", "c.py", "d.td", "e.h", "lib/WS/x.cpp"]),
+                min_size=1,
+                max_size=3,
+            ),
             st.lists(st.sampled_from(["Alpha", "Beta::run", "Gamma"]), max_size=2),
             st.integers(min_value=0, max_value=700),
             st.booleans(),

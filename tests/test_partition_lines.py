@@ -15,7 +15,9 @@ CONFIG = RepoConfig(bundle=BundleConfig(max_commits=10, max_lines=100), risk=Ris
 class ChainFakeTrial:
     """Conflicts onto the running bundle as given; ``with_chain`` names the chains a commit picks on."""
 
-    def __init__(self, conflicts: Mapping[str, tuple[str, ...]], with_chain: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, conflicts: Mapping[str, tuple[str, ...]], with_chain: Mapping[str, str] | None = None
+    ) -> None:
         self.conflicts = dict(conflicts)
         self.with_chain = dict(with_chain or {})
         self.chains: dict[str, list[str]] = {}
@@ -39,12 +41,24 @@ def sha(n: int) -> str:
     return f"{n:040x}"
 
 
-def change(n: int, *paths: str, depends: Sequence[tuple[int, str, int, int]] = (), lines: int = 5,
-           defined: Sequence[str] = (), introduced: Sequence[str] = (), used: Sequence[str] = ()) -> Change:
+def change(
+    n: int,
+    *paths: str,
+    depends: Sequence[tuple[int, str, int, int]] = (),
+    lines: int = 5,
+    defined: Sequence[str] = (),
+    introduced: Sequence[str] = (),
+    used: Sequence[str] = (),
+) -> Change:
     return Change(
-        sha(n), tuple(paths), frozenset(), lines,
+        sha(n),
+        tuple(paths),
+        frozenset(),
+        lines,
         depends=tuple(LineDep(sha(d), p, a, b) for d, p, a, b in depends),
-        defined=frozenset(defined), introduced=frozenset(introduced), used=frozenset(used),
+        defined=frozenset(defined),
+        introduced=frozenset(introduced),
+        used=frozenset(used),
     )
 
 
@@ -55,7 +69,9 @@ def reasons(plan: Plan) -> dict[str, Reason]:
 def test_overlapping_lines_join_the_chain_naming_lines() -> None:
     """A commit whose hunks overlap lines a chain member changed joins it; the reason names the lines."""
     trial = ChainFakeTrial({sha(1): ("lib/A.cpp",)})
-    plan = partition([change(1, "lib/A.cpp"), change(2, "lib/A.cpp", depends=[(1, "lib/A.cpp", 40, 42)])], CONFIG, trial)
+    plan = partition(
+        [change(1, "lib/A.cpp"), change(2, "lib/A.cpp", depends=[(1, "lib/A.cpp", 40, 42)])], CONFIG, trial
+    )
     assert plan.chains[0].commits == (sha(1), sha(2))
     assert reasons(plan)[sha(2)] == Reason(
         sha(2), "line", f"lines 40-42 of lib/A.cpp last changed by {sha(1)[:7]} of chain-{sha(1)[:7]}"
@@ -65,18 +81,28 @@ def test_overlapping_lines_join_the_chain_naming_lines() -> None:
 def test_sharing_a_file_is_not_a_dependency() -> None:
     """A clean commit in the same file as a chain, on other lines, is bundled (with risk.link: file it would join)."""
     trial = ChainFakeTrial({sha(1): ("python/test/unit/language/test_core.py",)})
-    commits = [change(1, "python/test/unit/language/test_core.py"), change(2, "python/test/unit/language/test_core.py")]
+    commits = [
+        change(1, "python/test/unit/language/test_core.py"),
+        change(2, "python/test/unit/language/test_core.py"),
+    ]
     plan = partition(commits, CONFIG, trial)
     assert plan.chains[0].commits == (sha(1),)
     assert plan.bundle_of(sha(2)) is not None
     file_mode = RepoConfig(bundle=CONFIG.bundle, risk=RiskConfig(link="file"))
-    assert partition(commits, file_mode, ChainFakeTrial({sha(1): ("x",)})).chains[0].commits == (sha(1), sha(2))
+    assert partition(commits, file_mode, ChainFakeTrial({sha(1): ("x",)})).chains[0].commits == (
+        sha(1),
+        sha(2),
+    )
 
 
 def test_dependency_on_a_bundled_or_picked_commit_links_nothing() -> None:
     """Lines last changed by a bundled commit (or one the fork carries) are no chain dependency."""
     trial = ChainFakeTrial({sha(1): ("a.cpp",)})
-    commits = [change(1, "a.cpp"), change(2, "b.cpp"), change(3, "b.cpp", depends=[(2, "b.cpp", 1, 3), (99, "b.cpp", 9, 9)])]
+    commits = [
+        change(1, "a.cpp"),
+        change(2, "b.cpp"),
+        change(3, "b.cpp", depends=[(2, "b.cpp", 1, 3), (99, "b.cpp", 9, 9)]),
+    ]
     plan = partition(commits, CONFIG, trial)
     assert plan.bundle_of(sha(3)) is not None and plan.chains[0].commits == (sha(1),)
 
@@ -84,28 +110,43 @@ def test_dependency_on_a_bundled_or_picked_commit_links_nothing() -> None:
 def test_changing_a_definition_the_chain_changes_joins_it() -> None:
     """Changing the definition of a name a chain member also defines is a symbol link, naming the symbol."""
     trial = ChainFakeTrial({sha(1): ("lib/A.cpp",)})
-    commits = [change(1, "lib/A.cpp", defined=["LayoutPropagation::rewriteRegion"]),
-               change(2, "include/A.h", defined=["LayoutPropagation::rewriteRegion"])]
+    commits = [
+        change(1, "lib/A.cpp", defined=["LayoutPropagation::rewriteRegion"]),
+        change(2, "include/A.h", defined=["LayoutPropagation::rewriteRegion"]),
+    ]
     reason = reasons(partition(commits, CONFIG, trial))[sha(2)]
-    assert reason.kind == "symbol" and "changes the definition of LayoutPropagation::rewriteRegion" in reason.detail
+    assert (
+        reason.kind == "symbol"
+        and "changes the definition of LayoutPropagation::rewriteRegion" in reason.detail
+    )
 
 
 def test_using_a_name_the_chain_introduces_joins_it_a_mere_mention_does_not() -> None:
     """Using a function a chain member introduces links; using one it only changes does not."""
     trial = ChainFakeTrial({sha(1): ("lib/A.cpp",)})
     commits = [
-        change(1, "lib/A.cpp", defined=["mlir::getNumWarpsAttr", "getOrder"], introduced=["mlir::getNumWarpsAttr"]),
+        change(
+            1,
+            "lib/A.cpp",
+            defined=["mlir::getNumWarpsAttr", "getOrder"],
+            introduced=["mlir::getNumWarpsAttr"],
+        ),
         change(2, "lib/B.cpp", used=["getNumWarpsAttr"]),
         change(3, "lib/C.cpp", used=["getOrder"]),
     ]
     plan = partition(commits, CONFIG, trial)
-    assert reasons(plan)[sha(2)].detail == f"uses mlir::getNumWarpsAttr, introduced by {sha(1)[:7]} of chain-{sha(1)[:7]}"
+    assert (
+        reasons(plan)[sha(2)].detail
+        == f"uses mlir::getNumWarpsAttr, introduced by {sha(1)[:7]} of chain-{sha(1)[:7]}"
+    )
     assert plan.bundle_of(sha(3)) is not None
 
 
 def test_definitions_not_contexts_and_the_stoplist_holds() -> None:
     """The hunk's enclosing function is not a definition; a stop-listed name never is; a new function is."""
-    hunk = Hunk("LogicalResult Foo::matchAndRewrite(Op op) {", ("int helperWidth(int x) {", "  return bar(x);"), ())
+    hunk = Hunk(
+        "LogicalResult Foo::matchAndRewrite(Op op) {", ("int helperWidth(int x) {", "  return bar(x);"), ()
+    )
     syms = file_definitions("lib/X.cpp", [hunk])
     assert syms.introduced == {"helperWidth"} and syms.defined == {"helperWidth"}
     assert "bar" in syms.used and "return" not in syms.used
@@ -114,7 +155,9 @@ def test_definitions_not_contexts_and_the_stoplist_holds() -> None:
 
 def test_conflicting_commit_that_picks_on_a_chain_joins_it() -> None:
     """A conflicting commit that picks cleanly on top of a chain touching its files joins it (reason pick)."""
-    trial = ChainFakeTrial({sha(1): ("a.cpp",), sha(2): ("a.cpp",)}, with_chain={sha(2): f"chain-{sha(1)[:7]}"})
+    trial = ChainFakeTrial(
+        {sha(1): ("a.cpp",), sha(2): ("a.cpp",)}, with_chain={sha(2): f"chain-{sha(1)[:7]}"}
+    )
     plan = partition([change(1, "a.cpp"), change(2, "a.cpp")], CONFIG, trial)
     assert plan.chains[0].commits == (sha(1), sha(2))
     assert reasons(plan)[sha(2)].kind == "pick" and "a.cpp" in reasons(plan)[sha(2)].detail
@@ -147,28 +190,35 @@ def test_python_definitions_link_only_within_their_module() -> None:
     header = Hunk("", ("LogicalResult rewriteRegion(Region &r);",), ())
     assert file_definitions("include/A.h", [header]).defined == {"rewriteRegion"}  # C++ stays bare
     trial = ChainFakeTrial({sha(1): ("python/tutorials/09-persistent-matmul.py",)})
-    commits = [change(1, "python/tutorials/09-persistent-matmul.py", defined=sorted(first.defined)),
-               change(2, "python/tutorials/06-fused-attention.py", defined=sorted(other.defined)),
-               change(3, "python/tutorials/09-persistent-matmul.py", defined=sorted(first.defined))]
+    commits = [
+        change(1, "python/tutorials/09-persistent-matmul.py", defined=sorted(first.defined)),
+        change(2, "python/tutorials/06-fused-attention.py", defined=sorted(other.defined)),
+        change(3, "python/tutorials/09-persistent-matmul.py", defined=sorted(first.defined)),
+    ]
     plan = partition(commits, CONFIG, trial)
     assert plan.bundle_of(sha(2)) is not None
     assert reasons(plan)[sha(3)].detail.startswith(
-        "changes the definition of is_hopper in python/tutorials/09-persistent-matmul.py, also changed by")
+        "changes the definition of is_hopper in python/tutorials/09-persistent-matmul.py, also changed by"
+    )
 
 
 def test_a_cpp_member_call_is_no_use_of_a_new_free_function() -> None:
     """``createTokenOp.getNumBuffers()`` calls a member: it does not use the free function
     ``getNumBuffers`` a chain member introduces in a .cpp (real Triton history), while a bare call
     does, and a member call still uses a new method ``Cls::getNumBuffers``."""
-    call = file_definitions("lib/WS.cpp", [Hunk("", ("  for (unsigned i = 0; i < createTokenOp.getNumBuffers(); i++) {",), ())])
+    call = file_definitions(
+        "lib/WS.cpp", [Hunk("", ("  for (unsigned i = 0; i < createTokenOp.getNumBuffers(); i++) {",), ())]
+    )
     assert ".getNumBuffers" in call.used and "getNumBuffers" not in call.used
     bare = file_definitions("lib/WS.cpp", [Hunk("", ("  unsigned n = getNumBuffers(op);",), ())])
     trial = ChainFakeTrial({sha(1): ("lib/San.cpp",), sha(3): ("lib/Op.cpp",)})
-    commits = [change(1, "lib/San.cpp", introduced=["getNumBuffers"]),
-               change(2, "lib/WS.cpp", used=sorted(call.used)),
-               change(3, "lib/Op.cpp", introduced=["TokenOpAdaptor::getNumBuffers"]),
-               change(4, "lib/WS.cpp", used=sorted(call.used)),
-               change(5, "lib/Other.cpp", used=sorted(bare.used))]
+    commits = [
+        change(1, "lib/San.cpp", introduced=["getNumBuffers"]),
+        change(2, "lib/WS.cpp", used=sorted(call.used)),
+        change(3, "lib/Op.cpp", introduced=["TokenOpAdaptor::getNumBuffers"]),
+        change(4, "lib/WS.cpp", used=sorted(call.used)),
+        change(5, "lib/Other.cpp", used=sorted(bare.used)),
+    ]
     plan = partition(commits, CONFIG, trial)
     assert plan.bundle_of(sha(2)) is not None
     assert reasons(plan)[sha(4)].detail.startswith("uses TokenOpAdaptor::getNumBuffers, introduced by")
@@ -182,12 +232,19 @@ SMALL = RepoConfig(bundle=BundleConfig(max_commits=2, max_lines=100), risk=RiskC
 
 def test_commit_depending_on_an_earlier_bundle_joins_it_past_the_bound() -> None:
     """Bundle 2 never needs bundle 1: a commit over bundle 1's lines joins bundle 1, saying which lines."""
-    commits = [change(1, "a.py"), change(2, "b.py"), change(3, "c.py"),
-               change(4, "a.py", depends=[(1, "a.py", 3, 4)]), change(5, "d.py")]
+    commits = [
+        change(1, "a.py"),
+        change(2, "b.py"),
+        change(3, "c.py"),
+        change(4, "a.py", depends=[(1, "a.py", 3, 4)]),
+        change(5, "d.py"),
+    ]
     plan = partition(commits, SMALL, ChainFakeTrial({}))
     assert [b.commits for b in plan.bundles] == [(sha(1), sha(2), sha(4)), (sha(3), sha(5))]
     (joined,) = plan.bundles[0].joined
-    assert joined == Reason(sha(4), "line", f"lines 3-4 of a.py last changed by {sha(1)[:7]} of bundle-{sha(1)[:7]}")
+    assert joined == Reason(
+        sha(4), "line", f"lines 3-4 of a.py last changed by {sha(1)[:7]} of bundle-{sha(1)[:7]}"
+    )
     assert plan.chains == ()
     assert plan.as_json()["bundles"][0]["joined"] == [joined.as_json()]
     assert "joined" not in plan.as_json()["bundles"][1]
@@ -195,9 +252,14 @@ def test_commit_depending_on_an_earlier_bundle_joins_it_past_the_bound() -> None
 
 def test_commit_depending_on_two_bundles_merges_them() -> None:
     """Depending on two bundles (lines of one, a name the other introduces) merges them into the oldest."""
-    commits = [change(1, "a.py"), change(2, "b.py"), change(3, "c.py", introduced=["make_widget"]),
-               change(4, "e.py"), change(5, "f.py"),
-               change(6, "a.py", depends=[(1, "a.py", 1, 1)], used=["make_widget"])]
+    commits = [
+        change(1, "a.py"),
+        change(2, "b.py"),
+        change(3, "c.py", introduced=["make_widget"]),
+        change(4, "e.py"),
+        change(5, "f.py"),
+        change(6, "a.py", depends=[(1, "a.py", 1, 1)], used=["make_widget"]),
+    ]
     plan = partition(commits, SMALL, ChainFakeTrial({}))
     assert [b.commits for b in plan.bundles] == [(sha(1), sha(2), sha(3), sha(4), sha(6)), (sha(5),)]
     assert "links and merges" in plan.bundles[0].joined[-1].detail
@@ -233,8 +295,13 @@ class AloneTrial(ChainFakeTrial):
 def test_near_lines_that_apply_without_the_earlier_bundle_do_not_tie_it() -> None:
     """With the trunk-plus-own-bundle trial, a line dependency on an earlier bundle ties only when the
     commit does not apply without it: the bounds hold otherwise."""
-    commits = [change(1, "a.py"), change(2, "b.py"), change(3, "c.py"),
-               change(4, "a.py", depends=[(1, "a.py", 3, 4)]), change(5, "a.py", depends=[(1, "a.py", 9, 9)])]
+    commits = [
+        change(1, "a.py"),
+        change(2, "b.py"),
+        change(3, "c.py"),
+        change(4, "a.py", depends=[(1, "a.py", 3, 4)]),
+        change(5, "a.py", depends=[(1, "a.py", 9, 9)]),
+    ]
     trial = AloneTrial(alone_fails={sha(5)})
     plan = partition(commits, SMALL, trial)
     assert [b.commits for b in plan.bundles] == [(sha(1), sha(2), sha(5)), (sha(3), sha(4))]

@@ -51,9 +51,19 @@ def test_three_way_merge_when_target_changed_same_file(make_repo: Callable[[str]
     """When the fork changed another part of the same file, a real merge gives git's clean result."""
     repo, base = _pair(make_repo)
     repo.git("branch", "fork", base)
-    up = repo.commit("upstream", {"lib/Analysis/Allocation.cpp": BASE["lib/Analysis/Allocation.cpp"].replace("line 2\n", "LINE 2\n")})
+    up = repo.commit(
+        "upstream",
+        {"lib/Analysis/Allocation.cpp": BASE["lib/Analysis/Allocation.cpp"].replace("line 2\n", "LINE 2\n")},
+    )
     repo.git("checkout", "-q", "fork")
-    fork_tip = repo.commit("fork", {"lib/Analysis/Allocation.cpp": BASE["lib/Analysis/Allocation.cpp"].replace("line 25\n", "FORK 25\n")})
+    fork_tip = repo.commit(
+        "fork",
+        {
+            "lib/Analysis/Allocation.cpp": BASE["lib/Analysis/Allocation.cpp"].replace(
+                "line 25\n", "FORK 25\n"
+            )
+        },
+    )
     pg = pygit2.Repository(str(repo.path))
     target = PickTarget(pg, pg.get(fork_tip).tree.id)  # type: ignore[union-attr]
     result = target.pick(commit_changes(pg, up))
@@ -83,7 +93,13 @@ def test_sequence_of_picks_matches_git_loop_and_touches_no_files(make_repo: Call
     """Picks in order equal a git cherry-pick loop's tree; the work tree, index and HEAD stay as they were."""
     repo, base = _pair(make_repo)
     shas = [
-        repo.commit(f"c{i}", {f"src/f{i % 3}.py": f"v{i}\n", "lib/Analysis/Allocation.cpp": BASE["lib/Analysis/Allocation.cpp"] + f"tail {i}\n"})
+        repo.commit(
+            f"c{i}",
+            {
+                f"src/f{i % 3}.py": f"v{i}\n",
+                "lib/Analysis/Allocation.cpp": BASE["lib/Analysis/Allocation.cpp"] + f"tail {i}\n",
+            },
+        )
         for i in range(6)
     ]
     repo.git("checkout", "-q", "-b", "fork", base)
@@ -113,7 +129,9 @@ def test_deletions_and_additions_apply(make_repo: Callable[[str], GitRepo]) -> N
     assert target.entry("README.md") is None
 
 
-def _whole_tree_pick(pg: pygit2.Repository, target_tree: pygit2.Oid, sha: str) -> tuple[str | None, tuple[str, ...]]:
+def _whole_tree_pick(
+    pg: pygit2.Repository, target_tree: pygit2.Oid, sha: str
+) -> tuple[str | None, tuple[str, ...]]:
     """Reference result: libgit2's whole-tree merge, renames off."""
     c = commit_changes(pg, sha)
     merged = pg.merge_trees(c.parent_tree, target_tree, c.tree, flags=pygit2.enums.MergeFlag(0))

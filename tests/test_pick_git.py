@@ -42,8 +42,12 @@ def ours_pick(repo: GitRepo, fork_tip: str, sha: str, git: bool) -> str | None:
     return str(target.tree()) if result.clean else None
 
 
-def fork_and_upstream(make_repo: Callable[[str], GitRepo], base: dict[str, str | None],
-                      fork: dict[str, str | None], upstream: dict[str, str | None]) -> tuple[GitRepo, str, str]:
+def fork_and_upstream(
+    make_repo: Callable[[str], GitRepo],
+    base: dict[str, str | None],
+    fork: dict[str, str | None],
+    upstream: dict[str, str | None],
+) -> tuple[GitRepo, str, str]:
     repo = make_repo("repo")
     start = repo.commit("base", base)
     up = repo.commit("upstream", upstream)
@@ -56,7 +60,8 @@ def test_fork_side_rename_is_followed_like_git(make_repo: Callable[[str], GitRep
     """The fork moved a file; upstream edits it at its old path: git follows the rename (clean), so does the trial pick."""
     text = "".join(f"int f{i}() {{ return {i}; }}\n" for i in range(40))
     repo, tip, up = fork_and_upstream(
-        make_repo, {"lib/Old.cpp": text},
+        make_repo,
+        {"lib/Old.cpp": text},
         {"lib/Old.cpp": None, "lib/New.cpp": text},
         {"lib/Old.cpp": text.replace("return 7;", "return 70;")},
     )

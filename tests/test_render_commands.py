@@ -51,7 +51,9 @@ def test_denied_names_the_permission_needed() -> None:
     """A denial says which permission is needed and what the user has."""
     outcome = r.denied(parse("/skip abcd x")[0], "bob", "o/fork", "read")
     assert "**write**, **maintain** or **admin**" in outcome.message and "you have read" in outcome.message
-    assert r.denied(parse("/bundle")[0], "eve", "o/fork", None).message.endswith("(you are not a collaborator)")
+    assert r.denied(parse("/bundle")[0], "eve", "o/fork", None).message.endswith(
+        "(you are not a collaborator)"
+    )
 
 
 def test_signoff_denial_names_the_owners() -> None:
@@ -63,7 +65,10 @@ def test_signoff_denial_names_the_owners() -> None:
 def test_ambiguous_ref_lists_candidates() -> None:
     """An ambiguous prefix lists every candidate with its link and subject."""
     outcome = r.ambiguous_ref(
-        parse("/urgent abcd")[0], "abcd", [r.CommitLine("abcd1111" * 5, "one"), r.CommitLine("abcd2222" * 5, "two")], URL
+        parse("/urgent abcd")[0],
+        "abcd",
+        [r.CommitLine("abcd1111" * 5, "one"), r.CommitLine("abcd2222" * 5, "two")],
+        URL,
     )
     assert "matches 2 upstream commits" in outcome.message
     assert f"({URL}/commit/{'abcd1111' * 5})" in outcome.details and "two" in outcome.details

@@ -11,8 +11,12 @@ from workers.testing.watchdog import CheckRunState, coverage
 SHA = "a" * 40
 
 
-def failure(test: str, triage: str = "new", sig: str = "s1", file: str | None = "t.py", line: int | None = 3) -> Failure:
-    return Failure(test, "AssertionError: boom", "AssertionError: boom\n>   assert x", file, line, sig, "boom", triage)
+def failure(
+    test: str, triage: str = "new", sig: str = "s1", file: str | None = "t.py", line: int | None = 3
+) -> Failure:
+    return Failure(
+        test, "AssertionError: boom", "AssertionError: boom\n>   assert x", file, line, sig, "boom", triage
+    )
 
 
 def run_of(*suites: SuiteOutcome, canary: CanaryResult | None = None) -> L1Run:
@@ -21,8 +25,17 @@ def run_of(*suites: SuiteOutcome, canary: CanaryResult | None = None) -> L1Run:
 
 def test_failures_group_by_signature_blocking_first() -> None:
     """Failures sharing a signature form one group; the new group comes before broken-trunk ones."""
-    suite = SuiteOutcome("unit", "failed", passed=5, failed=3, failures=(
-        failure("t::a", "broken_trunk", sig="old"), failure("t::b", sig="s1"), failure("t::c", sig="s1")))
+    suite = SuiteOutcome(
+        "unit",
+        "failed",
+        passed=5,
+        failed=3,
+        failures=(
+            failure("t::a", "broken_trunk", sig="old"),
+            failure("t::b", sig="s1"),
+            failure("t::c", sig="s1"),
+        ),
+    )
     out = l1_check_run(run_of(suite))
     assert out.conclusion == "failure" and out.title == "2 new failure(s)"
     text = out.text
@@ -32,7 +45,9 @@ def test_failures_group_by_signature_blocking_first() -> None:
 
 def test_only_preexisting_failures_pass_and_say_so() -> None:
     """Broken-trunk and flaky failures alone pass the check, and the title says none is new."""
-    suite = SuiteOutcome("unit", "failed", failed=2, failures=(failure("t::a", "broken_trunk"), failure("t::b", "flaky")))
+    suite = SuiteOutcome(
+        "unit", "failed", failed=2, failures=(failure("t::a", "broken_trunk"), failure("t::b", "flaky"))
+    )
     out = l1_check_run(run_of(suite))
     assert out.conclusion == "success"
     assert out.title == "Passed: 2 failure(s), none new (1 broken trunk, 1 flaky)"
@@ -41,15 +56,22 @@ def test_only_preexisting_failures_pass_and_say_so() -> None:
 
 def test_omitted_and_timed_out_suites_are_named_in_the_title() -> None:
     """An omitted or timed-out suite fails the check and the title names it and what happened."""
-    out = l1_check_run(run_of(SuiteOutcome("unit", "passed", passed=3), SuiteOutcome("lit", "omitted", reason="ran 0 tests"),
-                              SuiteOutcome("slow", "timed_out", reason="killed")))
+    out = l1_check_run(
+        run_of(
+            SuiteOutcome("unit", "passed", passed=3),
+            SuiteOutcome("lit", "omitted", reason="ran 0 tests"),
+            SuiteOutcome("slow", "timed_out", reason="killed"),
+        )
+    )
     assert out.conclusion == "failure" and out.title == "lit omitted; slow timed out"
     assert "- **lit**: ran 0 tests" in out.summary
 
 
 def test_crashed_suite_shows_the_end_of_its_log() -> None:
     """A suite that failed with no failing test shows its log's last lines in the check run text."""
-    crashed = SuiteOutcome("lit", "omitted", reason="crashed before writing results", log_tail="Segmentation fault")
+    crashed = SuiteOutcome(
+        "lit", "omitted", reason="crashed before writing results", log_tail="Segmentation fault"
+    )
     text = l1_check_run(run_of(crashed)).text
     assert "### lit: omitted, last lines of its log\n```\nSegmentation fault\n```" in text
 
@@ -65,14 +87,23 @@ def test_infrastructure_only_is_cancelled_and_not_blamed() -> None:
 
 def test_owners_are_told_when_their_suite_breaks() -> None:
     """A customer suite that fails names its owners beside the reason."""
-    suite = SuiteOutcome("customer", "failed", failed=1, reason="1 test(s) failed", owners=("acme-ml",),
-                         failures=(failure("t::a"),))
+    suite = SuiteOutcome(
+        "customer",
+        "failed",
+        failed=1,
+        reason="1 test(s) failed",
+        owners=("acme-ml",),
+        failures=(failure("t::a"),),
+    )
     assert "@acme-ml" in l1_check_run(run_of(suite)).summary
 
 
 def test_annotations_are_capped_and_failures_without_location_have_none() -> None:
     """At most 50 annotations (blocking ones first); failures with no file:line add none."""
-    fails = (*(failure(f"t::{i}", "flaky" if i % 2 else "new") for i in range(80)), failure("t::x", file=None, line=None))
+    fails = (
+        *(failure(f"t::{i}", "flaky" if i % 2 else "new") for i in range(80)),
+        failure("t::x", file=None, line=None),
+    )
     out = l1_check_run(run_of(SuiteOutcome("unit", "failed", failed=81, failures=fails)))
     assert len(out.annotations) == MAX_ANNOTATIONS
     assert [a.annotation_level for a in out.annotations[:40]] == ["failure"] * 40
@@ -81,12 +112,21 @@ def test_annotations_are_capped_and_failures_without_location_have_none() -> Non
 
 def test_log_links_and_in_progress() -> None:
     """A log URL per suite becomes a link; the in-progress output lists the suites being run."""
-    out = l1_check_run(run_of(SuiteOutcome("unit", "passed", passed=1, log_path="/x/unit.log")),
-                       log_url={"unit": "https://ci.example/logs/unit"})
+    out = l1_check_run(
+        run_of(SuiteOutcome("unit", "passed", passed=1, log_path="/x/unit.log")),
+        log_url={"unit": "https://ci.example/logs/unit"},
+    )
     assert "[log](https://ci.example/logs/unit)" in out.summary
-    assert "`/x/unit.log`" in l1_check_run(run_of(SuiteOutcome("unit", "passed", passed=1, log_path="/x/unit.log"))).summary
+    assert (
+        "`/x/unit.log`"
+        in l1_check_run(run_of(SuiteOutcome("unit", "passed", passed=1, log_path="/x/unit.log"))).summary
+    )
     progress = l1_in_progress(SHA, ["unit", "lit"])
-    assert progress.status == "in_progress" and progress.conclusion is None and "`unit`, `lit`" in progress.summary
+    assert (
+        progress.status == "in_progress"
+        and progress.conclusion is None
+        and "`unit`, `lit`" in progress.summary
+    )
 
 
 def test_no_suites_is_neutral_and_says_how_to_add_them() -> None:
@@ -98,7 +138,11 @@ def test_no_suites_is_neutral_and_says_how_to_add_them() -> None:
 def test_coverage_pending_is_in_progress_and_failure_has_remedy() -> None:
     """Coverage with a check still running is in progress; a gap fails with the remedy spelled out."""
     pending = coverage_check_run(SHA, coverage(["Build"], [CheckRunState("Build", "in_progress", None)]))
-    assert pending.status == "in_progress" and pending.conclusion is None and pending.title == "Waiting for Build"
+    assert (
+        pending.status == "in_progress"
+        and pending.conclusion is None
+        and pending.title == "Waiting for Build"
+    )
     failed = coverage_check_run(SHA, coverage(["Build"], []))
     assert failed.conclusion == "failure" and "l1.required_checks" in failed.summary
 

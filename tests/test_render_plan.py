@@ -16,9 +16,13 @@ def test_long_file_lists_are_summarised_by_folder() -> None:
 def test_plan_summary_comes_first_and_no_line_is_too_long() -> None:
     """The first lines say sizes, blocking conflicts and what to do next; every line fits in WIDTH."""
     files = ", ".join(f"lib/Dialect/TritonGPU/Transforms/Pass{i}.cpp" for i in range(19))
-    seed = Reason("a" * 40, "conflict", f"trial pick onto the fork tip + 3 planned commit(s) conflicts in {files}")
-    plan = Plan((Bundle("bundle-bbbbbbb", ("b" * 40, "c" * 40), 12),),
-                (Chain("chain-aaaaaaa", ("a" * 40, "d" * 40), (seed, Reason("d" * 40, "line", "x" * 300))),))
+    seed = Reason(
+        "a" * 40, "conflict", f"trial pick onto the fork tip + 3 planned commit(s) conflicts in {files}"
+    )
+    plan = Plan(
+        (Bundle("bundle-bbbbbbb", ("b" * 40, "c" * 40), 12),),
+        (Chain("chain-aaaaaaa", ("a" * 40, "d" * 40), (seed, Reason("d" * 40, "line", "x" * 300))),),
+    )
     text = plan_text(plan, {"a" * 40: "[Backend] A very long subject " * 8}, ["chain-old dissolved: reasons"])
     lines = text.splitlines()
     assert lines[0] == "Plan: 4 commit(s) to place (50% bundled): 1 bundle(s) of 2, 1 risky chain(s) of 2"

@@ -13,14 +13,19 @@ from core.render.resolution import (
 from workers.engine.resolve.model import FileEntry, RailFailure, ResolveOutcome, Waiting
 
 ENTRY = FileEntry(
-    "include/triton/Analysis/Utility.h", "list-union",
+    "include/triton/Analysis/Utility.h",
+    "list-union",
     "Merged both sides' additions additively (hunk 1)",
     "Both sides add independent methods to ReduceOpHelper",
     diff3="<<<<<<< ours\nint a();\n||||||| base\n=======\nint b();\n>>>>>>> theirs\n",
     resolution_diff="--- a\n+++ b\n-<<<<<<< ours\n int a();\n",
 )
-WAIT = Waiting("lib/x.cpp", "the agent resolution broke the markers rail(s)", rails=(RailFailure("markers", "marker left"),),
-               diff3="<<<<<<< ours\nx\n")
+WAIT = Waiting(
+    "lib/x.cpp",
+    "the agent resolution broke the markers rail(s)",
+    rails=(RailFailure("markers", "marker left"),),
+    diff3="<<<<<<< ours\nx\n",
+)
 
 
 def test_section_is_fbtriton_form_with_who_resolved_it() -> None:
@@ -34,7 +39,10 @@ def test_section_is_fbtriton_form_with_who_resolved_it() -> None:
         "  Reason: Both sides add independent methods to ReduceOpHelper",
         "  Resolved by: forksync `list-union` (deterministic)",
     ]
-    assert "<details><summary>Raw conflict and resolution diff: <code>include/triton/Analysis/Utility.h</code>" in text
+    assert (
+        "<details><summary>Raw conflict and resolution diff: <code>include/triton/Analysis/Utility.h</code>"
+        in text
+    )
     assert text.startswith("<!-- forksync:resolution:aaaaaaaaaaaa -->")
 
 
@@ -66,9 +74,16 @@ def test_text_from_elsewhere_never_pings_or_links() -> None:
 
 def test_title_body_and_trailer() -> None:
     """Title in fbtriton's form; body with the upstream link, quoted message, section, approval, trailer last."""
-    assert resolved_title("Fix (#8172)", "[triton][beta]") == "[triton][beta] [Cherry-pick][RESOLVED] 'Fix (#8172)'"
-    body = pick_body(ResolveOutcome("e" * 40, "f", True, "t", (ENTRY,)), upstream_link="https://github.com/u/r/pull/8172",
-                     message="Fix (#8172)\n\nlong text", trailer="Reactor Cherry-pick Revision: " + "e" * 40)
+    assert (
+        resolved_title("Fix (#8172)", "[triton][beta]")
+        == "[triton][beta] [Cherry-pick][RESOLVED] 'Fix (#8172)'"
+    )
+    body = pick_body(
+        ResolveOutcome("e" * 40, "f", True, "t", (ENTRY,)),
+        upstream_link="https://github.com/u/r/pull/8172",
+        message="Fix (#8172)\n\nlong text",
+        trailer="Reactor Cherry-pick Revision: " + "e" * 40,
+    )
     assert body.startswith("This is a cherry-pick of an upstream commit: https://github.com/u/r/pull/8172")
     assert "> long text" in body and "approval is required" in body
     assert body.rstrip().endswith("Reactor Cherry-pick Revision: " + "e" * 40)
@@ -88,11 +103,17 @@ def test_section_is_replaced_in_place_and_title_retitled() -> None:
     """A second rendering replaces the first between its markers; text around it is kept."""
     from core.render.resolution import replace_section, retitle_resolved
 
-    first = conflict_resolution_section(ResolveOutcome("a" * 40, "b", False, None, (), (WAIT,)), with_details=False)
+    first = conflict_resolution_section(
+        ResolveOutcome("a" * 40, "b", False, None, (), (WAIT,)), with_details=False
+    )
     body = replace_section("Intro\n\ntrailer", first, "a" * 40)
     assert body.startswith("Intro\n\ntrailer\n\n<!-- forksync:resolution:aaaaaaaaaaaa -->")
-    second = conflict_resolution_section(ResolveOutcome("a" * 40, "b", True, "t", (ENTRY,)), with_details=False)
+    second = conflict_resolution_section(
+        ResolveOutcome("a" * 40, "b", True, "t", (ENTRY,)), with_details=False
+    )
     again = replace_section(body, second, "a" * 40)
     assert again.count("forksync:resolution:aaaaaaaaaaaa") == 2  # one start, one end marker
-    assert "Waiting for a human" not in again and "Conflict Resolution:" in again and again.startswith("Intro")
+    assert (
+        "Waiting for a human" not in again and "Conflict Resolution:" in again and again.startswith("Intro")
+    )
     assert retitle_resolved("[x] [Cherry-pick][CONFLICTS] 'A (#1)'") == "[x] [Cherry-pick][RESOLVED] 'A (#1)'"

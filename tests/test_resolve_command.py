@@ -36,15 +36,24 @@ class World:
 
     def say(self, body: str, author: str = "alice") -> Answer:
         cid = self.gh.add(5, body, author)
-        services = Services(fork_location=lambda repo: str(self.fork.path),
-                            upstream_location=lambda url: str(self.upstream.path) if url == UPSTREAM_URL else url)
-        answer = handle(CommentTask(1, "o/fork", 5, cid, author, "User", True, "d"), self.gh, MemoryGate(),
-                        default_actions(), services)
+        services = Services(
+            fork_location=lambda repo: str(self.fork.path),
+            upstream_location=lambda url: str(self.upstream.path) if url == UPSTREAM_URL else url,
+        )
+        answer = handle(
+            CommentTask(1, "o/fork", 5, cid, author, "User", True, "d"),
+            self.gh,
+            MemoryGate(),
+            default_actions(),
+            services,
+        )
         assert answer is not None
         return answer
 
 
-def _world(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub, fork_text: str, config: str = "") -> World:
+def _world(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub, fork_text: str, config: str = ""
+) -> World:
     upstream = make_repo("upstream")
     upstream.commit("base", {"app.py": BASE})
     fork = make_repo("fork")
@@ -59,18 +68,28 @@ def _world(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub, 
     fork.git("commit", "-q", "-m", f"Say hello (#42)\n\n(cherry picked from commit {pick})", env=BOT)
     fork.git("checkout", "-q", "main")
     fake_github.config = f"upstream: {{url: {UPSTREAM_URL}}}\ncommands: {{rate_limit: 100}}\n{config}"
-    fake_github.pulls[5] = pull_info(5, fork.git("rev-parse", BRANCH), BRANCH, "o/fork", "forksync[bot]", "NONE")
+    fake_github.pulls[5] = pull_info(
+        5, fork.git("rev-parse", BRANCH), BRANCH, "o/fork", "forksync[bot]", "NONE"
+    )
     return World(upstream, fork, pick, fake_github)
 
 
 def test_parse_resolve_forms() -> None:
     """/resolve, /resolve agent, /resolve show FILE; anything else is a usage error."""
-    assert [c.args for c in parse("/resolve\n/resolve agent\n/resolve show lib/a.cpp")] == [(), ("agent",), ("show", "lib/a.cpp")]
+    assert [c.args for c in parse("/resolve\n/resolve agent\n/resolve show lib/a.cpp")] == [
+        (),
+        ("agent",),
+        ("show", "lib/a.cpp"),
+    ]
     bad = parse("/resolve everything\n/resolve show\n/resolve show ../etc/passwd")
-    assert all(c.error for c in bad) and "usage: `/resolve [agent] | /resolve show FILE`" in (bad[0].error or "")
+    assert all(c.error for c in bad) and "usage: `/resolve [agent] | /resolve show FILE`" in (
+        bad[0].error or ""
+    )
 
 
-def test_resolve_rebuilds_the_bot_branch_with_the_resolution(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:
+def test_resolve_rebuilds_the_bot_branch_with_the_resolution(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub
+) -> None:
     """All commits are forksync's: the branch is rebuilt onto trunk with the resolved pick and the trailer."""
     w = _world(make_repo, fake_github, BASE.replace("name", "who"))
     answer = w.say("/resolve")
@@ -90,7 +109,9 @@ def test_resolve_rebuilds_the_bot_branch_with_the_resolution(make_repo: Callable
     assert classify_pick(message.splitlines()[0], message, 1) == ("single", True, "deterministic")
 
 
-def test_a_maintainers_commit_is_never_rewritten(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:
+def test_a_maintainers_commit_is_never_rewritten(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub
+) -> None:
     """A human pushed their own resolution: /resolve keeps the branch exactly as it is and says why."""
     w = _world(make_repo, fake_github, BASE.replace("name", "who"))
     w.fork.git("checkout", "-q", BRANCH)
@@ -102,18 +123,25 @@ def test_a_maintainers_commit_is_never_rewritten(make_repo: Callable[[str], GitR
     assert w.branch_head() == before
 
 
-def test_resolve_show_writes_nothing(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:
+def test_resolve_show_writes_nothing(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub
+) -> None:
     """/resolve show FILE answers the file's entry and diffs; the branch does not move."""
     w = _world(make_repo, fake_github, BASE.replace("name", "who"))
     before = w.branch_head()
     answer = w.say("/resolve show app.py\n/resolve show nope.c")
     assert "Action: Merged the fork's and upstream's edits word by word" in answer.body
     assert "Resolution diff:" in answer.body
-    assert "`nope.c` does not conflict in this PR's picks" in answer.body and "conflicted files: `app.py`" in answer.body
+    assert (
+        "`nope.c` does not conflict in this PR's picks" in answer.body
+        and "conflicted files: `app.py`" in answer.body
+    )
     assert w.branch_head() == before
 
 
-def test_unresolvable_conflict_waits_and_leaves_the_branch(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:
+def test_unresolvable_conflict_waits_and_leaves_the_branch(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub
+) -> None:
     """Both sides rewrite the same word: 😕 with the file and what to do; nothing pushed."""
     w = _world(make_repo, fake_github, BASE.replace("'hi '", "'hey '"))
     before = w.branch_head()
@@ -123,15 +151,18 @@ def test_unresolvable_conflict_waits_and_leaves_the_branch(make_repo: Callable[[
     assert w.branch_head() == before
 
 
-def test_resolve_agent_needs_a_configured_agent(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:
+def test_resolve_agent_needs_a_configured_agent(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub
+) -> None:
     """Without resolve.agent the command says which key to set."""
     w = _world(make_repo, fake_github, BASE.replace("'hi '", "'hey '"))
     answer = w.say("/resolve agent")
     assert "no conflict agent is configured" in answer.body and "resolve.agent.command" in answer.body
 
 
-def test_resolve_agent_runs_the_configured_agent(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resolve_agent_runs_the_configured_agent(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With an agent configured, /resolve agent resolves what the rules declined, attributed to the agent."""
     monkeypatch.setenv("SCRIPTED_AGENT_MODE", "resolve")
     config = f"resolve:\n  agent:\n    command: [{sys.executable!r}, {str(AGENT)!r}]\n"
@@ -142,7 +173,9 @@ def test_resolve_agent_runs_the_configured_agent(make_repo: Callable[[str], GitR
     assert w.fork.message(w.branch_head()).rstrip().endswith("Resolved-By: agent")
 
 
-def test_resolve_on_an_issue_or_a_foreign_branch_is_refused(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:
+def test_resolve_on_an_issue_or_a_foreign_branch_is_refused(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub
+) -> None:
     """Only forksync's own pick PRs are resolved."""
     w = _world(make_repo, fake_github, BASE.replace("name", "who"))
     fake_github.pulls[5] = pull_info(5, "0" * 40, "feature/x", "o/fork", "bob", "MEMBER")
@@ -157,8 +190,9 @@ def _fork_memory(w: World) -> list[str]:
     return [r.source for r in ResolutionMemory(pygit2.Repository(str(w.fork.path))).records()]
 
 
-def test_approve_on_a_pick_pr_records_it_and_teaches_the_memory(make_repo: Callable[[str], GitRepo],
-                                                                 fake_github: FakeCommentGitHub) -> None:
+def test_approve_on_a_pick_pr_records_it_and_teaches_the_memory(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub
+) -> None:
     """/approve on a pick PR: a marked record at the head, and the maintainer's resolution in the fork's memory."""
     from workers.commands.resolution import resolution_approved
 
@@ -182,7 +216,9 @@ def test_approve_on_a_pick_pr_records_it_and_teaches_the_memory(make_repo: Calla
     assert w.fork.git("show", f"{BRANCH}:app.py") == "def greet(name):\n    return 'hey there ' + name"
 
 
-def test_a_merged_pick_teaches_the_memory(make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub) -> None:
+def test_a_merged_pick_teaches_the_memory(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub
+) -> None:
     """Squash-merged as `... (#5)` on the trunk: learn_from_merge records its resolution in the fork."""
     from core.config import load_repo_config
     from workers.tasks.resolution import learn_from_merge

@@ -17,7 +17,7 @@ def test_defaults_have_no_agent_and_the_standard_memory_ref() -> None:
 def test_agent_command_and_checks_are_read() -> None:
     """A command agent and a per-suffix check."""
     cfg = load_repo_config(
-        'resolve:\n  agent:\n    command: [python3, agent.py]\n    timeout_s: 9\n'
+        "resolve:\n  agent:\n    command: [python3, agent.py]\n    timeout_s: 9\n"
         '  checks:\n    ".c": [cc, -fsyntax-only, "{file}"]\n'
     ).resolve
     assert cfg.agent.command == ("python3", "agent.py") and cfg.agent.timeout_s == 9

@@ -30,8 +30,15 @@ def pick_pr(command_world: CommandWorld) -> int:
     w.pair.fork.git("commit", "-q", "-m", f"Improve b (#102)\n\n(cherry picked from commit {sha})", env=BOT)
     w.pair.fork.git("push", "-q", str(w.gh.bare(FORK)), f"{BRANCH}:{BRANCH}")
     w.pair.fork.git("checkout", "-q", "main")
-    return int(w.gh.add_pull(FORK, BRANCH, title="[Cherry-pick][CONFLICTS] 'Improve b (#102)'",
-                             author="forksync[bot]", author_association="NONE"))
+    return int(
+        w.gh.add_pull(
+            FORK,
+            BRANCH,
+            title="[Cherry-pick][CONFLICTS] 'Improve b (#102)'",
+            author="forksync[bot]",
+            author_association="NONE",
+        )
+    )
 
 
 def test_resolve_show_and_approve_through_the_loopback(command_world: CommandWorld, pick_pr: int) -> None:
@@ -50,7 +57,9 @@ def test_resolve_show_and_approve_through_the_loopback(command_world: CommandWor
     assert "Conflict Resolution:\n- File: src/b.py" in pr["body"] and "<details>" in pr["body"]
 
     shown = w.say("/resolve show src/b.py", issue=pick_pr)
-    assert "Merged the fork's and upstream's edits word by word" in w.reply(shown) and "Raw conflict" in w.reply(shown)
+    assert "Merged the fork's and upstream's edits word by word" in w.reply(
+        shown
+    ) and "Raw conflict" in w.reply(shown)
 
     approved = w.say("/approve", issue=pick_pr)
     assert w.reactions(approved) == ["eyes", "+1"], w.reply(approved)

@@ -13,8 +13,12 @@ from workers.engine.resolve.model import FORK_LACKS_FILE, TOKEN_MERGE
 BASE = "def greet(name):\n    return 'hi ' + name\n\n\ndef other():\n    return 1\n"
 
 
-def _fork_and_pick(make_repo: Callable[[str], GitRepo], fork_files: dict[str, str | None],
-                   upstream_files: dict[str, str | None], base: dict[str, str] | None = None) -> tuple[GitRepo, str, str]:
+def _fork_and_pick(
+    make_repo: Callable[[str], GitRepo],
+    fork_files: dict[str, str | None],
+    upstream_files: dict[str, str | None],
+    base: dict[str, str] | None = None,
+) -> tuple[GitRepo, str, str]:
     """A repository with a base commit, a fork branch and an upstream commit; returns (repo, pick, fork tip)."""
     repo = make_repo("r")
     repo.commit("base", base or {"app.py": BASE})
@@ -48,7 +52,9 @@ def test_neighbouring_word_edits_are_token_merged(make_repo: Callable[[str], Git
     assert isinstance(tree, pygit2.Tree)
     blob = r.get(tree["app.py"].id)
     assert isinstance(blob, pygit2.Blob)
-    assert blob.data.decode() == "def greet(who):\n    return 'hello ' + who\n\n\ndef other():\n    return 1\n"
+    assert (
+        blob.data.decode() == "def greet(who):\n    return 'hello ' + who\n\n\ndef other():\n    return 1\n"
+    )
     assert repo.git("status", "--porcelain") == ""  # no work tree touched
 
 
@@ -82,7 +88,10 @@ def test_overlapping_edits_wait_for_a_human(make_repo: Callable[[str], GitRepo])
 def test_file_the_fork_deleted_is_skipped_with_a_note(make_repo: Callable[[str], GitRepo]) -> None:
     """Upstream edits a file the fork removed: the pick resolves without it, and says so."""
     repo, pick, fork = _fork_and_pick(
-        make_repo, {"gone.py": None}, {"gone.py": "x = 2\n"}, base={"app.py": BASE, "gone.py": "x = 1\n"},
+        make_repo,
+        {"gone.py": None},
+        {"gone.py": "x = 2\n"},
+        base={"app.py": BASE, "gone.py": "x = 1\n"},
     )
     r = pygit2.Repository(str(repo.path))
     out = resolve_pick(r, pick, fork)
@@ -102,7 +111,9 @@ def test_upstream_deleting_a_file_the_fork_changed_waits(make_repo: Callable[[st
 def test_onto_may_be_a_tree(make_repo: Callable[[str], GitRepo]) -> None:
     """The chain builder may hold only a tree; it is accepted like a commit."""
     repo, pick, fork = _fork_and_pick(
-        make_repo, {"app.py": BASE.replace("name", "who")}, {"app.py": BASE.replace("'hi '", "'hello '")},
+        make_repo,
+        {"app.py": BASE.replace("name", "who")},
+        {"app.py": BASE.replace("'hi '", "'hello '")},
     )
     tree = repo.git("rev-parse", f"{fork}^{{tree}}")
     out = resolve_pick(pygit2.Repository(str(repo.path)), pick, tree)

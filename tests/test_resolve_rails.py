@@ -37,7 +37,9 @@ def _merged():  # type: ignore[no-untyped-def]
 
 
 def _rails_of(content: str, action: str = ACTION, checks: tuple[rails.Check, ...] = ()) -> tuple[str, ...]:
-    outcome = check_candidate(CONFLICT, _merged(), content, strategy="test", action=action, reason="r", checks=checks)
+    outcome = check_candidate(
+        CONFLICT, _merged(), content, strategy="test", action=action, reason="r", checks=checks
+    )
     if outcome.resolved:
         return ()
     assert outcome.waiting is not None
@@ -49,19 +51,45 @@ def test_the_right_resolution_passes_every_rail() -> None:
     assert _rails_of(RIGHT) == ()
 
 
-FAIL_CHECK = rails.Check(".py", (sys.executable, "-c", "import sys; sys.exit('BROKEN' in open(sys.argv[1]).read())", "{file}"))
+FAIL_CHECK = rails.Check(
+    ".py", (sys.executable, "-c", "import sys; sys.exit('BROKEN' in open(sys.argv[1]).read())", "{file}")
+)
 
 MUTATIONS: list[tuple[str, Callable[[str], str], str]] = [
-    ("marker left at the hunk", lambda s: s.replace("def greet(who):\n", "<<<<<<< ours\ndef greet(who):\n"), rails.MARKERS),
+    (
+        "marker left at the hunk",
+        lambda s: s.replace("def greet(who):\n", "<<<<<<< ours\ndef greet(who):\n"),
+        rails.MARKERS,
+    ),
     ("separator left", lambda s: s.replace("def greet(who):\n", "def greet(who):\n=======\n"), rails.MARKERS),
     ("closing marker left at the end", lambda s: s + ">>>>>>> theirs\n", rails.MARKERS),
     ("diff3 base marker left", lambda s: s.replace("def greet", "||||||| base\ndef greet"), rails.MARKERS),
-    ("edit outside the hunk (import changed)", lambda s: s.replace("import os", "import os.path"), rails.OUTSIDE_HUNKS),
+    (
+        "edit outside the hunk (import changed)",
+        lambda s: s.replace("import os", "import os.path"),
+        rails.OUTSIDE_HUNKS,
+    ),
     ("edit outside the hunk (line appended)", lambda s: s + "extra = 1\n", rails.OUTSIDE_HUNKS),
-    ("clean function deleted", lambda s: s.replace("def tail():\n    return os.sep\n", ""), rails.OUTSIDE_HUNKS),
-    ("fuzzy: clean lines re-indented", lambda s: s.replace("    return os.sep", "  return os.sep"), rails.FUZZY),
-    ("fuzzy: trailing spaces on clean lines", lambda s: s.replace("import os\n", "import os   \n"), rails.FUZZY),
-    ("fork symbol dropped in the hunk", lambda s: s.replace("def greet(who):\n    return 'hello ' + who", "pass"), rails.FORK_SYMBOLS),
+    (
+        "clean function deleted",
+        lambda s: s.replace("def tail():\n    return os.sep\n", ""),
+        rails.OUTSIDE_HUNKS,
+    ),
+    (
+        "fuzzy: clean lines re-indented",
+        lambda s: s.replace("    return os.sep", "  return os.sep"),
+        rails.FUZZY,
+    ),
+    (
+        "fuzzy: trailing spaces on clean lines",
+        lambda s: s.replace("import os\n", "import os   \n"),
+        rails.FUZZY,
+    ),
+    (
+        "fork symbol dropped in the hunk",
+        lambda s: s.replace("def greet(who):\n    return 'hello ' + who", "pass"),
+        rails.FORK_SYMBOLS,
+    ),
     ("unparsable Python", lambda s: s.replace("def greet(who):", "def greet(who"), rails.PARSE),
     ("configured check fails", lambda s: s.replace("'hello '", "'BROKEN '"), rails.PARSE),
 ]

@@ -48,7 +48,9 @@ def test_zdiff3_output_is_parsed_into_text_and_hunks() -> None:
 
 def test_token_merge_combines_edits_on_one_line() -> None:
     """Fork renames a receiver, upstream adds an argument on the same line: both applied."""
-    h = _hunk("    r = testdir.run('-v')\n", "    r = pytester.run('-v')\n", "    r = pytester.run('-v', '-W')\n")
+    h = _hunk(
+        "    r = testdir.run('-v')\n", "    r = pytester.run('-v')\n", "    r = pytester.run('-v', '-W')\n"
+    )
     res = token_merge(h, CTX)
     assert res is not None and res.lines == ("    r = testdir.run('-v', '-W')\n",)
 
@@ -127,8 +129,11 @@ def test_dependency_pins_keep_the_newer_version_per_line() -> None:
     """Both sides bump pins: each line keeps the newer version, whichever side has it."""
     from workers.engine.resolve.strategies import dependency_pins
 
-    h = _hunk("pytest==4.0.2\nuses: actions/checkout@v4.2.0\n", "pytest==4.5.0\nuses: actions/checkout@v3.1.0\n",
-              "pytest==4.5.1\nuses: actions/checkout@v4.1.0\n")
+    h = _hunk(
+        "pytest==4.0.2\nuses: actions/checkout@v4.2.0\n",
+        "pytest==4.5.0\nuses: actions/checkout@v3.1.0\n",
+        "pytest==4.5.1\nuses: actions/checkout@v4.1.0\n",
+    )
     res = dependency_pins(h, CTX)
     assert res is not None and res.lines == ("pytest==4.5.1\n", "uses: actions/checkout@v4.2.0\n")
 
@@ -137,7 +142,10 @@ def test_dependency_pins_decline_product_versions_and_other_edits() -> None:
     """A #define'd product version is the branch's own; a renamed package is not a bump."""
     from workers.engine.resolve.strategies import dependency_pins
 
-    assert dependency_pins(_hunk('#define V "6.0.8"\n', '#define V "999.0"\n', '#define V "255.0"\n'), CTX) is None
+    assert (
+        dependency_pins(_hunk('#define V "6.0.8"\n', '#define V "999.0"\n', '#define V "255.0"\n'), CTX)
+        is None
+    )
     assert dependency_pins(_hunk("pytest==4.0\n", "pytest==4.5\n", "pytest-cov==4.6\n"), CTX) is None
     assert dependency_pins(_hunk("a==1\n", "a==2\nb==1\n", "a==3\n"), CTX) is None
 
@@ -204,13 +212,21 @@ def test_upstream_inserts_keeps_new_lines_around_the_fork_version() -> None:
 
 def test_upstream_inserts_declines_when_new_code_uses_what_the_fork_edited_away() -> None:
     """case-047: the new test is annotated the way the branch removed (buf: Any); the maintainer adapted it."""
-    assert upstream_inserts_around_fork_edit(_hunk(*_CASE_047), HunkContext("tests/test_web_response.py")) is None
+    assert (
+        upstream_inserts_around_fork_edit(_hunk(*_CASE_047), HunkContext("tests/test_web_response.py"))
+        is None
+    )
 
 
 def test_upstream_inserts_declines_a_rewritten_or_deleted_fork_region() -> None:
     """The fork reflowed the region (fewer lines) or deleted it: which side the new lines go with is unclear."""
     theirs = "def new():\n    pass\n\ndef f(\n    a: int,\n) -> None:\n"
-    assert upstream_inserts_around_fork_edit(_hunk("def f(a) -> None:\n", "def f(\n    a: int,\n) -> None:\n", theirs), CTX) is None
+    assert (
+        upstream_inserts_around_fork_edit(
+            _hunk("def f(a) -> None:\n", "def f(\n    a: int,\n) -> None:\n", theirs), CTX
+        )
+        is None
+    )
     assert upstream_inserts_around_fork_edit(_hunk("", "x = 1\n", "y = 0\nx = 1\n"), CTX) is None
     # Upstream's side must keep its parent intact: an edit inside it is not a pure insertion.
     assert upstream_inserts_around_fork_edit(_hunk("x = 2\n", "x = 1\n", "y = 0\nx = 3\n"), CTX) is None
@@ -250,8 +266,11 @@ def test_token_merge_declines_when_a_side_only_changes_layout() -> None:
     )
     assert token_merge(h, CTX) is None
     # A re-wrap that also changes words is not layout only: it merges where the other side edits another line.
-    h = _hunk("r = pytester.run('-v')\nx = 1\n", "r = pytester.run('-v')\nx = 0\n",
-              "r = pytester.run(\n    '-v', '-W'\n)\nx = 0\n")
+    h = _hunk(
+        "r = pytester.run('-v')\nx = 1\n",
+        "r = pytester.run('-v')\nx = 0\n",
+        "r = pytester.run(\n    '-v', '-W'\n)\nx = 0\n",
+    )
     res = token_merge(h, CTX)
     assert res is not None and "".join(res.lines) == "r = pytester.run(\n    '-v', '-W'\n)\nx = 1\n"
 
@@ -277,7 +296,9 @@ def test_token_merge_declines_edits_that_clash_on_one_line() -> None:
         "                False, False, None, list, True, False, False, None\n",
     )
     res = token_merge(h, CTX)
-    assert res is not None and res.lines == ("                False, False, False, list, True, False, False, None\n",)
+    assert res is not None and res.lines == (
+        "                False, False, False, list, True, False, False, None\n",
+    )
     # The fork renames a receiver on the line upstream re-wraps: where the rename lands is layout, declined.
     h = _hunk("r = testdir.run('-v')\n", "r = pytester.run('-v')\n", "r = pytester.run(\n    '-v', '-W'\n)\n")
     assert token_merge(h, CTX) is None

@@ -28,9 +28,21 @@ E       Greatest absolute difference: {diff} at index ({i}, {j}) (up to 1e-05 al
 
 def pytest_log(**over: object) -> str:
     values: dict[str, object] = dict(
-        params="float16-128-64", m=128, n=64, bad=17, total=8192, pct=0.2, diff=0.0313, i=3, j=45,
-        root="/home/ci/triton", line=142, stamp="2026-11-28 02:13:07.512", tmp="/tmp/pytest-of-ci/pytest-41",
-        hexdir="3f9a0c1b2d4e5f60718293a4b5c6d7e8", addr="0x7f3c2a10b8d0",
+        params="float16-128-64",
+        m=128,
+        n=64,
+        bad=17,
+        total=8192,
+        pct=0.2,
+        diff=0.0313,
+        i=3,
+        j=45,
+        root="/home/ci/triton",
+        line=142,
+        stamp="2026-11-28 02:13:07.512",
+        tmp="/tmp/pytest-of-ci/pytest-41",
+        hexdir="3f9a0c1b2d4e5f60718293a4b5c6d7e8",
+        addr="0x7f3c2a10b8d0",
     )
     values.update(over)
     return PYTEST.format(**values)
@@ -50,10 +62,23 @@ def test_pytest_variants_group_together() -> None:
     """The same assertion with other shapes, numbers, paths, timestamps and addresses is one signature."""
     a = signature(pytest_log(), "python/test/unit/language/test_matmul.py::test_matmul[float16-128-64]")
     b = signature(
-        pytest_log(params="bfloat16-256-256", m=256, n=256, bad=3001, total=65536, pct=4.6, diff=1.5, i=0, j=7,
-                   root="/workspace/src/triton", line=151, stamp="2026-11-29T02:14:55Z",
-                   tmp="/tmp/pytest-of-runner/pytest-7", hexdir="aa01bb02cc03dd04ee05ff0611223344",
-                   addr="0x55d0c0ffee00"),
+        pytest_log(
+            params="bfloat16-256-256",
+            m=256,
+            n=256,
+            bad=3001,
+            total=65536,
+            pct=4.6,
+            diff=1.5,
+            i=0,
+            j=7,
+            root="/workspace/src/triton",
+            line=151,
+            stamp="2026-11-29T02:14:55Z",
+            tmp="/tmp/pytest-of-runner/pytest-7",
+            hexdir="aa01bb02cc03dd04ee05ff0611223344",
+            addr="0x55d0c0ffee00",
+        ),
         "python/test/unit/language/test_matmul.py::test_matmul[bfloat16-256-256]",
     )
     assert a.key == b.key
@@ -68,7 +93,8 @@ def test_pytest_other_test_or_other_exception_is_a_different_signature() -> None
     base = signature(pytest_log(), "python/test/unit/language/test_matmul.py::test_matmul[float16-128-64]")
     other_test = signature(pytest_log(), "python/test/unit/language/test_matmul.py::test_matmul_tma[float16]")
     other_exc = signature(
-        pytest_log().replace("E       AssertionError: Tensor-likes", "E       ValueError: Tensor-likes")
+        pytest_log()
+        .replace("E       AssertionError: Tensor-likes", "E       ValueError: Tensor-likes")
         .replace(": AssertionError", ": ValueError"),
         "python/test/unit/language/test_matmul.py::test_matmul[float16-128-64]",
     )
@@ -77,14 +103,28 @@ def test_pytest_other_test_or_other_exception_is_a_different_signature() -> None
 
 def test_python_traceback_keeps_innermost_frame_and_message() -> None:
     """A plain traceback: line numbers and roots vary freely; another function or message is another bug."""
-    t1 = PY_TRACEBACK.format(root="/a", l1=290, l2=410, func="make_llir",
-                             exc="RuntimeError", msg="PassManager::run failed")
-    t2 = PY_TRACEBACK.format(root="/opt/b/site", l1=301, l2=398, func="make_llir",
-                             exc="RuntimeError", msg="PassManager::run failed")
-    other_func = PY_TRACEBACK.format(root="/a", l1=290, l2=410, func="make_ptx",
-                                     exc="RuntimeError", msg="PassManager::run failed")
-    other_msg = PY_TRACEBACK.format(root="/a", l1=290, l2=410, func="make_llir",
-                                    exc="RuntimeError", msg="PassManager::run crashed on layout")
+    t1 = PY_TRACEBACK.format(
+        root="/a", l1=290, l2=410, func="make_llir", exc="RuntimeError", msg="PassManager::run failed"
+    )
+    t2 = PY_TRACEBACK.format(
+        root="/opt/b/site",
+        l1=301,
+        l2=398,
+        func="make_llir",
+        exc="RuntimeError",
+        msg="PassManager::run failed",
+    )
+    other_func = PY_TRACEBACK.format(
+        root="/a", l1=290, l2=410, func="make_ptx", exc="RuntimeError", msg="PassManager::run failed"
+    )
+    other_msg = PY_TRACEBACK.format(
+        root="/a",
+        l1=290,
+        l2=410,
+        func="make_llir",
+        exc="RuntimeError",
+        msg="PassManager::run crashed on layout",
+    )
     assert signature(t1, "t::x").key == signature(t2, "t::x").key
     assert signature(t1, "t::x").key != signature(other_func, "t::x").key
     assert signature(t1, "t::x").key != signature(other_msg, "t::x").key
@@ -119,8 +159,16 @@ Check file: {root}/test/Conversion/{test}
 
 def lit_log(**over: object) -> str:
     values: dict[str, object] = dict(
-        test="tritongpu_to_llvm.mlir", run=1, root="/tmp/lit-build-x1y2", l=823, c=12,
-        directive="CHECK", pattern="llvm.mlir.global external @global_smem", sl=812, sc=1, n=3,
+        test="tritongpu_to_llvm.mlir",
+        run=1,
+        root="/tmp/lit-build-x1y2",
+        l=823,
+        c=12,
+        directive="CHECK",
+        pattern="llvm.mlir.global external @global_smem",
+        sl=812,
+        sc=1,
+        n=3,
     )
     values.update(over)
     return LIT.format(**values)
@@ -165,10 +213,21 @@ Segmentation fault (core dumped)
 
 def llvm_crash(**over: object) -> str:
     values: dict[str, object] = dict(
-        root="/home/ci/triton/build", tmp="/tmp/tmpa8x2kq1z", n=1,
-        a0="0x000055d5c1a2b3c4", a1="0x000055d5c1a28f1e", a2="0x000055d5c1a2ba7f", a3="0x00007f8b2c242520",
-        a4="0x000055d5c2b3c4d5", a5="0x000055d5c2b40012", a6="0x000055d5c3000abc",
-        o0="0x1a2b3c4", o1="0x1a28f1e", o4="0x2b3c4d5", o5="0x2b40012", o6="0x3000abc",
+        root="/home/ci/triton/build",
+        tmp="/tmp/tmpa8x2kq1z",
+        n=1,
+        a0="0x000055d5c1a2b3c4",
+        a1="0x000055d5c1a28f1e",
+        a2="0x000055d5c1a2ba7f",
+        a3="0x00007f8b2c242520",
+        a4="0x000055d5c2b3c4d5",
+        a5="0x000055d5c2b40012",
+        a6="0x000055d5c3000abc",
+        o0="0x1a2b3c4",
+        o1="0x1a28f1e",
+        o4="0x2b3c4d5",
+        o5="0x2b40012",
+        o6="0x3000abc",
         frame="mlir::triton::gpu::getOrder(mlir::Attribute)",
     )
     values.update(over)
@@ -188,8 +247,15 @@ def test_llvm_crash_variants_group_across_tests() -> None:
     """The same crashing frame with other addresses, offsets, temp inputs and tests is one signature."""
     a = signature(llvm_crash(), "TRITON :: TritonGPU/combine.mlir")
     b = signature(
-        llvm_crash(root="/opt/build", tmp="/tmp/tmpzz91ab00", n=7, a4="0x00005612aa0b0c0d", o4="0x2b3c9f1",
-                   a0="0x0000561200000001", a5="0x0000561200000abc"),
+        llvm_crash(
+            root="/opt/build",
+            tmp="/tmp/tmpzz91ab00",
+            n=7,
+            a4="0x00005612aa0b0c0d",
+            o4="0x2b3c9f1",
+            a0="0x0000561200000001",
+            a5="0x0000561200000abc",
+        ),
         "TRITON :: TritonGPU/reorder.mlir",
     )
     assert a.key == b.key
@@ -201,7 +267,9 @@ def test_llvm_crash_variants_group_across_tests() -> None:
 def test_llvm_crash_in_another_function_is_another_signature() -> None:
     """A near-miss: the same pass crashing in a different innermost frame must not group."""
     a = signature(llvm_crash())
-    b = signature(llvm_crash(frame="mlir::triton::gpu::getShapePerCTA(mlir::Attribute, llvm::ArrayRef<long>)"))
+    b = signature(
+        llvm_crash(frame="mlir::triton::gpu::getShapePerCTA(mlir::Attribute, llvm::ArrayRef<long>)")
+    )
     assert a.key != b.key
 
 
@@ -210,7 +278,8 @@ def test_assertion_failure_keys_on_condition_and_function_not_line() -> None:
     a = signature(ASSERTION.format(root="/a", line=566, addr="0x1"), "t1")
     b = signature(ASSERTION.format(root="/b/c", line=572, addr="0x2"), "t2")
     other = signature(
-        ASSERTION.format(root="/a", line=566, addr="0x1").replace("BlockedEncodingAttr", "SliceEncodingAttr"), "t1"
+        ASSERTION.format(root="/a", line=566, addr="0x1").replace("BlockedEncodingAttr", "SliceEncodingAttr"),
+        "t1",
     )
     assert a.key == b.key
     assert a.kind == "assertion"
@@ -232,7 +301,9 @@ def test_python_segfault_groups_on_innermost_python_frame() -> None:
     """A faulthandler dump: thread ids and lines vary; the innermost function decides."""
     a = signature(FAULTHANDLER.format(tid="00007f12", root="/a", l1=10, l2=20, l3=30, func="run"), "t::x[1]")
     b = signature(FAULTHANDLER.format(tid="00007fff", root="/b", l1=11, l2=22, l3=33, func="run"), "t::x[2]")
-    c = signature(FAULTHANDLER.format(tid="00007f12", root="/a", l1=10, l2=20, l3=30, func="launch"), "t::x[1]")
+    c = signature(
+        FAULTHANDLER.format(tid="00007f12", root="/a", l1=10, l2=20, l3=30, func="launch"), "t::x[1]"
+    )
     assert a.key == b.key and a.kind == "crash"
     assert a.key != c.key
 
@@ -243,13 +314,21 @@ def test_python_segfault_groups_on_innermost_python_frame() -> None:
 def test_infrastructure_failures_are_marked_and_do_not_look_like_code_bugs() -> None:
     """Disk full, network and busy GPUs are infra with a reason; an ordinary assertion is not."""
     assert infra_reason("OSError: [Errno 28] No space left on device: '/tmp/x'") == "out of disk space"
-    assert infra_reason("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable".replace(
-        "is/are", "is")) == "CUDA device busy or unavailable"
+    assert (
+        infra_reason(
+            "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable".replace(
+                "is/are", "is"
+            )
+        )
+        == "CUDA device busy or unavailable"
+    )
     assert infra_reason("curl: (6) Could not resolve host: github.com") == "network failure"
     assert infra_reason("bash: nvcc: command not found") == "toolchain missing"
     assert signature("OSError: No space left on device", "t::a").kind == "infra"
     # Infra signatures ignore the test: one disk-full issue, not one per test.
-    assert signature("No space left on device", "t::a").key == signature("No space left on device", "t::b").key
+    assert (
+        signature("No space left on device", "t::a").key == signature("No space left on device", "t::b").key
+    )
     assert infra_reason(pytest_log()) == ""
 
 
@@ -258,8 +337,10 @@ def test_group_buckets_variants_and_orders_biggest_first() -> None:
     failures = [
         Failure("t.py::test_other[a]", "E   ValueError: bad block size 64"),
         Failure("python/test/unit/language/test_matmul.py::test_matmul[float16-128-64]", pytest_log()),
-        Failure("python/test/unit/language/test_matmul.py::test_matmul[bfloat16-256-256]",
-                pytest_log(m=256, bad=99, line=150)),
+        Failure(
+            "python/test/unit/language/test_matmul.py::test_matmul[bfloat16-256-256]",
+            pytest_log(m=256, bad=99, line=150),
+        ),
         Failure("t.py::test_other[b]", "E   ValueError: bad block size 128"),
         Failure("t.py::test_other[c]", "E   ValueError: bad grid"),
         Failure("TRITON :: a.mlir", llvm_crash()),
@@ -296,7 +377,9 @@ def test_triton_compilation_error_keys_on_the_underlying_cause() -> None:
     """``CompilationError: at L:C:`` says nothing; the cause under the caret decides, positions do not."""
     a = signature(TRITON_COMPILE.format(l=12, c=8, x="fp16"), "t.py::test_dot[fp16]")
     b = signature(TRITON_COMPILE.format(l=40, c=12, x="fp16"), "t.py::test_dot[bf16]")
-    other = signature(TRITON_COMPILE.format(l=12, c=8, x="fp16").replace("same dtype", "2D tensors"), "t.py::test_dot[x]")
+    other = signature(
+        TRITON_COMPILE.format(l=12, c=8, x="fp16").replace("same dtype", "2D tensors"), "t.py::test_dot[x]"
+    )
     assert a.key == b.key and a.key != other.key
     assert "AssertionError: Both operands must be same dtype" in a.title
 
@@ -308,7 +391,14 @@ def test_uncaught_cpp_exception_and_mlir_verifier_errors() -> None:
     assert signature(crash.format(n=7), "a").title.startswith("a: uncaught std::out_of_range")
     verify = "{f}:42:10: error: 'tt.dot' op operand #0 must be {what}, but got 'f32'\n"
     lit = "******************** TEST 'TRITON :: TritonGPU/verify.mlir' FAILED ********************\nExit Code: 1\n"
-    one = signature(lit + verify.format(f="/tmp/lit-1/verify.mlir", what="ranked tensor"), "TRITON :: TritonGPU/verify.mlir")
-    two = signature(lit + verify.format(f="/home/ci/verify.mlir", what="ranked tensor"), "TRITON :: TritonGPU/verify.mlir")
-    near = signature(lit + verify.format(f="/tmp/lit-1/verify.mlir", what="a pointer"), "TRITON :: TritonGPU/verify.mlir")
+    one = signature(
+        lit + verify.format(f="/tmp/lit-1/verify.mlir", what="ranked tensor"),
+        "TRITON :: TritonGPU/verify.mlir",
+    )
+    two = signature(
+        lit + verify.format(f="/home/ci/verify.mlir", what="ranked tensor"), "TRITON :: TritonGPU/verify.mlir"
+    )
+    near = signature(
+        lit + verify.format(f="/tmp/lit-1/verify.mlir", what="a pointer"), "TRITON :: TritonGPU/verify.mlir"
+    )
     assert one.key == two.key != near.key and one.kind == "lit"

@@ -36,7 +36,9 @@ def _records() -> list[Path]:
 
 def _probe(*argv: str) -> tuple[str, str, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, env=env, check=True
+    )
     err_lines = proc.stderr.splitlines()
     loaded = err_lines[-1].removeprefix("LOADED ").split()
     return proc.stdout, "\n".join(err_lines[:-1]), loaded
@@ -112,7 +114,9 @@ def test_packed_refs_are_read(forked: Forked) -> None:
     assert p.status().json()["upstream_tip"] == b != cold.json()["upstream_tip"]
 
 
-def test_a_ref_moving_during_the_run_is_not_remembered(forked: Forked, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_ref_moving_during_the_run_is_not_remembered(
+    forked: Forked, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """When the fork moves while status computes, the answer is printed but not kept for later."""
     p = forked()
     a = p.up(10)

@@ -19,8 +19,20 @@ def test_first_use_migrates_to_the_newest_revision(store: Store) -> None:
     """Opening a store creates every table through Alembic and records the revision; opening it
     again (another worker's start-up) changes nothing."""
     tables = set(inspect(store.engine).get_table_names())
-    assert {"l1_suite_runs", "l1_test_results", "l2_runs", "l2_metrics", "series_points",
-            "l1_pending_checks", "accepted_deliveries", "l2_regressions", "dashboard_feeds", "dashboard_facts", "comment_answers", "alembic_version"} <= tables
+    assert {
+        "l1_suite_runs",
+        "l1_test_results",
+        "l2_runs",
+        "l2_metrics",
+        "series_points",
+        "l1_pending_checks",
+        "accepted_deliveries",
+        "l2_regressions",
+        "dashboard_feeds",
+        "dashboard_facts",
+        "comment_answers",
+        "alembic_version",
+    } <= tables
     assert store.revision() == "0004"
     again = Store(store.url)
     again.migrate()
@@ -51,8 +63,17 @@ def test_l2_history_and_metric_series(store: Store) -> None:
     """L2 runs come back oldest first with their metrics; the series joins runs and values."""
     results = ResultStore(store)
     for i, value in enumerate((100.0, 101.0, 70.0)):
-        results.record("acme/fork", L2Run(benchmark="mm", sha=f"s{i}", status="ok", verdict="ok" if i < 2 else "regressed",
-                                          metrics={"tflops": value}, recorded_at=f"night {i}"))
+        results.record(
+            "acme/fork",
+            L2Run(
+                benchmark="mm",
+                sha=f"s{i}",
+                status="ok",
+                verdict="ok" if i < 2 else "regressed",
+                metrics={"tflops": value},
+                recorded_at=f"night {i}",
+            ),
+        )
     history = results.history("acme/fork", "mm")
     assert [r.sha for r in history] == ["s0", "s1", "s2"] and history[2].metrics == {"tflops": 70.0}
     assert [p.value for p in results.series("acme/fork", "mm", "tflops")] == [100.0, 101.0, 70.0]
@@ -70,15 +91,45 @@ def test_l2_regressions_are_stored_with_their_run(store: Store) -> None:
     from workers.testing.results import RegressionRecord
 
     results = ResultStore(store)
-    run = results.record("acme/fork", L2Run(benchmark="mm", sha="s2", status="pass", verdict="regressed",
-                                            metrics={"tflops": 70.0, "gbps": 10.0}, recorded_at="night 2"))
+    run = results.record(
+        "acme/fork",
+        L2Run(
+            benchmark="mm",
+            sha="s2",
+            status="pass",
+            verdict="regressed",
+            metrics={"tflops": 70.0, "gbps": 10.0},
+            recorded_at="night 2",
+        ),
+    )
     other = results.record("acme/fork", L2Run(benchmark="sm", sha="s2", status="fail", verdict="failed"))
     assert run.run_id is not None and other.run_id is not None
-    found = RegressionRecord("mm", "tflops", "regressed", "s2", run.run_id, delta_pct=-30.2, good="s1", culprit="c1",
-                             culprit_subject="Slow epilogue", bisect_status="found", bisect_steps=3, candidates=6,
-                             tracking_issue=12, recorded_at=5.0)
-    failed = RegressionRecord("sm", "", "failed", "s2", other.run_id, bisect_status="none",
-                              note="no good run recorded to bisect from", recorded_at=6.0)
+    found = RegressionRecord(
+        "mm",
+        "tflops",
+        "regressed",
+        "s2",
+        run.run_id,
+        delta_pct=-30.2,
+        good="s1",
+        culprit="c1",
+        culprit_subject="Slow epilogue",
+        bisect_status="found",
+        bisect_steps=3,
+        candidates=6,
+        tracking_issue=12,
+        recorded_at=5.0,
+    )
+    failed = RegressionRecord(
+        "sm",
+        "",
+        "failed",
+        "s2",
+        other.run_id,
+        bisect_status="none",
+        note="no good run recorded to bisect from",
+        recorded_at=6.0,
+    )
     results.record_regressions("acme/fork", [found, failed])
     assert results.regressions("acme/fork") == [found, failed]
     assert results.regressions("acme/fork", "sm") == [failed] and results.regressions("other/fork") == []
@@ -161,24 +212,40 @@ def test_legacy_per_node_files_import_once(store: Store, tmp_path: Path) -> None
     node = tmp_path / "node"
     (node / "l1").mkdir(parents=True)
     (node / "state").mkdir()
-    for path, script in ((node / "l1" / "results.sqlite", LEGACY_L1), (node / "l2-results.sqlite", LEGACY_L2),
-                         (node / "state" / "series.sqlite",
-                          "CREATE TABLE series (name TEXT, seq INTEGER PRIMARY KEY, point TEXT);"
-                          "INSERT INTO series (name, point) VALUES ('metrics:acme/fork', '{\"t\": 1}');")):
+    for path, script in (
+        (node / "l1" / "results.sqlite", LEGACY_L1),
+        (node / "l2-results.sqlite", LEGACY_L2),
+        (
+            node / "state" / "series.sqlite",
+            "CREATE TABLE series (name TEXT, seq INTEGER PRIMARY KEY, point TEXT);"
+            "INSERT INTO series (name, point) VALUES ('metrics:acme/fork', '{\"t\": 1}');",
+        ),
+    ):
         with sqlite3.connect(path) as db:
             db.executescript(script)
-    assert import_legacy(store, node, "acme/fork") == {"l1_suite_runs": 1, "l2_runs": 1, "series_points": 1,
-                                                       "dashboard_feeds": 0, "dashboard_facts": 0}
+    assert import_legacy(store, node, "acme/fork") == {
+        "l1_suite_runs": 1,
+        "l2_runs": 1,
+        "series_points": 1,
+        "dashboard_feeds": 0,
+        "dashboard_facts": 0,
+    }
     assert TrunkResults(store, "acme/fork").failing_at("c1", "unit") == frozenset({"t1"})
     assert [r.metrics for r in ResultStore(store).history("acme/fork", "mm")] == [{"tflops": 101.0}]
     assert SeriesStore(store).series("metrics:acme/fork") == [{"t": 1}]
-    assert import_legacy(store, node, "acme/fork") == {"l1_suite_runs": 0, "l2_runs": 0, "series_points": 0,
-                                                       "dashboard_feeds": 0, "dashboard_facts": 0}
+    assert import_legacy(store, node, "acme/fork") == {
+        "l1_suite_runs": 0,
+        "l2_runs": 0,
+        "series_points": 0,
+        "dashboard_feeds": 0,
+        "dashboard_facts": 0,
+    }
     assert (node / "l2-results.sqlite.imported").exists()
 
 
 def test_legacy_dashboard_feeds_and_facts_import_without_overwriting_newer_ones(
-        store: Store, tmp_path: Path, redis_url) -> None:  # type: ignore[no-untyped-def]
+    store: Store, tmp_path: Path, redis_url
+) -> None:  # type: ignore[no-untyped-def]
     """The web process's old dashboard.sqlite and a Redis deployment's feed hashes move into the store
     (the facts date the picks for the digest); a fork the store already has keeps its own copy."""
     import json
@@ -194,9 +261,14 @@ def test_legacy_dashboard_feeds_and_facts_import_without_overwriting_newer_ones(
     node.mkdir()
     old = ForkFeed("acme/fork", 10.0)
     with sqlite3.connect(node / "dashboard.sqlite") as db:
-        db.executescript("CREATE TABLE feeds (repo TEXT PRIMARY KEY, version TEXT, doc TEXT, updated_at REAL);"
-                         "CREATE TABLE facts (repo TEXT PRIMARY KEY, doc TEXT);")
-        db.execute("INSERT INTO feeds VALUES (?, ?, ?, ?)", ("acme/fork", old.version(), json.dumps(old.as_json()), 10.0))
+        db.executescript(
+            "CREATE TABLE feeds (repo TEXT PRIMARY KEY, version TEXT, doc TEXT, updated_at REAL);"
+            "CREATE TABLE facts (repo TEXT PRIMARY KEY, doc TEXT);"
+        )
+        db.execute(
+            "INSERT INTO feeds VALUES (?, ?, ?, ?)",
+            ("acme/fork", old.version(), json.dumps(old.as_json()), 10.0),
+        )
         db.execute("INSERT INTO facts VALUES (?, ?)", ("acme/fork", json.dumps({"landed_at": {"f1": 5.0}})))
     feeds = SqlFeedStore(None, ".", store)
     newer = ForkFeed("other/fork", 99.0)

@@ -31,25 +31,34 @@ def github(tmp_path: Path) -> Iterator[LoopbackGitHub]:
     gh.close()
 
 
-def test_two_workers_triage_from_the_same_store(github: LoopbackGitHub, tmp_path: Path, store_url: str,
-                                                 shared_redis_db: str) -> None:
+def test_two_workers_triage_from_the_same_store(
+    github: LoopbackGitHub, tmp_path: Path, store_url: str, shared_redis_db: str
+) -> None:
     """Worker A (l1-cpu) records trunk, where `test_adds_one` fails; worker B (l1-gpu, another data
     dir) tests a PR that still fails it: B classifies it broken trunk from A's record, so the PR
     is not blamed and L1 passes."""
     gh = github
     installation = gh.add_installation([FORK])
     cfg = config_yaml(flow_suite("unit", "tests"))
-    trunk = gh.commit(FORK, {".github/forksync.yml": cfg, "tests/test_a.py": FAILING_TEST,
-                             "tests/test_b.py": passing_tests(2)})
+    trunk = gh.commit(
+        FORK,
+        {".github/forksync.yml": cfg, "tests/test_a.py": FAILING_TEST, "tests/test_b.py": passing_tests(2)},
+    )
     subprocess.run(["git", "--git-dir", str(gh.bare(FORK)), "update-ref", "refs/heads/pr", trunk], check=True)
     head = gh.commit(FORK, {"tests/test_c.py": passing_tests(2, "pr")}, branch="pr")
     number = gh.add_pull(FORK, "pr")
     base_env = {
-        **os.environ, **gh.settings(), "REDIS_URL": shared_redis_db, "FORKSYNC_DATABASE_URL": store_url,
-        "FORKSYNC_GIT_URL_MAP": json.dumps({f"{gh.api_url}/": f"{gh.api_url}/git/"}), "PYTHONPATH": str(REPO_ROOT),
+        **os.environ,
+        **gh.settings(),
+        "REDIS_URL": shared_redis_db,
+        "FORKSYNC_DATABASE_URL": store_url,
+        "FORKSYNC_GIT_URL_MAP": json.dumps({f"{gh.api_url}/": f"{gh.api_url}/git/"}),
+        "PYTHONPATH": str(REPO_ROOT),
     }
     workers = [
-        WorkerProcess({**base_env, "FORKSYNC_DATA_DIR": str(tmp_path / f"node-{q}")}, tmp_path / f"{q}.log", queues=q)
+        WorkerProcess(
+            {**base_env, "FORKSYNC_DATA_DIR": str(tmp_path / f"node-{q}")}, tmp_path / f"{q}.log", queues=q
+        )
         for q in (tasknames.Q_L1_CPU, tasknames.Q_L1_GPU)
     ]
     try:
@@ -58,19 +67,35 @@ def test_two_workers_triage_from_the_same_store(github: LoopbackGitHub, tmp_path
         from core.settings import WorkerSettings
         from workers.app.celery_app import create_celery
 
-        app = create_celery(WorkerSettings.from_mapping({**base_env, "FORKSYNC_DATA_DIR": str(tmp_path / "sender")}))
-        app.send_task(tasknames.RUN_L1, kwargs={"installation_id": installation, "repo": FORK, "head_sha": trunk,
-                                                 "trunk": True, "push_ref": "refs/heads/main"},
-                      queue=tasknames.Q_L1_CPU)
+        app = create_celery(
+            WorkerSettings.from_mapping({**base_env, "FORKSYNC_DATA_DIR": str(tmp_path / "sender")})
+        )
+        app.send_task(
+            tasknames.RUN_L1,
+            kwargs={
+                "installation_id": installation,
+                "repo": FORK,
+                "head_sha": trunk,
+                "trunk": True,
+                "push_ref": "refs/heads/main",
+            },
+            queue=tasknames.Q_L1_CPU,
+        )
         results = TrunkResults(open_store(store_url, "."), FORK)
         wait_for(lambda: results.has_run(trunk, "unit"), 90, "worker A's trunk record")
-        app.send_task(tasknames.RUN_L1, kwargs={"installation_id": installation, "repo": FORK, "head_sha": head,
-                                                 "number": number}, queue=tasknames.Q_L1_GPU)
+        app.send_task(
+            tasknames.RUN_L1,
+            kwargs={"installation_id": installation, "repo": FORK, "head_sha": head, "number": number},
+            queue=tasknames.Q_L1_GPU,
+        )
 
         def done() -> dict[str, Any] | None:
             with gh.lock:
-                runs = [r for r in gh.state.check_runs[FORK].values()
-                        if r["name"] == "forksync / L1" and r["head_sha"] == head and r["status"] == "completed"]
+                runs = [
+                    r
+                    for r in gh.state.check_runs[FORK].values()
+                    if r["name"] == "forksync / L1" and r["head_sha"] == head and r["status"] == "completed"
+                ]
             return runs[0] if runs else None
 
         check = wait_for(done, 90, "worker B's L1 check")

@@ -31,14 +31,14 @@ SECRETS = {
 }
 
 # Prints the whole environment, one NAME=value a line, and writes a passing JUnit file.
-DUMP = '''\
+DUMP = """\
 import os, sys
 for k, v in sorted(os.environ.items()):
     print(f"{k}={v}")
 path = os.environ.get("FORKSYNC_JUNIT")
 if path:
     open(path, "w").write('<testsuite tests="1"><testcase classname="env" name="dump"/></testsuite>')
-'''
+"""
 
 
 @pytest.fixture
@@ -62,7 +62,9 @@ def _assert_clean(text: str) -> None:
             assert piece not in text or piece.startswith("-----"), f"{name} reached the suite"
 
 
-def test_suite_environment_holds_no_secret(make_repo: MakeRepo, tmp_path: Path, secrets_in_worker: dict[str, str]) -> None:
+def test_suite_environment_holds_no_secret(
+    make_repo: MakeRepo, tmp_path: Path, secrets_in_worker: dict[str, str]
+) -> None:
     """An L1 suite sees PATH, locale, GPU vars, operator pass-through and its config env; no secret;
     HOME is the job's own temp dir, not the worker's."""
     repo = make_repo("r")
@@ -74,7 +76,11 @@ def test_suite_environment_holds_no_secret(make_repo: MakeRepo, tmp_path: Path, 
     assert out.status == "passed", out.reason
     _assert_clean(log)
     env = _env_of(log)
-    assert env["CUDA_VISIBLE_DEVICES"] == "3" and env["MY_TOOLCHAIN"] == "/opt/llvm" and env["FROM_CONFIG"] == "yes"
+    assert (
+        env["CUDA_VISIBLE_DEVICES"] == "3"
+        and env["MY_TOOLCHAIN"] == "/opt/llvm"
+        and env["FROM_CONFIG"] == "yes"
+    )
     assert "UNLISTED_VAR" not in env and "REDIS_URL" not in env and "PATH" in env
     assert env["HOME"] != os.environ["HOME"] and "forksync-job-" in env["HOME"]
     assert not Path(env["HOME"]).exists(), "the job's home is removed after the run"
@@ -88,8 +94,10 @@ def test_trunk_command_and_canary_hold_no_secret(tmp_path: Path, secrets_in_work
     assert _env_of(result.stdout)["BENCH"] == "1"
 
     fake_python = tmp_path / "fake-python"
-    fake_python.write_text(f"#!/bin/sh\nenv > {tmp_path / 'canary-env'}\n"
-                           'echo \'{"ok": true, "backend": "cpu", "reason": ""}\'\n')
+    fake_python.write_text(
+        f"#!/bin/sh\nenv > {tmp_path / 'canary-env'}\n"
+        'echo \'{"ok": true, "backend": "cpu", "reason": ""}\'\n'
+    )
     fake_python.chmod(0o755)
     assert run_canary(python=str(fake_python), timeout=30).ok
     canary_env = (tmp_path / "canary-env").read_text()
@@ -119,11 +127,18 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
         pytest.fail("the suite's grandchild survived the timeout")
 
 
-def test_output_is_bounded_head_and_tail(make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_output_is_bounded_head_and_tail(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A suite that prints 20 MB keeps a log of at most the limit: its head, a cut note, its tail."""
     monkeypatch.setattr(sandbox, "OUTPUT_LIMIT", 1024 * 1024)
     repo = make_repo("r")
-    repo.commit("chatty", {"chatty.py": "import sys\nprint('FIRST')\nfor _ in range(20):\n    sys.stdout.write('x' * (1 << 20))\nprint()\nprint('LAST')\n"})
+    repo.commit(
+        "chatty",
+        {
+            "chatty.py": "import sys\nprint('FIRST')\nfor _ in range(20):\n    sys.stdout.write('x' * (1 << 20))\nprint()\nprint('LAST')\n"
+        },
+    )
     suite = Suite(name="chatty", run=(sys.executable, "chatty.py"), timeout=60)
     with checkout(repo.path, "HEAD", tmp_path / "wt") as (workdir, _):
         out = run_suite(suite, workdir, tmp_path / "logs")
@@ -135,8 +150,12 @@ def test_output_is_bounded_head_and_tail(make_repo: MakeRepo, tmp_path: Path, mo
 SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin")
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or SYSTEM_PYTHON is None, reason="switching user needs root and a system python3")
-def test_suite_user_cannot_read_the_key_file(make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.skipif(
+    os.geteuid() != 0 or SYSTEM_PYTHON is None, reason="switching user needs root and a system python3"
+)
+def test_suite_user_cannot_read_the_key_file(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With FORKSYNC_SUITE_USER the suite runs as that user: the App key file (0600) is unreadable,
     the suite can still write its results and build in its checkout."""
     key = tmp_path / "app.pem"
@@ -144,14 +163,17 @@ def test_suite_user_cannot_read_the_key_file(make_repo: MakeRepo, tmp_path: Path
     key.chmod(0o600)
     monkeypatch.setenv("GITHUB_PRIVATE_KEY_PATH", str(key))
     monkeypatch.setenv(sandbox.USER_VAR, "nobody")
-    probe = DUMP + f'''
+    probe = (
+        DUMP
+        + f"""
 try:
     print("KEY:", open({str(key)!r}).read())
 except PermissionError:
     print("KEY: denied")
 open("built.o", "w").write("ok")
 print("UID:", os.getuid())
-'''
+"""
+    )
     repo = make_repo("r")
     repo.commit("probe", {"probe.py": probe})
     suite = Suite(name="probe", run=(str(SYSTEM_PYTHON), "probe.py"), timeout=60)

@@ -95,7 +95,9 @@ def _commit_pair(make_repo: Callable[[str], GitRepo], path: str, before: str, af
     return commit_changes(pygit2.Repository(str(repo.path)), sha, stoplist()).symbols
 
 
-def test_cpp_pass_change_yields_enclosing_struct_and_changed_definitions(make_repo: Callable[[str], GitRepo]) -> None:
+def test_cpp_pass_change_yields_enclosing_struct_and_changed_definitions(
+    make_repo: Callable[[str], GitRepo],
+) -> None:
     """A body edit in a C++ pass names its enclosing record (hunk context) and a renamed helper."""
     after = CPP_PASS.replace("layoutMap[op] = perThread;", "layoutMap[op] = perThread * 2;").replace(
         "static Value getMemAccessPtr(Operation *op) {", "static Value getMemAccessPointer(Operation *op) {"
@@ -116,11 +118,16 @@ def test_cpp_macros_methods_and_records_on_changed_lines() -> None:
         "+enum class CacheModifier : uint32_t {\n"
         "+class SharedEncodingAttr : public Attribute {\n"
         "+  rewriter.replaceOp(op, newOp);\n"
-        "+  return emitError(\"bad\");\n"
+        '+  return emitError("bad");\n'
         "-  SmallVector<Value> results(numResults);\n"
     )
     symbols = file_symbols("lib/Dialect/TritonNvidiaGPU/IR/Ops.cpp", hunks)
-    assert symbols == {"TRITON_MAX_TENSOR_NUMEL", "WarpGroupDotOp::verify", "CacheModifier", "SharedEncodingAttr"}
+    assert symbols == {
+        "TRITON_MAX_TENSOR_NUMEL",
+        "WarpGroupDotOp::verify",
+        "CacheModifier",
+        "SharedEncodingAttr",
+    }
 
 
 def test_cpp_header_declarations_count_but_cpp_locals_do_not() -> None:
@@ -130,11 +137,16 @@ def test_cpp_header_declarations_count_but_cpp_locals_do_not() -> None:
     assert "getTotalElemsPerThread" not in file_symbols("lib/Analysis/Utility.cpp", hunks)
 
 
-def test_python_module_methods_are_qualified_and_assignments_counted(make_repo: Callable[[str], GitRepo]) -> None:
+def test_python_module_methods_are_qualified_and_assignments_counted(
+    make_repo: Callable[[str], GitRepo],
+) -> None:
     """Python: a changed method is ``Class.method``; module constants and new functions are symbols."""
-    after = PY_MODULE.replace("return self.run(*args, grid=grid, warmup=True, **kwargs)", "return None").replace(
-        "MAX_NUM_WARPS = 8", "MAX_NUM_WARPS = 16"
-    ) + "\n\ndef autotune(configs):\n    return configs\n"
+    after = (
+        PY_MODULE.replace("return self.run(*args, grid=grid, warmup=True, **kwargs)", "return None").replace(
+            "MAX_NUM_WARPS = 8", "MAX_NUM_WARPS = 16"
+        )
+        + "\n\ndef autotune(configs):\n    return configs\n"
+    )
     symbols = _commit_pair(make_repo, "python/triton/runtime/jit.py", PY_MODULE, after)
     assert {"MAX_NUM_WARPS", "autotune"} <= symbols
     assert "JITFunction" in symbols  # hunk context of the warmup edit: the enclosing class
@@ -143,9 +155,13 @@ def test_python_module_methods_are_qualified_and_assignments_counted(make_repo: 
 
 def test_python_method_names_qualified_by_hunk_class() -> None:
     """A generic method name (``run``) defined in a class hunk survives as ``JITFunction.run``."""
-    hunks = parse_hunks("@@ -8,2 +8,3 @@ class JITFunction:\n+    def run(self, *args):\n+    def __init__(self):\n")
+    hunks = parse_hunks(
+        "@@ -8,2 +8,3 @@ class JITFunction:\n+    def run(self, *args):\n+    def __init__(self):\n"
+    )
     assert file_symbols("python/triton/runtime/jit.py", hunks) == {
-        "JITFunction", "JITFunction.run", "JITFunction.__init__"
+        "JITFunction",
+        "JITFunction.run",
+        "JITFunction.__init__",
     }
 
 
@@ -166,7 +182,10 @@ def test_builtin_stoplist_drops_generic_names() -> None:
         "+def run(x):\n+Value get(int i) {\n"
     )
     assert file_symbols("lib/Foo.cpp", hunks) == frozenset()
-    assert file_symbols("python/foo.py", parse_hunks("@@ -1 +1 @@\n+def run(x):\n+def __init__(self):\n")) == frozenset()
+    assert (
+        file_symbols("python/foo.py", parse_hunks("@@ -1 +1 @@\n+def run(x):\n+def __init__(self):\n"))
+        == frozenset()
+    )
     assert {"main", "run", "__init__", "get"} <= BUILTIN_STOPLIST
 
 
@@ -178,7 +197,9 @@ def test_configured_stoplist_extends_builtin() -> None:
 
 def test_other_languages_give_no_symbols() -> None:
     """MLIR tests, CMake and docs link by file only: a guessed name would only add false links."""
-    hunks = parse_hunks("@@ -1 +1 @@ tt.func @kernel\n+  tt.func public @matmul_kernel(%arg0: !tt.ptr<f16>) {\n")
+    hunks = parse_hunks(
+        "@@ -1 +1 @@ tt.func @kernel\n+  tt.func public @matmul_kernel(%arg0: !tt.ptr<f16>) {\n"
+    )
     assert file_symbols("test/TritonGPU/coalesce.mlir", hunks) == frozenset()
     assert file_symbols("CMakeLists.txt", parse_hunks("@@ -1 +1 @@\n+add_library(foo)\n")) == frozenset()
 
@@ -187,13 +208,15 @@ def test_tablegen_defm_and_anonymous_records() -> None:
     """``defm`` instances are symbols; anonymous ``defm :`` and ``let`` bodies are not."""
     hunks = parse_hunks(
         "@@ -3 +3,4 @@ multiclass TT_Reduce<string name> {\n"
-        "+defm TT_ReduceSum : TT_Reduce<\"sum\">;\n"
-        "+defm : TT_Reduce<\"max\">;\n"
+        '+defm TT_ReduceSum : TT_Reduce<"sum">;\n'
+        '+defm : TT_Reduce<"max">;\n'
         "+  let hasVerifier = 1;\n"
-        "-def TT_OldReduce : TT_Op<\"reduce\">;\n"
+        '-def TT_OldReduce : TT_Op<"reduce">;\n'
     )
     assert file_symbols("include/triton/Dialect/Triton/IR/TritonOps.td", hunks) == {
-        "TT_Reduce", "TT_ReduceSum", "TT_OldReduce"
+        "TT_Reduce",
+        "TT_ReduceSum",
+        "TT_OldReduce",
     }
 
 

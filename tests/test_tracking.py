@@ -45,7 +45,9 @@ PYFAIL = "E       AssertionError: Tensor-likes are not close!\n\ntest/test_matmu
 
 def crash_seen(sha: str, at: str, **kw: Any) -> TrunkReport:
     sig = signature(CRASH, "TRITON :: TritonGPU/combine.mlir")
-    sighting = Sighting(sig, tests=("TRITON :: TritonGPU/combine.mlir",), detail="exit 1", excerpt=CRASH, **kw)
+    sighting = Sighting(
+        sig, tests=("TRITON :: TritonGPU/combine.mlir",), detail="exit 1", excerpt=CRASH, **kw
+    )
     return TrunkReport("lit-nightly", sha, at, (sighting,), owners=("alice", "bob"))
 
 
@@ -72,7 +74,9 @@ class PlainIssues:
                 self.issues[a.number] = replace(self.issues[a.number], state="closed", body=a.body)
                 self.comments.append((a.number, a.comment))
             else:
-                self.issues[a.number] = replace(self.issues[a.number], state="open", title=a.title, body=a.body)
+                self.issues[a.number] = replace(
+                    self.issues[a.number], state="open", title=a.title, body=a.body
+                )
                 self.comments.append((a.number, a.comment))
         return actions
 
@@ -82,8 +86,17 @@ class PlainIssues:
 
 def test_new_signature_opens_one_issue_with_culprit_fix_and_owners() -> None:
     """A new signature → one issue: what broke, since when, culprit, revert/eject proposal, owners, labels."""
-    [action] = plan([], crash_seen("c" * 40, "2026-11-28T02:00Z", culprit="d" * 40, culprit_subject="Rework getOrder",
-                                   first_bad="c" * 40), 3)
+    [action] = plan(
+        [],
+        crash_seen(
+            "c" * 40,
+            "2026-11-28T02:00Z",
+            culprit="d" * 40,
+            culprit_subject="Rework getOrder",
+            first_bad="c" * 40,
+        ),
+        3,
+    )
     assert isinstance(action, OpenIssue)
     assert action.labels == (LABEL, "regression")
     assert action.title == "[trunk] lit-nightly: SIGSEGV in getOrder"
@@ -131,8 +144,13 @@ def test_recovery_closes_after_k_clean_runs_and_recurrence_reopens() -> None:
 def test_a_flaky_sighting_resets_the_recovery_count() -> None:
     """Clean, clean, seen again, clean: not K consecutive, so the issue stays open."""
     gh = PlainIssues()
-    for report in (crash_seen("a" * 40, "1"), clean("b" * 40, "2"), clean("c" * 40, "3"), crash_seen("d" * 40, "4"),
-                   clean("e" * 40, "5")):
+    for report in (
+        crash_seen("a" * 40, "1"),
+        clean("b" * 40, "2"),
+        clean("c" * 40, "3"),
+        crash_seen("d" * 40, "4"),
+        clean("e" * 40, "5"),
+    ):
         gh.run(report)
     assert gh.issues[1].state == "open"
 
@@ -142,8 +160,11 @@ def test_skipped_runs_do_not_recover_code_issues_and_infra_gets_its_own_issue() 
     gh = PlainIssues()
     gh.run(crash_seen("a" * 40, "1"))
     infra = signature("OSError: [Errno 28] No space left on device", None)
-    actions = gh.run(TrunkReport("lit-nightly", "b" * 40, "2", (Sighting(infra, detail="infrastructure: disk full"),),
-                                 judged=False))
+    actions = gh.run(
+        TrunkReport(
+            "lit-nightly", "b" * 40, "2", (Sighting(infra, detail="infrastructure: disk full"),), judged=False
+        )
+    )
     assert [type(a) for a in actions] == [OpenIssue]
     opened = actions[0]
     assert isinstance(opened, OpenIssue)
@@ -166,10 +187,17 @@ def test_other_sources_and_foreign_issues_are_left_alone() -> None:
 
 def test_no_culprit_lists_ranked_suspects_and_says_why() -> None:
     """Without a culprit the body says why (budget) and ranks suspects with their overlapping files."""
-    suspects = (Suspect("1" * 40, "Touch combine", 107, ("test/TritonGPU/combine.mlir",)),
-                Suspect("2" * 40, "Docs", 0, ()))
-    [action] = plan([], crash_seen("a" * 40, "n1", suspects=suspects,
-                                   bisect_note="64 commits need 6 runs, more than the budget of 3"), 3)
+    suspects = (
+        Suspect("1" * 40, "Touch combine", 107, ("test/TritonGPU/combine.mlir",)),
+        Suspect("2" * 40, "Docs", 0, ()),
+    )
+    [action] = plan(
+        [],
+        crash_seen(
+            "a" * 40, "n1", suspects=suspects, bisect_note="64 commits need 6 runs, more than the budget of 3"
+        ),
+        3,
+    )
     assert isinstance(action, OpenIssue)
     assert "No culprit: 64 commits need 6 runs, more than the budget of 3." in action.body
     assert "| 1 | 111111111111 Touch combine | 107 | `test/TritonGPU/combine.mlir` |" in action.body
@@ -182,7 +210,10 @@ def test_duplicate_open_issues_are_folded_into_the_oldest() -> None:
     assert isinstance(first, OpenIssue)
     known = [KnownIssue(5, "open", first.title, first.body), KnownIssue(9, "open", first.title, first.body)]
     actions = plan(known, crash_seen("b" * 40, "2"), 3)
-    assert [(type(a), a.number) for a in actions if not isinstance(a, OpenIssue)] == [(CloseIssue, 9), (EditIssue, 5)]
+    assert [(type(a), a.number) for a in actions if not isinstance(a, OpenIssue)] == [
+        (CloseIssue, 9),
+        (EditIssue, 5),
+    ]
     assert plan(known, crash_seen("b" * 40, "2"), 3) == actions  # deterministic
 
 
@@ -234,8 +265,12 @@ def test_l2_regression_files_an_issue_naming_the_bisected_culprit(
     """End to end: nightly L2 runs, a planted drop, bisection, and the tracking issue on GitHub."""
     commits = [TrunkCommit("base", {"bench.py": BENCH, "speed": "100\n"})]
     for i in range(1, 25):
-        commits.append(TrunkCommit(f"change {i}" if i != 17 else "Slow down the matmul epilogue",
-                                   {"speed": "70\n" if i >= 17 else f"{100 + i % 2}\n", f"lib/m{i}.py": "x\n"}))
+        commits.append(
+            TrunkCommit(
+                f"change {i}" if i != 17 else "Slow down the matmul epilogue",
+                {"speed": "70\n" if i >= 17 else f"{100 + i % 2}\n", f"lib/m{i}.py": "x\n"},
+            )
+        )
     path, shas = make_trunk("fork", commits)
     config = load_repo_config(
         f"l2:\n  benchmarks:\n    - name: matmul-sweep\n      run: [{sys.executable}, bench.py]\n"
@@ -273,7 +308,9 @@ def test_huge_failures_keep_the_issue_body_under_githubs_limit() -> None:
     """A megabyte of output and a thousand failing tests still make a body under 65,536 characters."""
     sig = signature(PYFAIL, "t::x")
     tests = tuple(f"test/test_{i}.py::test_case_{i}" for i in range(1000))
-    report = TrunkReport("unit", "a" * 40, "n1", (Sighting(sig, tests=tests, excerpt="x" * 1_000_000 + "\n" + PYFAIL),))
+    report = TrunkReport(
+        "unit", "a" * 40, "n1", (Sighting(sig, tests=tests, excerpt="x" * 1_000_000 + "\n" + PYFAIL),)
+    )
     [action] = plan([], report, 3)
     assert isinstance(action, OpenIssue)
     assert len(action.body) < 65_536

@@ -23,7 +23,9 @@ def _mark_urgent(pair: TritonPair, name: str) -> str:
 
 
 def _placed(plan: dict[str, Any]) -> list[str]:
-    return [c for b in plan["bundles"] for c in b["commits"]] + [c for ch in plan["chains"] for c in ch["commits"]]
+    return [c for b in plan["bundles"] for c in b["commits"]] + [
+        c for ch in plan["chains"] for c in ch["commits"]
+    ]
 
 
 def test_plan_puts_an_urgent_commit_in_its_own_urgent_bundle_only(triton_pair: TritonPair) -> None:
@@ -38,7 +40,13 @@ def test_plan_puts_an_urgent_commit_in_its_own_urgent_bundle_only(triton_pair: T
     placed = _placed(plan)
     others = [s[k] for k in ("docs", "conflict", "python", "dependent", "header", "ws", "llvm", "big")]
     assert placed.count(td) == 1
-    assert plan["bundles"][0] == {"id": f"urgent-{td[:7]}", "commits": [td], "lines": 0, "urgent": True, "conflicts": []}
+    assert plan["bundles"][0] == {
+        "id": f"urgent-{td[:7]}",
+        "commits": [td],
+        "lines": 0,
+        "urgent": True,
+        "conflicts": [],
+    }
     assert sorted(placed) == sorted([*others, td]) and len(placed) == len(others) + 1
     assert plan["bundles"][1]["commits"] == [s["docs"], s["python"]]
     rc, text, _ = triton_pair.cli("plan", *triton_pair.args)
@@ -99,7 +107,9 @@ def test_conflicting_urgent_pick_names_its_files_and_builds_no_branch(triton_pai
     conflicting files (never dropped, never built with markers); no urgent branch is written."""
     conflict = _mark_urgent(triton_pair, "conflict")
     plan = _json(triton_pair, "plan")
-    assert plan["urgent"] == [{"id": f"urgent-{conflict[:7]}", "commits": [conflict], "conflicts": [COALESCE]}]
+    assert plan["urgent"] == [
+        {"id": f"urgent-{conflict[:7]}", "commits": [conflict], "conflicts": [COALESCE]}
+    ]
     assert _placed(plan).count(conflict) == 1 and plan["bundles"][0]["conflicts"] == [COALESCE]
     built = _json(triton_pair, "bundle")
     (urgent,) = built["urgent"]
@@ -107,4 +117,7 @@ def test_conflicting_urgent_pick_names_its_files_and_builds_no_branch(triton_pai
     assert urgent["head"] == urgent["base"] == triton_pair.fork.head()
     assert not [r for r in triton_pair.fork_refs() if r.startswith("refs/heads/forksync/urgent/")]
     rc, text, _ = triton_pair.cli("bundle", *triton_pair.args)
-    assert rc == 0 and f"urgent-{conflict[:7]}  urgent {conflict[:12]} not built: conflicts in {COALESCE}" in text
+    assert (
+        rc == 0
+        and f"urgent-{conflict[:7]}  urgent {conflict[:12]} not built: conflicts in {COALESCE}" in text
+    )

@@ -21,7 +21,9 @@ def bot(payload_bot: tuple[Any, RecordingSender]) -> tuple[Any, RecordingSender]
     return payload_bot
 
 
-def test_added_repositories_are_ingested_by_the_handler(bot: Any, queued: list[tuple[str, dict[str, Any]]]) -> None:
+def test_added_repositories_are_ingested_by_the_handler(
+    bot: Any, queued: list[tuple[str, dict[str, Any]]]
+) -> None:
     """installation_repositories added, as the view enqueues it ("repositories_added"), makes the
     ingest handler ingest each added repository (it used to match only "added" and ingest none)."""
     from workers.app.handlers import dispatch
@@ -36,7 +38,9 @@ def test_added_repositories_are_ingested_by_the_handler(bot: Any, queued: list[t
     assert [(n, kw["repo"]) for n, kw in queued if n == "ingest"] == [("ingest", "acme/fork")]
 
 
-def test_forced_push_kwargs_run_through_every_push_handler(bot: Any, queued: list[tuple[str, dict[str, Any]]]) -> None:
+def test_forced_push_kwargs_run_through_every_push_handler(
+    bot: Any, queued: list[tuple[str, dict[str, Any]]]
+) -> None:
     """The kwargs the view sends for a force push are accepted by every ON_PUSH handler (no
     TypeError): ingest, trunk L1 and the L3 reset each enqueue their follow-up once."""
     from workers.app.handlers import dispatch
@@ -78,5 +82,7 @@ def test_no_installation_and_none_found_is_dropped_with_a_warning(
 
     kwargs = {"installation_id": None, "repo": "nobody/none", "delivery": "d-1"}
     with caplog.at_level("WARNING", logger="workers.tasks.webhooks"):
-        assert with_installation(tasknames.ON_PUSH, kwargs, loopback_github.app().installation_for_repo) is None
+        assert (
+            with_installation(tasknames.ON_PUSH, kwargs, loopback_github.app().installation_for_repo) is None
+        )
     assert "nobody/none" in caplog.text and "d-1" in caplog.text

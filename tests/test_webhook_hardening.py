@@ -35,8 +35,11 @@ class BrokerLikeSender(RecordingSender):
 
 def make_bot(tmp_path: Path, **env: str) -> tuple[Any, RecordingSender]:
     sender = BrokerLikeSender()
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), **env},
-                     sender=sender, dedup=SqliteDeliveryStore(tmp_path / "d.sqlite", ttl_s=60))
+    app = create_app(
+        {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), **env},
+        sender=sender,
+        dedup=SqliteDeliveryStore(tmp_path / "d.sqlite", ttl_s=60),
+    )
     return app, sender
 
 
@@ -51,15 +54,28 @@ def test_lone_surrogate_in_a_signed_payload_is_a_clear_400(tmp_path: Path) -> No
     assert sender.sent == []
 
 
-def test_control_characters_from_a_payload_reach_no_answer_or_log_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_control_characters_from_a_payload_reach_no_answer_or_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A ref with CR/LF/NUL: the answer stays one line and every log line stays one line."""
     app, _ = make_bot(tmp_path)
-    payload = {"ref": "refs/tags/v1\r\nforged: line\x00", "before": "0" * 40, "after": "1" * 40,
-               "repository": {"full_name": "acme/fork"}, "installation": {"id": 1}, "commits": []}
+    payload = {
+        "ref": "refs/tags/v1\r\nforged: line\x00",
+        "before": "0" * 40,
+        "after": "1" * 40,
+        "repository": {"full_name": "acme/fork"},
+        "installation": {"id": 1},
+        "commits": [],
+    }
     body, headers = signed("push", payload)
     with caplog.at_level(logging.INFO):
         resp = app.test_client().post("/webhook", data=body, headers=headers)
-    assert resp.status_code < 500 and resp.text.count("\n") == 1 and "\r" not in resp.text and "\x00" not in resp.text
+    assert (
+        resp.status_code < 500
+        and resp.text.count("\n") == 1
+        and "\r" not in resp.text
+        and "\x00" not in resp.text
+    )
     for record in caplog.records:
         line = record.getMessage()
         assert "\n" not in line and "\r" not in line and "\x00" not in line, line
@@ -89,15 +105,19 @@ class _Zeros:
         return self.read(n)
 
 
-
 def _post_stream(app: Any, stream: Any, size: int, signature: str | None) -> Any:
-    headers = {"X-GitHub-Event": "push", "X-GitHub-Delivery": str(uuid.uuid4()), "Content-Type": "application/json",
-               "Content-Length": str(size)}
+    headers = {
+        "X-GitHub-Event": "push",
+        "X-GitHub-Delivery": str(uuid.uuid4()),
+        "Content-Type": "application/json",
+        "Content-Length": str(size),
+    }
     if signature:
         headers["X-Hub-Signature-256"] = signature
     # Handed to the app as wsgi.input itself: the test client would measure (seek) a given stream.
-    return app.test_client().post("/webhook", headers=headers,
-                                  environ_overrides={"wsgi.input": stream, "CONTENT_LENGTH": str(size)})
+    return app.test_client().post(
+        "/webhook", headers=headers, environ_overrides={"wsgi.input": stream, "CONTENT_LENGTH": str(size)}
+    )
 
 
 def test_a_body_without_a_signature_is_not_read(tmp_path: Path) -> None:
@@ -138,9 +158,12 @@ def served(tmp_path: Path) -> Iterator[tuple[str, int, RecordingSender]]:
 
 def _slow_sender(host: str, port: int, stop: threading.Event) -> socket.socket:
     sock = socket.create_connection((host, port))
-    sock.sendall(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"X-GitHub-Event: ping\r\nX-GitHub-Delivery: slow\r\nX-Hub-Signature-256: sha256=" + b"0" * 64 +
-                 b"\r\nContent-Length: 100000\r\n\r\n")
+    sock.sendall(
+        b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"X-GitHub-Event: ping\r\nX-GitHub-Delivery: slow\r\nX-Hub-Signature-256: sha256="
+        + b"0" * 64
+        + b"\r\nContent-Length: 100000\r\n\r\n"
+    )
 
     def trickle() -> None:
         while not stop.is_set():
@@ -166,7 +189,9 @@ def _status(sock: socket.socket, timeout: float) -> int:
 
 
 @pytest.mark.slow
-def test_slow_bodies_are_cut_off_and_signed_pings_still_answer(served: tuple[str, int, RecordingSender]) -> None:
+def test_slow_bodies_are_cut_off_and_signed_pings_still_answer(
+    served: tuple[str, int, RecordingSender],
+) -> None:
     """Senders that trickle a byte every 0.2 s get 408 after the read timeout (3 s here); while
     they hold both read slots, another request is refused at once (503) rather than hanging; once
     they are cut off, a signed ping is answered."""

@@ -63,13 +63,23 @@ def test_forced_push_with_no_commits_is_enqueued(bot: Any) -> None:
     data = load("push.forced.json")
     resp = deliver(client, "push", data)
     assert resp.status_code == 202 and resp.text.startswith("accepted"), resp.text
-    assert [(n, k["before"], k["after"]) for n, k in sender.sent] == [(tasknames.ON_PUSH, data["before"], data["after"])]
+    assert [(n, k["before"], k["after"]) for n, k in sender.sent] == [
+        (tasknames.ON_PUSH, data["before"], data["after"])
+    ]
 
 
-@pytest.mark.parametrize(("event", "filename"), [("push", "push.forced.json"), ("pull_request", "pull_request.deleted-fork.json"),
-                                                 ("issue_comment", "issue_comment.plain-issue.json"),
-                                                 ("check_run", "check_run.completed.json")])
-def test_repository_event_without_installation_is_accepted_not_a_500(bot: Any, event: str, filename: str) -> None:
+@pytest.mark.parametrize(
+    ("event", "filename"),
+    [
+        ("push", "push.forced.json"),
+        ("pull_request", "pull_request.deleted-fork.json"),
+        ("issue_comment", "issue_comment.plain-issue.json"),
+        ("check_run", "check_run.completed.json"),
+    ],
+)
+def test_repository_event_without_installation_is_accepted_not_a_500(
+    bot: Any, event: str, filename: str
+) -> None:
     """A delivery with no "installation" (a repository webhook, not the App's) → 202 accepted with
     installation_id None, for the worker to resolve (see the last tests); never a 500 or a 400."""
     client, sender = bot
@@ -85,8 +95,21 @@ def test_repository_event_without_installation_is_accepted_not_a_500(bot: Any, e
 # --------------------------------------------------------------------------- pull_request
 
 
-@pytest.mark.parametrize("action", ["labeled", "unlabeled", "edited", "assigned", "review_requested",
-                                    "converted_to_draft", "auto_merge_enabled", "milestoned", "locked", "enqueued"])
+@pytest.mark.parametrize(
+    "action",
+    [
+        "labeled",
+        "unlabeled",
+        "edited",
+        "assigned",
+        "review_requested",
+        "converted_to_draft",
+        "auto_merge_enabled",
+        "milestoned",
+        "locked",
+        "enqueued",
+    ],
+)
 def test_pull_request_actions_no_handler_uses_are_ignored(bot: Any, action: str) -> None:
     """PR actions other than opened/synchronize/reopened/ready_for_review/closed → 202 ignored; nothing enqueued."""
     client, sender = bot
@@ -115,7 +138,11 @@ def test_deleted_head_fork_and_null_merged_and_other_base_are_read(bot: Any) -> 
     assert resp.status_code == 202, resp.text
     [(name, kwargs)] = sender.sent
     assert name == tasknames.ON_PULL_REQUEST
-    assert (kwargs["base_ref"], kwargs["merged"], kwargs["head_sha"]) == ("release/2.4", False, data["pull_request"]["head"]["sha"])
+    assert (kwargs["base_ref"], kwargs["merged"], kwargs["head_sha"]) == (
+        "release/2.4",
+        False,
+        data["pull_request"]["head"]["sha"],
+    )
 
 
 # --------------------------------------------------------------------------- issue_comment
@@ -137,7 +164,9 @@ def test_comment_on_plain_issue_with_long_unicode_body_is_enqueued_without_the_b
 def test_comment_by_another_app_is_ignored(bot: Any) -> None:
     """A comment by another GitHub App ("renovate[bot]", type Bot) → ignored; bots never run commands."""
     client, sender = bot
-    assert_ignored(deliver(client, "issue_comment", load("issue_comment.by-app.json")), sender, "renovate[bot]")
+    assert_ignored(
+        deliver(client, "issue_comment", load("issue_comment.by-app.json")), sender, "renovate[bot]"
+    )
 
 
 # --------------------------------------------------------------------------- check_run / check_suite
@@ -146,7 +175,9 @@ def test_comment_by_another_app_is_ignored(bot: Any) -> None:
 def test_check_run_of_another_app_is_not_rerun(bot: Any) -> None:
     """rerequested on a check run owned by another App (even one named like ours) → ignored, nothing enqueued."""
     client, sender = bot
-    assert_ignored(deliver(client, "check_run", load("check_run.other-app.rerequested.json")), sender, "15368")
+    assert_ignored(
+        deliver(client, "check_run", load("check_run.other-app.rerequested.json")), sender, "15368"
+    )
 
 
 def test_check_run_of_our_app_rerequested_is_enqueued_and_completed_is_ignored(bot: Any) -> None:
@@ -172,11 +203,14 @@ def test_requested_action_identifier_reaches_the_task(bot: Any) -> None:
 # --------------------------------------------------------------------------- installation
 
 
-@pytest.mark.parametrize(("event", "filename"), [
-    ("installation", "installation.suspend.json"),
-    ("installation", "installation.new_permissions_accepted.json"),
-    ("installation_repositories", "installation_repositories.removed.json"),
-])
+@pytest.mark.parametrize(
+    ("event", "filename"),
+    [
+        ("installation", "installation.suspend.json"),
+        ("installation", "installation.new_permissions_accepted.json"),
+        ("installation_repositories", "installation_repositories.removed.json"),
+    ],
+)
 def test_installation_changes_that_start_no_ingest_are_ignored(bot: Any, event: str, filename: str) -> None:
     """suspend, new_permissions_accepted (no "repositories" key at all) and repositories removed → ignored."""
     client, sender = bot
@@ -198,8 +232,10 @@ def test_installation_deleted_and_unsuspend(bot: Any) -> None:
 # --------------------------------------------------------------------------- other events, ping, bodies
 
 
-@pytest.mark.parametrize(("event", "filename"), [("workflow_run", "workflow_run.completed.json"),
-                                                 ("repository_dispatch", "repository_dispatch.json")])
+@pytest.mark.parametrize(
+    ("event", "filename"),
+    [("workflow_run", "workflow_run.completed.json"), ("repository_dispatch", "repository_dispatch.json")],
+)
 def test_unknown_events_are_ignored(bot: Any, event: str, filename: str) -> None:
     """Events forksync does not handle → 202 ignored naming the event."""
     client, sender = bot
@@ -209,7 +245,11 @@ def test_unknown_events_are_ignored(bot: Any, event: str, filename: str) -> None
 def test_unknown_event_with_an_odd_action_is_still_ignored(bot: Any) -> None:
     """A new event whose "action" is not a string is ignored, not refused as a bad payload."""
     client, sender = bot
-    assert_ignored(deliver(client, "sponsorship", {"action": {"new": True}, "sender": {"login": "x"}}), sender, "sponsorship")
+    assert_ignored(
+        deliver(client, "sponsorship", {"action": {"new": True}, "sender": {"login": "x"}}),
+        sender,
+        "sponsorship",
+    )
 
 
 @pytest.mark.parametrize("filename", ["ping.organization.json", "ping.app.json"])
@@ -221,7 +261,9 @@ def test_ping_from_organization_or_app_hook_is_pong(bot: Any, filename: str) -> 
     assert sender.sent == []
 
 
-@pytest.mark.parametrize(("body", "kind"), [(b"[1, 2]", "list"), (b'"push"', "str"), (b"42", "int"), (b"null", "NoneType")])
+@pytest.mark.parametrize(
+    ("body", "kind"), [(b"[1, 2]", "list"), (b'"push"', "str"), (b"42", "int"), (b"null", "NoneType")]
+)
 def test_json_that_is_not_an_object_is_400(bot: Any, body: bytes, kind: str) -> None:
     """Valid JSON that is not an object → 400 naming what it is; nothing enqueued."""
     client, sender = bot

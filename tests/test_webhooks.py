@@ -51,14 +51,24 @@ def test_valid_delivery_is_enqueued_once_with_its_key(bot_server: BotServer) -> 
     status, text = post(bot_server.url, body, headers)
     assert (status, text.split(":")[0]) == (202, "accepted")
     assert bot_server.sender.sent == [
-        (tasknames.ON_PUSH, {"installation_id": 1, "repo": "Codertocat/Hello-World", "ref": "refs/heads/master",
-                             "before": "0" * 40, "after": "6113728f27ae82c7b1a177c8d03f9e96e0adf246",
-                             "delivery": headers["X-GitHub-Delivery"]})
+        (
+            tasknames.ON_PUSH,
+            {
+                "installation_id": 1,
+                "repo": "Codertocat/Hello-World",
+                "ref": "refs/heads/master",
+                "before": "0" * 40,
+                "after": "6113728f27ae82c7b1a177c8d03f9e96e0adf246",
+                "delivery": headers["X-GitHub-Delivery"],
+            },
+        )
     ]
 
 
 @pytest.mark.parametrize("signature", [None, "sha256=" + "0" * 64, "sha1=abc", "garbage"])
-def test_missing_or_wrong_signature_is_401_and_nothing_is_enqueued(bot_server: BotServer, signature: str | None) -> None:
+def test_missing_or_wrong_signature_is_401_and_nothing_is_enqueued(
+    bot_server: BotServer, signature: str | None
+) -> None:
     """No or a wrong X-Hub-Signature-256 → 401; no task sent, no delivery id claimed."""
     body, headers = signed("push", load("push.with-new-branch.json"))
     del headers["X-Hub-Signature-256"]
@@ -97,16 +107,28 @@ def test_oversized_content_length_is_413_before_the_body_is_read(bot_server: Bot
 def test_chunked_body_over_the_limit_is_413_while_reading(redis_store: Any, tmp_path: Path) -> None:
     """Without Content-Length, the limit is enforced while reading (chunked upload)."""
     sender = RecordingSender()
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_MAX_BODY_BYTES": "1000",
-                      "FORKSYNC_DATA_DIR": str(tmp_path)}, sender=sender, dedup=redis_store)
+    app = create_app(
+        {
+            "FORKSYNC_WEBHOOK_SECRET": SECRET,
+            "FORKSYNC_MAX_BODY_BYTES": "1000",
+            "FORKSYNC_DATA_DIR": str(tmp_path),
+        },
+        sender=sender,
+        dedup=redis_store,
+    )
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         body, headers = signed("push", {"pad": "x" * 5000, **load("push.with-new-branch.json")})
         conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=10)
-        conn.request("POST", "/webhook", body=iter([body[i:i + 512] for i in range(0, len(body), 512)]),
-                     headers=headers, encode_chunked=True)
+        conn.request(
+            "POST",
+            "/webhook",
+            body=iter([body[i : i + 512] for i in range(0, len(body), 512)]),
+            headers=headers,
+            encode_chunked=True,
+        )
         resp = conn.getresponse()
         assert resp.status == 413
         conn.close()
@@ -140,7 +162,9 @@ def test_repeated_delivery_is_200_duplicate_and_processed_once(bot_server: BotSe
 def client_and_sender(tmp_path: Path) -> tuple[Any, RecordingSender, SqliteDeliveryStore]:
     sender = RecordingSender()
     store = SqliteDeliveryStore(tmp_path / "d.sqlite", ttl_s=60)
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path)}, sender=sender, dedup=store)
+    app = create_app(
+        {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path)}, sender=sender, dedup=store
+    )
     return app.test_client(), sender, store
 
 
@@ -207,20 +231,56 @@ def test_form_encoded_delivery_is_read(client_and_sender: Any) -> None:
 @pytest.mark.parametrize(
     ("event", "filename", "task", "keys"),
     [
-        ("pull_request", "pull_request.closed.json", tasknames.ON_PULL_REQUEST,
-         {"installation_id", "repo", "number", "action", "head_sha", "head_ref", "base_ref", "merged"}),
-        ("issue_comment", "issue_comment.created.json", tasknames.ON_COMMENT,
-         {"installation_id", "repo", "issue_number", "comment_id", "author", "author_type", "is_pull_request"}),
-        ("check_run", "check_run.requested_action.json", tasknames.ON_CHECK_RUN,
-         {"installation_id", "repo", "check_run_id", "name", "head_sha", "action", "requested_action"}),
-        ("check_run", "check_run.rerequested.json", tasknames.ON_CHECK_RUN,
-         {"installation_id", "repo", "check_run_id", "name", "head_sha", "action", "requested_action"}),
-        ("check_suite", "check_suite.requested.json", tasknames.ON_CHECK_SUITE,
-         {"installation_id", "repo", "check_suite_id", "head_sha", "head_branch", "action"}),
-        ("installation", "installation.created.json", tasknames.ON_INSTALLATION,
-         {"installation_id", "action", "repos", "removed"}),
-        ("installation_repositories", "installation_repositories.added.json", tasknames.ON_INSTALLATION,
-         {"installation_id", "action", "repos", "removed"}),
+        (
+            "pull_request",
+            "pull_request.closed.json",
+            tasknames.ON_PULL_REQUEST,
+            {"installation_id", "repo", "number", "action", "head_sha", "head_ref", "base_ref", "merged"},
+        ),
+        (
+            "issue_comment",
+            "issue_comment.created.json",
+            tasknames.ON_COMMENT,
+            {
+                "installation_id",
+                "repo",
+                "issue_number",
+                "comment_id",
+                "author",
+                "author_type",
+                "is_pull_request",
+            },
+        ),
+        (
+            "check_run",
+            "check_run.requested_action.json",
+            tasknames.ON_CHECK_RUN,
+            {"installation_id", "repo", "check_run_id", "name", "head_sha", "action", "requested_action"},
+        ),
+        (
+            "check_run",
+            "check_run.rerequested.json",
+            tasknames.ON_CHECK_RUN,
+            {"installation_id", "repo", "check_run_id", "name", "head_sha", "action", "requested_action"},
+        ),
+        (
+            "check_suite",
+            "check_suite.requested.json",
+            tasknames.ON_CHECK_SUITE,
+            {"installation_id", "repo", "check_suite_id", "head_sha", "head_branch", "action"},
+        ),
+        (
+            "installation",
+            "installation.created.json",
+            tasknames.ON_INSTALLATION,
+            {"installation_id", "action", "repos", "removed"},
+        ),
+        (
+            "installation_repositories",
+            "installation_repositories.added.json",
+            tasknames.ON_INSTALLATION,
+            {"installation_id", "action", "repos", "removed"},
+        ),
     ],
 )
 def test_each_handled_event_enqueues_its_task_with_primitive_kwargs(
@@ -245,7 +305,9 @@ def test_check_suite_completed_reaches_the_coverage_watchdog(client_and_sender: 
     data["action"] = "completed"
     resp = deliver(client, "check_suite", data)
     assert resp.status_code == 202 and not resp.text.startswith("ignored")
-    assert [(name, kwargs["action"]) for name, kwargs in sender.sent] == [(tasknames.ON_CHECK_SUITE, "completed")]
+    assert [(name, kwargs["action"]) for name, kwargs in sender.sent] == [
+        (tasknames.ON_CHECK_SUITE, "completed")
+    ]
     data["action"] = "in_progress"
     resp = deliver(client, "check_suite", data)
     assert resp.status_code == 202 and resp.text.startswith("ignored") and len(sender.sent) == 1
@@ -282,8 +344,11 @@ def test_broker_down_is_503_and_the_delivery_can_be_redelivered(client_and_sende
 def test_no_webhook_secret_configured_refuses_everything(tmp_path: Path) -> None:
     """Without FORKSYNC_WEBHOOK_SECRET nothing is accepted (503 naming the setting)."""
     sender = RecordingSender()
-    app = create_app({"FORKSYNC_DATA_DIR": str(tmp_path)}, sender=sender,
-                     dedup=SqliteDeliveryStore(tmp_path / "d.sqlite", 60))
+    app = create_app(
+        {"FORKSYNC_DATA_DIR": str(tmp_path)},
+        sender=sender,
+        dedup=SqliteDeliveryStore(tmp_path / "d.sqlite", 60),
+    )
     body, headers = signed("push", load("push.with-new-branch.json"))
     resp = app.test_client().post("/webhook", data=body, headers=headers)
     assert resp.status_code == 503 and "FORKSYNC_WEBHOOK_SECRET" in resp.text
@@ -303,11 +368,18 @@ class _DownStore:
 
 def test_healthz_is_200_when_store_is_up_and_503_when_down(tmp_path: Path) -> None:
     """/healthz reports the dedup store: 200 up, 503 down (and a delivery is then 503, not lost silently)."""
-    up = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path)}, sender=RecordingSender(),
-                    dedup=SqliteDeliveryStore(tmp_path / "d.sqlite", 60))
+    up = create_app(
+        {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path)},
+        sender=RecordingSender(),
+        dedup=SqliteDeliveryStore(tmp_path / "d.sqlite", 60),
+    )
     assert up.test_client().get("/healthz").status_code == 200
     sender = RecordingSender()
-    down = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path)}, sender=sender, dedup=_DownStore())
+    down = create_app(
+        {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path)},
+        sender=sender,
+        dedup=_DownStore(),
+    )
     resp = down.test_client().get("/healthz")
     assert resp.status_code == 503 and "unreachable" in resp.text
     body, headers = signed("push", load("push.with-new-branch.json"))
@@ -317,17 +389,31 @@ def test_healthz_is_200_when_store_is_up_and_503_when_down(tmp_path: Path) -> No
 
 def test_healthz_checks_real_redis(tmp_path: Path, redis_url: Callable[[int], str]) -> None:
     """With REDIS_URL (the default stores), /healthz pings Redis: up → 200; a dead port → 503."""
-    ok = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": redis_url(0)})
+    ok = create_app(
+        {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": redis_url(0)}
+    )
     assert ok.test_client().get("/healthz").status_code == 200
-    dead = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": "redis://127.0.0.1:1/0"})
+    dead = create_app(
+        {
+            "FORKSYNC_WEBHOOK_SECRET": SECRET,
+            "FORKSYNC_DATA_DIR": str(tmp_path),
+            "REDIS_URL": "redis://127.0.0.1:1/0",
+        }
+    )
     assert dead.test_client().get("/healthz").status_code == 503
 
 
 def test_index_page_says_what_the_app_is_without_secrets(tmp_path: Path) -> None:
     """GET /status names the app and its state, and never shows the secret or the key (/ is the dashboard)."""
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "GITHUB_PRIVATE_KEY": "-----BEGIN SECRET KEY-----",
-                      "GITHUB_APP_ID": "42"}, sender=RecordingSender(),
-                     dedup=SqliteDeliveryStore(tmp_path / "d.sqlite", 60))
+    app = create_app(
+        {
+            "FORKSYNC_WEBHOOK_SECRET": SECRET,
+            "GITHUB_PRIVATE_KEY": "-----BEGIN SECRET KEY-----",
+            "GITHUB_APP_ID": "42",
+        },
+        sender=RecordingSender(),
+        dedup=SqliteDeliveryStore(tmp_path / "d.sqlite", 60),
+    )
     page = app.test_client().get("/status").text
     assert "forksync" in page and "42" in page and "POST /webhook" in page
     assert SECRET not in page and "BEGIN" not in page
@@ -351,12 +437,16 @@ def test_signature_ok_is_exact() -> None:
     assert not signature_ok(SECRET, b"{}", None)
 
 
-def test_default_redis_path_over_a_socket_enqueues_one_celery_message(tmp_path: Path, redis_url: Callable[[int], str]) -> None:
+def test_default_redis_path_over_a_socket_enqueues_one_celery_message(
+    tmp_path: Path, redis_url: Callable[[int], str]
+) -> None:
     """With REDIS_URL and no injected parts: dedup + enqueue in Redis; a redelivery adds no message."""
     url = redis_url(15)
     client = redis.Redis.from_url(url)
     client.delete(tasknames.Q_GITHUB)
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": url})
+    app = create_app(
+        {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": url}
+    )
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -376,14 +466,18 @@ def test_default_redis_path_over_a_socket_enqueues_one_celery_message(tmp_path: 
         client.delete(tasknames.Q_GITHUB, "forksync:delivery:" + headers["X-GitHub-Delivery"])
 
 
-def test_concurrent_redeliveries_are_enqueued_exactly_once(tmp_path: Path, redis_url: Callable[[int], str]) -> None:
+def test_concurrent_redeliveries_are_enqueued_exactly_once(
+    tmp_path: Path, redis_url: Callable[[int], str]
+) -> None:
     """Twelve simultaneous posts of one delivery over a socket → one 202, eleven duplicates, one message."""
     from concurrent.futures import ThreadPoolExecutor
 
     url = redis_url(15)
     client = redis.Redis.from_url(url)
     client.delete(tasknames.Q_GITHUB)
-    app = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": url})
+    app = create_app(
+        {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(tmp_path), "REDIS_URL": url}
+    )
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -391,7 +485,9 @@ def test_concurrent_redeliveries_are_enqueued_exactly_once(tmp_path: Path, redis
     live = f"http://127.0.0.1:{server.server_port}"
     try:
         with ThreadPoolExecutor(12) as pool:
-            statuses = sorted(status for status, _ in pool.map(lambda _: post(live, body, headers), range(12)))
+            statuses = sorted(
+                status for status, _ in pool.map(lambda _: post(live, body, headers), range(12))
+            )
         assert statuses == [200] * 11 + [202]
         assert client.llen(tasknames.Q_GITHUB) == 1
     finally:

@@ -74,8 +74,11 @@ def test_redis_lock_expires_after_its_ttl(redis_url: Callable[[int], str]) -> No
 @pytest.mark.parametrize("kind", ["local", "redis"])
 def test_series_keeps_points_in_order(kind: str, tmp_path: Path, redis_url: Callable[[int], str]) -> None:
     """Appended points come back oldest first; limit keeps the newest."""
-    state = LocalState(tmp_path) if kind == "local" else RedisState(
-        redis_url(3), SeriesStore(open_store(None, tmp_path)))
+    state = (
+        LocalState(tmp_path)
+        if kind == "local"
+        else RedisState(redis_url(3), SeriesStore(open_store(None, tmp_path)))
+    )
     name = f"metrics:o/r-{uuid.uuid4().hex}"
     for i in range(5):
         state.append(name, {"t": i, "days_behind": i / 2})

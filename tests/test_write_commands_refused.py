@@ -7,9 +7,18 @@ from tests.fixtures.commands import CommandWorld
 
 # One valid example per write command (arguments as its usage asks).
 EXAMPLES = {
-    "bundle": "/bundle dry-run", "retest": "/retest", "skip": '/skip abcd123 "not for us"', "defer": "/defer abcd123",
-    "urgent": "/urgent abcd123", "chain": "/chain abcd123", "unchain": "/unchain abcd123", "bisect": "/bisect matmul",
-    "l3": "/l3 llama", "resolve": "/resolve", "approve": "/approve", "digest": "/digest",
+    "bundle": "/bundle dry-run",
+    "retest": "/retest",
+    "skip": '/skip abcd123 "not for us"',
+    "defer": "/defer abcd123",
+    "urgent": "/urgent abcd123",
+    "chain": "/chain abcd123",
+    "unchain": "/unchain abcd123",
+    "bisect": "/bisect matmul",
+    "l3": "/l3 llama",
+    "resolve": "/resolve",
+    "approve": "/approve",
+    "digest": "/digest",
 }
 
 
@@ -29,7 +38,9 @@ def test_readers_and_outsiders_get_a_refusal_for_every_write_command(command_wor
                 cid = w.say(text, author=author, issue=issue)
                 replies = w.replies(cid)
                 answered += len(replies) == 1
-                refused += len(replies) == 1 and "denied" in replies[0]["body"] and "confused" in w.reactions(cid)
+                refused += (
+                    len(replies) == 1 and "denied" in replies[0]["body"] and "confused" in w.reactions(cid)
+                )
     total = 2 * 2 * len(EXAMPLES)
     assert (answered, refused) == (total, total)
     assert w.sent == []

@@ -43,7 +43,11 @@ class Viewer:
     def from_session(cls, data: Any) -> Viewer:
         if not isinstance(data, dict) or not isinstance(data.get("login"), str):
             return cls()
-        return cls(data["login"], frozenset(str(r).lower() for r in data.get("readable", ())), float(data.get("expires", 0)))
+        return cls(
+            data["login"],
+            frozenset(str(r).lower() for r in data.get("readable", ())),
+            float(data.get("expires", 0)),
+        )
 
 
 def is_public(feed: ForkFeed, public_allowed: bool) -> bool:
@@ -81,17 +85,28 @@ class GitHubOAuth:
         try:
             answer = requests.post(
                 f"{self.web_url}/login/oauth/access_token",
-                data={"client_id": self.client_id, "client_secret": self.client_secret, "code": code,
-                      "redirect_uri": redirect_uri},
-                headers={"Accept": "application/json"}, timeout=self.timeout_s,
+                data={
+                    "client_id": self.client_id,
+                    "client_secret": self.client_secret,
+                    "code": code,
+                    "redirect_uri": redirect_uri,
+                },
+                headers={"Accept": "application/json"},
+                timeout=self.timeout_s,
             )
             data = answer.json()
         except (requests.RequestException, ValueError) as exc:
-            raise OAuthError(f"GitHub did not answer the login ({type(exc).__name__})", "try logging in again") from None
+            raise OAuthError(
+                f"GitHub did not answer the login ({type(exc).__name__})", "try logging in again"
+            ) from None
         token = data.get("access_token") if isinstance(data, dict) else None
         if not token:
-            error = data.get("error_description") or data.get("error") if isinstance(data, dict) else "no token"
-            raise OAuthError(f"GitHub refused the login: {error}", "log in again; check GITHUB_OAUTH_CLIENT_ID/SECRET")
+            error = (
+                data.get("error_description") or data.get("error") if isinstance(data, dict) else "no token"
+            )
+            raise OAuthError(
+                f"GitHub refused the login: {error}", "log in again; check GITHUB_OAUTH_CLIENT_ID/SECRET"
+            )
         return str(token)
 
     def _get(self, token: str, path: str) -> tuple[int, Any]:
@@ -104,7 +119,9 @@ class GitHubOAuth:
                 timeout=self.timeout_s,
             )
         except requests.RequestException as exc:
-            raise OAuthError(f"GitHub did not answer {path} ({type(exc).__name__})", "try logging in again") from None
+            raise OAuthError(
+                f"GitHub did not answer {path} ({type(exc).__name__})", "try logging in again"
+            ) from None
         try:
             body = answer.json()
         except ValueError:
@@ -114,7 +131,9 @@ class GitHubOAuth:
     def user(self, token: str) -> str:
         status, body = self._get(token, "/user")
         if status != 200 or not isinstance(body, dict) or not body.get("login"):
-            raise OAuthError(f"GitHub did not say who logged in (GET /user answered {status})", "log in again")
+            raise OAuthError(
+                f"GitHub did not say who logged in (GET /user answered {status})", "log in again"
+            )
         return str(body["login"])
 
     def can_read(self, token: str, repo: str) -> bool:

@@ -106,14 +106,20 @@ def _axes(frame: Frame, y_top: float, t0: float, t1: float, with_time: bool = Tr
     for i in range(5):
         value = y_top * i / 4
         y = frame.top + frame.inner_h * (1 - i / 4)
-        out.append(f'<line x1="{frame.left}" x2="{frame.width - frame.right}" y1="{_num(y)}" y2="{_num(y)}" class="grid"/>')
-        out.append(f'<text x="{frame.left - 4}" y="{_num(y + 4)}" text-anchor="end" class="tick">{_e(_label(value))}</text>')
+        out.append(
+            f'<line x1="{frame.left}" x2="{frame.width - frame.right}" y1="{_num(y)}" y2="{_num(y)}" class="grid"/>'
+        )
+        out.append(
+            f'<text x="{frame.left - 4}" y="{_num(y + 4)}" text-anchor="end" class="tick">{_e(_label(value))}</text>'
+        )
     if with_time and t1 > t0:
         for i in range(5):
             t = t0 + (t1 - t0) * i / 4
             x = frame.left + frame.inner_w * i / 4
             anchor = "start" if i == 0 else "end" if i == 4 else "middle"
-            out.append(f'<text x="{_num(x)}" y="{frame.height - 8}" text-anchor="{anchor}" class="tick">{_day(t)}</text>')
+            out.append(
+                f'<text x="{_num(x)}" y="{frame.height - 8}" text-anchor="{anchor}" class="tick">{_day(t)}</text>'
+            )
     return out
 
 
@@ -131,7 +137,10 @@ def time_chart(
     times = [t for line in lines for t, _ in line.points] + [m.t for m in markers]
     values = [v for line in lines for _, v in line.points]
     if not times:
-        return _open(frame, title) + f'<text x="{frame.width // 2}" y="{frame.height // 2}" text-anchor="middle" class="empty">no data yet</text></svg>'
+        return (
+            _open(frame, title)
+            + f'<text x="{frame.width // 2}" y="{frame.height // 2}" text-anchor="middle" class="empty">no data yet</text></svg>'
+        )
     t0, t1 = min(times), max([*times, now or 0.0])
     if t1 <= t0:
         t1 = t0 + 86400.0
@@ -193,7 +202,10 @@ def stacked_bars(title: str, bars: Sequence[Stack], *, frame: Frame | None = Non
     """Stacked bars (commits ingested per week, split by how they came in); each bar may link."""
     frame = frame or Frame()
     if not bars:
-        return _open(frame, title) + f'<text x="{frame.width // 2}" y="{frame.height // 2}" text-anchor="middle" class="empty">no data yet</text></svg>'
+        return (
+            _open(frame, title)
+            + f'<text x="{frame.width // 2}" y="{frame.height // 2}" text-anchor="middle" class="empty">no data yet</text></svg>'
+        )
     y_top = nice_max(max(sum(v for _, v, _ in b.parts) for b in bars) * 1.05)
     slot = frame.inner_w / len(bars)
     width = max(2.0, slot * 0.7)
@@ -256,7 +268,9 @@ def sparkline(
     out = [_open(frame, title)]
     if baseline is not None:
         by = _num(y(baseline))
-        out.append(f'<line x1="{frame.left}" x2="{frame.width - frame.right}" y1="{by}" y2="{by}" stroke="#57606a" stroke-dasharray="3 3" class="baseline"/>')
+        out.append(
+            f'<line x1="{frame.left}" x2="{frame.width - frame.right}" y1="{by}" y2="{by}" stroke="#57606a" stroke-dasharray="3 3" class="baseline"/>'
+        )
     coords = " ".join(f"{_num(x(i))},{_num(y(v))}" for i, (v, _) in enumerate(values))
     out.append(f'<polyline points="{coords}" fill="none" stroke="{PALETTE[0]}" stroke-width="1.5"/>')
     bad_set = set(bad)

@@ -146,12 +146,18 @@ def headline(feed: ForkFeed) -> tuple[Figure, ...]:
         return (Figure("days behind upstream", "–", hint="no ingest yet"), Figure("backlog commits", "–"))
     return (
         Figure(
-            "days behind upstream", _days(last.days_behind), commit_url(feed.upstream_url, last.frontier),
-            bad=last.days_behind >= th.days_behind, hint=f"frontier {last.frontier[:10]}; bad at {th.days_behind:g}",
+            "days behind upstream",
+            _days(last.days_behind),
+            commit_url(feed.upstream_url, last.frontier),
+            bad=last.days_behind >= th.days_behind,
+            hint=f"frontier {last.frontier[:10]}; bad at {th.days_behind:g}",
         ),
         Figure(
-            "backlog commits", str(last.backlog), commit_url(feed.upstream_url, last.contiguous_pin),
-            bad=last.backlog >= th.backlog, hint=f"contiguous pin {last.contiguous_pin[:10]}; bad at {th.backlog}",
+            "backlog commits",
+            str(last.backlog),
+            commit_url(feed.upstream_url, last.contiguous_pin),
+            bad=last.backlog >= th.backlog,
+            hint=f"contiguous pin {last.contiguous_pin[:10]}; bad at {th.backlog}",
         ),
         Figure("pending after the frontier", str(last.pending)),
         Figure("urgent picks", str(last.urgent)),
@@ -165,7 +171,9 @@ def behind_chart(feed: ForkFeed, now: float) -> str:
     return plot.time_chart(
         "days behind upstream: the frontier and the contiguous pin",
         [plot.Line("frontier", pts), plot.Line("contiguous pin", pin, plot.PALETTE[4], dashed=True)],
-        threshold=feed.thresholds.days_behind, markers=markers, now=now,
+        threshold=feed.thresholds.days_behind,
+        markers=markers,
+        now=now,
     )
 
 
@@ -174,9 +182,13 @@ def backlog_chart(feed: ForkFeed, now: float) -> str:
     pending = tuple((p.t, float(p.pending)) for p in feed.series)
     return plot.time_chart(
         "backlog commits (holes behind the frontier) and pending",
-        [plot.Line("backlog", backlog, plot.PALETTE[1]),
-         plot.Line("pending", pending, plot.PALETTE[5], dashed=True)],
-        threshold=float(feed.thresholds.backlog), markers=_urgent_markers(feed), now=now,
+        [
+            plot.Line("backlog", backlog, plot.PALETTE[1]),
+            plot.Line("pending", pending, plot.PALETTE[5], dashed=True),
+        ],
+        threshold=float(feed.thresholds.backlog),
+        markers=_urgent_markers(feed),
+        now=now,
     )
 
 
@@ -196,21 +208,29 @@ def _urgent_markers(feed: ForkFeed) -> list[plot.Marker]:
 
 def in_flight_table(feed: ForkFeed, now: float) -> Table:
     order = {"urgent": 0, "chain": 1, "bundle": 2}
-    items: Sequence[InFlight] = sorted(feed.in_flight, key=lambda i: (order.get(i.kind, 3), i.opened_at, i.key))
+    items: Sequence[InFlight] = sorted(
+        feed.in_flight, key=lambda i: (order.get(i.kind, 3), i.opened_at, i.key)
+    )
     rows = []
     for item in items:
         ref = f"#{item.number}" if item.number else item.key
-        rows.append((
-            Cell(item.kind),
-            Cell(f"{ref} {item.title}", item.url),
-            Cell(str(item.size), item.url),
-            Cell(age_text(now - item.opened_at), t=item.opened_at),
-            Cell(item.l1, item.l1_url, css=f"l1-{item.l1}"),
-            Cell(", ".join(item.conflicts) or "–"),
-            Cell(", ".join(f"@{a.lstrip('@')}" for a in item.asked) or "–"),
-        ))
-    return Table("In flight", ("kind", "PR / issue", "commits", "age", "L1", "waits on conflicts in", "asked"),
-                 tuple(rows), "nothing in flight")
+        rows.append(
+            (
+                Cell(item.kind),
+                Cell(f"{ref} {item.title}", item.url),
+                Cell(str(item.size), item.url),
+                Cell(age_text(now - item.opened_at), t=item.opened_at),
+                Cell(item.l1, item.l1_url, css=f"l1-{item.l1}"),
+                Cell(", ".join(item.conflicts) or "–"),
+                Cell(", ".join(f"@{a.lstrip('@')}" for a in item.asked) or "–"),
+            )
+        )
+    return Table(
+        "In flight",
+        ("kind", "PR / issue", "commits", "age", "L1", "waits on conflicts in", "asked"),
+        tuple(rows),
+        "nothing in flight",
+    )
 
 
 def decisions_table(feed: ForkFeed) -> Table:
@@ -224,8 +244,12 @@ def decisions_table(feed: ForkFeed) -> Table:
         )
         for d in sorted(feed.decisions, key=lambda d: (d.disposition, d.sha))
     )
-    return Table("Deferred and won't port", ("decision", "upstream commit", "upstream PR", "subject", "reason"), rows,
-                 "no deferred or won't-port commits")
+    return Table(
+        "Deferred and won't port",
+        ("decision", "upstream commit", "upstream PR", "subject", "reason"),
+        rows,
+        "no deferred or won't-port commits",
+    )
 
 
 def week_start(t: float) -> float:
@@ -257,7 +281,9 @@ def throughput_chart(feed: ForkFeed, now: float, weeks: int = 12) -> str:
             datetime.fromtimestamp(start, UTC).strftime("%m-%d"),
             tuple((name, float(parts.get(name, 0)), color) for name, color in colors.items()),
             f"{feed.fork_url}/commits?since={datetime.fromtimestamp(start, UTC).date().isoformat()}"
-            f"&until={datetime.fromtimestamp(start + WEEK_S, UTC).date().isoformat()}" if feed.fork_url else None,
+            f"&until={datetime.fromtimestamp(start + WEEK_S, UTC).date().isoformat()}"
+            if feed.fork_url
+            else None,
         )
         for start, parts in weekly(feed.picks, weeks, now)
     ]
@@ -285,8 +311,12 @@ def shares(feed: ForkFeed) -> tuple[Figure, ...]:
     for p in feed.picks:
         by_kind[_kind(p)] += p.upstream
     return tuple(
-        Figure(name, pct(by_kind[name], total), search_url(feed.fork_url, name),
-               hint=f"{by_kind[name]} of {total} upstream commits")
+        Figure(
+            name,
+            pct(by_kind[name], total),
+            search_url(feed.fork_url, name),
+            hint=f"{by_kind[name]} of {total} upstream commits",
+        )
         for name in ("bundled", "single pick", "resolved")
     )
 
@@ -302,15 +332,21 @@ def resolvers_table(feed: ForkFeed) -> Table:
         if not picks:
             continue
         latest = picks[0]
-        rows.append((
-            Cell(name),
-            Cell(str(len(picks))),
-            Cell(str(sum(p.upstream for p in picks))),
-            Cell(str(sum(p.reverted for p in picks))),
-            Cell(f"{latest.sha[:10]} {latest.subject}"[:90], commit_url(feed.fork_url, latest.sha)),
-        ))
-    return Table("Who resolved what", ("resolver", "resolved picks", "upstream commits", "reverted", "latest"),
-                 tuple(rows), "no resolved picks yet")
+        rows.append(
+            (
+                Cell(name),
+                Cell(str(len(picks))),
+                Cell(str(sum(p.upstream for p in picks))),
+                Cell(str(sum(p.reverted for p in picks))),
+                Cell(f"{latest.sha[:10]} {latest.subject}"[:90], commit_url(feed.fork_url, latest.sha)),
+            )
+        )
+    return Table(
+        "Who resolved what",
+        ("resolver", "resolved picks", "upstream commits", "reverted", "latest"),
+        tuple(rows),
+        "no resolved picks yet",
+    )
 
 
 def reverts(feed: ForkFeed) -> tuple[Figure, ...]:
@@ -318,10 +354,18 @@ def reverts(feed: ForkFeed) -> tuple[Figure, ...]:
     clean = [p for p in feed.picks if not p.resolved]
     r_rev, c_rev = sum(p.reverted for p in resolved), sum(p.reverted for p in clean)
     return (
-        Figure("revert rate, resolved picks", pct(r_rev, len(resolved)), search_url(feed.fork_url, "reverted"),
-               hint=f"{r_rev} of {len(resolved)} reverted"),
-        Figure("revert rate, clean picks", pct(c_rev, len(clean)), search_url(feed.fork_url, "reverted"),
-               hint=f"{c_rev} of {len(clean)} reverted"),
+        Figure(
+            "revert rate, resolved picks",
+            pct(r_rev, len(resolved)),
+            search_url(feed.fork_url, "reverted"),
+            hint=f"{r_rev} of {len(resolved)} reverted",
+        ),
+        Figure(
+            "revert rate, clean picks",
+            pct(c_rev, len(clean)),
+            search_url(feed.fork_url, "reverted"),
+            hint=f"{c_rev} of {len(clean)} reverted",
+        ),
     )
 
 
@@ -334,14 +378,23 @@ def suite_rows(feed: ForkFeed, window: int = 30) -> tuple[SuiteRow, ...]:
         runs = by_suite[suite][-window:]
         last = runs[-1]
         counts = Counter(r.status for r in runs)
-        rows.append(SuiteRow(
-            suite=suite,
-            latest=Cell(last.status, last.url, css=f"st-{last.status}"),
-            counts=tuple(Cell(str(counts.get(s, 0)), css=f"st-{s}") for s in TRUNK_STATUSES),
-            strip=tuple(Cell(f"{r.status} at {r.sha[:10]}", r.url or commit_url(feed.fork_url, r.sha), t=r.t,
-                             css=f"st-{r.status}") for r in runs),
-            mean_s=f"{sum(r.duration_s for r in runs) / len(runs):.0f} s",
-        ))
+        rows.append(
+            SuiteRow(
+                suite=suite,
+                latest=Cell(last.status, last.url, css=f"st-{last.status}"),
+                counts=tuple(Cell(str(counts.get(s, 0)), css=f"st-{s}") for s in TRUNK_STATUSES),
+                strip=tuple(
+                    Cell(
+                        f"{r.status} at {r.sha[:10]}",
+                        r.url or commit_url(feed.fork_url, r.sha),
+                        t=r.t,
+                        css=f"st-{r.status}",
+                    )
+                    for r in runs
+                ),
+                mean_s=f"{sum(r.duration_s for r in runs) / len(runs):.0f} s",
+            )
+        )
     return tuple(rows)
 
 
@@ -366,13 +419,19 @@ def regression_cells(fork_url: str, r: Regression) -> tuple[Cell, ...]:
     if r.good:
         steps = f", {r.steps} step{'s' if r.steps != 1 else ''}" if r.steps else ""
         over = f" over {r.candidates} commits" if r.candidates else ""
-        bisection = Cell(f"bisected {r.good[:7]}..{r.sha[:7]}{over}{steps}", compare_url(fork_url, r.good, r.sha),
-                         css="bisection")
+        bisection = Cell(
+            f"bisected {r.good[:7]}..{r.sha[:7]}{over}{steps}",
+            compare_url(fork_url, r.good, r.sha),
+            css="bisection",
+        )
     else:
         bisection = Cell("not bisected" if r.status else "–", css="muted")
     url = r.bisection_url or issue_url(fork_url, r.tracking)
-    issue = Cell(f"issue #{r.tracking}" if r.tracking else ("tracking issue" if url else "no issue"), url,
-                 css="tracking" if url else "muted")
+    issue = Cell(
+        f"issue #{r.tracking}" if r.tracking else ("tracking issue" if url else "no issue"),
+        url,
+        css="tracking" if url else "muted",
+    )
     return (Cell(r.sha[:10], commit_url(fork_url, r.sha), t=r.t or None), change, culprit, bisection, issue)
 
 
@@ -381,9 +440,12 @@ def l2_rows(feed: ForkFeed) -> tuple[L2Row, ...]:
     for m in sorted(feed.l2, key=lambda m: (m.benchmark, m.metric)):
         points = m.points[-40:]
         bad = [i for i, p in enumerate(points) if p.verdict == "regressed"]
-        svg = plot.sparkline(f"{m.benchmark} {m.metric}",
-                             [(p.value, commit_url(feed.fork_url, p.sha)) for p in points],
-                             baseline=m.baseline, bad=bad)
+        svg = plot.sparkline(
+            f"{m.benchmark} {m.metric}",
+            [(p.value, commit_url(feed.fork_url, p.sha)) for p in points],
+            baseline=m.baseline,
+            bad=bad,
+        )
         last = points[-1] if points else None
         change = "–"
         css = ""
@@ -392,23 +454,41 @@ def l2_rows(feed: ForkFeed) -> tuple[L2Row, ...]:
             worse = delta < -m.threshold_pct if m.direction == "higher" else delta > m.threshold_pct
             change, css = f"{delta:+.1f}%", "bad" if worse else ""
         regs = tuple(regression_cells(feed.fork_url, r) for r in m.regressions)
-        out.append(L2Row(
-            benchmark=m.benchmark, metric=m.metric,
-            latest=Cell(f"{last.value:g}" if last else "–", commit_url(feed.fork_url, last.sha) if last else None),
-            baseline=f"{m.baseline:g}" if m.baseline is not None else "–",
-            change=Cell(change, css=css), svg=svg, regressions=regs,
-        ))
+        out.append(
+            L2Row(
+                benchmark=m.benchmark,
+                metric=m.metric,
+                latest=Cell(
+                    f"{last.value:g}" if last else "–", commit_url(feed.fork_url, last.sha) if last else None
+                ),
+                baseline=f"{m.baseline:g}" if m.baseline is not None else "–",
+                change=Cell(change, css=css),
+                svg=svg,
+                regressions=regs,
+            )
+        )
     return tuple(out)
 
 
 def fork_view(feed: ForkFeed, now: float) -> ForkView:
     """The whole ``/<owner>/<repo>`` page."""
     return ForkView(
-        repo=feed.repo, updated_at=feed.updated_at, fork_url=feed.fork_url, upstream_url=feed.upstream_url,
-        headline=headline(feed), behind_svg=behind_chart(feed, now), backlog_svg=backlog_chart(feed, now),
-        in_flight=in_flight_table(feed, now), decisions=decisions_table(feed),
-        throughput_svg=throughput_chart(feed, now), shares=shares(feed), resolvers=resolvers_table(feed),
-        reverts=reverts(feed), suites=suite_rows(feed), tracking=tracking_table(feed), l2=l2_rows(feed),
+        repo=feed.repo,
+        updated_at=feed.updated_at,
+        fork_url=feed.fork_url,
+        upstream_url=feed.upstream_url,
+        headline=headline(feed),
+        behind_svg=behind_chart(feed, now),
+        backlog_svg=backlog_chart(feed, now),
+        in_flight=in_flight_table(feed, now),
+        decisions=decisions_table(feed),
+        throughput_svg=throughput_chart(feed, now),
+        shares=shares(feed),
+        resolvers=resolvers_table(feed),
+        reverts=reverts(feed),
+        suites=suite_rows(feed),
+        tracking=tracking_table(feed),
+        l2=l2_rows(feed),
     )
 
 
@@ -428,8 +508,15 @@ def index_rows(feeds: Sequence[ForkFeed]) -> tuple[IndexRow, ...]:
     rows = []
     for feed in sorted(feeds, key=lambda f: f.repo.lower()):
         head = headline(feed)
-        rows.append(IndexRow(
-            repo=feed.repo, url=f"/{feed.repo}", days_behind=head[0], backlog=head[1],
-            in_flight=len(feed.in_flight), trunk=_worst(feed), updated_at=feed.updated_at,
-        ))
+        rows.append(
+            IndexRow(
+                repo=feed.repo,
+                url=f"/{feed.repo}",
+                days_behind=head[0],
+                backlog=head[1],
+                in_flight=len(feed.in_flight),
+                trunk=_worst(feed),
+                updated_at=feed.updated_at,
+            )
+        )
     return tuple(rows)

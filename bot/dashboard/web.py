@@ -108,15 +108,22 @@ def _visible(dash: DashboardState, viewer: Viewer, now: float) -> list[ForkFeed]
     feeds = []
     for repo in dash.store.repos():
         feed = dash.store.get(repo)
-        if feed is not None and may_view(feed, viewer, public_allowed=dash.settings.dashboard_public, now=now):
+        if feed is not None and may_view(
+            feed, viewer, public_allowed=dash.settings.dashboard_public, now=now
+        ):
             feeds.append(feed)
     return feeds
 
 
 def _not_found() -> Response:
     dash = _state()
-    body = render_template("dashboard/notfound.html", viewer=_viewer(), now=dash.clock(),
-                           login=dash.oauth is not None, next_path=request.path)
+    body = render_template(
+        "dashboard/notfound.html",
+        viewer=_viewer(),
+        now=dash.clock(),
+        login=dash.oauth is not None,
+        next_path=request.path,
+    )
     return Response(body, status=404, mimetype="text/html")
 
 
@@ -126,7 +133,9 @@ def index() -> Response:
     now = dash.clock()
     viewer = _viewer()
     rows = view.index_rows(_visible(dash, viewer, now))
-    body = render_template("dashboard/index.html", rows=rows, viewer=viewer, now=now, login=dash.oauth is not None)
+    body = render_template(
+        "dashboard/index.html", rows=rows, viewer=viewer, now=now, login=dash.oauth is not None
+    )
     return Response(body, mimetype="text/html")
 
 
@@ -144,13 +153,18 @@ def fork(owner: str, name: str) -> Response:
     if feed is None or not may_view(feed, viewer, public_allowed=dash.settings.dashboard_public, now=now):
         return _not_found()
     page = dash.cache.get(
-        feed.repo, version or feed.version(), now,
-        lambda: render_template("dashboard/fork.html", v=view.fork_view(feed, now), now=now), feed,
+        feed.repo,
+        version or feed.version(),
+        now,
+        lambda: render_template("dashboard/fork.html", v=view.fork_view(feed, now), now=now),
+        feed,
     )
     who = render_template("dashboard/_who.html", viewer=viewer, now=now, login=dash.oauth is not None)
     response = Response(page.replace("<!--who-->", who, 1), mimetype="text/html")
     # A private fork's page must not sit in shared caches.
-    response.headers["Cache-Control"] = "public, max-age=60" if is_public(feed, dash.settings.dashboard_public) else "private, no-store"
+    response.headers["Cache-Control"] = (
+        "public, max-age=60" if is_public(feed, dash.settings.dashboard_public) else "private, no-store"
+    )
     return response
 
 
@@ -165,8 +179,11 @@ def _safe_next(target: str | None) -> str:
 def login() -> Any:
     dash = _state()
     if dash.oauth is None:
-        return Response("not configured: set GITHUB_OAUTH_CLIENT_ID and GITHUB_OAUTH_CLIENT_SECRET (the App's OAuth client)\n",
-                        status=503, mimetype="text/plain")
+        return Response(
+            "not configured: set GITHUB_OAUTH_CLIENT_ID and GITHUB_OAUTH_CLIENT_SECRET (the App's OAuth client)\n",
+            status=503,
+            mimetype="text/plain",
+        )
     state = secrets.token_urlsafe(24)
     session["oauth_state"] = state
     session["oauth_next"] = _safe_next(request.args.get("next"))
@@ -180,11 +197,18 @@ def callback() -> Any:
         abort(404)
     expected = session.pop("oauth_state", None)
     if not expected or request.args.get("state") != expected:
-        return Response("bad login: the state did not match (an old or forged link); log in again from the dashboard\n",
-                        status=400, mimetype="text/plain")
+        return Response(
+            "bad login: the state did not match (an old or forged link); log in again from the dashboard\n",
+            status=400,
+            mimetype="text/plain",
+        )
     code = request.args.get("code")
     if not code:
-        return Response(f"login refused: {request.args.get('error', 'no code')}; log in again\n", status=400, mimetype="text/plain")
+        return Response(
+            f"login refused: {request.args.get('error', 'no code')}; log in again\n",
+            status=400,
+            mimetype="text/plain",
+        )
     try:
         token = dash.oauth.exchange(code, url_for("dashboard.callback", _external=True))
         viewer = viewer_for(dash.oauth, token, dash.store.repos(), dash.clock())
@@ -200,10 +224,14 @@ def logout() -> Any:
     return redirect("/")
 
 
-def register(app: Flask, settings: Settings, store: FeedStore, *, clock: Callable[[], float] = time.time) -> DashboardState:
+def register(
+    app: Flask, settings: Settings, store: FeedStore, *, clock: Callable[[], float] = time.time
+) -> DashboardState:
     oauth = None
     if settings.oauth_client_id and settings.oauth_client_secret:
-        oauth = GitHubOAuth(settings.web_url, settings.api_url, settings.oauth_client_id, settings.oauth_client_secret)
+        oauth = GitHubOAuth(
+            settings.web_url, settings.api_url, settings.oauth_client_id, settings.oauth_client_secret
+        )
     # Without a configured key, sessions last as long as this process (and one gunicorn worker).
     app.secret_key = settings.session_secret or secrets.token_hex(32)
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax")
@@ -211,6 +239,8 @@ def register(app: Flask, settings: Settings, store: FeedStore, *, clock: Callabl
     app.extensions["forksync.dashboard"] = dash
     app.jinja_env.filters["iso"] = iso
     app.jinja_env.globals["time_tag"] = time_tag
-    app.jinja_env.globals["static_css"] = Markup((Path(__file__).parent / "templates" / "dashboard" / "style.css").read_text())
+    app.jinja_env.globals["static_css"] = Markup(
+        (Path(__file__).parent / "templates" / "dashboard" / "style.css").read_text()
+    )
     app.register_blueprint(blueprint)
     return dash

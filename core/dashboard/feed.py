@@ -199,15 +199,17 @@ def _build(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**kwargs)
 
 
-_NESTED.update({
-    (ForkFeed, "thresholds"): Thresholds,
-    (ForkFeed, "series"): SeriesPoint,
-    (ForkFeed, "in_flight"): InFlight,
-    (ForkFeed, "decisions"): Decision,
-    (ForkFeed, "picks"): LandedPick,
-    (ForkFeed, "trunk"): TrunkRun,
-    (ForkFeed, "tracking"): TrackingIssue,
-    (ForkFeed, "l2"): L2Metric,
-    (L2Metric, "points"): L2Point,
-    (L2Metric, "regressions"): Regression,
-})
+_NESTED.update(
+    {
+        (ForkFeed, "thresholds"): Thresholds,
+        (ForkFeed, "series"): SeriesPoint,
+        (ForkFeed, "in_flight"): InFlight,
+        (ForkFeed, "decisions"): Decision,
+        (ForkFeed, "picks"): LandedPick,
+        (ForkFeed, "trunk"): TrunkRun,
+        (ForkFeed, "tracking"): TrackingIssue,
+        (ForkFeed, "l2"): L2Metric,
+        (L2Metric, "points"): L2Point,
+        (L2Metric, "regressions"): Regression,
+    }
+)

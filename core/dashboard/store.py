@@ -59,8 +59,15 @@ class SqlFeedStore:
     def put(self, feed: ForkFeed) -> None:
         doc = json.dumps(feed.as_json(), sort_keys=True)
         with self.store.session() as db:
-            db.merge(DashboardFeedRow(repo=feed.repo.lower(), name=feed.repo, version=feed.version(), doc=doc,
-                                      updated_at=feed.updated_at))
+            db.merge(
+                DashboardFeedRow(
+                    repo=feed.repo.lower(),
+                    name=feed.repo,
+                    version=feed.version(),
+                    doc=doc,
+                    updated_at=feed.updated_at,
+                )
+            )
 
     def version(self, repo: str) -> str | None:
         with self.store.session() as db:

@@ -70,10 +70,14 @@ def classify(exc: BaseException, action: str, repo: str | None = None) -> GitHub
     if isinstance(exc, GitHubError):
         return exc
     if isinstance(exc, requests.Timeout | requests.ConnectionError):
-        return RetryableGitHubError(f"GitHub did not answer while trying to {action}{where} ({type(exc).__name__})", 0.0)
+        return RetryableGitHubError(
+            f"GitHub did not answer while trying to {action}{where} ({type(exc).__name__})", 0.0
+        )
     if not isinstance(exc, GithubException):
-        return GitHubError(f"unexpected failure while trying to {action}{where}: {type(exc).__name__}",
-                           "report this to the forksync maintainers with the task log")
+        return GitHubError(
+            f"unexpected failure while trying to {action}{where}: {type(exc).__name__}",
+            "report this to the forksync maintainers with the task log",
+        )
     status, message, headers = exc.status, message_of(exc.data), exc.headers
     text = f"GitHub answered {status} ({message or 'no message'}) while trying to {action}{where}"
     wait = retry_after_s(headers)
@@ -83,24 +87,39 @@ def classify(exc: BaseException, action: str, repo: str | None = None) -> GitHub
     if status >= 500:
         return RetryableGitHubError(text, wait or 0.0, status)
     if status == 401:
-        return GitHubAuthError(text, "check GITHUB_APP_ID and the private key (regenerate it in the App's settings); "
-                               "the token may also have expired", status)
+        return GitHubAuthError(
+            text,
+            "check GITHUB_APP_ID and the private key (regenerate it in the App's settings); "
+            "the token may also have expired",
+            status,
+        )
     if status == 403:
-        return GitHubPermissionError(text, "grant the App the permissions listed in app.yml (the installation owner "
-                                     "must accept new permissions), or check branch protection", status)
+        return GitHubPermissionError(
+            text,
+            "grant the App the permissions listed in app.yml (the installation owner "
+            "must accept new permissions), or check branch protection",
+            status,
+        )
     if status == 404:
-        return GitHubNotFoundError(text, f"check that the App is installed on {repo or 'the repository'} and that "
-                                   "the object exists", status)
-    if status in (405, 409, 422) and ("already exists" in lower or "already merged" in lower
-                                       or ("not mergeable" in lower and "merged" in lower)):
+        return GitHubNotFoundError(
+            text,
+            f"check that the App is installed on {repo or 'the repository'} and that the object exists",
+            status,
+        )
+    if status in (405, 409, 422) and (
+        "already exists" in lower
+        or "already merged" in lower
+        or ("not mergeable" in lower and "merged" in lower)
+    ):
         return GitHubAlreadyDone(text, "nothing to do", status)
     if status == 422:
-        return GitHubValidationError(text, "this is a bug in what forksync sent; report it with the task log", status)
+        return GitHubValidationError(
+            text, "this is a bug in what forksync sent; report it with the task log", status
+        )
     return GitHubError(text, "see GitHub's message above", status)
 
 
 # --------------------------------------------------------------------------- PyGithub implementation
-
 
 
 def _count_call(gh: Any, outcome: str) -> None:
@@ -113,6 +132,7 @@ def _count_call(gh: Any, outcome: str) -> None:
     remaining = getattr(requester, "rate_limiting", (-1, -1))[0]
     if isinstance(remaining, int) and remaining >= 0:
         telemetry.GITHUB_RATE_REMAINING.set(remaining)
+
 
 class GitHubAdapter:
     """``core.github.roles.GitHubPort`` over PyGithub (``base_url`` = ``Settings.api_url``)."""
@@ -138,7 +158,11 @@ class GitHubAdapter:
             except Exception as exc:
                 error = classify(exc, action, repo)
                 _count_call(self._gh, type(error).__name__)
-                if isinstance(error, GitHubAuthError) and attempt == 1 and self._on_bad_credentials is not None:
+                if (
+                    isinstance(error, GitHubAuthError)
+                    and attempt == 1
+                    and self._on_bad_credentials is not None
+                ):
                     log.warning("token refused while trying to %s; minting a new one", action)
                     self._on_bad_credentials()
                     continue
@@ -152,10 +176,19 @@ class GitHubAdapter:
 
     # ----------------------------------------------------------------- check runs
 
-    def create_check_run(self, repo: str, *, name: str, head_sha: str, status: str = "queued",
-                         conclusion: str | None = None, output: CheckOutput | None = None,
-                         actions: Sequence[CheckAction] = (), details_url: str | None = None,
-                         external_id: str | None = None) -> CheckRunInfo:
+    def create_check_run(
+        self,
+        repo: str,
+        *,
+        name: str,
+        head_sha: str,
+        status: str = "queued",
+        conclusion: str | None = None,
+        output: CheckOutput | None = None,
+        actions: Sequence[CheckAction] = (),
+        details_url: str | None = None,
+        external_id: str | None = None,
+    ) -> CheckRunInfo:
         batches = _annotation_batches(output)
         kwargs: dict[str, Any] = {"name": name, "head_sha": head_sha}
         if conclusion is not None:
@@ -170,17 +203,28 @@ class GitHubAdapter:
             kwargs["details_url"] = details_url
         if external_id:
             kwargs["external_id"] = external_id
-        run: CheckRun = self._call(f"create check run {name!r}", repo,
-                                   lambda: self._repo(repo).create_check_run(**kwargs))
+        run: CheckRun = self._call(
+            f"create check run {name!r}", repo, lambda: self._repo(repo).create_check_run(**kwargs)
+        )
         if output is not None:
             for batch in batches[1:]:
-                self._call(f"add annotations to check run {name!r}", repo,
-                           lambda b=batch: run.edit(output=_output_json(output, b)))  # type: ignore[misc]
+                self._call(
+                    f"add annotations to check run {name!r}",
+                    repo,
+                    lambda b=batch: run.edit(output=_output_json(output, b)),  # type: ignore[misc]
+                )
         return _check_run_info(run)
 
-    def update_check_run(self, repo: str, check_run_id: int, *, status: str | None = None,
-                         conclusion: str | None = None, output: CheckOutput | None = None,
-                         actions: Sequence[CheckAction] | None = None) -> CheckRunInfo:
+    def update_check_run(
+        self,
+        repo: str,
+        check_run_id: int,
+        *,
+        status: str | None = None,
+        conclusion: str | None = None,
+        output: CheckOutput | None = None,
+        actions: Sequence[CheckAction] | None = None,
+    ) -> CheckRunInfo:
         run: CheckRun = self._repo(repo).get_check_run(check_run_id)  # lazy
         batches = _annotation_batches(output)
         kwargs: dict[str, Any] = {}
@@ -195,8 +239,11 @@ class GitHubAdapter:
         self._call(f"update check run {check_run_id}", repo, lambda: run.edit(**kwargs))
         if output is not None:
             for batch in batches[1:]:
-                self._call(f"add annotations to check run {check_run_id}", repo,
-                           lambda b=batch: run.edit(output=_output_json(output, b)))  # type: ignore[misc]
+                self._call(
+                    f"add annotations to check run {check_run_id}",
+                    repo,
+                    lambda b=batch: run.edit(output=_output_json(output, b)),  # type: ignore[misc]
+                )
         return _check_run_info(run)
 
     def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]:
@@ -240,8 +287,9 @@ class GitHubAdapter:
 
         return self._call(f"look for an open pull request from {qualified}", repo, fetch)
 
-    def ensure_pull_request(self, repo: str, *, head: str, base: str, title: str, body: str,
-                            draft: bool = False) -> tuple[PullRequestInfo, bool]:
+    def ensure_pull_request(
+        self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False
+    ) -> tuple[PullRequestInfo, bool]:
         """Update the open PR from ``head`` if there is one, else create it; True when created.
 
         Reruns therefore update, never duplicate; a create that races another worker ("already
@@ -251,8 +299,11 @@ class GitHubAdapter:
         if existing is None:
             try:
                 pr: PullRequest = self._call(
-                    f"open a pull request from {head} into {base}", repo,
-                    lambda: self._repo(repo).create_pull(title=title, body=body, head=head, base=base, draft=draft),
+                    f"open a pull request from {head} into {base}",
+                    repo,
+                    lambda: self._repo(repo).create_pull(
+                        title=title, body=body, head=head, base=base, draft=draft
+                    ),
                 )
                 return _pull_info(pr), True
             except GitHubAlreadyDone:
@@ -268,19 +319,29 @@ class GitHubAdapter:
 
     def open_pull_requests(self, repo: str) -> list[PullRequestInfo]:
         """Every open PR of ``repo``, newest first (PyGithub pages through them)."""
-        return self._call("list the open pull requests", repo,
-                          lambda: [_pull_info(pr, listed=True) for pr in self._repo(repo).get_pulls(state="open")])
+        return self._call(
+            "list the open pull requests",
+            repo,
+            lambda: [_pull_info(pr, listed=True) for pr in self._repo(repo).get_pulls(state="open")],
+        )
 
     def pull_requests_from(self, repo: str, head: str) -> list[PullRequestInfo]:
         """Every PR ever opened from ``head`` (a branch of ``repo``), open or closed, newest first."""
         qualified = head if ":" in head else f"{repo.split('/')[0]}:{head}"
-        return self._call(f"list the pull requests from {qualified}", repo,
-                          lambda: [_pull_info(pr, listed=True)
-                                   for pr in self._repo(repo).get_pulls(state="all", head=qualified)])
+        return self._call(
+            f"list the pull requests from {qualified}",
+            repo,
+            lambda: [
+                _pull_info(pr, listed=True) for pr in self._repo(repo).get_pulls(state="all", head=qualified)
+            ],
+        )
 
     def get_pull_request(self, repo: str, number: int) -> PullRequestInfo:
-        return self._call(f"read pull request #{number}", repo,
-                          lambda: _pull_info(_complete(self._repo(repo).get_pull(number))))
+        return self._call(
+            f"read pull request #{number}",
+            repo,
+            lambda: _pull_info(_complete(self._repo(repo).get_pull(number))),
+        )
 
     def close_pull_request(self, repo: str, number: int, *, comment: str | None = None) -> PullRequestInfo:
         """Close PR #``number`` (``PATCH /pulls``), after posting ``comment`` on it when given."""
@@ -294,10 +355,19 @@ class GitHubAdapter:
 
         return self._call(f"close pull request #{number}", repo, close)
 
-    def edit_pull_request(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
-                          base: str | None = None) -> PullRequestInfo:
+    def edit_pull_request(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+    ) -> PullRequestInfo:
         """``PullRequest.edit`` with only what is given (title, body, base: re-targeting keeps the PR)."""
-        fields: dict[str, Any] = {k: v for k, v in (("title", title), ("body", body), ("base", base)) if v is not None}
+        fields: dict[str, Any] = {
+            k: v for k, v in (("title", title), ("body", body), ("base", base)) if v is not None
+        }
 
         def edit() -> PullRequestInfo:
             pull: PullRequest = self._repo(repo).get_pull(number)
@@ -310,8 +380,10 @@ class GitHubAdapter:
 
     def list_reviews(self, repo: str, number: int) -> list[ReviewInfo]:
         def fetch() -> list[ReviewInfo]:
-            return [ReviewInfo(r.user.login if r.user is not None else "ghost", r.state, r.commit_id or None)
-                    for r in self._repo(repo).get_pull(number).get_reviews()]
+            return [
+                ReviewInfo(r.user.login if r.user is not None else "ghost", r.state, r.commit_id or None)
+                for r in self._repo(repo).get_pull(number).get_reviews()
+            ]
 
         return self._call(f"read the reviews of pull request #{number}", repo, fetch)
 
@@ -366,19 +438,35 @@ class GitHubAdapter:
 
         return self._call(f"list {state} issues labelled {', '.join(labels) or 'anything'}", repo, fetch)
 
-    def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
-                     labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]:
+    def ensure_issue(
+        self,
+        repo: str,
+        *,
+        marker: str,
+        title: str,
+        body: str,
+        labels: Sequence[str] = (),
+        reopen: bool = True,
+    ) -> tuple[IssueInfo, bool]:
         """Update the issue carrying ``marker`` (reopening it if asked), else create it; True when created."""
         full_body = body if carries_marker(body, marker) else f"{marker}\n{body}"
         existing = self.find_issue(repo, marker)
         if existing is None:
-            issue: Issue = self._call(f"open issue {title!r}", repo,
-                                      lambda: self._repo(repo).create_issue(title=title, body=full_body, labels=list(labels)))
+            issue: Issue = self._call(
+                f"open issue {title!r}",
+                repo,
+                lambda: self._repo(repo).create_issue(title=title, body=full_body, labels=list(labels)),
+            )
             return _issue_info(issue), True
         info = existing
         if (existing.title, existing.body) != (title, full_body) or not set(labels) <= set(existing.labels):
-            info = self.update_issue(repo, existing.number, title=title, body=full_body,
-                                     labels=sorted(set(existing.labels) | set(labels)))
+            info = self.update_issue(
+                repo,
+                existing.number,
+                title=title,
+                body=full_body,
+                labels=sorted(set(existing.labels) | set(labels)),
+            )
         if reopen and info.state == "closed":
             info = self.reopen_issue(repo, existing.number)
         return info, False
@@ -391,8 +479,15 @@ class GitHubAdapter:
 
         return self._call(action, repo, edit)
 
-    def update_issue(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
-                     labels: Sequence[str] | None = None) -> IssueInfo:
+    def update_issue(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> IssueInfo:
         kwargs: dict[str, Any] = {}
         if title is not None:
             kwargs["title"] = title
@@ -405,20 +500,27 @@ class GitHubAdapter:
     def close_issue(self, repo: str, number: int, *, comment: str | None = None) -> IssueInfo:
         if comment:
             self.create_comment(repo, number, comment)
-        return self._edit_issue(repo, number, f"close issue #{number}", state="closed", state_reason="completed")
+        return self._edit_issue(
+            repo, number, f"close issue #{number}", state="closed", state_reason="completed"
+        )
 
     def reopen_issue(self, repo: str, number: int) -> IssueInfo:
         return self._edit_issue(repo, number, f"reopen issue #{number}", state="open")
 
     def add_labels(self, repo: str, number: int, labels: Sequence[str]) -> None:
         if labels:
-            self._call(f"label #{number}", repo, lambda: self._repo(repo).get_issue(number).add_to_labels(*labels))
+            self._call(
+                f"label #{number}", repo, lambda: self._repo(repo).get_issue(number).add_to_labels(*labels)
+            )
 
     # ----------------------------------------------------------------- comments and reactions
 
     def create_comment(self, repo: str, issue_number: int, body: str) -> CommentInfo:
-        comment: IssueComment = self._call(f"comment on #{issue_number}", repo,
-                                           lambda: self._repo(repo).get_issue(issue_number).create_comment(body))
+        comment: IssueComment = self._call(
+            f"comment on #{issue_number}",
+            repo,
+            lambda: self._repo(repo).get_issue(issue_number).create_comment(body),
+        )
         return _comment_info(comment, issue_number)
 
     def edit_comment(self, repo: str, comment_id: int, body: str) -> CommentInfo:
@@ -432,20 +534,34 @@ class GitHubAdapter:
 
     def get_comment(self, repo: str, comment_id: int) -> CommentInfo:
         """One issue or PR comment by id (the comment commands re-read it fresh)."""
-        return self._call(f"read comment {comment_id}", repo,
-                          lambda: _comment_info(_complete(self._repo(repo).get_issue(0).get_comment(comment_id)), None))
+        return self._call(
+            f"read comment {comment_id}",
+            repo,
+            lambda: _comment_info(_complete(self._repo(repo).get_issue(0).get_comment(comment_id)), None),
+        )
 
     def list_comments(self, repo: str, issue_number: int) -> list[CommentInfo]:
         """Every comment on #``issue_number``, oldest first."""
-        return self._call(f"list the comments of #{issue_number}", repo,
-                          lambda: [_comment_info(c, issue_number) for c in self._repo(repo).get_issue(issue_number).get_comments()])
+        return self._call(
+            f"list the comments of #{issue_number}",
+            repo,
+            lambda: [
+                _comment_info(c, issue_number)
+                for c in self._repo(repo).get_issue(issue_number).get_comments()
+            ],
+        )
 
     def recent_comments(self, repo: str, since: datetime) -> list[CommentInfo]:
         """Every issue and PR comment of ``repo`` updated at or after ``since``, oldest first (one
         paginated listing for the whole repository: what recovery of missed commands reads)."""
-        return self._call("list the repository's recent comments", repo,
-                          lambda: [_comment_info(c, None) for c in
-                                   self._repo(repo).get_issues_comments(sort="created", direction="asc", since=since)])
+        return self._call(
+            "list the repository's recent comments",
+            repo,
+            lambda: [
+                _comment_info(c, None)
+                for c in self._repo(repo).get_issues_comments(sort="created", direction="asc", since=since)
+            ],
+        )
 
     def find_comment(self, repo: str, issue_number: int, marker: str) -> CommentInfo | None:
         """The first comment on #``issue_number`` whose body carries ``marker``."""
@@ -458,18 +574,23 @@ class GitHubAdapter:
 
         return self._call(f"look for the comment marked {marker} on #{issue_number}", repo, fetch)
 
-    def request_reviewers(self, repo: str, number: int, *, users: Sequence[str] = (), teams: Sequence[str] = ()) -> None:
+    def request_reviewers(
+        self, repo: str, number: int, *, users: Sequence[str] = (), teams: Sequence[str] = ()
+    ) -> None:
         """Ask users and teams (slugs, without the org) to review PR ``number``; GitHub ignores repeats."""
 
         def post() -> None:
             self._gh.requester.requestJsonAndCheck(
-                "POST", f"/repos/{repo}/pulls/{number}/requested_reviewers",
+                "POST",
+                f"/repos/{repo}/pulls/{number}/requested_reviewers",
                 input={"reviewers": list(users), "team_reviewers": list(teams)},
             )
 
         self._call(f"request reviews on #{number}", repo, post)
 
-    def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]:
+    def upsert_comment(
+        self, repo: str, issue_number: int, *, marker: str, body: str
+    ) -> tuple[CommentInfo, bool]:
         """Edit the comment carrying ``marker`` in place, else post it; True when posted."""
         full_body = body if carries_marker(body, marker) else f"{marker}\n{body}"
         existing = self.find_comment(repo, issue_number, marker)
@@ -481,9 +602,14 @@ class GitHubAdapter:
 
     def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
         if content not in REACTIONS:
-            raise GitHubValidationError(f"unknown reaction {content!r}", f"use one of {', '.join(sorted(REACTIONS))}")
-        self._call(f"react {content} to comment {comment_id}", repo,
-                   lambda: self._repo(repo).get_issue(0).get_comment(comment_id).create_reaction(content))
+            raise GitHubValidationError(
+                f"unknown reaction {content!r}", f"use one of {', '.join(sorted(REACTIONS))}"
+            )
+        self._call(
+            f"react {content} to comment {comment_id}",
+            repo,
+            lambda: self._repo(repo).get_issue(0).get_comment(comment_id).create_reaction(content),
+        )
 
     # ----------------------------------------------------------------- permissions and files
 
@@ -494,7 +620,11 @@ class GitHubAdapter:
             r = self._repo(repo)
             role = r.get_collaborator_role_name(login) or "none"
             # GitHub reports custom roles by name; fall back to the coarse permission for those.
-            return role if role in WRITE_ROLES | {"triage", "read", "none"} else r.get_collaborator_permission(login)
+            return (
+                role
+                if role in WRITE_ROLES | {"triage", "read", "none"}
+                else r.get_collaborator_permission(login)
+            )
 
         try:
             return self._call(f"read {login}'s permission", repo, fetch)
@@ -531,7 +661,9 @@ class GitHubAdapter:
 
     # ----------------------------------------------------------------- git
 
-    def push_branch(self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False) -> None:
+    def push_branch(
+        self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False
+    ) -> None:
         """Push ``rev`` of the local repository ``source`` (a git-funnel ``Repository``) to ``refs/heads/<branch>``.
 
         The installation token travels in an environment-provided ``http.extraHeader`` (git's
@@ -567,20 +699,36 @@ def _scrub(text: str, secrets: Iterable[str]) -> str:
 def _classify_push(stderr: str, repo: str, branch: str, secrets: Iterable[str]) -> GitHubError:
     stderr = _scrub(stderr, secrets)
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    first = next((line for line in lines if "error" in line.lower() or "fatal" in line.lower()),
-                 lines[0] if lines else "no message")
+    first = next(
+        (line for line in lines if "error" in line.lower() or "fatal" in line.lower()),
+        lines[0] if lines else "no message",
+    )
     text = f"git push to {repo}:{branch} failed: {first}"
     lower = stderr.lower()
     # A refused token makes git ask for a username, which it cannot (prompts are off).
-    if any(sign in lower for sign in ("authentication failed", "401", "invalid username or token",
-                                      "could not read username")):
-        return GitHubAuthError(text, "the installation token was refused; check the App has contents: write", 401)
+    if any(
+        sign in lower
+        for sign in ("authentication failed", "401", "invalid username or token", "could not read username")
+    ):
+        return GitHubAuthError(
+            text, "the installation token was refused; check the App has contents: write", 401
+        )
     if "403" in lower or "protected branch" in lower or "permission" in lower:
-        return GitHubPermissionError(text, "give the App contents: write, and allow it past branch protection", 403)
+        return GitHubPermissionError(
+            text, "give the App contents: write, and allow it past branch protection", 403
+        )
     if "non-fast-forward" in lower or "fetch first" in lower or "rejected" in lower:
-        return GitHubPushError(text, f"{branch} moved on GitHub; rebuild from its new head, or push with force "
-                               "if forksync owns the branch")
-    if "could not resolve host" in lower or "timed out" in lower or " 50" in lower or "unable to access" in lower:
+        return GitHubPushError(
+            text,
+            f"{branch} moved on GitHub; rebuild from its new head, or push with force "
+            "if forksync owns the branch",
+        )
+    if (
+        "could not resolve host" in lower
+        or "timed out" in lower
+        or " 50" in lower
+        or "unable to access" in lower
+    ):
         return RetryableGitHubError(text, 0.0)
     return GitHubPushError(text, "see git's message above")
 
@@ -589,7 +737,10 @@ def _annotation_batches(output: CheckOutput | None) -> list[tuple[Annotation, ..
     annotations = output.annotations if output is not None else ()
     if not annotations:
         return [()]
-    return [annotations[i: i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
+    return [
+        annotations[i : i + ANNOTATIONS_PER_REQUEST]
+        for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)
+    ]
 
 
 def _fit(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
@@ -627,22 +778,41 @@ def _complete(obj: T) -> T:
 def _check_run_info(run: CheckRun) -> CheckRunInfo:
     app = run.app
     output = run.output
-    return CheckRunInfo(id=run.id, name=run.name, head_sha=run.head_sha, status=run.status,
-                        conclusion=run.conclusion, html_url=run.html_url, app_id=app.id if app else None,
-                        external_id=run.external_id or None,
-                        title=output.title if output else None, summary=output.summary if output else None,
-                        text=output.text if output else None)
+    return CheckRunInfo(
+        id=run.id,
+        name=run.name,
+        head_sha=run.head_sha,
+        status=run.status,
+        conclusion=run.conclusion,
+        html_url=run.html_url,
+        app_id=app.id if app else None,
+        external_id=run.external_id or None,
+        title=output.title if output else None,
+        summary=output.summary if output else None,
+        text=output.text if output else None,
+    )
 
 
 def _pull_info(pr: PullRequest, *, listed: bool = False) -> PullRequestInfo:
     """``listed``: ``pr`` comes from a listing, which carries no ``merged`` (PyGithub would fetch
     each PR again to fill it in): ``merged_at`` says it instead."""
     head_repo = pr.head.repo.full_name if pr.head.repo is not None else None
-    return PullRequestInfo(number=pr.number, title=pr.title, body=pr.body or "", state=pr.state,
-                           head_sha=pr.head.sha, head_ref=pr.head.ref, head_repo=head_repo, base_ref=pr.base.ref,
-                           merged=bool(pr.raw_data.get("merged_at")) if listed else bool(pr.merged), draft=bool(pr.draft), author=pr.user.login,
-                           author_association=pr.raw_data.get("author_association") or "NONE", html_url=pr.html_url,
-                           updated_at=pr.updated_at.timestamp() if pr.updated_at is not None else 0.0)
+    return PullRequestInfo(
+        number=pr.number,
+        title=pr.title,
+        body=pr.body or "",
+        state=pr.state,
+        head_sha=pr.head.sha,
+        head_ref=pr.head.ref,
+        head_repo=head_repo,
+        base_ref=pr.base.ref,
+        merged=bool(pr.raw_data.get("merged_at")) if listed else bool(pr.merged),
+        draft=bool(pr.draft),
+        author=pr.user.login,
+        author_association=pr.raw_data.get("author_association") or "NONE",
+        html_url=pr.html_url,
+        updated_at=pr.updated_at.timestamp() if pr.updated_at is not None else 0.0,
+    )
 
 
 def _is_pull(issue: Issue) -> bool:
@@ -653,18 +823,29 @@ def _is_pull(issue: Issue) -> bool:
 
 
 def _issue_info(issue: Issue) -> IssueInfo:
-    return IssueInfo(number=issue.number, title=issue.title, body=issue.body or "", state=issue.state,
-                     labels=tuple(label.name for label in issue.labels), html_url=issue.html_url)
+    return IssueInfo(
+        number=issue.number,
+        title=issue.title,
+        body=issue.body or "",
+        state=issue.state,
+        labels=tuple(label.name for label in issue.labels),
+        html_url=issue.html_url,
+    )
 
 
 def _comment_info(comment: IssueComment, issue_number: int | None) -> CommentInfo:
     if issue_number is None:
         issue_number = int(comment.issue_url.rstrip("/").rsplit("/", 1)[-1])
     created = comment.created_at
-    return CommentInfo(id=comment.id, issue_number=issue_number, body=comment.body or "",
-                       author=comment.user.login, html_url=comment.html_url,
-                       created_at=created.timestamp() if created is not None else 0.0,
-                       author_type=author_type(comment.user.login))
+    return CommentInfo(
+        id=comment.id,
+        issue_number=issue_number,
+        body=comment.body or "",
+        author=comment.user.login,
+        html_url=comment.html_url,
+        created_at=created.timestamp() if created is not None else 0.0,
+        author_type=author_type(comment.user.login),
+    )
 
 
 __all__ = ["GitHubAdapter", "classify"]

@@ -81,7 +81,8 @@ class GitHubApp:
     ) -> None:
         if not app_id or not str(app_id).strip().isdigit():
             raise GitHubAppConfigError(
-                f"GITHUB_APP_ID must be the App's numeric id, got {app_id!r}", "copy it from the App's settings page"
+                f"GITHUB_APP_ID must be the App's numeric id, got {app_id!r}",
+                "copy it from the App's settings page",
             )
         _check_private_key(private_key)
         self.app_id = str(app_id).strip()
@@ -129,7 +130,9 @@ class GitHubApp:
         token = _Token(auth.token, auth.expires_at.timestamp())
         with self._lock:
             self._tokens[installation_id] = token
-        log.info("minted an installation token for installation %s (expires %s)", installation_id, auth.expires_at)
+        log.info(
+            "minted an installation token for installation %s (expires %s)", installation_id, auth.expires_at
+        )
         return token.token
 
     def bot_login(self) -> str:
@@ -170,8 +173,13 @@ class GitHubApp:
         for installation in installations:
             try:
                 client = self.client(installation.id)
-                repos = PaginatedList(Repository, client.requester, "/installation/repositories", {"per_page": 100},
-                                      list_item="repositories")
+                repos = PaginatedList(
+                    Repository,
+                    client.requester,
+                    "/installation/repositories",
+                    {"per_page": 100},
+                    list_item="repositories",
+                )
                 names = [r.full_name for r in repos]
             except Exception as exc:
                 raise classify(exc, f"list the repositories of installation {installation.id}") from None
@@ -230,7 +238,8 @@ def _check_private_key(private_key: str | None) -> None:
             problem = "the App's private key could not be loaded"
     if problem:
         raise GitHubAppConfigError(
-            problem, "download a new private key (.pem) from the App's settings and set GITHUB_PRIVATE_KEY_PATH"
+            problem,
+            "download a new private key (.pem) from the App's settings and set GITHUB_PRIVATE_KEY_PATH",
         ) from None
 
 

@@ -49,7 +49,9 @@ class RetryableGitHubError(GitHubError):
 
     def __init__(self, problem: str, retry_after_s: float, status: int = 0) -> None:
         self.retry_after_s = max(0.0, float(retry_after_s))
-        super().__init__(problem, f"retry in {self.retry_after_s:.0f}s (done automatically by the task)", status)
+        super().__init__(
+            problem, f"retry in {self.retry_after_s:.0f}s (done automatically by the task)", status
+        )
 
 
 class GitHubPushError(GitHubError):
@@ -67,7 +69,11 @@ def message_of(data: Any) -> str:
     """GitHub's error message with its details (``errors[].message``), from a response body."""
     if isinstance(data, Mapping):
         message = str(data.get("message") or "")
-        details = [str(e.get("message") or e.get("code") or "") for e in data.get("errors") or [] if isinstance(e, Mapping)]
+        details = [
+            str(e.get("message") or e.get("code") or "")
+            for e in data.get("errors") or []
+            if isinstance(e, Mapping)
+        ]
         details = [d for d in details if d]
         return f"{message}: {'; '.join(details)}" if details else message
     return str(data or "")
@@ -89,4 +95,3 @@ def retry_after_s(headers: Mapping[str, Any] | None, now: float | None = None) -
             except ValueError:
                 pass
     return None
-

@@ -43,8 +43,15 @@ class LiveGitHub:
         info, created = self.adapter.ensure_pull_request(repo, head=head, base=base, title=title, body=body)
         return Posted(info.number, info.html_url, created)
 
-    def edit_pull(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
-                  base: str | None = None) -> Posted:
+    def edit_pull(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+    ) -> Posted:
         info = self.adapter.edit_pull_request(repo, number, title=title, body=body, base=base)
         return Posted(info.number, info.html_url, False)
 
@@ -77,7 +84,11 @@ class LiveGitHub:
         text: str | None = None,
     ) -> Posted:
         info = self.adapter.create_check_run(
-            repo, name=name, head_sha=head_sha, conclusion=conclusion, output=CheckOutput(title, summary, text)
+            repo,
+            name=name,
+            head_sha=head_sha,
+            conclusion=conclusion,
+            output=CheckOutput(title, summary, text),
         )
         return Posted(info.id, info.html_url, True)
 
@@ -127,7 +138,9 @@ class DryGitHub:
     def is_private(self, repo: str) -> bool:
         return repo in self.private
 
-    def _post(self, table: dict[tuple[str, str], dict[str, object]], repo: str, key: str, **fields: object) -> Posted:
+    def _post(
+        self, table: dict[tuple[str, str], dict[str, object]], repo: str, key: str, **fields: object
+    ) -> Posted:
         existing = table.get((repo, key))
         if existing is not None:
             existing.update(fields, state="open")
@@ -142,15 +155,34 @@ class DryGitHub:
         if entry is None or entry.get("state") != "open":
             return None
         number = int(str(entry["number"]))
-        return PullRequestInfo(number, str(entry["title"]), str(entry["body"]), "open",
-                               "", head, repo, str(entry["base"]), False, False,
-                               "forksync[bot]", "NONE", f"dry://{repo}/{number}")
+        return PullRequestInfo(
+            number,
+            str(entry["title"]),
+            str(entry["body"]),
+            "open",
+            "",
+            head,
+            repo,
+            str(entry["base"]),
+            False,
+            False,
+            "forksync[bot]",
+            "NONE",
+            f"dry://{repo}/{number}",
+        )
 
     def open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> Posted:
         return self._post(self.pulls, repo, head, head=head, base=base, title=title, body=body, draft=False)
 
-    def edit_pull(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
-                  base: str | None = None) -> Posted:
+    def edit_pull(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+    ) -> Posted:
         entry = next(v for (r, _), v in self.pulls.items() if r == repo and v["number"] == number)
         entry.update({k: v for k, v in (("title", title), ("body", body), ("base", base)) if v is not None})
         return Posted(number, f"dry://{repo}/{number}", created=False)
@@ -182,7 +214,15 @@ class DryGitHub:
         text: str | None = None,
     ) -> Posted:
         self.checks.append(
-            {"repo": repo, "name": name, "head_sha": head_sha, "conclusion": conclusion, "title": title, "summary": summary, "text": text}
+            {
+                "repo": repo,
+                "name": name,
+                "head_sha": head_sha,
+                "conclusion": conclusion,
+                "title": title,
+                "summary": summary,
+                "text": text,
+            }
         )
         return Posted(len(self.checks), f"dry://{repo}/checks/{len(self.checks)}", created=True)
 
@@ -192,7 +232,9 @@ class DryGitHub:
     def close_issue(self, repo: str, *, marker: str, comment: str) -> int | None:
         return self._close(self.issues, repo, marker, comment)
 
-    def _close(self, table: dict[tuple[str, str], dict[str, object]], repo: str, key: str, comment: str) -> int | None:
+    def _close(
+        self, table: dict[tuple[str, str], dict[str, object]], repo: str, key: str, comment: str
+    ) -> int | None:
         entry = table.get((repo, key))
         if entry is None or entry.get("state") == "closed":
             return None

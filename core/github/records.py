@@ -27,8 +27,13 @@ class Annotation:
     raw_details: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "start_line": self.start_line, "end_line": self.end_line,
-                               "annotation_level": self.annotation_level, "message": self.message}
+        out: dict[str, Any] = {
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "annotation_level": self.annotation_level,
+            "message": self.message,
+        }
         if self.title:
             out["title"] = self.title
         if self.raw_details:
@@ -49,7 +54,11 @@ class CheckAction:
             raise ValueError(f"check-run action identifier must be 1-20 characters, got {self.identifier!r}")
 
     def to_json(self) -> dict[str, str]:
-        return {"label": cut(self.label, 20), "description": cut(self.description, 40), "identifier": self.identifier}
+        return {
+            "label": cut(self.label, 20),
+            "description": cut(self.description, 40),
+            "identifier": self.identifier,
+        }
 
 
 @dataclass(frozen=True)
@@ -130,7 +139,7 @@ class CommentInfo:
 
 
 def author_type(login: str) -> str:
-    """"Bot" for a ``<slug>[bot]`` login (GitHub reserves the suffix to App accounts), else "User"."""
+    """ "Bot" for a ``<slug>[bot]`` login (GitHub reserves the suffix to App accounts), else "User"."""
     return "Bot" if login.lower().endswith("[bot]") else "User"
 
 

@@ -33,22 +33,39 @@ class GitFunnel(Protocol):
     ``ForksyncError`` subclasses carrying git's ``stderr``.
     """
 
-    def git(self, *args: str, input: bytes | None = None, check: bool = True,
-            env: Mapping[str, str] | None = None) -> bytes: ...
+    def git(
+        self, *args: str, input: bytes | None = None, check: bool = True, env: Mapping[str, str] | None = None
+    ) -> bytes: ...
 
 
 @runtime_checkable
 class Checks(Protocol):
     """Check runs on a commit."""
 
-    def create_check_run(self, repo: str, *, name: str, head_sha: str, status: str = "queued",
-                         conclusion: str | None = None, output: CheckOutput | None = None,
-                         actions: Sequence[CheckAction] = (), details_url: str | None = None,
-                         external_id: str | None = None) -> CheckRunInfo: ...
+    def create_check_run(
+        self,
+        repo: str,
+        *,
+        name: str,
+        head_sha: str,
+        status: str = "queued",
+        conclusion: str | None = None,
+        output: CheckOutput | None = None,
+        actions: Sequence[CheckAction] = (),
+        details_url: str | None = None,
+        external_id: str | None = None,
+    ) -> CheckRunInfo: ...
 
-    def update_check_run(self, repo: str, check_run_id: int, *, status: str | None = None,
-                         conclusion: str | None = None, output: CheckOutput | None = None,
-                         actions: Sequence[CheckAction] | None = None) -> CheckRunInfo: ...
+    def update_check_run(
+        self,
+        repo: str,
+        check_run_id: int,
+        *,
+        status: str | None = None,
+        conclusion: str | None = None,
+        output: CheckOutput | None = None,
+        actions: Sequence[CheckAction] | None = None,
+    ) -> CheckRunInfo: ...
 
     def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]: ...
 
@@ -71,13 +88,23 @@ class Pulls(PullReader, Protocol):
 
     def find_pull_request(self, repo: str, head: str, base: str | None = None) -> PullRequestInfo | None: ...
 
-    def ensure_pull_request(self, repo: str, *, head: str, base: str, title: str, body: str,
-                            draft: bool = False) -> tuple[PullRequestInfo, bool]: ...
+    def ensure_pull_request(
+        self, repo: str, *, head: str, base: str, title: str, body: str, draft: bool = False
+    ) -> tuple[PullRequestInfo, bool]: ...
 
-    def close_pull_request(self, repo: str, number: int, *, comment: str | None = None) -> PullRequestInfo: ...
+    def close_pull_request(
+        self, repo: str, number: int, *, comment: str | None = None
+    ) -> PullRequestInfo: ...
 
-    def edit_pull_request(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
-                          base: str | None = None) -> PullRequestInfo:
+    def edit_pull_request(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+    ) -> PullRequestInfo:
         """Change a PR's title, body or base branch (``PullRequest.edit``): re-targeting keeps the PR."""
         ...
 
@@ -85,7 +112,9 @@ class Pulls(PullReader, Protocol):
         """The PR's reviews, oldest first."""
         ...
 
-    def request_reviewers(self, repo: str, number: int, *, users: Sequence[str] = (), teams: Sequence[str] = ()) -> None:
+    def request_reviewers(
+        self, repo: str, number: int, *, users: Sequence[str] = (), teams: Sequence[str] = ()
+    ) -> None:
         """Ask users and teams to review the PR (again: a re-request after a force-push)."""
         ...
 
@@ -106,13 +135,30 @@ class Issues(Protocol):
 
     def find_issue(self, repo: str, marker: str, *, labels: Sequence[str] = ()) -> IssueInfo | None: ...
 
-    def list_issues(self, repo: str, *, labels: Sequence[str] = (), state: str = "open") -> list[IssueInfo]: ...
+    def list_issues(
+        self, repo: str, *, labels: Sequence[str] = (), state: str = "open"
+    ) -> list[IssueInfo]: ...
 
-    def ensure_issue(self, repo: str, *, marker: str, title: str, body: str,
-                     labels: Sequence[str] = (), reopen: bool = True) -> tuple[IssueInfo, bool]: ...
+    def ensure_issue(
+        self,
+        repo: str,
+        *,
+        marker: str,
+        title: str,
+        body: str,
+        labels: Sequence[str] = (),
+        reopen: bool = True,
+    ) -> tuple[IssueInfo, bool]: ...
 
-    def update_issue(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
-                     labels: Sequence[str] | None = None) -> IssueInfo: ...
+    def update_issue(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> IssueInfo: ...
 
     def close_issue(self, repo: str, number: int, *, comment: str | None = None) -> IssueInfo: ...
 
@@ -134,7 +180,9 @@ class Comments(Protocol):
 
     def list_comments(self, repo: str, issue_number: int) -> list[CommentInfo]: ...
 
-    def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]: ...
+    def upsert_comment(
+        self, repo: str, issue_number: int, *, marker: str, body: str
+    ) -> tuple[CommentInfo, bool]: ...
 
     def add_reaction(self, repo: str, comment_id: int, content: str) -> None: ...
 
@@ -154,7 +202,9 @@ class Collaborators(Protocol):
 class Refs(Protocol):
     """Branches, written with git over https and an installation token."""
 
-    def push_branch(self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False) -> None: ...
+    def push_branch(
+        self, repo: str, source: GitFunnel, rev: str, branch: str, *, force: bool = False
+    ) -> None: ...
 
 
 class GitHubPort(Checks, Pulls, PullLister, Issues, Comments, Contents, Collaborators, Refs, Protocol):
@@ -185,8 +235,15 @@ class IngestGitHub(Protocol):
         """Open a PR from ``head`` into ``base`` (a create that races another finds the first)."""
         ...
 
-    def edit_pull(self, repo: str, number: int, *, title: str | None = None, body: str | None = None,
-                  base: str | None = None) -> Posted:
+    def edit_pull(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        base: str | None = None,
+    ) -> Posted:
         """Edit an open PR in place: title, body, or re-target it to ``base``."""
         ...
 
@@ -231,4 +288,3 @@ class IngestGitHub(Protocol):
     def close_issue(self, repo: str, *, marker: str, comment: str) -> int | None:
         """Close the open issue carrying ``marker`` with ``comment``; its number, or None if none is open."""
         ...
-

@@ -171,7 +171,11 @@ def bad_command(command: Command) -> Outcome:
         remedy = f"did you mean `/{command.suggestion}`? " if command.suggestion else ""
         remedy += "`/help` lists every command"
         return failed(command, f"unknown command {code('/' + command.name)}", remedy)
-    return failed(command, inline(command.error or "bad arguments"), f"write it as {code(spec.usage)}; `/help {spec.name}` explains it")
+    return failed(
+        command,
+        inline(command.error or "bad arguments"),
+        f"write it as {code(spec.usage)}; `/help {spec.name}` explains it",
+    )
 
 
 def denied(command: Command, user: str, repo: str, have: str | None) -> Outcome:
@@ -219,7 +223,9 @@ def unknown_ref(command: Command, ref: str, upstream: str) -> Outcome:
     )
 
 
-def ambiguous_ref(command: Command, ref: str, candidates: Sequence[CommitLine], upstream_url: str | None) -> Outcome:
+def ambiguous_ref(
+    command: Command, ref: str, candidates: Sequence[CommitLine], upstream_url: str | None
+) -> Outcome:
     shown = candidates[:MAX_LISTED]
     lines = "\n".join(f"- {commit_line(c, upstream_url)}" for c in shown)
     more = f"\n- … and {len(candidates) - len(shown)} more" if len(candidates) > len(shown) else ""
@@ -239,7 +245,9 @@ def nothing_to_bundle(command: Command, why: str) -> Outcome:
     )
 
 
-def rate_limited(command: Command | str, user: str, limit: int, window_s: int, retry_after_s: int, now: datetime) -> Outcome:
+def rate_limited(
+    command: Command | str, user: str, limit: int, window_s: int, retry_after_s: int, now: datetime
+) -> Outcome:
     at = (now + timedelta(seconds=max(retry_after_s, 1))).astimezone(UTC)
     return failed(
         command,
@@ -258,12 +266,19 @@ def not_available(command: Command, feature: str) -> Outcome:
 
 def bad_config(command: Command | str, error: str, quoted: str | None) -> Outcome:
     details = fenced(quoted) if quoted else ""
-    return failed(command, f"the repository config is invalid: {inline(error)}", "fix `.github/forksync.yml` on the default branch and comment again", details)
+    return failed(
+        command,
+        f"the repository config is invalid: {inline(error)}",
+        "fix `.github/forksync.yml` on the default branch and comment again",
+        details,
+    )
 
 
 def error_outcome(command: Command | str, problem: str, remedy: str) -> Outcome:
     """A ForksyncError (a failure the user can act on) as an outcome."""
-    return failed(command, inline(problem), inline(remedy) or "see `/help`, or open an issue if this looks wrong")
+    return failed(
+        command, inline(problem), inline(remedy) or "see `/help`, or open an issue if this looks wrong"
+    )
 
 
 def internal_error(command: Command | str, error_id: str) -> Outcome:
@@ -391,7 +406,9 @@ def plan_table(groups: Sequence[PlannedGroup], upstream_url: str | None) -> str:
         why = "; ".join(inline(r) for r in group.reasons[:3])
         if len(group.reasons) > 3:
             why += f"; … {len(group.reasons) - 3} more"
-        rows.append(f"| {group.kind} | {code(group.id)} | {len(group.commits)} | {first} | {last} | {why or 'low risk'} |")
+        rows.append(
+            f"| {group.kind} | {code(group.id)} | {len(group.commits)} | {first} | {last} | {why or 'low risk'} |"
+        )
     if len(groups) > MAX_LISTED:
         rows.append(f"| … | {len(groups) - MAX_LISTED} more | | | | |")
     return "\n".join(rows)
@@ -402,11 +419,17 @@ def plan_table(groups: Sequence[PlannedGroup], upstream_url: str | None) -> str:
 
 
 def help_answer(command: Command, topic: str | None) -> Outcome:
-    return done(command, "the commands forksync understands" if not topic else f"how to use `/{topic}`", help_table(topic))
+    return done(
+        command,
+        "the commands forksync understands" if not topic else f"how to use `/{topic}`",
+        help_table(topic),
+    )
 
 
 def status_answer(command: Command, view: StatusView, backlog: int) -> Outcome:
-    summary = f"{view.days_behind:.1f} days behind upstream, {backlog} backlog commits, {view.pending} pending"
+    summary = (
+        f"{view.days_behind:.1f} days behind upstream, {backlog} backlog commits, {view.pending} pending"
+    )
     return done(command, summary, status_details(view))
 
 
@@ -454,7 +477,10 @@ def urgent_started(command: Command, shown: str, reason: str, outlook: str) -> O
 
 
 def urgent_recorded(command: Command, shown: str, reason: str, outlook: str) -> Outcome:
-    return done(command, _marked(shown, "urgent", reason) + "; the next ingestion (push or poll) acts on it: " + outlook)
+    return done(
+        command,
+        _marked(shown, "urgent", reason) + "; the next ingestion (push or poll) acts on it: " + outlook,
+    )
 
 
 def unchained(command: Command, shown: str) -> Outcome:
@@ -476,14 +502,18 @@ def bundle_dry_run(command: Command, summary: str, table: str) -> Outcome:
     return done(command, f"the plan (dry run, nothing pushed): {summary}", table)
 
 
-def bundle_started(command: Command, summary: str, table: str, limit: int | None, configured_max: int) -> Outcome:
+def bundle_started(
+    command: Command, summary: str, table: str, limit: int | None, configured_max: int
+) -> Outcome:
     note = ""
     if limit is not None:
         note = (
             f" with at most {limit} commit(s) per bundle (`max={limit}`, for this run only; later runs bundle by "
             f"`bundle.max_commits` = {configured_max} again)"
         )
-    return started(command, f"planned {summary}; ingestion started: bundle PRs will be opened or updated{note}", table)
+    return started(
+        command, f"planned {summary}; ingestion started: bundle PRs will be opened or updated{note}", table
+    )
 
 
 def nothing_planned_why(deferred: int) -> str:
@@ -495,7 +525,9 @@ def nothing_planned_why(deferred: int) -> str:
 
 def pr_only(command: Command) -> Outcome:
     return failed(
-        command, f"`/{command.name}` works on pull requests; this is an issue", "comment it on the PR it is about"
+        command,
+        f"`/{command.name}` works on pull requests; this is an issue",
+        "comment it on the PR it is about",
     )
 
 
@@ -535,16 +567,24 @@ def bisect_started(command: Command, benchmark: str, target: str) -> Outcome:
 
 
 def digest_started(command: Command) -> Outcome:
-    return started(command, "refreshing this period's pin-update digest issue (label `forksync:digest`); "
-                            "owners of the touched areas are mentioned there once")
+    return started(
+        command,
+        "refreshing this period's pin-update digest issue (label `forksync:digest`); "
+        "owners of the touched areas are mentioned there once",
+    )
 
 
 def approve_on_issue(command: Command) -> Outcome:
-    return failed(command, "`/approve` works on pull requests; this is an issue", "comment it on the PR to approve")
+    return failed(
+        command, "`/approve` works on pull requests; this is an issue", "comment it on the PR to approve"
+    )
 
 
 def approve_not_needed_inside(command: Command) -> Outcome:
-    return done(command, "not needed: this PR's branch is in the repository, so its L1 runs on the self-hosted runners already")
+    return done(
+        command,
+        "not needed: this PR's branch is in the repository, so its L1 runs on the self-hosted runners already",
+    )
 
 
 def approve_not_needed_member(command: Command, author: str, association: str) -> Outcome:
@@ -578,24 +618,36 @@ def approval_record(record_marker: str, head_sha: str, by: str) -> str:
 
 
 def resolve_on_issue(command: Command) -> Outcome:
-    return failed(command, "`/resolve` works on forksync's pick pull requests; this is an issue",
-                  "comment it on the PR whose pick conflicts")
+    return failed(
+        command,
+        "`/resolve` works on forksync's pick pull requests; this is an issue",
+        "comment it on the PR whose pick conflicts",
+    )
 
 
 def resolve_not_a_pick(command: Command, head_ref: str) -> Outcome:
-    return failed(command, f"`{head_ref}` is not a forksync pick branch, so there is nothing to resolve",
-                  "use it on a `[Cherry-pick]` PR that forksync opened")
+    return failed(
+        command,
+        f"`{head_ref}` is not a forksync pick branch, so there is nothing to resolve",
+        "use it on a `[Cherry-pick]` PR that forksync opened",
+    )
 
 
 def resolve_no_agent(command: Command) -> Outcome:
-    return failed(command, "no conflict agent is configured",
-                  "set `resolve.agent.command` (or `url` and `key_env`) in `.github/forksync.yml`")
+    return failed(
+        command,
+        "no conflict agent is configured",
+        "set `resolve.agent.command` (or `url` and `key_env`) in `.github/forksync.yml`",
+    )
 
 
 def resolve_no_upstream(command: Command, missing: Sequence[str], trailer: str) -> Outcome:
-    return failed(command, "this branch names no upstream commit that forksync can read "
-                  f"({', '.join(missing) or 'no trailer found'})",
-                  f"the pick commits must carry the trailer `{trailer}`")
+    return failed(
+        command,
+        "this branch names no upstream commit that forksync can read "
+        f"({', '.join(missing) or 'no trailer found'})",
+        f"the pick commits must carry the trailer `{trailer}`",
+    )
 
 
 def resolve_human_owned(command: Command, shas: Sequence[str], details: str) -> Outcome:

@@ -93,7 +93,7 @@ def notified_in(body: str) -> frozenset[str]:
     start = body.find("<!-- forksync:digest-notified:")
     if start < 0:
         return frozenset()
-    rest = body[start + len("<!-- forksync:digest-notified:"):]
+    rest = body[start + len("<!-- forksync:digest-notified:") :]
     names = rest.split(" -->", 1)[0]
     return frozenset(n for n in names.split(",") if n)
 
@@ -145,7 +145,9 @@ def digest_body(view: DigestView, notified: Sequence[str] = ()) -> str:
         lines += ["", f"### {title} ({len(area.changes)}; owners: {owners})", ""]
         for c in area.changes[:MAX_ROWS]:
             tag = f" (resolved: {c.resolver or 'human'})" if c.resolved else ""
-            lines.append(f"- {_sha(view, c.sha, view.upstream_url)} {_cell(c.subject)} {_pr(view, c.pr)}{tag}".rstrip())
+            lines.append(
+                f"- {_sha(view, c.sha, view.upstream_url)} {_cell(c.subject)} {_pr(view, c.pr)}{tag}".rstrip()
+            )
         if len(area.changes) > MAX_ROWS:
             lines.append(f"- … and {len(area.changes) - MAX_ROWS} more")
     lines += ["", "## Stuck"]
@@ -158,10 +160,14 @@ def digest_body(view: DigestView, notified: Sequence[str] = ()) -> str:
     if not view.deferred and not view.by_hand:
         lines.append("Nothing deferred; no conflict needed a human.")
     for sha, subject, pr, reason in view.deferred[:MAX_ROWS]:
-        lines.append(f"- deferred {_sha(view, sha, view.upstream_url)} {_cell(subject)} {_pr(view, pr)}: {_cell(reason or 'no reason recorded')}")
+        lines.append(
+            f"- deferred {_sha(view, sha, view.upstream_url)} {_cell(subject)} {_pr(view, pr)}: {_cell(reason or 'no reason recorded')}"
+        )
     for c in view.by_hand[:MAX_ROWS]:
-        lines.append(f"- resolved by hand {_sha(view, c.sha, view.upstream_url)} {_cell(c.subject)} {_pr(view, c.pr)} "
-                     f"in {_sha(view, c.fork_sha, view.fork_url)}")
+        lines.append(
+            f"- resolved by hand {_sha(view, c.sha, view.upstream_url)} {_cell(c.subject)} {_pr(view, c.pr)} "
+            f"in {_sha(view, c.fork_sha, view.fork_url)}"
+        )
     lines += ["", "## L2 changes"]
     if not view.l2:
         lines.append("No L2 regression found in this period.")
@@ -196,7 +202,11 @@ def mention_comment(view: DigestView, owners: Sequence[str]) -> str:
 def slack_text(view: DigestView, issue_url: str | None) -> str:
     """The digest as one Slack-compatible message (``{"text": ...}``)."""
     head = f"*{view.repo}* pin-update digest {view.key}: {view.landed()} upstream commits landed"
-    bits = [f"{len(view.stuck)} stuck", f"{len(view.deferred)} deferred", f"{len(view.by_hand)} resolved by hand"]
+    bits = [
+        f"{len(view.stuck)} stuck",
+        f"{len(view.deferred)} deferred",
+        f"{len(view.by_hand)} resolved by hand",
+    ]
     if view.l2:
         bits.append(f"{len(view.l2)} L2 regression(s)")
     link = f" <{issue_url}|digest>" if issue_url else ""

@@ -23,11 +23,16 @@ def heads_up_body(
     """``areas``: pattern -> (owners, [(sha, subject, pr)]). Owners are mentioned once each.
     ``kind``: bundle | urgent | chain (a chain's conflicts were resolved to get here: said so)."""
     owners = list(dict.fromkeys(o for who, _ in areas.values() for o in who))
-    why = ("this chain is built to its end (its conflicts resolved), its L1 passed, and it changes areas with owners"
-           if kind == "chain" else "its L1 passed and it changes areas with owners")
-    lines = [heads_up_marker(key),
-             f"**Heads-up before this lands**: {why}. "
-             f"Review requested from {', '.join('@' + o for o in owners)}.", ""]
+    why = (
+        "this chain is built to its end (its conflicts resolved), its L1 passed, and it changes areas with owners"
+        if kind == "chain"
+        else "its L1 passed and it changes areas with owners"
+    )
+    lines = [
+        heads_up_marker(key),
+        f"**Heads-up before this lands**: {why}. Review requested from {', '.join('@' + o for o in owners)}.",
+        "",
+    ]
     for pattern, (who, commits) in sorted(areas.items()):
         lines.append(f"### `{pattern}` ({', '.join(f'`{o}`' for o in who)})")
         for sha, subject, pr in commits:

@@ -233,11 +233,22 @@ def chain_pr_body(chain: ChainView, upstream_url: str | None) -> str:
         for section in chain.resolutions:
             lines += [section.rstrip("\n"), ""]
     if chain.stopped_at:
-        lines += [f"**Stopped at `{chain.stopped_at[:12]}`**: no resolution; these files wait for a human:", ""]
+        lines += [
+            f"**Stopped at `{chain.stopped_at[:12]}`**: no resolution; these files wait for a human:",
+            "",
+        ]
         lines += [f"- `{path}`: {why}" for path, why in chain.waiting] + [""]
-        lines += ["Reproduce locally, resolve, and push to the branch (forksync never rewrites a human's commit):",
-                  "", "```sh", chain.reproduce, "```", ""]
-    lines.append("Runs L1 like any PR. Comment `/chain` to change membership, `/defer <sha>` to leave a commit for later.")
+        lines += [
+            "Reproduce locally, resolve, and push to the branch (forksync never rewrites a human's commit):",
+            "",
+            "```sh",
+            chain.reproduce,
+            "```",
+            "",
+        ]
+    lines.append(
+        "Runs L1 like any PR. Comment `/chain` to change membership, `/defer <sha>` to leave a commit for later."
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -261,7 +272,12 @@ def chain_body(chain: ChainView, upstream_url: str | None) -> str:
         "",
     ]
     if chain.conflicts:
-        lines += ["**Conflicting files** on the fork tip:", "", *(f"- `{path}`" for path in chain.conflicts), ""]
+        lines += [
+            "**Conflicting files** on the fork tip:",
+            "",
+            *(f"- `{path}`" for path in chain.conflicts),
+            "",
+        ]
     else:
         lines += ["No conflict on the fork tip; the chain is risky for the reasons above.", ""]
     if chain.branch:
@@ -299,69 +315,98 @@ def ingestion_summary(figures: IngestionFigures) -> tuple[str, str]:
 
 def no_upstream_summary(config_path: str) -> tuple[str, str]:
     """The check run's title and summary when the fork's config names no upstream."""
-    return (f"{config_path}: upstream.url is not set; nothing to ingest",
-            f"Add `upstream: {{url: https://github.com/OWNER/REPO, branch: main}}` to `{config_path}`.\n")
+    return (
+        f"{config_path}: upstream.url is not set; nothing to ingest",
+        f"Add `upstream: {{url: https://github.com/OWNER/REPO, branch: main}}` to `{config_path}`.\n",
+    )
 
 
 def ingest_failure_summary(problem: str, one_line: str) -> tuple[str, str]:
     """The check run's title and summary when a run fails for a reason the maintainer must fix."""
-    return (f"ingestion failed: {problem}"[:240],
-            f"**{one_line}**\n\nNothing was pushed or opened by this run. Fix the cause and push: the next push or "
-            "poll retries.\n")
+    return (
+        f"ingestion failed: {problem}"[:240],
+        f"**{one_line}**\n\nNothing was pushed or opened by this run. Fix the cause and push: the next push or "
+        "poll retries.\n",
+    )
 
 
-def config_error_summary(message: str, source: str, line: int | None, line_text: str | None) -> tuple[str, str]:
+def config_error_summary(
+    message: str, source: str, line: int | None, line_text: str | None
+) -> tuple[str, str]:
     """(title, summary) of the failing check run for a bad ``.github/forksync.yml``."""
     where = f"{source}:{line}" if line else source
     title = f"{where}: the forksync config is invalid; ingestion is paused"
     parts = [f"**{_cell(message)}**", ""]
     if line_text is not None:
         parts += [f"Line {line} of `{source}`:", "", "```yaml", line_text, "```", ""]
-    parts.append("Fix the file and push: ingestion resumes on the next push or poll. Nothing else was changed.")
+    parts.append(
+        "Fix the file and push: ingestion resumes on the next push or poll. Nothing else was changed."
+    )
     return title, "\n".join(parts) + "\n"
 
 
 # --------------------------------------------------------------------------- comments the loop posts
 
 
-def force_push_note(branch: str, old_head: str, new_head: str, trunk: str, approvers: tuple[str, ...],
-                    running: tuple[str, ...], plan_id: str) -> str:
+def force_push_note(
+    branch: str,
+    old_head: str,
+    new_head: str,
+    trunk: str,
+    approvers: tuple[str, ...],
+    running: tuple[str, ...],
+    plan_id: str,
+) -> str:
     """Said on a PR whose branch forksync force-pushed over an approval or a running L1 check."""
-    lines = [f"forksync force-pushed `{branch}` (`{old_head[:10]}` → `{new_head[:10]}`): plan `{plan_id}` rebuilt "
-             f"it onto the current `{trunk}` (something landed there, or the plan changed)."]
+    lines = [
+        f"forksync force-pushed `{branch}` (`{old_head[:10]}` → `{new_head[:10]}`): plan `{plan_id}` rebuilt "
+        f"it onto the current `{trunk}` (something landed there, or the plan changed)."
+    ]
     if approvers:
         who = ", ".join(f"@{login}" for login in approvers)
-        lines.append(f"It was **force-pushed over your approval** ({who}): the commits you approved are rebuilt, so "
-                     "forksync asked you to review again. Compare with `git range-diff "
-                     f"{old_head[:10]}...{new_head[:10]}`.")
+        lines.append(
+            f"It was **force-pushed over your approval** ({who}): the commits you approved are rebuilt, so "
+            "forksync asked you to review again. Compare with `git range-diff "
+            f"{old_head[:10]}...{new_head[:10]}`."
+        )
     if running:
-        lines.append(f"L1 was still running on the old head ({', '.join(f'`{name}`' for name in running)}): that result "
-                     "no longer describes this PR; L1 runs again on the new head.")
+        lines.append(
+            f"L1 was still running on the old head ({', '.join(f'`{name}`' for name in running)}): that result "
+            "no longer describes this PR; L1 runs again on the new head."
+        )
     return "\n\n".join(lines) + "\n"
 
 
 def retarget_note(branch: str, old_base: str, new_base: str) -> str:
     """Said on a PR forksync re-targeted (it was based on a merged or stale branch)."""
-    return (f"forksync re-targeted this PR from `{old_base}` to `{new_base}`: every bundle and chain is now built "
-            f"on `{new_base}` alone and lands on its own, and `{branch}` was rebuilt onto it. Same PR, same branch.\n")
+    return (
+        f"forksync re-targeted this PR from `{old_base}` to `{new_base}`: every bundle and chain is now built "
+        f"on `{new_base}` alone and lands on its own, and `{branch}` was rebuilt onto it. Same PR, same branch.\n"
+    )
 
 
 def superseded_comment(branch: str, plan_id: str) -> str:
-    return (f"Superseded: ingestion plan `{plan_id}` no longer has this bundle (its commits were merged, or "
-            f"re-planned into another bundle). forksync closed it and deleted `{branch}`.")
+    return (
+        f"Superseded: ingestion plan `{plan_id}` no longer has this bundle (its commits were merged, or "
+        f"re-planned into another bundle). forksync closed it and deleted `{branch}`."
+    )
 
 
 def chain_emptied_comment(branch: str, plan_id: str, stopped_at: str | None) -> str:
     """Closing a chain's PR whose rebuild onto the trunk carries no commit (its issue says what waits)."""
     first = f" (its first commit `{stopped_at[:10]}` does not pick onto the trunk)" if stopped_at else ""
-    return (f"This chain now builds no commit{first}, so there is nothing to review here: plan `{plan_id}` tracks "
-            f"it in an issue that names the files waiting and the command to reproduce. forksync closed this PR and "
-            f"deleted `{branch}`; it opens a PR again once something builds.")
+    return (
+        f"This chain now builds no commit{first}, so there is nothing to review here: plan `{plan_id}` tracks "
+        f"it in an issue that names the files waiting and the command to reproduce. forksync closed this PR and "
+        f"deleted `{branch}`; it opens a PR again once something builds."
+    )
 
 
 def urgent_done_comment(branch: str, plan_id: str) -> str:
-    return (f"No longer needed: ingestion plan `{plan_id}` has no urgent pick for this commit "
-            f"(it is picked, or its urgent mark was changed). forksync closed it and deleted `{branch}`.")
+    return (
+        f"No longer needed: ingestion plan `{plan_id}` has no urgent pick for this commit "
+        f"(it is picked, or its urgent mark was changed). forksync closed it and deleted `{branch}`."
+    )
 
 
 def chain_done_comment(plan_id: str) -> str:

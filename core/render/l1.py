@@ -131,8 +131,11 @@ class Annotation:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "path": self.path, "start_line": self.start_line, "end_line": self.end_line,
-            "annotation_level": self.annotation_level, "message": self.message,
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "annotation_level": self.annotation_level,
+            "message": self.message,
         }
         if self.title:
             out["title"] = self.title
@@ -169,7 +172,10 @@ def l1_in_progress(sha: str, suite_names: Sequence[str], details_url: str | None
     """The check run while L1 runs (created first, then updated in place with the results)."""
     listed = ", ".join(f"`{n}`" for n in suite_names) or "no suites"
     return CheckRunOutput(
-        name=L1_CHECK, head_sha=sha, status="in_progress", conclusion=None,
+        name=L1_CHECK,
+        head_sha=sha,
+        status="in_progress",
+        conclusion=None,
         title=f"Running {len(suite_names)} L1 suite(s)",
         summary=f"{marker('l1', sha)}\nRunning {listed} on `{sha[:12]}`.",
         details_url=details_url,
@@ -182,8 +188,15 @@ def l1_check_run(run: L1RunLike, *, log_url: LogUrl = None, details_url: str | N
     summary = _truncate("\n".join(_summary_lines(run, log_url)))
     text = _truncate("\n".join(_failure_sections(run)))
     return CheckRunOutput(
-        name=L1_CHECK, head_sha=run.sha, status="completed", conclusion=run.conclusion,
-        title=title, summary=summary, text=text, annotations=_annotations(run), details_url=details_url,
+        name=L1_CHECK,
+        head_sha=run.sha,
+        status="completed",
+        conclusion=run.conclusion,
+        title=title,
+        summary=summary,
+        text=text,
+        annotations=_annotations(run),
+        details_url=details_url,
     )
 
 
@@ -209,8 +222,10 @@ def l1_title(run: L1RunLike) -> str:
             title += f"; {len(infra)} suite(s) hit infrastructure problems"
         return title
     if infra:
-        return (f"Infrastructure problem in {', '.join(s.name for s in infra)}: "
-                "not caused by this change, retry on another runner")
+        return (
+            f"Infrastructure problem in {', '.join(s.name for s in infra)}: "
+            "not caused by this change, retry on another runner"
+        )
     total = sum(s.passed for s in suites)
     skipped = sum(s.skipped for s in suites)
     if fails:
@@ -259,18 +274,27 @@ def _summary_lines(run: L1RunLike, log_url: LogUrl) -> list[str]:
         lines.append("")
         for s in notes:
             retry = f" (after {s.attempts} attempts)" if s.attempts > 1 else ""
-            owners = f" — owners: {', '.join('@' + o for o in s.owners)}" if s.owners and s.status != "infrastructure" else ""
+            owners = (
+                f" — owners: {', '.join('@' + o for o in s.owners)}"
+                if s.owners and s.status != "infrastructure"
+                else ""
+            )
             lines.append(f"- **{_cell(s.name)}**: {s.reason}{retry}{owners}")
         for s in skips:
-            lines.append(f"- **{_cell(s.name)}**: {s.skipped} skipped (not run, not counted): {_cell(s.skip_reasons)}")
+            lines.append(
+                f"- **{_cell(s.name)}**: {s.skipped} skipped (not run, not counted): {_cell(s.skip_reasons)}"
+            )
     fails = [f for s in run.suites for f in s.failures]
     if fails:
         kinds = " or ".join(_TRIAGE_LABELS.get(k, k) for k in run.fail_on)
         lines += [
             "",
             f"Triage: {_triage_counts(fails)}. This check fails only on {kinds} failures"
-            + (f" (trunk compared at merge-base `{run.merge_base[:12]}`)." if run.merge_base else
-               " (no merge-base with trunk was given, so nothing counts as broken trunk)."),
+            + (
+                f" (trunk compared at merge-base `{run.merge_base[:12]}`)."
+                if run.merge_base
+                else " (no merge-base with trunk was given, so nothing counts as broken trunk)."
+            ),
         ]
     return lines
 
@@ -280,8 +304,13 @@ def _failure_sections(run: L1RunLike) -> list[str]:
     out: list[str] = []
     for suite in run.suites:
         if suite.log_tail and not suite.failures:
-            out += [f"### {suite.name}: {suite.status.replace('_', ' ')}, last lines of its log",
-                    "```", _fence_safe(suite.log_tail), "```", ""]
+            out += [
+                f"### {suite.name}: {suite.status.replace('_', ' ')}, last lines of its log",
+                "```",
+                _fence_safe(suite.log_tail),
+                "```",
+                "",
+            ]
         if not suite.failures:
             continue
         groups: dict[str, list[FailureLike]] = {}
@@ -312,12 +341,16 @@ def _annotations(run: L1RunLike) -> tuple[Annotation, ...]:
             if not (f.file and f.line):
                 continue
             blocking = f.triage in run.fail_on
-            notes.append(Annotation(
-                path=f.file, start_line=f.line, end_line=f.line,
-                annotation_level="failure" if blocking else "warning",
-                title=f"{suite.name}: {f.test_id} ({_TRIAGE_LABELS.get(f.triage, f.triage)})"[:255],
-                message=(f.first_lines or f.message or "failed")[:4000],
-            ))
+            notes.append(
+                Annotation(
+                    path=f.file,
+                    start_line=f.line,
+                    end_line=f.line,
+                    annotation_level="failure" if blocking else "warning",
+                    title=f"{suite.name}: {f.test_id} ({_TRIAGE_LABELS.get(f.triage, f.triage)})"[:255],
+                    message=(f.first_lines or f.message or "failed")[:4000],
+                )
+            )
     notes.sort(key=lambda a: a.annotation_level != "failure")
     return tuple(notes[:MAX_ANNOTATIONS])
 
@@ -347,24 +380,30 @@ def coverage_check_run(sha: str, result: CoverageLike) -> CheckRunOutput:
             "`l1.required_checks` in `.github/forksync.yml` if it no longer applies.",
         ]
     return CheckRunOutput(
-        name=COVERAGE_CHECK, head_sha=sha,
+        name=COVERAGE_CHECK,
+        head_sha=sha,
         status="in_progress" if conclusion == "pending" else "completed",
         conclusion=None if conclusion == "pending" else conclusion,
-        title=title[:255], summary=_truncate("\n".join(lines)),
+        title=title[:255],
+        summary=_truncate("\n".join(lines)),
     )
 
 
 def infra_issue(cause: str, runner: str, suite: str, sha: str, detail: str) -> tuple[str, str]:
     """Title and body of the infrastructure tracking issue (one per cause and runner, updated in place)."""
     title = f"[infra] {cause} on {runner}"
-    body = "\n".join([
-        marker("infra", f"{cause}:{runner}"),
-        f"L1 suite `{suite}` on `{sha[:12]}` hit **{cause}** on runner `{runner}`.",
-        "",
-        "```", _fence_safe(detail), "```",
-        "",
-        "The PR was not blamed; the job was retried on another runner. Close this issue once the runner is fixed.",
-    ])
+    body = "\n".join(
+        [
+            marker("infra", f"{cause}:{runner}"),
+            f"L1 suite `{suite}` on `{sha[:12]}` hit **{cause}** on runner `{runner}`.",
+            "",
+            "```",
+            _fence_safe(detail),
+            "```",
+            "",
+            "The PR was not blamed; the job was retried on another runner. Close this issue once the runner is fixed.",
+        ]
+    )
     return title, body
 
 
@@ -382,8 +421,12 @@ def _truncate(text: str) -> str:
     return text[: MAX_TEXT - 80] + "\n\n… (truncated: see the full log)"
 
 
-_CONCLUSION_ICONS = {"success": "✅ success", "failure": "❌ failure", "cancelled": "⚠️ cancelled (infrastructure)",
-                     "neutral": "➖ neutral"}
+_CONCLUSION_ICONS = {
+    "success": "✅ success",
+    "failure": "❌ failure",
+    "cancelled": "⚠️ cancelled (infrastructure)",
+    "neutral": "➖ neutral",
+}
 
 
 def kept_suites_note(kept: Mapping[str, str]) -> str:
@@ -391,8 +434,10 @@ def kept_suites_note(kept: Mapping[str, str]) -> str:
     if not kept:
         return ""
     rows = ", ".join(f"`{name}` {_CONCLUSION_ICONS.get(c, c)}" for name, c in sorted(kept.items()))
-    return (f"\n\n**Kept from the earlier run on this commit** (not rerun): {rows}. "
-            "The check concludes over every suite; `/retest` alone reruns them all.")
+    return (
+        f"\n\n**Kept from the earlier run on this commit** (not rerun): {rows}. "
+        "The check concludes over every suite; `/retest` alone reruns them all."
+    )
 
 
 def partial_rerun_title(title: str, rerun: Sequence[str], kept: Mapping[str, str]) -> str:
@@ -409,33 +454,59 @@ def partial_rerun_title(title: str, rerun: Sequence[str], kept: Mapping[str, str
 
 def infra_recovered_comment(cause: str, runner: str, healthy_runs: int) -> str:
     """Closing comment of an infrastructure issue once its runner ran L1 cleanly again."""
-    return (f"Runner `{runner}` ran L1 cleanly {healthy_runs} times in a row since **{cause}** was last seen "
-            "(`l2.recover_after` in `.github/forksync.yml`), so forksync closes this issue. It reopens if the "
-            "cause comes back on this runner.")
+    return (
+        f"Runner `{runner}` ran L1 cleanly {healthy_runs} times in a row since **{cause}** was last seen "
+        "(`l2.recover_after` in `.github/forksync.yml`), so forksync closes this issue. It reopens if the "
+        "cause comes back on this runner."
+    )
 
 
-def suite_changes_note(*, added: Sequence[str], dropped: Sequence[str], changed: Sequence[str],
-                       required_added: Sequence[str] = (), required_dropped: Sequence[str] = (),
-                       approved_by: str | None = None) -> str:
+def suite_changes_note(
+    *,
+    added: Sequence[str],
+    dropped: Sequence[str],
+    changed: Sequence[str],
+    required_added: Sequence[str] = (),
+    required_dropped: Sequence[str] = (),
+    approved_by: str | None = None,
+) -> str:
     """What a PR's own ``.github/forksync.yml`` changes about its L1 gate (the trunk's config decides)."""
+
     def names(items: Sequence[str]) -> str:
         return ", ".join(f"`{_cell(n)}`" for n in items)
 
-    lines = ["", "", "**This PR changes the L1 configuration.** What runs is the trunk's (the PR's base) "
-             "config plus what this PR adds:"]
+    lines = [
+        "",
+        "",
+        "**This PR changes the L1 configuration.** What runs is the trunk's (the PR's base) "
+        "config plus what this PR adds:",
+    ]
     if added:
         lines.append(f"- adds suite(s) {names(added)}: run here too")
     if dropped:
-        lines.append(f"- drops suite(s) {names(dropped)}: " + (
-            f"approved by @{approved_by}, not run" if approved_by else
-            "still run here; dropping a suite needs a maintainer's `/approve` of this head before this check can pass"))
+        lines.append(
+            f"- drops suite(s) {names(dropped)}: "
+            + (
+                f"approved by @{approved_by}, not run"
+                if approved_by
+                else "still run here; dropping a suite needs a maintainer's `/approve` of this head before this check can pass"
+            )
+        )
     if changed:
-        lines.append(f"- redefines suite(s) {names(changed)}: the trunk's definition runs until this PR merges")
+        lines.append(
+            f"- redefines suite(s) {names(changed)}: the trunk's definition runs until this PR merges"
+        )
     if required_added:
         lines.append(f"- adds required check(s) {names(required_added)}")
     if required_dropped:
-        lines.append(f"- drops required check(s) {names(required_dropped)}: " + (
-            f"approved by @{approved_by}" if approved_by else "still required; needs a maintainer's `/approve`"))
+        lines.append(
+            f"- drops required check(s) {names(required_dropped)}: "
+            + (
+                f"approved by @{approved_by}"
+                if approved_by
+                else "still required; needs a maintainer's `/approve`"
+            )
+        )
     return "\n".join(lines)
 
 
@@ -455,7 +526,9 @@ def stale_queue_issue(queue: str, runs: Sequence[tuple[str, int, str, float]]) -
     """(title, body) of the infrastructure issue of a queue that left L1 checks unfinished;
     ``runs``: (repo, check run id, head sha, minutes waited) of each."""
     title = f"[infra] L1 queue {queue}: checks never finished"
-    rows = "\n".join(f"| {_cell(repo)} | {cid} | `{sha[:12]}` | {minutes:.0f} min |" for repo, cid, sha, minutes in runs)
+    rows = "\n".join(
+        f"| {_cell(repo)} | {cid} | `{sha[:12]}` | {minutes:.0f} min |" for repo, cid, sha, minutes in runs
+    )
     body = (
         f"The L1 staleness watchdog concluded {len(runs)} check run(s) as timed out: they waited on the "
         f"`{queue}` queue past their suites' timeouts plus `l1.stale_margin_minutes`, and no worker finished them "
@@ -468,7 +541,9 @@ def stale_queue_issue(queue: str, runs: Sequence[tuple[str, int, str, float]]) -
     return title, body
 
 
-def trunk_silent_issue(repo: str, sha: str, waited_minutes: float, last_recorded: str | None) -> tuple[str, str]:
+def trunk_silent_issue(
+    repo: str, sha: str, waited_minutes: float, last_recorded: str | None
+) -> tuple[str, str]:
     """(title, body) of the issue that says trunk L1 results stopped arriving."""
     title = "[infra] trunk L1 results stopped arriving"
     since = f"the last one was recorded {last_recorded}" if last_recorded else "none was ever recorded"
@@ -480,63 +555,97 @@ def trunk_silent_issue(repo: str, sha: str, waited_minutes: float, last_recorded
     return title, body
 
 
-def protection_note(branch: str, only_in_protection: Sequence[str], only_in_config: Sequence[str],
-                    unreadable: str = "") -> str:
+def protection_note(
+    branch: str, only_in_protection: Sequence[str], only_in_config: Sequence[str], unreadable: str = ""
+) -> str:
     """Where ``l1.required_checks`` and ``branch``'s protection rules disagree (empty when they
     agree); ``unreadable``: GitHub's answer when the protection could not be read at all."""
+
     def names(items: Sequence[str]) -> str:
         return ", ".join(f"`{_cell(n)}`" for n in items)
 
     lines = []
     if unreadable:
-        lines.append(f"- ⚠️ forksync could not read `{branch}`'s branch protection ({_cell(unreadable)[:200]}): "
-                     "the required checks were not cross-checked, so only `l1.required_checks` are required here. "
-                     "Grant the App the **Administration: read** repository permission (app.yml, "
-                     "docs/github-app.md) and accept it on the installation page")
+        lines.append(
+            f"- ⚠️ forksync could not read `{branch}`'s branch protection ({_cell(unreadable)[:200]}): "
+            "the required checks were not cross-checked, so only `l1.required_checks` are required here. "
+            "Grant the App the **Administration: read** repository permission (app.yml, "
+            "docs/github-app.md) and accept it on the installation page"
+        )
     if only_in_protection:
-        lines.append(f"- ⚠️ `{branch}`'s branch protection requires {names(only_in_protection)}, which "
-                     "`l1.required_checks` does not list: required here too; add them to the config")
+        lines.append(
+            f"- ⚠️ `{branch}`'s branch protection requires {names(only_in_protection)}, which "
+            "`l1.required_checks` does not list: required here too; add them to the config"
+        )
     if only_in_config:
-        lines.append(f"- ⚠️ `l1.required_checks` lists {names(only_in_config)}, which `{branch}`'s branch "
-                     "protection does not require: GitHub would merge without them; require them in the "
-                     "branch's protection rules")
+        lines.append(
+            f"- ⚠️ `l1.required_checks` lists {names(only_in_config)}, which `{branch}`'s branch "
+            "protection does not require: GitHub would merge without them; require them in the "
+            "branch's protection rules"
+        )
     return ("\n\n**Required checks vs branch protection**\n" + "\n".join(lines)) if lines else ""
 
 
-def split_note(*, commits: int, runs: int, complete: bool, rebuilt: bool,
-               culprits: Sequence[tuple[str, str, str | None, str | None, Sequence[str]]],
-               rebuilt_head: str | None = None, retest_conclusion: str | None = None, not_rebuilt: str = "",
-               overrun_approvals: Sequence[str] = ()) -> str:
+def split_note(
+    *,
+    commits: int,
+    runs: int,
+    complete: bool,
+    rebuilt: bool,
+    culprits: Sequence[tuple[str, str, str | None, str | None, Sequence[str]]],
+    rebuilt_head: str | None = None,
+    retest_conclusion: str | None = None,
+    not_rebuilt: str = "",
+    overrun_approvals: Sequence[str] = (),
+) -> str:
     """What the split of a red bundle found and did (check runs, PR comment and body); ``culprits``:
     (fork sha, subject, upstream sha, chain it went to, the tests it breaks); ``rebuilt_head``:
     the bundle rebuilt without the ejected ones and pushed to the PR, ``retest_conclusion`` its L1;
     ``overrun_approvals``: who had approved the old head (asked to review again)."""
-    lines = [marker("l1-split", "bundle"), f"**Red bundle split**: bisected {commits} commit(s) with {runs} "
-             "in-memory build(s) and L1 run(s)" + ("" if complete else " (stopped at the run budget)") + "."]
+    lines = [
+        marker("l1-split", "bundle"),
+        f"**Red bundle split**: bisected {commits} commit(s) with {runs} "
+        "in-memory build(s) and L1 run(s)" + ("" if complete else " (stopped at the run budget)") + ".",
+    ]
     if not culprits:
-        lines.append("No single commit makes the failure: it shows only with the whole bundle (flaky, or an "
-                     "interaction). Nothing was ejected; comment `/chain REF` to move commits by hand.")
+        lines.append(
+            "No single commit makes the failure: it shows only with the whole bundle (flaky, or an "
+            "interaction). Nothing was ejected; comment `/chain REF` to move commits by hand."
+        )
         return "\n".join(lines)
     for fork_sha, subject, upstream, chain, tests in culprits:
-        where = f"ejected into chain `{chain}`" if chain else (
-            "not ejected (no upstream pick trailer)" if upstream is None else "not ejected here: comment `/chain "
-            f"{upstream[:12]}`")
+        where = (
+            f"ejected into chain `{chain}`"
+            if chain
+            else (
+                "not ejected (no upstream pick trailer)"
+                if upstream is None
+                else f"not ejected here: comment `/chain {upstream[:12]}`"
+            )
+        )
         shown = ", ".join(f"`{t}`" for t in list(tests)[:3])
         lines.append(f"- `{fork_sha[:12]}` {_cell(subject)}: breaks {shown}; {where}")
     if rebuilt_head is not None:
         verdict = f" L1 on it: **{retest_conclusion}**." if retest_conclusion else ""
-        lines.append(f"The bundle is rebuilt without them in this PR: its branch was force-pushed to "
-                     f"`{rebuilt_head[:12]}` and L1 ran again on it.{verdict} The ejected commits wait in their "
-                     "chains, each with the failing test as its reason.")
+        lines.append(
+            f"The bundle is rebuilt without them in this PR: its branch was force-pushed to "
+            f"`{rebuilt_head[:12]}` and L1 ran again on it.{verdict} The ejected commits wait in their "
+            "chains, each with the failing test as its reason."
+        )
         if overrun_approvals:
             who = ", ".join(f"@{login}" for login in overrun_approvals)
-            lines.append(f"It was **force-pushed over your approval** ({who}): the commits you approved changed: please "
-                         "review again (forksync re-requested your review).")
+            lines.append(
+                f"It was **force-pushed over your approval** ({who}): the commits you approved changed: please "
+                "review again (forksync re-requested your review)."
+            )
     elif not_rebuilt:
         lines.append(f"The bundle was not rebuilt here ({not_rebuilt}).")
     else:
-        lines.append("The bundle is rebuilt without them in this PR and L1 runs again." if rebuilt else
-                     "The bundle was not rebuilt here: the next ingest rebuilds it.")
+        lines.append(
+            "The bundle is rebuilt without them in this PR and L1 runs again."
+            if rebuilt
+            else "The bundle was not rebuilt here: the next ingest rebuilds it."
+        )
     return "\n".join(lines)
 
 
@@ -545,7 +654,9 @@ def retested_mark(sha: str) -> str:
     return f"<!-- forksync:l1-retested:{sha} -->\n"
 
 
-_SPLIT_SECTION = re.compile(r"\n*<!-- forksync:l1-split-section -->.*?<!-- /forksync:l1-split-section -->", re.DOTALL)
+_SPLIT_SECTION = re.compile(
+    r"\n*<!-- forksync:l1-split-section -->.*?<!-- /forksync:l1-split-section -->", re.DOTALL
+)
 
 
 def carry_split_section(old_body: str, new_body: str) -> str:
@@ -610,10 +721,14 @@ class PoolComparisonLike(Protocol):
 def pool_disagreement(d: DisagreementLike) -> str:
     """One omission in words, naming both pools and their counts."""
     if d.kind == "fewer":
-        return (f"`{d.suite}`: pool `{d.pool}` executed {d.pool_executed} test(s), pool `{d.other}` "
-                f"executed {d.other_executed}: {d.pool} omitted {d.other_executed - d.pool_executed}")
-    return (f"`{d.suite}`: pool `{d.pool}` concluded {d.pool_outcome} ({d.pool_executed} executed), "
-            f"pool `{d.other}` concluded {d.other_outcome} ({d.other_executed} executed)")
+        return (
+            f"`{d.suite}`: pool `{d.pool}` executed {d.pool_executed} test(s), pool `{d.other}` "
+            f"executed {d.other_executed}: {d.pool} omitted {d.other_executed - d.pool_executed}"
+        )
+    return (
+        f"`{d.suite}`: pool `{d.pool}` concluded {d.pool_outcome} ({d.pool_executed} executed), "
+        f"pool `{d.other}` concluded {d.other_outcome} ({d.other_executed} executed)"
+    )
 
 
 def pooled_suites_note(title: str, suites: Sequence[str], ran_here: int) -> tuple[str, str]:
@@ -626,19 +741,32 @@ def pooled_suites_note(title: str, suites: Sequence[str], ran_here: int) -> tupl
 def pools_check_run(sha: str, comparison: PoolComparisonLike) -> CheckRunOutput:
     """``forksync / L1 pools``: in progress until every pool reported, then the comparison."""
     lines = [marker("l1-pools", sha), "| suite | pool | executed | outcome |", "| --- | --- | --- | --- |"]
-    lines += [f"| {_cell(r.suite)} | {_cell(r.pool)} | {r.executed} | {r.outcome} |" for r in comparison.results]
+    lines += [
+        f"| {_cell(r.suite)} | {_cell(r.pool)} | {r.executed} | {r.outcome} |" for r in comparison.results
+    ]
     lines += [f"| {_cell(s)} | {_cell(p)} | – | waiting |" for s, p in comparison.missing]
     if comparison.missing:
         waiting = ", ".join(p for _, p in comparison.missing)
-        return CheckRunOutput(POOLS_CHECK, sha, "in_progress", None,
-                              f"Waiting on {len(comparison.missing)} pool(s): {waiting}", "\n".join(lines))
+        return CheckRunOutput(
+            POOLS_CHECK,
+            sha,
+            "in_progress",
+            None,
+            f"Waiting on {len(comparison.missing)} pool(s): {waiting}",
+            "\n".join(lines),
+        )
     if comparison.disagreements:
         first = comparison.disagreements[0]
-        title = (f"Pools disagree: {first.pool} ran {first.pool_executed}, {first.other} ran {first.other_executed}"
-                 if first.kind == "fewer" else f"Pools disagree: {first.pool} {first.pool_outcome}, "
-                 f"{first.other} {first.other_outcome}")
-        lines += ["", "A pool that ran fewer tests than another, or concluded otherwise, omitted tests: "
-                  "not a pass.", *(f"- {neutral(pool_disagreement(d))}" for d in comparison.disagreements)]
+        title = (
+            f"Pools disagree: {first.pool} ran {first.pool_executed}, {first.other} ran {first.other_executed}"
+            if first.kind == "fewer"
+            else f"Pools disagree: {first.pool} {first.pool_outcome}, {first.other} {first.other_outcome}"
+        )
+        lines += [
+            "",
+            "A pool that ran fewer tests than another, or concluded otherwise, omitted tests: not a pass.",
+            *(f"- {neutral(pool_disagreement(d))}" for d in comparison.disagreements),
+        ]
     elif comparison.conclusion == "success":
         title = f"All {len({r.pool for r in comparison.results})} pool(s) agree"
     else:
@@ -651,28 +779,37 @@ def pools_check_run(sha: str, comparison: PoolComparisonLike) -> CheckRunOutput:
 
 def gate_moved(number: int, now_sha: str) -> tuple[str, str]:
     """(title, summary) of an outside PR's L1 check whose head was replaced by a newer push."""
-    return (f"L1 not run: PR #{number} has moved to {now_sha[:12]}",
-            "A newer push replaced this commit; its own L1 run reports there.")
+    return (
+        f"L1 not run: PR #{number} has moved to {now_sha[:12]}",
+        "A newer push replaced this commit; its own L1 run reports there.",
+    )
 
 
 def gate_needs_approval(head_repo: str | None, author: str, association: str, sha: str) -> tuple[str, str]:
     """(title, summary) of an outside PR's L1 check that waits for a maintainer's /approve."""
-    return ("Waiting for a maintainer: outside PRs need /approve before L1 runs",
-            f"This PR comes from `{head_repo or 'a deleted fork'}` (author @{author}, "
-            f"{association.lower()}). L1 runs on self-hosted runners, so nothing ran: a maintainer "
-            f"must review head `{sha[:12]}` and comment `/approve`, then `/retest` (or re-run this "
-            "check). A later push needs a new `/approve`.")
+    return (
+        "Waiting for a maintainer: outside PRs need /approve before L1 runs",
+        f"This PR comes from `{head_repo or 'a deleted fork'}` (author @{author}, "
+        f"{association.lower()}). L1 runs on self-hosted runners, so nothing ran: a maintainer "
+        f"must review head `{sha[:12]}` and comment `/approve`, then `/retest` (or re-run this "
+        "check). A later push needs a new `/approve`.",
+    )
 
 
 def gate_not_fetched(sha: str, number: int) -> tuple[str, str]:
-    return (f"L1 not run: {sha[:12]} could not be fetched", f"`{sha[:12]}` was not found in PR #{number}'s head.")
+    return (
+        f"L1 not run: {sha[:12]} could not be fetched",
+        f"`{sha[:12]}` was not found in PR #{number}'s head.",
+    )
 
 
 def gate_not_on_branch(sha: str, repo: str) -> tuple[str, str]:
-    return ("L1 not run: this commit is not on a branch of the repository",
-            f"`{sha[:12]}` is on no branch of `{repo}` and no pull request was named. "
-            "Self-hosted runners test branches of this repository, or an outside PR's head once a "
-            "maintainer approves it: comment `/approve`, then `/retest`, on the PR.")
+    return (
+        "L1 not run: this commit is not on a branch of the repository",
+        f"`{sha[:12]}` is on no branch of `{repo}` and no pull request was named. "
+        "Self-hosted runners test branches of this repository, or an outside PR's head once a "
+        "maintainer approves it: comment `/approve`, then `/retest`, on the PR.",
+    )
 
 
 def pool_run_mark(run_id: str) -> str:

@@ -54,11 +54,15 @@ def summary(state: L3State) -> str:
     if state.signed_by:
         lines.append(f"Signed off by @{state.signed_by} (owners: {mentions(state.owners)}).")
         if state.carried_from:
-            lines.append(f"The sign-off was given on {state.carried_from[:12]} and kept on push "
-                         "(`reset_on_push: false`).")
+            lines.append(
+                f"The sign-off was given on {state.carried_from[:12]} and kept on push "
+                "(`reset_on_push: false`)."
+            )
     else:
-        lines.append(f"Waiting for one of the owners ({mentions(state.owners)}) to comment "
-                     f"`/signoff {state.workload}` on the pull request.")
+        lines.append(
+            f"Waiting for one of the owners ({mentions(state.owners)}) to comment "
+            f"`/signoff {state.workload}` on the pull request."
+        )
         if state.reset_from:
             lines.append(f"A new push reset the sign-off given on {state.reset_from[:12]}.")
     if state.requested_by:
@@ -102,14 +106,18 @@ def parse_state(check_text: str | None) -> L3State | None:
 
 
 def refusal(user: str, workload: str, owners: tuple[str, ...]) -> str:
-    return (f"@{user} cannot sign off **{workload}**: only its owners can ({mentions(owners)}). "
-            f"Ask one of them to comment `/signoff {workload}`.")
+    return (
+        f"@{user} cannot sign off **{workload}**: only its owners can ({mentions(owners)}). "
+        f"Ask one of them to comment `/signoff {workload}`."
+    )
 
 
 def unknown_workload(workload: str, known: tuple[str, ...]) -> str:
     listed = ", ".join(f"`{k}`" for k in known) if known else "none are configured"
-    return (f"There is no L3 workload named `{workload}` in .github/forksync.yml (known: {listed}). "
-            "Add it under `l3.workloads` with its owners.")
+    return (
+        f"There is no L3 workload named `{workload}` in .github/forksync.yml (known: {listed}). "
+        "Add it under `l3.workloads` with its owners."
+    )
 
 
 # --------------------------------------------------------------------------- answers to /l3 and /signoff
@@ -129,8 +137,10 @@ def already_awaiting(workload: str, owners: tuple[str, ...], head_sha: str) -> s
 
 def requested(workload: str, owners: tuple[str, ...], head_sha: str, *, has_run: bool, queued: bool) -> str:
     """``/l3`` answered on a new check; ``has_run``: the workload has a command, ``queued``: it was sent."""
-    shown = (f"L3 **{workload}** requested on {head_sha[:12]}: awaiting sign-off from {mentions(owners)} "
-             f"(`/signoff {workload}`).")
+    shown = (
+        f"L3 **{workload}** requested on {head_sha[:12]}: awaiting sign-off from {mentions(owners)} "
+        f"(`/signoff {workload}`)."
+    )
     if queued:
         shown += " Its command is queued on the l2 queue; metrics will be attached to the check."
     elif has_run:

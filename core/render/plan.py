@@ -66,8 +66,12 @@ def summarise_paths(paths: Sequence[str], shown: int = 3) -> str:
     """``a, b`` when short; else "19 files in lib/Dialect/…, test/…" (the busiest folders first)."""
     if len(paths) <= shown:
         return ", ".join(paths)
-    folders = Counter("/".join(p.split("/")[:2]) + "/…" if p.count("/") >= 2 else (p.split("/")[0] + "/…" if "/" in p
-                      else p) for p in paths)
+    folders = Counter(
+        "/".join(p.split("/")[:2]) + "/…"
+        if p.count("/") >= 2
+        else (p.split("/")[0] + "/…" if "/" in p else p)
+        for p in paths
+    )
     top = [f for f, _ in sorted(folders.items(), key=lambda kv: (-kv[1], kv[0]))[:2]]
     more = ", …" if len(folders) > 2 else ""
     return f"{len(paths)} files in {', '.join(top)}{more}"
@@ -93,16 +97,26 @@ def plan_text(plan: _Plan, subjects: Mapping[str, str], notes: Sequence[str] = (
     if not placed and not plan.deferred:
         return "nothing to place: every upstream commit is picked, deferred or won't port"
     share = f" ({100 * bundled // placed}% bundled)" if placed else ""
-    extra = (f", {len(plan.urgent)} urgent" if plan.urgent else "") + (f", {len(plan.deferred)} deferred" if plan.deferred else "")
-    out.append(fit(f"Plan: {placed} commit(s) to place{share}: {len(plan.bundles)} bundle(s) of {bundled}, "
-                   f"{len(plan.chains)} risky chain(s) of {chained}{extra}"))
+    extra = (f", {len(plan.urgent)} urgent" if plan.urgent else "") + (
+        f", {len(plan.deferred)} deferred" if plan.deferred else ""
+    )
+    out.append(
+        fit(
+            f"Plan: {placed} commit(s) to place{share}: {len(plan.bundles)} bundle(s) of {bundled}, "
+            f"{len(plan.chains)} risky chain(s) of {chained}{extra}"
+        )
+    )
     if plan.bundles:
         out.append(fit("  bundles: " + ", ".join(f"{b.id} {len(b.commits)}" for b in plan.bundles)))
     blocking = []
     for chain in plan.chains:
         seeds = [r for r in chain.reasons if r.kind == "conflict"]
-        out.append(fit(f"  {chain.id}: {len(chain.commits)} commit(s), {len(seeds)} conflicting pick(s)"
-                       + (f", first at {seeds[0].commit[:12]}" if seeds else "")))
+        out.append(
+            fit(
+                f"  {chain.id}: {len(chain.commits)} commit(s), {len(seeds)} conflicting pick(s)"
+                + (f", first at {seeds[0].commit[:12]}" if seeds else "")
+            )
+        )
         blocking += [(chain.id, r) for r in seeds]
     for hurried in plan.urgent:
         state = f"conflicts in {summarise_paths(hurried.conflicts)}" if hurried.conflicts else "picks cleanly"
@@ -111,14 +125,22 @@ def plan_text(plan: _Plan, subjects: Mapping[str, str], notes: Sequence[str] = (
         out.append("Conflicts that block (each waits for a resolution when its chain is built through):")
         for chain_id, reason in blocking[:10]:
             files = _conflict_files(reason.detail)
-            out.append(fit(f"  {reason.commit[:12]} ({chain_id}) in {summarise_paths(files)}  {subjects.get(reason.commit, '')[:60]}"))
+            out.append(
+                fit(
+                    f"  {reason.commit[:12]} ({chain_id}) in {summarise_paths(files)}  {subjects.get(reason.commit, '')[:60]}"
+                )
+            )
         if len(blocking) > 10:
             out.append(f"  … and {len(blocking) - 10} more (details below)")
     for note in notes:
         out.append(fit(f"Healed: {note}"))
-    out.append("Next: `forksync bundle` builds the bundle branches (landable in any order) and builds chains "
-               "through their conflicts;")
-    out.append("      `forksync chain REF remove` or `forksync chain ID dissolve` when a chain holds what does not belong.")
+    out.append(
+        "Next: `forksync bundle` builds the bundle branches (landable in any order) and builds chains "
+        "through their conflicts;"
+    )
+    out.append(
+        "      `forksync chain REF remove` or `forksync chain ID dissolve` when a chain holds what does not belong."
+    )
     out.append("")
     out.append("Details")
     for hurried in plan.urgent:
@@ -135,6 +157,8 @@ def plan_text(plan: _Plan, subjects: Mapping[str, str], notes: Sequence[str] = (
     if plan.deferred:
         out.append(f"deferred (backlog, in no bundle or chain): {len(plan.deferred)}")
         out.extend(fit(f"  {sha[:12]}  {subjects.get(sha, '')}") for sha in plan.deferred)
-    out.append(f"{placed} commit(s): {len(plan.bundles)} bundle(s), {len(plan.chains)} chain(s)"
-               + (f", {len(plan.urgent)} urgent" if plan.urgent else ""))
+    out.append(
+        f"{placed} commit(s): {len(plan.bundles)} bundle(s), {len(plan.chains)} chain(s)"
+        + (f", {len(plan.urgent)} urgent" if plan.urgent else "")
+    )
     return "\n".join(out)

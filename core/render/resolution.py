@@ -181,7 +181,7 @@ def replace_section(body: str, section: str, commit: str) -> str:
     i = body.find(start)
     j = body.find(end, i) if i >= 0 else -1
     if i >= 0 and j >= 0:
-        return body[:i] + section.rstrip("\n") + body[j + len(end):]
+        return body[:i] + section.rstrip("\n") + body[j + len(end) :]
     return body.rstrip("\n") + ("\n\n" if body.strip() else "") + section
 
 
@@ -191,10 +191,15 @@ def retitle_resolved(title: str) -> str:
 
 
 def details_waiting(w: WaitingLike) -> str:
-    return "\n".join([
-        f"<details><summary>Raw conflict: <code>{w.path}</code> (waiting)</summary>", "",
-        fenced(_cut(w.diff3, MAX_DETAILS)), "", "</details>",
-    ])
+    return "\n".join(
+        [
+            f"<details><summary>Raw conflict: <code>{w.path}</code> (waiting)</summary>",
+            "",
+            fenced(_cut(w.diff3, MAX_DETAILS)),
+            "",
+            "</details>",
+        ]
+    )
 
 
 def resolved_title(subject: str, prefix: str = "") -> str:
@@ -221,7 +226,13 @@ def pick_body(
     parts = []
     if upstream_link:
         parts.append(f"This is a cherry-pick of an upstream commit: {upstream_link}")
-    parts += ["", "Upstream commit message:", fenced(_quiet(quoted), ""), "", conflict_resolution_section(outcome)]
+    parts += [
+        "",
+        "Upstream commit message:",
+        fenced(_quiet(quoted), ""),
+        "",
+        conflict_resolution_section(outcome),
+    ]
     parts += [APPROVAL_NOTE, "", trailer]
     return "\n".join(parts).strip("\n") + "\n"
 
@@ -235,7 +246,12 @@ def show_file(outcome: OutcomeLike, path: str) -> str | None:
     """``/resolve show FILE``: one file's entry or waiting note with its conflict and diff; None if not there."""
     for entry in outcome.entries:
         if entry.path == path:
-            return "\n".join(entry_lines(entry)) + "\n\n" + details(entry).replace("<details>", "<details open>") + "\n"
+            return (
+                "\n".join(entry_lines(entry))
+                + "\n\n"
+                + details(entry).replace("<details>", "<details open>")
+                + "\n"
+            )
     for w in outcome.waiting:
         if w.path == path:
             text = "\n".join(waiting_lines([w]))

@@ -106,7 +106,9 @@ def proposed_fix(facts: IssueFacts) -> str:
     if owners:
         lines.append(f"Owners to look: {owners}")
     elif not facts.suspects:
-        lines.append("No owners are configured for this benchmark or suite: add `owners:` in .github/forksync.yml.")
+        lines.append(
+            "No owners are configured for this benchmark or suite: add `owners:` in .github/forksync.yml."
+        )
     return "\n".join(lines)
 
 
@@ -124,7 +126,9 @@ def issue_body(facts: IssueFacts) -> str:
         f"| occurrences | {facts.occurrences} |",
     ]
     if facts.clean_runs:
-        out.append(f"| recovering | not seen in {facts.clean_runs} of {facts.recover_after} runs needed to close |")
+        out.append(
+            f"| recovering | not seen in {facts.clean_runs} of {facts.recover_after} runs needed to close |"
+        )
     if facts.reopened:
         out.append(f"| reopened | {facts.reopened} time{'s' if facts.reopened > 1 else ''} |")
     if facts.owners:
@@ -145,9 +149,23 @@ def issue_body(facts: IssueFacts) -> str:
             out.append(f"| {i} | {_sha(s.sha)} {_cell(s.subject)} | {s.score} | {files} |")
     if facts.excerpt:
         excerpt = "\n".join(facts.excerpt.splitlines()[-_EXCERPT_LINES:]).replace("```", "ʼʼʼ")
-        out += ["", "<details><summary>Failure output (tail)</summary>", "", "```", excerpt, "```", "", "</details>"]
-    out += ["", "_Filed and kept up to date by forksync; it closes itself after "
-            f"{facts.recover_after} clean runs and reopens if the failure comes back._", "", _data_block(facts)]
+        out += [
+            "",
+            "<details><summary>Failure output (tail)</summary>",
+            "",
+            "```",
+            excerpt,
+            "```",
+            "",
+            "</details>",
+        ]
+    out += [
+        "",
+        "_Filed and kept up to date by forksync; it closes itself after "
+        f"{facts.recover_after} clean runs and reopens if the failure comes back._",
+        "",
+        _data_block(facts),
+    ]
     return "\n".join(out)
 
 
@@ -196,7 +214,8 @@ def parse_facts(body: str | None) -> IssueFacts | None:
         data["tests"] = tuple(data.get("tests", ()))
         data["owners"] = tuple(data.get("owners", ()))
         data["suspects"] = tuple(
-            SuspectFacts(s["sha"], s["subject"], int(s["score"]), tuple(s.get("files", ()))) for s in data.get("suspects", ())
+            SuspectFacts(s["sha"], s["subject"], int(s["score"]), tuple(s.get("files", ())))
+            for s in data.get("suspects", ())
         )
         return IssueFacts(**data)
     except (TypeError, KeyError, ValueError):
@@ -218,11 +237,15 @@ def bisect_comment(
     head = f"Bisection of `{benchmark}` over {good[:12]}..{bad[:12]}: {runs} run{'s' if runs != 1 else ''}"
     head += f", {skipped} skipped." if skipped else "."
     if culprit:
-        return "\n".join([
-            head, "",
-            f"**Culprit:** {culprit[:12]} {culprit_subject}".rstrip(), "",
-            f"Proposed fix: revert it (`git revert {culprit[:12]}`), or eject it into a risky chain.",
-        ])
+        return "\n".join(
+            [
+                head,
+                "",
+                f"**Culprit:** {culprit[:12]} {culprit_subject}".rstrip(),
+                "",
+                f"Proposed fix: revert it (`git revert {culprit[:12]}`), or eject it into a risky chain.",
+            ]
+        )
     out = [head, "", f"**No culprit:** {reason}."]
     if suspects:
         out += ["", "| rank | commit | score | overlapping files |", "| --- | --- | --- | --- |"]

@@ -33,25 +33,48 @@ class CommentAnswer:
 def get(store: Store, repo: str, comment_id: int) -> CommentAnswer | None:
     """The record of comment ``comment_id`` on ``repo``, or None (never answered here)."""
     with store.engine.connect() as conn:
-        row = conn.execute(select(CommentAnswerRow.issue_number, CommentAnswerRow.state, CommentAnswerRow.body,
-                                  CommentAnswerRow.reactions)
-                           .where(CommentAnswerRow.repo == repo, CommentAnswerRow.comment_id == comment_id)).first()
+        row = conn.execute(
+            select(
+                CommentAnswerRow.issue_number,
+                CommentAnswerRow.state,
+                CommentAnswerRow.body,
+                CommentAnswerRow.reactions,
+            ).where(CommentAnswerRow.repo == repo, CommentAnswerRow.comment_id == comment_id)
+        ).first()
     if row is None:
         return None
     issue, state, body, reactions = row
-    return CommentAnswer(repo, comment_id, int(issue), str(state), str(body),
-                         tuple(r for r in str(reactions).split(",") if r))
+    return CommentAnswer(
+        repo, comment_id, int(issue), str(state), str(body), tuple(r for r in str(reactions).split(",") if r)
+    )
 
 
-def record(store: Store, repo: str, comment_id: int, issue_number: int, state: str, body: str = "",
-           reactions: tuple[str, ...] = (), now: float | None = None) -> None:
+def record(
+    store: Store,
+    repo: str,
+    comment_id: int,
+    issue_number: int,
+    state: str,
+    body: str = "",
+    reactions: tuple[str, ...] = (),
+    now: float | None = None,
+) -> None:
     """Write (or overwrite) the record of a comment: ``replying`` with its reply, or ``answered``."""
     now = time.time() if now is None else now
     with store.session() as db:
         row = db.get(CommentAnswerRow, (repo, comment_id))
         if row is None:
-            db.add(CommentAnswerRow(repo=repo, comment_id=comment_id, issue_number=issue_number, state=state,
-                                    body=body, reactions=",".join(reactions), updated_at=now))
+            db.add(
+                CommentAnswerRow(
+                    repo=repo,
+                    comment_id=comment_id,
+                    issue_number=issue_number,
+                    state=state,
+                    body=body,
+                    reactions=",".join(reactions),
+                    updated_at=now,
+                )
+            )
             return
         row.state = state
         row.updated_at = now

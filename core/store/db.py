@@ -30,7 +30,7 @@ def database_url_for(database_url: str | None, data_dir: str | Path) -> str:
         url = database_url.strip()
         for plain in ("postgres://", "postgresql://"):
             if url.startswith(plain):
-                return "postgresql+psycopg://" + url[len(plain):]
+                return "postgresql+psycopg://" + url[len(plain) :]
         return url
     return f"sqlite:///{Path(data_dir).resolve() / STORE_FILENAME}"
 

@@ -60,25 +60,48 @@ def accept(store: Store, record: AcceptedDelivery) -> bool:
     """Record ``record``; True the first time, False when its delivery id was accepted before."""
     try:  # one Core INSERT on a pooled connection: the web request's only store round trip
         with store.engine.begin() as conn:
-            conn.execute(_INSERT, {"delivery": record.delivery, "event": record.event, "repo": record.repo,
-                                   "installation_id": record.installation_id, "accepted_at": record.accepted_at,
-                                   "task": record.task, "kwargs": record.kwargs, "touched_at": record.accepted_at,
-                                   "outcome": "", "replays": 0})
+            conn.execute(
+                _INSERT,
+                {
+                    "delivery": record.delivery,
+                    "event": record.event,
+                    "repo": record.repo,
+                    "installation_id": record.installation_id,
+                    "accepted_at": record.accepted_at,
+                    "task": record.task,
+                    "kwargs": record.kwargs,
+                    "touched_at": record.accepted_at,
+                    "outcome": "",
+                    "replays": 0,
+                },
+            )
     except IntegrityError:
         return False
     return True
 
 
-def begin(store: Store, delivery: str, now: float, lease_s: float, holder: str = "",
-          holder_gone: Callable[[str], bool] = lambda _: False) -> str:
+def begin(
+    store: Store,
+    delivery: str,
+    now: float,
+    lease_s: float,
+    holder: str = "",
+    holder_gone: Callable[[str], bool] = lambda _: False,
+) -> str:
     """Take ``delivery`` for this run (``holder``: who runs it, "host:pid"): :data:`RUN`, or why
     not (:data:`DONE`, :data:`BUSY`), or :data:`UNKNOWN`. Atomic across workers: conditional
     UPDATEs. A holder that died frees it when its lease (the task's time limit) passes, or at once
     when ``holder_gone(its holder)`` says that process is gone (a pool process killed on this host)."""
     row = AcceptedDeliveryRow
-    take = (update(row).where(row.delivery == delivery, row.finished_at.is_(None),
-                              or_(row.started_at.is_(None), row.started_at < now - lease_s))
-            .values(started_at=now, started_by=holder, touched_at=now))
+    take = (
+        update(row)
+        .where(
+            row.delivery == delivery,
+            row.finished_at.is_(None),
+            or_(row.started_at.is_(None), row.started_at < now - lease_s),
+        )
+        .values(started_at=now, started_by=holder, touched_at=now)
+    )
     with store.engine.begin() as conn:
         if conn.execute(take).rowcount == 1:
             return RUN
@@ -89,9 +112,11 @@ def begin(store: Store, delivery: str, now: float, lease_s: float, holder: str =
             return DONE
         previous = str(found[1] or "")
         if previous and previous != holder and holder_gone(previous):
-            took = conn.execute(update(row).where(row.delivery == delivery, row.finished_at.is_(None),
-                                                  row.started_by == previous)
-                                .values(started_at=now, started_by=holder, touched_at=now))
+            took = conn.execute(
+                update(row)
+                .where(row.delivery == delivery, row.finished_at.is_(None), row.started_by == previous)
+                .values(started_at=now, started_by=holder, touched_at=now)
+            )
             if took.rowcount == 1:
                 return RUN
     return BUSY
@@ -101,38 +126,67 @@ def finish(store: Store, delivery: str, outcome: str, now: float) -> None:
     """``delivery`` ran to the end (``done``, or ``failed`` for good): it is never run again."""
     row = AcceptedDeliveryRow
     with store.engine.begin() as conn:
-        conn.execute(update(row).where(row.delivery == delivery, row.finished_at.is_(None))
-                     .values(finished_at=now, outcome=outcome, touched_at=now))
+        conn.execute(
+            update(row)
+            .where(row.delivery == delivery, row.finished_at.is_(None))
+            .values(finished_at=now, outcome=outcome, touched_at=now)
+        )
 
 
 def release(store: Store, delivery: str, now: float) -> None:
     """The run of ``delivery`` will be retried: free its lease (the retry takes it again)."""
     row = AcceptedDeliveryRow
     with store.engine.begin() as conn:
-        conn.execute(update(row).where(row.delivery == delivery, row.finished_at.is_(None))
-                     .values(started_at=None, started_by="", touched_at=now))
+        conn.execute(
+            update(row)
+            .where(row.delivery == delivery, row.finished_at.is_(None))
+            .values(started_at=None, started_by="", touched_at=now)
+        )
 
 
 def unfinished(store: Store, touched_before: float, limit: int = 500) -> list[Unfinished]:
     """Deliveries with a task that did not finish and nothing happened to since ``touched_before``,
     oldest first."""
     row = AcceptedDeliveryRow
-    query = (select(row.delivery, row.task, row.kwargs, row.accepted_at, row.touched_at, row.started_at, row.replays)
-             .where(row.finished_at.is_(None), row.task != "",
-                    or_(row.touched_at < touched_before, and_(row.touched_at.is_(None), row.accepted_at < touched_before)))
-             .order_by(row.accepted_at).limit(limit))
+    query = (
+        select(
+            row.delivery, row.task, row.kwargs, row.accepted_at, row.touched_at, row.started_at, row.replays
+        )
+        .where(
+            row.finished_at.is_(None),
+            row.task != "",
+            or_(
+                row.touched_at < touched_before,
+                and_(row.touched_at.is_(None), row.accepted_at < touched_before),
+            ),
+        )
+        .order_by(row.accepted_at)
+        .limit(limit)
+    )
     with store.engine.connect() as conn:
-        return [Unfinished(str(d), str(t), str(k), float(a), float(tt if tt is not None else a),
-                           None if s is None else float(s), int(r or 0))
-                for d, t, k, a, tt, s, r in conn.execute(query)]
+        return [
+            Unfinished(
+                str(d),
+                str(t),
+                str(k),
+                float(a),
+                float(tt if tt is not None else a),
+                None if s is None else float(s),
+                int(r or 0),
+            )
+            for d, t, k, a, tt, s, r in conn.execute(query)
+        ]
 
 
 def mark_replayed(store: Store, delivery: str, now: float) -> None:
     """``delivery``'s task was sent again: count it and restart its grace period."""
     row = AcceptedDeliveryRow
     with store.engine.begin() as conn:
-        conn.execute(update(row).where(row.delivery == delivery, row.finished_at.is_(None))
-                     .values(replays=row.replays + 1, touched_at=now))
+        conn.execute(
+            update(row)
+            .where(row.delivery == delivery, row.finished_at.is_(None))
+            .values(replays=row.replays + 1, touched_at=now)
+        )
 
 
 def forget(store: Store, delivery: str) -> None:
@@ -146,25 +200,35 @@ def get(store: Store, delivery: str) -> AcceptedDelivery | None:
         row = db.get(AcceptedDeliveryRow, delivery)
         if row is None:
             return None
-        return AcceptedDelivery(row.delivery, row.event, row.repo, row.installation_id, row.accepted_at,
-                                row.task, row.kwargs)
+        return AcceptedDelivery(
+            row.delivery, row.event, row.repo, row.installation_id, row.accepted_at, row.task, row.kwargs
+        )
 
 
 def outcome(store: Store, delivery: str) -> tuple[str, int] | None:
     """(outcome, replays) of ``delivery`` (outcome "" while unfinished), None when not logged."""
     with store.engine.connect() as conn:
-        found = conn.execute(select(AcceptedDeliveryRow.outcome, AcceptedDeliveryRow.replays)
-                             .where(AcceptedDeliveryRow.delivery == delivery)).first()
+        found = conn.execute(
+            select(AcceptedDeliveryRow.outcome, AcceptedDeliveryRow.replays).where(
+                AcceptedDeliveryRow.delivery == delivery
+            )
+        ).first()
     return None if found is None else (str(found[0]), int(found[1] or 0))
 
 
 def recent_repositories(store: Store, since: float) -> list[tuple[str, int]]:
     """(repo, installation id) of every repository that sent a delivery at or after ``since``,
     sorted; the newest installation id of each repository."""
-    query = (select(AcceptedDeliveryRow.repo, func.max(AcceptedDeliveryRow.installation_id))
-             .where(AcceptedDeliveryRow.accepted_at >= since, AcceptedDeliveryRow.repo != "",
-                    AcceptedDeliveryRow.installation_id.is_not(None))
-             .group_by(AcceptedDeliveryRow.repo).order_by(AcceptedDeliveryRow.repo))
+    query = (
+        select(AcceptedDeliveryRow.repo, func.max(AcceptedDeliveryRow.installation_id))
+        .where(
+            AcceptedDeliveryRow.accepted_at >= since,
+            AcceptedDeliveryRow.repo != "",
+            AcceptedDeliveryRow.installation_id.is_not(None),
+        )
+        .group_by(AcceptedDeliveryRow.repo)
+        .order_by(AcceptedDeliveryRow.repo)
+    )
     with store.session() as db:
         return [(str(repo), int(inst or 0)) for repo, inst in db.execute(query)]
 

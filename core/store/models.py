@@ -18,8 +18,10 @@ class SuiteRunRow(Base):
     """One L1 suite run on a trunk commit: its status and how many tests it executed (the baseline)."""
 
     __tablename__ = "l1_suite_runs"
-    __table_args__ = (Index("l1_suite_runs_by_suite", "repo", "suite", "seq"),
-                      Index("l1_suite_runs_by_commit", "repo", "commit_sha", "suite"))
+    __table_args__ = (
+        Index("l1_suite_runs_by_suite", "repo", "suite", "seq"),
+        Index("l1_suite_runs_by_commit", "repo", "commit_sha", "suite"),
+    )
 
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     repo: Mapped[str] = mapped_column(String(200))
@@ -48,7 +50,10 @@ class L2RunRow(Base):
     """One L2 benchmark run on a trunk commit."""
 
     __tablename__ = "l2_runs"
-    __table_args__ = (Index("l2_runs_by_benchmark", "repo", "benchmark", "id"), Index("l2_runs_by_sha", "repo", "sha"))
+    __table_args__ = (
+        Index("l2_runs_by_benchmark", "repo", "benchmark", "id"),
+        Index("l2_runs_by_sha", "repo", "sha"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     repo: Mapped[str] = mapped_column(String(200))
@@ -106,8 +111,10 @@ class AcceptedDeliveryRow(Base):
     again) and the log of what was accepted, by repository and installation (what recovery scans)."""
 
     __tablename__ = "accepted_deliveries"
-    __table_args__ = (Index("accepted_deliveries_by_time", "accepted_at"),
-                      Index("accepted_deliveries_unfinished", "finished_at", "touched_at"))
+    __table_args__ = (
+        Index("accepted_deliveries_by_time", "accepted_at"),
+        Index("accepted_deliveries_unfinished", "finished_at", "touched_at"),
+    )
 
     delivery: Mapped[str] = mapped_column(String(100), primary_key=True)
     event: Mapped[str] = mapped_column(String(64))
@@ -118,7 +125,9 @@ class AcceptedDeliveryRow(Base):
     # message was lost is sent again; and how far it got (core/store/deliveries.py).
     task: Mapped[str] = mapped_column(String(100), default="")
     kwargs: Mapped[str] = mapped_column(Text, default="")
-    touched_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # accepted, started, retried, replayed
+    touched_at: Mapped[float | None] = mapped_column(
+        Float, nullable=True
+    )  # accepted, started, retried, replayed
     started_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # a worker holds it (its lease)
     started_by: Mapped[str] = mapped_column(String(300), default="")  # "host:pid" of that worker process
     finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # ran to the end: never again

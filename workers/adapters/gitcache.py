@@ -78,12 +78,32 @@ class GitCache:
 
     def fetch(self, repo: Repository, url: str, refspecs: Sequence[str], token: str | None = None) -> None:
         """``git fetch --prune --no-tags url refspecs`` (incremental: only new objects move)."""
-        remote_git(repo, token, "fetch", "--quiet", "--prune", "--no-tags", "--no-write-fetch-head", "--", url, *refspecs)
+        remote_git(
+            repo,
+            token,
+            "fetch",
+            "--quiet",
+            "--prune",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--",
+            url,
+            *refspecs,
+        )
 
 
 # git's words for a server or network that failed (worth a retry), not a refusal.
-_TRANSIENT = ("unable to access", "could not resolve host", "timed out", "connection refused", "connection reset",
-              "the remote end hung up", "returned error: 50", "error: rpc failed", "http 50")
+_TRANSIENT = (
+    "unable to access",
+    "could not resolve host",
+    "timed out",
+    "connection refused",
+    "connection reset",
+    "the remote end hung up",
+    "returned error: 50",
+    "error: rpc failed",
+    "http 50",
+)
 
 
 def remote_git(repo: Repository, token: str | None, *args: str) -> bytes:
@@ -99,7 +119,9 @@ def remote_git(repo: Repository, token: str | None, *args: str) -> bytes:
             message = exc.one_line()
             if token:
                 message = message.replace(token, "***")
-            raise RetryableGitHubError(f"git {args[0]} failed, the server or network is unavailable: {message}", 0.0) from None
+            raise RetryableGitHubError(
+                f"git {args[0]} failed, the server or network is unavailable: {message}", 0.0
+            ) from None
         raise
 
 

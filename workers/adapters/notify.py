@@ -28,7 +28,9 @@ class NotifyRetry(Exception):
 
 def payload(text: str, repo: str) -> bytes:
     """Slack's incoming-webhook shape (``text``), plus who sent it."""
-    return json.dumps({"text": text, "username": "forksync", "forksync": {"repo": repo}}, sort_keys=True).encode()
+    return json.dumps(
+        {"text": text, "username": "forksync", "forksync": {"repo": repo}}, sort_keys=True
+    ).encode()
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -50,8 +52,10 @@ def post(url: str, body: bytes, secret: str | None) -> int:
     if answer.status_code == 429 or answer.status_code >= 500:
         raise NotifyRetry(f"HTTP {answer.status_code}")
     if answer.status_code >= 400:
-        raise ForksyncError(f"the notify webhook refused the message (HTTP {answer.status_code})",
-                            "check digest.notify_url in .github/forksync.yml")
+        raise ForksyncError(
+            f"the notify webhook refused the message (HTTP {answer.status_code})",
+            "check digest.notify_url in .github/forksync.yml",
+        )
     return int(answer.status_code)
 
 

@@ -68,21 +68,40 @@ class SeriesStore:
         with self.store.session() as db:
             db.add(SeriesPointRow(name=series, point=json.dumps(point, sort_keys=True)))
             db.flush()
-            cutoff = db.scalar(select(SeriesPointRow.seq).where(SeriesPointRow.name == series)
-                               .order_by(SeriesPointRow.seq.desc()).offset(SERIES_MAX_POINTS).limit(1))
+            cutoff = db.scalar(
+                select(SeriesPointRow.seq)
+                .where(SeriesPointRow.name == series)
+                .order_by(SeriesPointRow.seq.desc())
+                .offset(SERIES_MAX_POINTS)
+                .limit(1)
+            )
             if cutoff is not None:
-                db.execute(delete(SeriesPointRow).where(SeriesPointRow.name == series, SeriesPointRow.seq <= cutoff))
+                db.execute(
+                    delete(SeriesPointRow).where(SeriesPointRow.name == series, SeriesPointRow.seq <= cutoff)
+                )
 
     def names(self, prefix: str) -> list[str]:
         """The series whose name starts with ``prefix``, sorted."""
         with self.store.session() as db:
-            return list(db.scalars(select(SeriesPointRow.name).where(SeriesPointRow.name.startswith(prefix))
-                                   .distinct().order_by(SeriesPointRow.name)))
+            return list(
+                db.scalars(
+                    select(SeriesPointRow.name)
+                    .where(SeriesPointRow.name.startswith(prefix))
+                    .distinct()
+                    .order_by(SeriesPointRow.name)
+                )
+            )
 
     def series(self, series: str, limit: int = 1000) -> list[dict[str, Any]]:
         with self.store.session() as db:
-            rows = list(db.scalars(select(SeriesPointRow.point).where(SeriesPointRow.name == series)
-                                   .order_by(SeriesPointRow.seq.desc()).limit(limit)))
+            rows = list(
+                db.scalars(
+                    select(SeriesPointRow.point)
+                    .where(SeriesPointRow.name == series)
+                    .order_by(SeriesPointRow.seq.desc())
+                    .limit(limit)
+                )
+            )
         return [json.loads(row) for row in reversed(rows)]
 
 
@@ -108,7 +127,9 @@ class RedisState:
         from redis.exceptions import LockError
 
         # thread_local=False: the renewing thread must see the token the task thread acquired.
-        lock = self.redis.lock(f"forksync:lock:{name}", timeout=ttl_s, blocking_timeout=wait_s, thread_local=False)
+        lock = self.redis.lock(
+            f"forksync:lock:{name}", timeout=ttl_s, blocking_timeout=wait_s, thread_local=False
+        )
         start = time.monotonic()
         try:
             acquired = lock.acquire()
@@ -123,7 +144,9 @@ class RedisState:
                 try:
                     lock.reacquire()
                 except LockError:
-                    log.error("lock %s was lost (expired before renewal); another task may run concurrently", name)
+                    log.error(
+                        "lock %s was lost (expired before renewal); another task may run concurrently", name
+                    )
                     return
                 except redis.RedisError as exc:  # a blip: try again at the next beat
                     log.warning("could not renew lock %s: %s", name, exc)
@@ -152,7 +175,9 @@ class RedisState:
                 return
             except redis.RedisError as exc:
                 if time.monotonic() > deadline:
-                    log.warning("could not release lock %s (%s); it expires by itself within %s s", name, exc, ttl_s)
+                    log.warning(
+                        "could not release lock %s (%s); it expires by itself within %s s", name, exc, ttl_s
+                    )
                     return
                 time.sleep(0.5)
 

@@ -93,14 +93,18 @@ class ForksyncTask(Task):  # type: ignore[misc]
             return self.run(*args, **kwargs)
         except (LockBusy, StoreUnavailable) as exc:
             log.info("%s: %s; retrying in %.0f s", self.name, exc, LOCK_RETRY_S)
-            raise self.retry(exc=exc, countdown=LOCK_RETRY_S + random.uniform(0, 1), max_retries=LOCK_MAX_RETRIES) from None
+            raise self.retry(
+                exc=exc, countdown=LOCK_RETRY_S + random.uniform(0, 1), max_retries=LOCK_MAX_RETRIES
+            ) from None
         except Exception as exc:
             floor = retry_after(exc)
             if floor is None:
                 raise
             retries = self.request.retries
             countdown = backoff_s(retries, floor, self.retry_base_s)
-            log.warning("%s: transient GitHub error (%s); retry %d in %.1f s", self.name, exc, retries + 1, countdown)
+            log.warning(
+                "%s: transient GitHub error (%s); retry %d in %.1f s", self.name, exc, retries + 1, countdown
+            )
             raise self.retry(exc=exc, countdown=countdown, max_retries=MAX_RETRIES) from None
 
 
@@ -167,23 +171,33 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
         # healthy long worker is still holding (kombu's one global index would).
         if set(settings.worker_queues) != set(tasknames.QUEUES):
             suffix = "-".join(sorted(settings.worker_queues))
-            transport_options.update({"unacked_key": f"unacked:{suffix}", "unacked_index_key": f"unacked_index:{suffix}",
-                                      "unacked_mutex_key": f"unacked_mutex:{suffix}"})
+            transport_options.update(
+                {
+                    "unacked_key": f"unacked:{suffix}",
+                    "unacked_index_key": f"unacked_index:{suffix}",
+                    "unacked_mutex_key": f"unacked_mutex:{suffix}",
+                }
+            )
     else:
         # The embedded broker leases taken messages per queue (workers/app/embedded.py): a killed
         # worker's webhook messages come back within a minute, a live worker's never.
         queues = (*tasknames.QUEUES, *(q for q in settings.worker_queues if tasknames.is_l1_pool_queue(q)))
         transport_options["queue_visibility_timeouts"] = {
-            q: settings.visibility_override_s or embedded.default_lease_s(q) for q in queues}
+            q: settings.visibility_override_s or embedded.default_lease_s(q) for q in queues
+        }
     return {
         "broker_url": broker,
         "result_backend": backend,
         # Named like the queues Celery creates for a route (what the bot's sender declares), so
         # the bot and the workers bind the same exchange and routing key.
         # A worker of an L1 pool (l1.suites[].pools) also declares its pool's queue, l1-<pool>.
-        "task_queues": [Queue(name, Exchange(name), routing_key=name)  # type: ignore[no-untyped-call]
-                        for name in (*tasknames.QUEUES, *(q for q in settings.worker_queues
-                                                          if tasknames.is_l1_pool_queue(q)))],
+        "task_queues": [
+            Queue(name, Exchange(name), routing_key=name)  # type: ignore[no-untyped-call]
+            for name in (
+                *tasknames.QUEUES,
+                *(q for q in settings.worker_queues if tasknames.is_l1_pool_queue(q)),
+            )
+        ],
         "task_default_queue": tasknames.Q_GITHUB,
         "task_routes": routes,
         "task_serializer": "json",
@@ -198,7 +212,12 @@ def celery_config(settings: WorkerSettings) -> dict[str, Any]:
         "broker_connection_retry_on_startup": True,
         # A webhook must not be lost because the broker blinked (a Redis restart): keep trying.
         "task_publish_retry": True,
-        "task_publish_retry_policy": {"max_retries": 20, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 2.0},
+        "task_publish_retry_policy": {
+            "max_retries": 20,
+            "interval_start": 0.2,
+            "interval_step": 0.5,
+            "interval_max": 2.0,
+        },
         "timezone": "UTC",
         "enable_utc": True,
         "beat_schedule": beat_schedule(settings.process_config),
@@ -214,22 +233,37 @@ def persistence_report(settings: WorkerSettings, env: Mapping[str, Any]) -> tupl
     ``FORKSYNC_REQUIRE_REDIS_AOF=1`` refuses to start on a Redis without AOF (or one that hides it)."""
     from core.persistence import redis_persistence
 
-    store = "the SQL store (FORKSYNC_DATABASE_URL)" if settings.bot.database_url else f"{settings.data_dir}/store.sqlite"
+    store = (
+        "the SQL store (FORKSYNC_DATABASE_URL)"
+        if settings.bot.database_url
+        else f"{settings.data_dir}/store.sqlite"
+    )
     if not settings.bot.redis_url:
-        return (logging.INFO, f"broker persistence: embedded broker in {settings.data_dir}/celery-broker.sqlite "
-                              "(on disk; a killed worker's messages come back after their queue's lease); "
-                              f"delivery log in {store}", False)
+        return (
+            logging.INFO,
+            f"broker persistence: embedded broker in {settings.data_dir}/celery-broker.sqlite "
+            "(on disk; a killed worker's messages come back after their queue's lease); "
+            f"delivery log in {store}",
+            False,
+        )
     required = str(env.get("FORKSYNC_REQUIRE_REDIS_AOF") or "") in ("1", "true", "yes")
     state = redis_persistence(settings.bot.redis_url)
     if state.aof:
-        return (logging.INFO, f"broker persistence: Redis AOF on (appendfsync {state.fsync or '?'}): queued messages "
-                              f"survive a restart; delivery log and dedup in {store}", False)
+        return (
+            logging.INFO,
+            f"broker persistence: Redis AOF on (appendfsync {state.fsync or '?'}): queued messages "
+            f"survive a restart; delivery log and dedup in {store}",
+            False,
+        )
     what = "Redis AOF off" if state.aof is False else f"Redis AOF unknown ({state.detail})"
-    return (logging.ERROR if required else logging.WARNING,
-            f"broker persistence: {what}: a Redis restart loses the messages queued then; webhook deliveries "
-            f"are replayed from the delivery log in {store} after {settings.replay_grace_s:g} s, queued ingests and "
-            "L1/L2 runs wait for beat or the next event; set appendonly yes (appendfsync everysec) in redis.conf"
-            + ("; refusing to start (FORKSYNC_REQUIRE_REDIS_AOF=1)" if required else ""), required)
+    return (
+        logging.ERROR if required else logging.WARNING,
+        f"broker persistence: {what}: a Redis restart loses the messages queued then; webhook deliveries "
+        f"are replayed from the delivery log in {store} after {settings.replay_grace_s:g} s, queued ingests and "
+        "L1/L2 runs wait for beat or the next event; set appendonly yes (appendfsync everysec) in redis.conf"
+        + ("; refusing to start (FORKSYNC_REQUIRE_REDIS_AOF=1)" if required else ""),
+        required,
+    )
 
 
 def _check_persistence(sender: Any = None, **_: Any) -> None:
@@ -256,7 +290,9 @@ def _settings_from(source: Any) -> tuple[WorkerSettings, Any]:
     if config is not None:  # a Flask app: its config overrides the environment
         overrides = {k: v for k, v in config.items() if isinstance(k, str) and isinstance(v, str)}
         return WorkerSettings.from_mapping({**os.environ, **overrides}), source
-    raise TypeError(f"create_celery needs WorkerSettings, a Flask app, a mapping or None, not {type(source).__name__}")
+    raise TypeError(
+        f"create_celery needs WorkerSettings, a Flask app, a mapping or None, not {type(source).__name__}"
+    )
 
 
 def create_celery(source: Any = None) -> Celery:
@@ -271,7 +307,9 @@ def create_celery(source: Any = None) -> Celery:
 
     logsafe.install()  # payload text in task logs cannot forge lines
     settings, flask_app = _settings_from(source)
-    task_cls = type("ForksyncTask", (ForksyncTask,), {"flask_app": flask_app, "retry_base_s": settings.retry_base_s})
+    task_cls = type(
+        "ForksyncTask", (ForksyncTask,), {"flask_app": flask_app, "retry_base_s": settings.retry_base_s}
+    )
     app = Celery("forksync", task_cls=task_cls)
     app.conf.update(celery_config(settings))
     app.conf.forksync_settings = settings
@@ -317,7 +355,9 @@ def _task_started(task_id: str | None = None, **_: Any) -> None:
 def _task_finished(task_id: str | None = None, task: Any = None, **_: Any) -> None:
     started = _STARTED.pop(task_id or "", None)
     if started is not None and task is not None:
-        telemetry.TASK_DURATION.labels(queue=_queue_of(task), task=task.name).observe(time.monotonic() - started)
+        telemetry.TASK_DURATION.labels(queue=_queue_of(task), task=task.name).observe(
+            time.monotonic() - started
+        )
 
 
 def _task_failed(sender: Any = None, **_: Any) -> None:
@@ -336,13 +376,19 @@ def wire_logs() -> None:
     signals.task_failure.connect(_task_failed, weak=False, dispatch_uid="forksync-task-failed")
     signals.before_task_publish.connect(_publish_context, weak=False, dispatch_uid="forksync-log-context")
     signals.after_setup_logger.connect(_install_log_format, weak=False, dispatch_uid="forksync-log-format")
-    signals.after_setup_task_logger.connect(_install_log_format, weak=False, dispatch_uid="forksync-task-log-format")
+    signals.after_setup_task_logger.connect(
+        _install_log_format, weak=False, dispatch_uid="forksync-task-log-format"
+    )
 
 
 def task_modules() -> list[str]:
     """``workers.tasks.*`` module names, sorted (each feature's tasks live in one of them)."""
     package = importlib.import_module(TASK_PACKAGE)
-    return sorted(f"{TASK_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_"))
+    return sorted(
+        f"{TASK_PACKAGE}.{m.name}"
+        for m in pkgutil.iter_modules(package.__path__)
+        if not m.name.startswith("_")
+    )
 
 
 def settings_of(app: Celery) -> WorkerSettings:

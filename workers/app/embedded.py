@@ -75,7 +75,9 @@ class Channel(kombu_sqla.Channel):
 
     def lease_s(self, queue: str) -> float:
         """How long a taken message of ``queue`` stays invisible without its consumer renewing it."""
-        configured = (self.connection.client.transport_options.get("queue_visibility_timeouts") or {}).get(queue)
+        configured = (self.connection.client.transport_options.get("queue_visibility_timeouts") or {}).get(
+            queue
+        )
         return float(configured) if configured else float(default_lease_s(queue))
 
     def _get(self, queue: Any, timeout: Any = None) -> Any:
@@ -88,9 +90,16 @@ class Channel(kombu_sqla.Channel):
 
             self.session.execute(text("BEGIN IMMEDIATE TRANSACTION"))
         try:
-            msg = (self.session.query(self.message_cls).with_for_update()
-                   .filter(self.message_cls.queue_id == obj.id).filter(self.message_cls.visible.is_not(False))
-                   .order_by(self.message_cls.sent_at).order_by(self.message_cls.id).limit(1).first())
+            msg = (
+                self.session.query(self.message_cls)
+                .with_for_update()
+                .filter(self.message_cls.queue_id == obj.id)
+                .filter(self.message_cls.visible.is_not(False))
+                .order_by(self.message_cls.sent_at)
+                .order_by(self.message_cls.id)
+                .limit(1)
+                .first()
+            )
             if msg is None:
                 raise Empty()
             msg.visible = False
@@ -121,20 +130,31 @@ class Channel(kombu_sqla.Channel):
         restored = 0
         try:
             if self._held:
-                self.session.execute(update(message).where(message.id.in_(list(self._held.values())))
-                                     .values(sent_at=now))
+                self.session.execute(
+                    update(message).where(message.id.in_(list(self._held.values()))).values(sent_at=now)
+                )
             for queue in list(self._active_queues):
                 obj = self._get_or_create(queue)  # type: ignore[no-untyped-call]
                 expired = now - datetime.timedelta(seconds=self.lease_s(queue))
                 result = self.session.execute(
-                    update(message).where(message.queue_id == obj.id, message.visible.is_(False),
-                                          message.sent_at < expired, message.id.not_in(list(self._held.values()) or [-1]))
-                    .values(visible=True, sent_at=now))
+                    update(message)
+                    .where(
+                        message.queue_id == obj.id,
+                        message.visible.is_(False),
+                        message.sent_at < expired,
+                        message.id.not_in(list(self._held.values()) or [-1]),
+                    )
+                    .values(visible=True, sent_at=now)
+                )
                 count = int(getattr(result, "rowcount", 0) or 0)
                 if count:
-                    log.warning("embedded broker: %d message(s) of queue %s were held by a consumer that stopped "
-                                "renewing them for %.0f s (killed); delivering them again", count, queue,
-                                self.lease_s(queue))
+                    log.warning(
+                        "embedded broker: %d message(s) of queue %s were held by a consumer that stopped "
+                        "renewing them for %.0f s (killed); delivering them again",
+                        count,
+                        queue,
+                        self.lease_s(queue),
+                    )
                 restored += count
         finally:
             self.session.commit()
@@ -184,7 +204,6 @@ class Channel(kombu_sqla.Channel):
             return super()._engine_from_config()  # type: ignore[no-untyped-call]
         finally:
             options.update(saved)
-
 
     def _open(self) -> Any:
         # kombu's models use SQLAlchemy's ``noload`` strategy, deprecated in SQLAlchemy 2.1;

@@ -31,16 +31,30 @@ def register(subparsers: Any) -> None:
     p.add_argument("--good", required=True, help="a commit known good")
     p.add_argument("--bad", required=True, help="a commit known bad (a descendant of GOOD)")
     p.add_argument("--metric", help="judge by this metric instead of the exit status")
-    p.add_argument("--threshold", type=float, help="with --metric: percent worse than the reference that is bad")
-    p.add_argument("--direction", choices=("higher", "lower"), default="higher",
-                   help="with --metric: which way is better (default higher)")
+    p.add_argument(
+        "--threshold", type=float, help="with --metric: percent worse than the reference that is bad"
+    )
+    p.add_argument(
+        "--direction",
+        choices=("higher", "lower"),
+        default="higher",
+        help="with --metric: which way is better (default higher)",
+    )
     p.add_argument("--reference", type=float, help="with --metric: the good value (skips the run at GOOD)")
     p.add_argument("--budget", type=int, help="at most this many runs (default: no limit)")
     p.add_argument("--timeout", type=float, help="seconds per run; a run that takes longer is skipped")
     p.add_argument("--cwd", default=".", help="directory inside the checkout to run COMMAND in")
-    p.add_argument("--test", action="append", default=[], dest="tests", metavar="TEST_ID",
-                   help="the failing test, to rank suspects if bisection cannot finish (repeatable)")
-    p.add_argument("--json", action="store_true", help='print {"culprit": sha, "runs": n, "skipped": [...]} and more')
+    p.add_argument(
+        "--test",
+        action="append",
+        default=[],
+        dest="tests",
+        metavar="TEST_ID",
+        help="the failing test, to rank suspects if bisection cannot finish (repeatable)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help='print {"culprit": sha, "runs": n, "skipped": [...]} and more'
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...: run at each commit")
     p.set_defaults(func=run)
 
@@ -50,9 +64,13 @@ def run(args: argparse.Namespace) -> int:
     if command[:1] == ["--"]:
         command = command[1:]
     if not command:
-        raise ForksyncError("no command given", "put it after --, e.g. forksync bisect ... -- python bench.py")
+        raise ForksyncError(
+            "no command given", "put it after --, e.g. forksync bisect ... -- python bench.py"
+        )
     if (args.metric is None) != (args.threshold is None):
-        raise ForksyncError("--metric and --threshold go together", "give both, or neither to judge by exit status")
+        raise ForksyncError(
+            "--metric and --threshold go together", "give both, or neither to judge by exit status"
+        )
     if args.reference is not None and args.metric is None:
         raise ForksyncError("--reference needs --metric", "give --metric NAME --threshold PCT too")
     if args.budget is not None and args.budget < 1:

@@ -22,7 +22,9 @@ def register(subparsers: Any) -> None:
     )
     one_line_errors(parser)
     add_pair_arguments(parser)
-    parser.add_argument("--push", metavar="REMOTE", help="also push the branches and the chain record to REMOTE")
+    parser.add_argument(
+        "--push", metavar="REMOTE", help="also push the branches and the chain record to REMOTE"
+    )
     parser.add_argument(
         "--json",
         action="store_true",
@@ -52,12 +54,18 @@ def render_build(result: BuildResult) -> str:
         if u.picks:
             lines.append(f"{u.branch}  {u.head[:12]}  urgent, 1 commit on {u.base_branch}")
         else:
-            lines.append(f"{u.id}  urgent {(u.stopped_at or '')[:12]} not built: conflicts in {', '.join(u.conflicts) or '?'}")
+            lines.append(
+                f"{u.id}  urgent {(u.stopped_at or '')[:12]} not built: conflicts in {', '.join(u.conflicts) or '?'}"
+            )
     for b in result.bundles:
         lines.append(f"{b.branch}  {b.head[:12]}  {len(b.commits)} commit(s) on {b.base_branch}")
         lines.extend(f"  ejected to a chain: {sha[:12]}" for sha in b.ejected)
     for c in result.chains:
-        state = f"stops at {c.stopped_at[:12]} (conflicts in {', '.join(c.conflicts) or '?'})" if c.stopped_at else "complete"
+        state = (
+            f"stops at {c.stopped_at[:12]} (conflicts in {', '.join(c.conflicts) or '?'})"
+            if c.stopped_at
+            else "complete"
+        )
         lines.append(f"{c.branch}  {c.head[:12]}  {len(c.commits)} commit(s) on {c.base_branch}, {state}")
     if not lines:
         lines.append("nothing to build: no pending upstream commits")

@@ -22,10 +22,17 @@ def register(subparsers: Any) -> None:
     )
     one_line_errors(parser)
     add_pair_arguments(parser)
-    parser.add_argument("ref", metavar="REF", help="the upstream commit: #N (upstream PR), a sha, a prefix or a "
-                        "revision; for dissolve, the chain id")
-    parser.add_argument("action", choices=("add", "remove", "dissolve"),
-                        help="add to a chain, remove from its chain, or dissolve the chain REF")
+    parser.add_argument(
+        "ref",
+        metavar="REF",
+        help="the upstream commit: #N (upstream PR), a sha, a prefix or a "
+        "revision; for dissolve, the chain id",
+    )
+    parser.add_argument(
+        "action",
+        choices=("add", "remove", "dissolve"),
+        help="add to a chain, remove from its chain, or dissolve the chain REF",
+    )
     parser.add_argument("--into", metavar="ID", help="with add: the chain to add to (e.g. chain-1a2b3c4)")
     parser.set_defaults(func=run, _parser=parser)
 

@@ -30,10 +30,18 @@ def register(subparsers: Any) -> None:
         description="Generate a realistic sample upstream/fork pair in a temp dir (or --dir) and run status on it.",
     )
     one_line_errors(parser)
-    parser.add_argument("--dir", default=None, metavar="DIR", help="keep the sample here instead of a temp dir")
+    parser.add_argument(
+        "--dir", default=None, metavar="DIR", help="keep the sample here instead of a temp dir"
+    )
     parser.add_argument("--json", action="store_true", help="print status as JSON")
-    parser.add_argument("--no-loop", action="store_true", help="status only: skip the ingestion loop (Celery, simulated GitHub)")
-    parser.add_argument("--serve", action="store_true", help="then serve the dashboard of the demo's data until Ctrl-C")
+    parser.add_argument(
+        "--no-loop",
+        action="store_true",
+        help="status only: skip the ingestion loop (Celery, simulated GitHub)",
+    )
+    parser.add_argument(
+        "--serve", action="store_true", help="then serve the dashboard of the demo's data until Ctrl-C"
+    )
     parser.set_defaults(func=run)
 
 
@@ -48,12 +56,16 @@ def prepare_dir(root: Path) -> None:
     if root.exists() and not root.is_dir():
         raise ForksyncError(f"--dir {root} is a file", "give a folder (new or empty) for the sample")
     if root.is_dir() and any(root.iterdir()) and not (root / MARKER).exists():
-        raise ForksyncError(f"--dir {root} is not empty and was not made by forksync demo",
-                            "give a new or empty folder (a demo's own folder can be reused)")
+        raise ForksyncError(
+            f"--dir {root} is not empty and was not made by forksync demo",
+            "give a new or empty folder (a demo's own folder can be reused)",
+        )
     for part in OWN:
         shutil.rmtree(root / part, ignore_errors=True)
     root.mkdir(parents=True, exist_ok=True)
-    (root / MARKER).write_text("made by forksync demo; a re-run clears upstream/, fork/, github/, data/, cache/\n")
+    (root / MARKER).write_text(
+        "made by forksync demo; a re-run clears upstream/, fork/, github/, data/, cache/\n"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,8 +89,14 @@ def _demo_and_loop(root: Path, args: argparse.Namespace, *, kept: bool) -> None:
             from workers.demo.loop import run_loop_demo
             from workers.demo.sample import UPSTREAM_URL
 
-            run_loop_demo(root, sample.upstream, sample.fork, UPSTREAM_URL, kept=kept,
-                          serving=bool(getattr(args, "serve", False)))
+            run_loop_demo(
+                root,
+                sample.upstream,
+                sample.fork,
+                UPSTREAM_URL,
+                kept=kept,
+                serving=bool(getattr(args, "serve", False)),
+            )
             if getattr(args, "serve", False):
                 from workers.demo.loop import serve_dashboard
 

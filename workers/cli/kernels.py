@@ -28,8 +28,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--junitxml", metavar="FILE", help="also write JUnit XML results to FILE")
     p.add_argument("-k", dest="keyword", metavar="EXPR", help="only tests matching this pytest -k expression")
-    p.add_argument("--interpret", action="store_true", help="use Triton's CPU interpreter even if a GPU is visible")
-    p.add_argument("--timeout", type=int, default=1800, help="seconds before the run is stopped (default 1800)")
+    p.add_argument(
+        "--interpret", action="store_true", help="use Triton's CPU interpreter even if a GPU is visible"
+    )
+    p.add_argument(
+        "--timeout", type=int, default=1800, help="seconds before the run is stopped (default 1800)"
+    )
     p.set_defaults(func=run)
 
 
@@ -70,9 +74,20 @@ def run(args: argparse.Namespace) -> int:
         xml = Path(args.junitxml).resolve() if args.junitxml else Path(tmp) / "kernels.xml"
         xml.parent.mkdir(parents=True, exist_ok=True)
         argv = [
-            sys.executable, "-m", "pytest", str(PACK_DIR), "-q", "-rs", "-p", "no:cacheprovider",
+            sys.executable,
+            "-m",
+            "pytest",
+            str(PACK_DIR),
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
             # The pack is self-contained: no ini file of whatever project it is run from applies.
-            "-c", os.devnull, "--rootdir", str(PACK_DIR), f"--junitxml={xml}",
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(PACK_DIR),
+            f"--junitxml={xml}",
         ]
         if args.keyword:
             argv += ["-k", args.keyword]

@@ -35,13 +35,23 @@ def register(subparsers: Any) -> None:
     p.add_argument("--repo", default=".", help="the repository (default: current directory)")
     p.add_argument("--ref", default="HEAD", help="the commit to test (default HEAD)")
     p.add_argument("--config", help=f"config file (default: {CONFIG_PATH} at REF)")
-    p.add_argument("--suite", action="append", dest="suites", metavar="NAME", help="run only this suite (repeatable)")
+    p.add_argument(
+        "--suite", action="append", dest="suites", metavar="NAME", help="run only this suite (repeatable)"
+    )
     p.add_argument("--json", action="store_true", help='print {"conclusion", "suites": [...]} as JSON')
     p.add_argument("--base", help="the trunk branch to triage against (default: fork.branch from the config)")
-    p.add_argument("--trunk", action="store_true", help="this is a trunk commit: record its results for triage")
-    p.add_argument("--canary", choices=("gpu", "interpreter", "off"), default="gpu",
-                   help="runner canary before GPU suites (default gpu; interpreter: Triton on the CPU)")
-    p.add_argument("--data-dir", help="where logs and trunk results live (default $FORKSYNC_DATA_DIR or .git/forksync)")
+    p.add_argument(
+        "--trunk", action="store_true", help="this is a trunk commit: record its results for triage"
+    )
+    p.add_argument(
+        "--canary",
+        choices=("gpu", "interpreter", "off"),
+        default="gpu",
+        help="runner canary before GPU suites (default gpu; interpreter: Triton on the CPU)",
+    )
+    p.add_argument(
+        "--data-dir", help="where logs and trunk results live (default $FORKSYNC_DATA_DIR or .git/forksync)"
+    )
     p.set_defaults(func=run)
 
 
@@ -69,16 +79,26 @@ def run(args: argparse.Namespace) -> int:
     if not repo.ok("rev-parse", "--git-dir"):
         raise ForksyncError(f"{repo_path} is not a git repository", "pass --repo PATH of a clone")
     if repo.rev_parse(args.ref) is None:
-        raise ForksyncError(f"{args.ref!r} is not a commit in {repo_path}", "fetch it first, or pass an existing --ref")
+        raise ForksyncError(
+            f"{args.ref!r} is not a commit in {repo_path}", "fetch it first, or pass an existing --ref"
+        )
     config = load_config(repo, args.ref, args.config)
     base = args.base
     if base is None and not args.trunk and repo.rev_parse(config.fork.branch) is not None:
         base = config.fork.branch
     canary = _canary(args.canary)
     result = run_l1_for_ref(
-        repo_path, args.ref, config, data_dir=data_dir(repo, args.data_dir), suite_names=args.suites,
-        base_ref=base, trunk=args.trunk, canary=canary,
-        results=TrunkResults(open_store(os.environ.get("FORKSYNC_DATABASE_URL"), data_dir(repo, args.data_dir))),
+        repo_path,
+        args.ref,
+        config,
+        data_dir=data_dir(repo, args.data_dir),
+        suite_names=args.suites,
+        base_ref=base,
+        trunk=args.trunk,
+        canary=canary,
+        results=TrunkResults(
+            open_store(os.environ.get("FORKSYNC_DATABASE_URL"), data_dir(repo, args.data_dir))
+        ),
     )
     if args.json:
         print(json.dumps(result.as_json(), indent=2))
@@ -106,7 +126,9 @@ def render_text(result: L1Run) -> str:
     if result.canary is not None:
         lines.append(f"  {result.canary.describe()}")
     if result.suites:
-        lines.append(f"  {'suite':<20} {'status':<15} {'passed':>7} {'failed':>7} {'skipped':>8} {'expected':>9} {'time':>8}")
+        lines.append(
+            f"  {'suite':<20} {'status':<15} {'passed':>7} {'failed':>7} {'skipped':>8} {'expected':>9} {'time':>8}"
+        )
     for s in result.suites:
         lines.append(
             f"  {s.name:<20} {s.status:<15} {s.passed:>7} {s.failed:>7} {s.skipped:>8} {s.expected or '-':>9} "
@@ -116,7 +138,9 @@ def render_text(result: L1Run) -> str:
             lines.append(f"      {s.reason}")
         for f in s.failures[:20]:
             where = f" ({f.file}:{f.line})" if f.file and f.line else ""
-            lines.append(f"      [{f.triage}] {f.test_id}{where}: {f.message.splitlines()[0] if f.message else ''}")
+            lines.append(
+                f"      [{f.triage}] {f.test_id}{where}: {f.message.splitlines()[0] if f.message else ''}"
+            )
         if len(s.failures) > 20:
             lines.append(f"      ... and {len(s.failures) - 20} more failures")
         if s.log_path:

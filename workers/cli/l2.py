@@ -36,10 +36,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("--repo", default=".", help="the repository (default: current directory)")
     p.add_argument("--ref", default="HEAD", help="the trunk commit to test (default HEAD)")
     p.add_argument("--config", help=f"config file (default: {CONFIG_PATH} at REF)")
-    p.add_argument("--benchmark", action="append", dest="benchmarks", metavar="NAME",
-                   help="run only this benchmark (repeatable)")
+    p.add_argument(
+        "--benchmark",
+        action="append",
+        dest="benchmarks",
+        metavar="NAME",
+        help="run only this benchmark (repeatable)",
+    )
     p.add_argument("--name", help="the repository's name in the store (default: the directory name)")
-    p.add_argument("--data-dir", help="where the result store lives (default $FORKSYNC_DATA_DIR or .git/forksync)")
+    p.add_argument(
+        "--data-dir", help="where the result store lives (default $FORKSYNC_DATA_DIR or .git/forksync)"
+    )
     p.add_argument("--json", action="store_true", help="print the outcomes as JSON")
     p.set_defaults(func=run)
 
@@ -50,15 +57,21 @@ def run(args: argparse.Namespace) -> int:
         raise ForksyncError(f"{repo.path} is not a git repository", "pass --repo PATH of a clone")
     sha = repo.rev_parse(args.ref)
     if sha is None:
-        raise ForksyncError(f"--ref {args.ref} is not a commit in {args.repo}", "pass a sha or branch that exists")
+        raise ForksyncError(
+            f"--ref {args.ref} is not a commit in {args.repo}", "pass a sha or branch that exists"
+        )
     config = load_config(repo, sha, args.config)
     if not config.l2.benchmarks:
-        raise ForksyncError(f"no l2.benchmarks in {args.config or CONFIG_PATH}",
-                            "add benchmarks under l2.benchmarks (see docs/trunk-tests.md)")
+        raise ForksyncError(
+            f"no l2.benchmarks in {args.config or CONFIG_PATH}",
+            "add benchmarks under l2.benchmarks (see docs/trunk-tests.md)",
+        )
     known = {b.name for b in config.l2.benchmarks}
     unknown = [b for b in args.benchmarks or () if b not in known]
     if unknown:
-        raise ForksyncError(f"no L2 benchmark named {', '.join(unknown)}", f"known: {', '.join(sorted(known))}")
+        raise ForksyncError(
+            f"no L2 benchmark named {', '.join(unknown)}", f"known: {', '.join(sorted(known))}"
+        )
     name = args.name or repo.path.resolve().name
     store = ResultStore.in_data_dir(data_dir(repo, args.data_dir), os.environ.get("FORKSYNC_DATABASE_URL"))
     outcomes = run_trunk(repo, name, sha, config, store, only=tuple(args.benchmarks or ()))
@@ -85,7 +98,9 @@ def as_json(o: BenchmarkOutcome) -> dict[str, Any]:
 
 
 def render(o: BenchmarkOutcome) -> str:
-    lines = [f"{o.run.benchmark}: {o.verdict.status} at {o.run.sha[:12]} ({o.run.duration_s:.1f}s): {o.verdict.reason}"]
+    lines = [
+        f"{o.run.benchmark}: {o.verdict.status} at {o.run.sha[:12]} ({o.run.duration_s:.1f}s): {o.verdict.reason}"
+    ]
     for check in o.verdict.checks:
         lines.append(f"  {'✗' if check.regressed else '✓'} {check.reason}")
     if o.bisect and o.bisect.culprit:

@@ -37,10 +37,18 @@ def register(subparsers: Any) -> None:
     )
     one_line_errors(parser)
     add_pair_arguments(parser)
-    parser.add_argument("refs", nargs="*", metavar="REF", help="upstream commit: a sha prefix or #N (default: all)")
-    parser.add_argument("--disposition", choices=CHOICES, metavar="{" + ",".join(CHOICES) + "}",
-                        help="only commits with this disposition")
-    parser.add_argument("--json", action="store_true", help="one JSON object per commit per line (stable keys)")
+    parser.add_argument(
+        "refs", nargs="*", metavar="REF", help="upstream commit: a sha prefix or #N (default: all)"
+    )
+    parser.add_argument(
+        "--disposition",
+        choices=CHOICES,
+        metavar="{" + ",".join(CHOICES) + "}",
+        help="only commits with this disposition",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object per commit per line (stable keys)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -63,7 +71,9 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(entry_json(ledger, e), sort_keys=True))
         return 0
     if not entries:
-        print("no upstream commit matches" + (f" --disposition {args.disposition}" if args.disposition else ""))
+        print(
+            "no upstream commit matches" + (f" --disposition {args.disposition}" if args.disposition else "")
+        )
         return 0
     for e in entries:
         print(render_entry(ledger, e, {s: picks[s].subject for s in e.carriers if s in picks}))
@@ -84,8 +94,10 @@ def select(pair: Pair, ledger: Ledger, refs: Sequence[str]) -> list[LedgerEntry]
                 "check the sha or #N (commits at or before the base are not in the ledger)",
             )
         if not ref.startswith("#") and len(hits) > 1:
-            raise ForksyncError(f"sha prefix {ref} is ambiguous: it matches {len(hits)} commits of {where}",
-                                "pass more digits of the sha")
+            raise ForksyncError(
+                f"sha prefix {ref} is ambiguous: it matches {len(hits)} commits of {where}",
+                "pass more digits of the sha",
+            )
         chosen.update(h.sha for h in hits)  # #N of a re-landed PR lists every landing
     return [e for e in ledger.entries if e.sha in chosen]
 
@@ -104,7 +116,9 @@ def entry_json(ledger: Ledger, e: LedgerEntry) -> dict[str, Any]:
         "subject": e.subject,
         "disposition": e.disposition.value,
         "backlog": e.sha in set(ledger.metrics.backlog_commits),
-        "carriers": [{"sha": s, "recogniser": how} for s, how in zip(e.carriers, _recognisers(e), strict=True)],
+        "carriers": [
+            {"sha": s, "recogniser": how} for s, how in zip(e.carriers, _recognisers(e), strict=True)
+        ],
         "decided_by": e.decided_by,
         "reason": e.reason,
     }

@@ -26,7 +26,9 @@ def register(subparsers: Any) -> None:
     add_pair_arguments(parser)
     parser.add_argument("ref", metavar="REF", help="upstream commit: a sha (a unique prefix is enough) or #N")
     parser.add_argument("decision", metavar="{wont_port,deferred,urgent,clear}", choices=CHOICES)
-    parser.add_argument("--reason", default="", metavar="TEXT", help="why (shown in status and bundle bodies)")
+    parser.add_argument(
+        "--reason", default="", metavar="TEXT", help="why (shown in status and bundle bodies)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -53,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"marked {label} {disposition.value}" + (f" ({reason})" if reason else ""))
         if entry.carriers and disposition is not Disposition.URGENT:
-            print(f"note: the fork already carries it ({', '.join(c[:12] for c in entry.carriers)}), so it stays picked")
+            print(
+                f"note: the fork already carries it ({', '.join(c[:12] for c in entry.carriers)}), so it stays picked"
+            )
     return 0
 
 
@@ -96,5 +100,7 @@ def resolve_ref(pair: Pair, ledger: Ledger, ref: str) -> LedgerEntry:
                 "upstream's first-parent history)",
                 "only upstream commits the fork has not reached by merge can be marked",
             )
-        raise ForksyncError(f"no upstream commit matches {ref}", "check the sha (git log upstream) or pass #N")
+        raise ForksyncError(
+            f"no upstream commit matches {ref}", "check the sha (git log upstream) or pass #N"
+        )
     return hits[0]

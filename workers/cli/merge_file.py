@@ -42,13 +42,24 @@ def register(subparsers: Any) -> None:
     parser.add_argument("ours", metavar="OURS", help="the current version; receives the result")
     parser.add_argument("base", metavar="BASE", help="the common ancestor")
     parser.add_argument("theirs", metavar="THEIRS", help="the version merged in")
-    parser.add_argument("--path", metavar="P", help="the file's path in the repository (language rules, memory)")
+    parser.add_argument(
+        "--path", metavar="P", help="the file's path in the repository (language rules, memory)"
+    )
     parser.add_argument("--json", action="store_true", help="print what was done as JSON on stdout")
-    parser.add_argument("--off", action="append", default=[], metavar="RULE", choices=RESOLVE_RULES,
-                        help="switch a deterministic rule off, as resolve.rules_off does (repeatable; replaces the "
-                        f"default list, {', '.join(DEFAULT_RULES_OFF)})")
-    parser.add_argument("--all-rules", action="store_true",
-                        help="switch no rule off by default (only those named with --off), as rules_off: [] does")
+    parser.add_argument(
+        "--off",
+        action="append",
+        default=[],
+        metavar="RULE",
+        choices=RESOLVE_RULES,
+        help="switch a deterministic rule off, as resolve.rules_off does (repeatable; replaces the "
+        f"default list, {', '.join(DEFAULT_RULES_OFF)})",
+    )
+    parser.add_argument(
+        "--all-rules",
+        action="store_true",
+        help="switch no rule off by default (only those named with --off), as rules_off: [] does",
+    )
     parser.set_defaults(func=run)
 
 
@@ -60,7 +71,9 @@ def _read(path: str, role: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ForksyncError(f"{role} file {path} is not UTF-8 text", "merge binary files with git's own driver") from None
+        raise ForksyncError(
+            f"{role} file {path} is not UTF-8 text", "merge binary files with git's own driver"
+        ) from None
 
 
 def _memory() -> ResolutionMemory | None:
@@ -78,7 +91,11 @@ def rules_off(named: list[str], all_rules: bool) -> tuple[str, ...]:
 def run(args: argparse.Namespace) -> int:
     ours, base, theirs = _read(args.ours, "OURS"), _read(args.base, "BASE"), _read(args.theirs, "THEIRS")
     path = args.path or args.ours
-    outcome, merged = resolve_text(Conflict(path, base, ours, theirs), memory=_memory(), strategies=enabled(rules_off(args.off, args.all_rules)))
+    outcome, merged = resolve_text(
+        Conflict(path, base, ours, theirs),
+        memory=_memory(),
+        strategies=enabled(rules_off(args.off, args.all_rules)),
+    )
     if outcome.entry is not None and outcome.entry.content is not None:
         result, code = outcome.entry.content, EXIT_RESOLVED
     else:
@@ -87,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         Path(args.ours).write_bytes(result)
     except OSError as exc:
-        raise ForksyncError(f"cannot write the result to {args.ours}: {exc.strerror}", "check permissions") from None
+        raise ForksyncError(
+            f"cannot write the result to {args.ours}: {exc.strerror}", "check permissions"
+        ) from None
     if args.json:
         doc: dict[str, Any] = {"path": path, "resolved": code == EXIT_RESOLVED}
         if outcome.entry is not None:

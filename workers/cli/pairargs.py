@@ -23,12 +23,19 @@ def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def add_pair_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--upstream", required=True, metavar="REPO", help="upstream repository: local path or URL")
+    parser.add_argument(
+        "--upstream", required=True, metavar="REPO", help="upstream repository: local path or URL"
+    )
     parser.add_argument("--fork", required=True, metavar="REPO", help="fork repository: local path or URL")
     parser.add_argument(
-        "--upstream-branch", default=None, metavar="BRANCH", help="upstream branch (default: config, else main)"
+        "--upstream-branch",
+        default=None,
+        metavar="BRANCH",
+        help="upstream branch (default: config, else main)",
     )
-    parser.add_argument("--fork-branch", default=None, metavar="BRANCH", help="fork trunk (default: config, else main)")
+    parser.add_argument(
+        "--fork-branch", default=None, metavar="BRANCH", help="fork trunk (default: config, else main)"
+    )
     parser.add_argument(
         "--config",
         default=None,

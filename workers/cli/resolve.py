@@ -39,10 +39,20 @@ def register(subparsers: Any) -> None:
     )
     one_line_errors(parser)
     add_pair_arguments(parser)
-    parser.add_argument("ref", metavar="REF", help="the upstream commit: #N (upstream PR), a sha, a prefix or a revision")
-    parser.add_argument("--onto", metavar="BRANCH", help="the fork branch (or commit) to pick onto (default: the fork's trunk)")
-    parser.add_argument("--agent", metavar="CMD", help="run this agent command (JSON on stdin/stdout) for what is left")
-    parser.add_argument("--json", action="store_true", help="the outcome as JSON, with raw conflicts and resolution diffs")
+    parser.add_argument(
+        "ref", metavar="REF", help="the upstream commit: #N (upstream PR), a sha, a prefix or a revision"
+    )
+    parser.add_argument(
+        "--onto",
+        metavar="BRANCH",
+        help="the fork branch (or commit) to pick onto (default: the fork's trunk)",
+    )
+    parser.add_argument(
+        "--agent", metavar="CMD", help="run this agent command (JSON on stdin/stdout) for what is left"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="the outcome as JSON, with raw conflicts and resolution diffs"
+    )
     parser.set_defaults(func=run)
 
 
@@ -58,7 +68,9 @@ def _upstream_commit(pair: Pair, config: RepoConfig, ref: str) -> str:
         return hits[0].sha
     sha = pair.repo.rev_parse(ref)
     if sha is None:
-        raise ForksyncError(f"{ref} is not a commit of upstream or the fork", "give an upstream sha, a prefix or #N")
+        raise ForksyncError(
+            f"{ref} is not a commit of upstream or the fork", "give an upstream sha, a prefix or #N"
+        )
     return sha
 
 
@@ -70,9 +82,13 @@ def _onto(pair: Pair, onto: str | None) -> str:
         if sha is not None:
             return sha
     try:
-        pair.repo.git("fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{onto}:{FORK_PREFIX}{onto}")
+        pair.repo.git(
+            "fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{onto}:{FORK_PREFIX}{onto}"
+        )
     except GitError:
-        raise ForksyncError(f"--onto {onto} is neither a fork branch nor a commit", "name a branch of the fork") from None
+        raise ForksyncError(
+            f"--onto {onto} is neither a fork branch nor a commit", "name a branch of the fork"
+        ) from None
     sha = pair.repo.rev_parse(f"{FORK_PREFIX}{onto}")
     assert sha is not None
     return sha
@@ -85,11 +101,18 @@ def render_text(outcome: ResolveOutcome) -> str:
     if outcome.clean:
         return f"{outcome.commit[:12]} picks cleanly onto {outcome.onto[:12]} (tree {outcome.tree})"
     for e in outcome.entries:
-        lines += [f"- File: {e.path}", f"  Action: {e.action}", f"  Reason: {e.reason}", f"  Strategy: {e.strategy}"]
+        lines += [
+            f"- File: {e.path}",
+            f"  Action: {e.action}",
+            f"  Reason: {e.reason}",
+            f"  Strategy: {e.strategy}",
+        ]
     for w in outcome.waiting:
         lines += [f"- Waiting: {w.path}", f"  {w.reason}"]
     if outcome.resolved:
-        lines.append(f"resolved: {len(outcome.entries)} file(s); tree {outcome.tree} (in the cache; nothing pushed)")
+        lines.append(
+            f"resolved: {len(outcome.entries)} file(s); tree {outcome.tree} (in the cache; nothing pushed)"
+        )
     else:
         lines.append(f"not resolved: {len(outcome.waiting)} file(s) wait for a human")
     return "\n".join(lines)
@@ -103,7 +126,13 @@ def run(args: argparse.Namespace) -> int:
     repo = pygit2.Repository(str(pair.repo.path))
     agent = from_config(config.resolve.agent, shlex.split(args.agent) if args.agent else None)
     checks = tuple(Check(suffix, argv) for suffix, argv in config.resolve.checks)
-    step = agent_step(agent, repo, onto=onto, checks=checks, history_commits=config.resolve.agent.history_commits) if agent else None
+    step = (
+        agent_step(
+            agent, repo, onto=onto, checks=checks, history_commits=config.resolve.agent.history_commits
+        )
+        if agent
+        else None
+    )
     try:
         outcome = resolve_pick(repo, commit, onto, config=config, memory=memory, agent=step)
     except subprocess.SubprocessError as exc:  # pragma: no cover - defensive: agent errors are outcomes

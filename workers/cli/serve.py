@@ -26,20 +26,37 @@ DEFAULT_QUEUES = ",".join(q for q in tasknames.QUEUES if q != tasknames.Q_L1_GPU
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("serve", help="run web, one worker and beat on this machine (embedded broker without REDIS_URL)")
+    p = subparsers.add_parser(
+        "serve", help="run web, one worker and beat on this machine (embedded broker without REDIS_URL)"
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port for the webhook server (default 8000)")
-    p.add_argument("--queues", default=DEFAULT_QUEUES, help=f"queues the worker consumes (default {DEFAULT_QUEUES})")
+    p.add_argument(
+        "--queues", default=DEFAULT_QUEUES, help=f"queues the worker consumes (default {DEFAULT_QUEUES})"
+    )
     p.add_argument("--concurrency", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--no-beat", action="store_true", help="do not run the beat scheduler (another machine runs it)")
+    p.add_argument(
+        "--no-beat", action="store_true", help="do not run the beat scheduler (another machine runs it)"
+    )
     p.set_defaults(func=run)
 
 
 def worker_command(queues: str, concurrency: int, beat: bool) -> list[str]:
     cmd = [
-        sys.executable, "-m", "celery", "-A", "workers.app.celery_app", "worker",
-        "-Q", queues, "--concurrency", str(concurrency), "--loglevel", "INFO",
-        "--without-gossip", "--without-mingle",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.app.celery_app",
+        "worker",
+        "-Q",
+        queues,
+        "--concurrency",
+        str(concurrency),
+        "--loglevel",
+        "INFO",
+        "--without-gossip",
+        "--without-mingle",
     ]
     if beat:
         cmd.append("--beat")
@@ -55,7 +72,9 @@ def prometheus_dir(data_dir: Any) -> str:
     path.mkdir(parents=True, exist_ok=True)
     for stale in path.glob("*.db"):
         stale.unlink()
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)  # before prometheus_client is imported here or in the worker
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(
+        path
+    )  # before prometheus_client is imported here or in the worker
     return str(path)
 
 
@@ -65,11 +84,15 @@ def check_settings(settings: WorkerSettings) -> None:
     from core.github.app import GitHubApp
 
     bot = settings.bot
-    missing = [name for name, value in (
-        ("GITHUB_APP_ID", bot.app_id),
-        ("GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH", bot.private_key),
-        ("FORKSYNC_WEBHOOK_SECRET", bot.webhook_secret),
-    ) if not value]
+    missing = [
+        name
+        for name, value in (
+            ("GITHUB_APP_ID", bot.app_id),
+            ("GITHUB_PRIVATE_KEY or GITHUB_PRIVATE_KEY_PATH", bot.private_key),
+            ("FORKSYNC_WEBHOOK_SECRET", bot.webhook_secret),
+        )
+        if not value
+    ]
     if missing:
         raise ForksyncError(
             f"the GitHub App is not configured: {'; '.join(missing)} not set",
@@ -85,8 +108,10 @@ def check_port_free(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as exc:
-            raise ForksyncError(f"cannot listen on {host}:{port}: {exc.strerror}",
-                                "pick another --port, or stop what listens there") from None
+            raise ForksyncError(
+                f"cannot listen on {host}:{port}: {exc.strerror}",
+                "pick another --port, or stop what listens there",
+            ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,19 +122,32 @@ def run(args: argparse.Namespace) -> int:
     settings = WorkerSettings.from_mapping(None)
     unknown = set(args.queues.split(",")) - set(tasknames.QUEUES)
     if unknown:
-        raise ForksyncError(f"unknown queue(s) {', '.join(sorted(unknown))}", f"use some of {', '.join(tasknames.QUEUES)}")
+        raise ForksyncError(
+            f"unknown queue(s) {', '.join(sorted(unknown))}", f"use some of {', '.join(tasknames.QUEUES)}"
+        )
     check_settings(settings)
     check_port_free(args.host, args.port)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     prometheus_dir(settings.data_dir)
-    mode = f"Redis at {settings.bot.redis_url.split('@')[-1]}" if settings.bot.redis_url else f"embedded broker in {settings.data_dir}"
+    mode = (
+        f"Redis at {settings.bot.redis_url.split('@')[-1]}"
+        if settings.bot.redis_url
+        else f"embedded broker in {settings.data_dir}"
+    )
     try:
         server = make_server(args.host, args.port, create_app(), threaded=True)
     except OSError as exc:
-        raise ForksyncError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", "pick another --port") from None
-    worker = subprocess.Popen(worker_command(args.queues, args.concurrency, not args.no_beat), env=dict(os.environ))
-    print(f"forksync serve: web on http://{args.host}:{server.server_port}/ , worker pid {worker.pid} "
-          f"(queues {args.queues}{', beat' if not args.no_beat else ''}), {mode}", flush=True)
+        raise ForksyncError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror}", "pick another --port"
+        ) from None
+    worker = subprocess.Popen(
+        worker_command(args.queues, args.concurrency, not args.no_beat), env=dict(os.environ)
+    )
+    print(
+        f"forksync serve: web on http://{args.host}:{server.server_port}/ , worker pid {worker.pid} "
+        f"(queues {args.queues}{', beat' if not args.no_beat else ''}), {mode}",
+        flush=True,
+    )
     stopping = threading.Event()
     worker_died = threading.Event()
 
@@ -123,7 +161,11 @@ def run(args: argparse.Namespace) -> int:
     def watch_worker() -> None:
         worker.wait()
         if not stopping.is_set():
-            print(f"forksync serve: the worker exited with status {worker.returncode}; stopping", file=sys.stderr, flush=True)
+            print(
+                f"forksync serve: the worker exited with status {worker.returncode}; stopping",
+                file=sys.stderr,
+                flush=True,
+            )
             worker_died.set()
             stop(0, None)
 

@@ -106,7 +106,9 @@ def _pin_rows(pins: ForkPins, m: Metrics, commit: Callable[[str], str]) -> list[
     ):
         if stated is None:
             continue
-        verdict = f"agrees with the {what}" if stated == ours else f"DISAGREES: forksync's {what} is {ours[:12]}"
+        verdict = (
+            f"agrees with the {what}" if stated == ours else f"DISAGREES: forksync's {what} is {ours[:12]}"
+        )
         key = "UPSTREAM_FRONTIER_HASH" if what == "frontier" else "UPSTREAM_HASH"
         rows.append((name, f"{commit(stated)}  ({key}; {verdict})"))
     return rows
@@ -116,9 +118,9 @@ def _subjects(pair: Pair, shas: list[str]) -> dict[str, tuple[int, str]]:
     wanted = sorted(set(shas))
     if not wanted:
         return {}
-    out = pair.repo.git(
-        "show", "-s", "--no-walk=unsorted", "--format=%H%x1f%ct%x1f%s", *wanted
-    ).decode("utf-8", "replace")
+    out = pair.repo.git("show", "-s", "--no-walk=unsorted", "--format=%H%x1f%ct%x1f%s", *wanted).decode(
+        "utf-8", "replace"
+    )
     result: dict[str, tuple[int, str]] = {}
     for line in out.splitlines():
         sha, ct, subject = ([*line.split("\x1f"), "", ""])[:3]

@@ -32,14 +32,21 @@ LEGACY_REDIS_FACTS = "forksync:dashboard:facts"
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "store", help="the shared SQL store: where it is, its schema revision, importing legacy files",
-        description=("Show the store (PostgreSQL from FORKSYNC_DATABASE_URL, else SQLite under the data dir) and "
-                     "migrate it to the newest revision; or import a worker's legacy per-node SQLite files."),
+        "store",
+        help="the shared SQL store: where it is, its schema revision, importing legacy files",
+        description=(
+            "Show the store (PostgreSQL from FORKSYNC_DATABASE_URL, else SQLite under the data dir) and "
+            "migrate it to the newest revision; or import a worker's legacy per-node SQLite files."
+        ),
     )
     p.add_argument("action", choices=("info", "import-legacy"))
     p.add_argument("--data-dir", help="the data dir (default $FORKSYNC_DATA_DIR or .forksync)")
-    p.add_argument("--database-url", help="the store (default $FORKSYNC_DATABASE_URL; unset: SQLite in the data dir)")
-    p.add_argument("--repo-name", help="owner/name the legacy trunk L1 results belong to (they did not record it)")
+    p.add_argument(
+        "--database-url", help="the store (default $FORKSYNC_DATABASE_URL; unset: SQLite in the data dir)"
+    )
+    p.add_argument(
+        "--repo-name", help="owner/name the legacy trunk L1 results belong to (they did not record it)"
+    )
     p.set_defaults(func=run)
 
 
@@ -52,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"backend": store.dialect, "revision": store.revision()}, sort_keys=True))
         return 0
     if (data_dir / LEGACY_L1).exists() and not args.repo_name:
-        raise ForksyncError(f"{data_dir / LEGACY_L1} holds trunk L1 results of one repository, unnamed",
-                            "pass --repo-name OWNER/NAME")
+        raise ForksyncError(
+            f"{data_dir / LEGACY_L1} holds trunk L1 results of one repository, unnamed",
+            "pass --repo-name OWNER/NAME",
+        )
     counts = import_legacy(store, data_dir, args.repo_name or "")
     if os.environ.get("REDIS_URL"):
         counts.update(import_legacy_redis(store, os.environ["REDIS_URL"]))
@@ -69,15 +78,24 @@ def import_legacy(store: Any, data_dir: Path, repo: str) -> dict[str, int]:
     from workers.testing.signatures import Failure
     from workers.testing.triage import TrunkResults
 
-    counts = {"l1_suite_runs": 0, "l2_runs": 0, "series_points": 0, "dashboard_feeds": 0, "dashboard_facts": 0}
+    counts = {
+        "l1_suite_runs": 0,
+        "l2_runs": 0,
+        "series_points": 0,
+        "dashboard_feeds": 0,
+        "dashboard_facts": 0,
+    }
     l1 = data_dir / LEGACY_L1
     if l1.exists():
         results = TrunkResults(store, repo)
         with sqlite3.connect(l1) as db:
             for commit, suite, status, at in db.execute(
-                    "SELECT commit_sha, suite, status, recorded_at FROM suite_runs ORDER BY seq").fetchall():
-                tests = db.execute("SELECT test_id, outcome FROM test_results WHERE commit_sha = ? AND suite = ?",
-                                   (commit, suite)).fetchall()
+                "SELECT commit_sha, suite, status, recorded_at FROM suite_runs ORDER BY seq"
+            ).fetchall():
+                tests = db.execute(
+                    "SELECT test_id, outcome FROM test_results WHERE commit_sha = ? AND suite = ?",
+                    (commit, suite),
+                ).fetchall()
                 results.record(commit, suite, status, [(t, o) for t, o in tests], at=at)
                 counts["l1_suite_runs"] += 1
         l1.rename(l1.with_name(l1.name + ".imported"))
@@ -85,13 +103,29 @@ def import_legacy(store: Any, data_dir: Path, repo: str) -> dict[str, int]:
     if l2.exists():
         runs = ResultStore(store)
         with sqlite3.connect(l2) as db:
-            for row in db.execute("SELECT id, repo, benchmark, sha, status, verdict, exit_code, duration_s, reason,"
-                                  " output_tail, failures, recorded_at FROM runs ORDER BY id").fetchall():
-                metrics = dict(db.execute("SELECT name, value FROM metrics WHERE run_id = ?", (row[0],)).fetchall())
-                runs.record(row[1], L2Run(
-                    benchmark=row[2], sha=row[3], status=row[4], metrics=metrics, verdict=row[5], exit_code=row[6],
-                    duration_s=row[7], reason=row[8], output_tail=row[9],
-                    failures=tuple(Failure(f["test_id"], f["text"]) for f in json.loads(row[10])), recorded_at=row[11]))
+            for row in db.execute(
+                "SELECT id, repo, benchmark, sha, status, verdict, exit_code, duration_s, reason,"
+                " output_tail, failures, recorded_at FROM runs ORDER BY id"
+            ).fetchall():
+                metrics = dict(
+                    db.execute("SELECT name, value FROM metrics WHERE run_id = ?", (row[0],)).fetchall()
+                )
+                runs.record(
+                    row[1],
+                    L2Run(
+                        benchmark=row[2],
+                        sha=row[3],
+                        status=row[4],
+                        metrics=metrics,
+                        verdict=row[5],
+                        exit_code=row[6],
+                        duration_s=row[7],
+                        reason=row[8],
+                        output_tail=row[9],
+                        failures=tuple(Failure(f["test_id"], f["text"]) for f in json.loads(row[10])),
+                        recorded_at=row[11],
+                    ),
+                )
                 counts["l2_runs"] += 1
         l2.rename(l2.with_name(l2.name + ".imported"))
     series_file = data_dir / LEGACY_SERIES
@@ -121,8 +155,10 @@ def import_legacy_redis(store: Any, redis_url: str) -> dict[str, int]:
 
     client = redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=10)
     feeds = [v.decode() if isinstance(v, bytes) else str(v) for v in client.hvals(LEGACY_REDIS_FEEDS)]
-    facts = [(k.decode() if isinstance(k, bytes) else str(k), v.decode() if isinstance(v, bytes) else str(v))
-             for k, v in client.hgetall(LEGACY_REDIS_FACTS).items()]
+    facts = [
+        (k.decode() if isinstance(k, bytes) else str(k), v.decode() if isinstance(v, bytes) else str(v))
+        for k, v in client.hgetall(LEGACY_REDIS_FACTS).items()
+    ]
     got = _import_dashboard(store, feeds, facts)
     return {"dashboard_feeds_redis": got[0], "dashboard_facts_redis": got[1]}
 

@@ -110,7 +110,13 @@ def remember(pair: Pair, stdout: str, warnings: Sequence[str]) -> None:
             return
         if refs[3][2] != pair.fork_notes_tip:
             return
-        record = {"inputs": inputs, "states": states, "refs": refs, "stdout": stdout, "warnings": list(warnings)}
+        record = {
+            "inputs": inputs,
+            "states": states,
+            "refs": refs,
+            "stdout": stdout,
+            "warnings": list(warnings),
+        }
         path = _record_path(inputs)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"

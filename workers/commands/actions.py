@@ -149,7 +149,9 @@ def _urgent_outlook(ctx: Context, pair: Pair, sha: str) -> str:
     from workers.engine.symbols import stoplist
 
     repo = pygit2.Repository(str(pair.repo.path))
-    conflicts = urgent_trial(repo, pair.fork_tip, commit_changes(repo, sha, stoplist(ctx.config.risk.symbol_stoplist)))
+    conflicts = urgent_trial(
+        repo, pair.fork_tip, commit_changes(repo, sha, stoplist(ctx.config.risk.symbol_stoplist))
+    )
     return render.urgent_outlook(ctx.config.fork.branch, URGENT_BRANCH + sha[:7], conflicts)
 
 
@@ -188,7 +190,9 @@ def _bundles(ctx: Context, pair: Pair) -> tuple[render.OpenItem, ...]:
 
     with fork_auth(ctx):
         out = pair.repo.text("ls-remote", "--", pair.fork.remote, "refs/heads/forksync/bundle/*")
-    branches = sorted(line.split("\t", 1)[1].removeprefix("refs/heads/") for line in out.splitlines() if "\t" in line)
+    branches = sorted(
+        line.split("\t", 1)[1].removeprefix("refs/heads/") for line in out.splitlines() if "\t" in line
+    )
     pulls = {}
     if isinstance(ctx.gh, Pulls):  # the adapter lists bundle PRs; a fake without pulls shows branches only
         for branch in branches:
@@ -250,16 +254,28 @@ def bundle(ctx: Context, command: Command) -> render.Outcome:
             "urgent",
             u.id,
             lines(u.commits),
-            (f"conflicts on the fork tip in {', '.join(u.conflicts)}" if u.conflicts else "marked urgent: alone on the fork tip",),
+            (
+                f"conflicts on the fork tip in {', '.join(u.conflicts)}"
+                if u.conflicts
+                else "marked urgent: alone on the fork tip",
+            ),
         )
         for u in made.urgent
     ]
     groups += [render.PlannedGroup("bundle", b.id, lines(b.commits)) for b in made.bundles] + [
-        render.PlannedGroup("chain", c.id, lines(c.commits), tuple(f"{r.commit[:7]} {r.kind}: {r.detail}" for r in c.reasons))
+        render.PlannedGroup(
+            "chain", c.id, lines(c.commits), tuple(f"{r.commit[:7]} {r.kind}: {r.detail}" for r in c.reasons)
+        )
         for c in made.chains
     ]
-    state = plan.PlanState(tuple(groups), len(made.bundles), len(made.chains), len(made.urgent),
-                           ledger.metrics.deferred, render.plan_table(groups, web_url(ctx)) if groups else "")
+    state = plan.PlanState(
+        tuple(groups),
+        len(made.bundles),
+        len(made.chains),
+        len(made.urgent),
+        ledger.metrics.deferred,
+        render.plan_table(groups, web_url(ctx)) if groups else "",
+    )
     return execute(ctx, plan.plan_bundle(command, ctx.author, state, limit, ctx.config.bundle.max_commits))
 
 
@@ -274,8 +290,16 @@ def pull_state(ctx: Context, *, with_approval: bool = False) -> plan.PullState:
     if with_approval and needs:
         approval = read_approval(ctx.gh, ctx.repo, pull.number, ctx.own_login)
         approved_head = approval.head_sha if approval is not None else None
-    return plan.PullState(pull.number, pull.head_sha, pull.author, pull.author_association, pull.head_repo,
-                          pull.from_outside(ctx.repo), needs, approved_head)
+    return plan.PullState(
+        pull.number,
+        pull.head_sha,
+        pull.author,
+        pull.author_association,
+        pull.head_repo,
+        pull.from_outside(ctx.repo),
+        needs,
+        approved_head,
+    )
 
 
 def retest(ctx: Context, command: Command) -> render.Outcome:
@@ -315,8 +339,12 @@ def l3(ctx: Context, command: Command) -> render.Outcome:
             found = current(ctx.gh, ctx.repo, head_sha, w.name)
     services = ctx.services if isinstance(ctx.services, Services) else None
     can_queue = services is not None and services.send_task is not None
-    return execute(ctx, plan.plan_l3(command, ctx.task.is_pull_request, has_checks, head_sha, ctx.config, found,
-                                     ctx.author, can_queue))
+    return execute(
+        ctx,
+        plan.plan_l3(
+            command, ctx.task.is_pull_request, has_checks, head_sha, ctx.config, found, ctx.author, can_queue
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- /approve
@@ -327,4 +355,6 @@ def approve(ctx: Context, command: Command) -> render.Outcome:
     pull = pull_state(ctx) if ctx.task.is_pull_request else None
     body = approval_body(pull.number, pull.head_sha, ctx.author) if pull is not None else ""
     marker = approval_marker(pull.number) if pull is not None else ""
-    return execute(ctx, plan.plan_approve(command, ctx.task.is_pull_request, pull, marker, body, APPROVED_LABEL))
+    return execute(
+        ctx, plan.plan_approve(command, ctx.task.is_pull_request, pull, marker, body, APPROVED_LABEL)
+    )

@@ -69,7 +69,9 @@ def needs_approval(repo: str, head_repo: str | None, author_association: str) ->
     return from_outside and author_association.upper() not in TRUSTED_ASSOCIATIONS
 
 
-def is_approved(gh: ApprovalReader, repo: str, pr: int, head_sha: str | None = None, own_login: str | None = None) -> bool:
+def is_approved(
+    gh: ApprovalReader, repo: str, pr: int, head_sha: str | None = None, own_login: str | None = None
+) -> bool:
     """True when ``pr`` may run on the self-hosted runners at its current head (or at ``head_sha``).
 
     For the L1 runner and ``/retest``: ``gh`` is the bot's ``GitHubAdapter`` (or a test fake). A PR

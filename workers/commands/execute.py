@@ -52,7 +52,9 @@ def execute(ctx: Context, actions: Sequence[Action], pair: Pair | None = None) -
         if isinstance(action, Reply):
             answer = action.outcome
         elif isinstance(action, Enqueue):
-            answer = action.started if send_task(ctx, action.task, dict(action.kwargs)) else action.unavailable
+            answer = (
+                action.started if send_task(ctx, action.task, dict(action.kwargs)) else action.unavailable
+            )
         elif isinstance(action, MarkCommit):
             _mark(ctx, _need(pair, action), action)
         elif isinstance(action, MoveCommit):
@@ -72,21 +74,27 @@ def execute(ctx: Context, actions: Sequence[Action], pair: Pair | None = None) -
             # (a test fake without the issues role shows the comment only)
             ctx.gh.add_labels(ctx.repo, action.number, list(action.labels))
     if answer is None:
-        raise ForksyncError("the command's plan gave no answer (a bug in forksync)", "report it to the bot's operators")
+        raise ForksyncError(
+            "the command's plan gave no answer (a bug in forksync)", "report it to the bot's operators"
+        )
     return answer
 
 
 def _need(pair: Pair | None, action: Any) -> Pair:
     if pair is None:
-        raise ForksyncError(f"{type(action).__name__} needs the fork's git data (a bug in forksync)",
-                            "report it to the bot's operators")
+        raise ForksyncError(
+            f"{type(action).__name__} needs the fork's git data (a bug in forksync)",
+            "report it to the bot's operators",
+        )
     return pair
 
 
 def _mark(ctx: Context, pair: Pair, action: MarkCommit) -> None:
     """Write the decision on the fork's notes and push it (fast-forward only); NotesMoved when
     another decision landed between the read and the push."""
-    new = write_decision(pair.repo, pair.fork_notes_tip, action.sha, Disposition(action.disposition), action.note)
+    new = write_decision(
+        pair.repo, pair.fork_notes_tip, action.sha, Disposition(action.disposition), action.note
+    )
     if new is None:
         return  # already so recorded
     try:
@@ -116,8 +124,10 @@ def _apply_l3(ctx: Context, action: ApplyL3) -> None:
     from workers.testing.l3 import apply_l3
 
     if not isinstance(ctx.gh, Checks):
-        raise ForksyncError("the L3 check was planned without the check-run adapter (a bug in forksync)",
-                            "report it to the bot's operators")
+        raise ForksyncError(
+            "the L3 check was planned without the check-run adapter (a bug in forksync)",
+            "report it to the bot's operators",
+        )
     services = ctx.services if isinstance(ctx.services, Services) else None
     send = services.send_task if services is not None else None
 
@@ -125,5 +135,11 @@ def _apply_l3(ctx: Context, action: ApplyL3) -> None:
         assert send is not None  # planned only when a queue is reachable (plan_l3's can_queue)
         send(name, dict(kwargs))
 
-    apply_l3(ctx.gh, ctx.repo, action.head_sha, action.steps, enqueue=enqueue if send is not None else None,
-             installation_id=ctx.task.installation_id)
+    apply_l3(
+        ctx.gh,
+        ctx.repo,
+        action.head_sha,
+        action.steps,
+        enqueue=enqueue if send is not None else None,
+        installation_id=ctx.task.installation_id,
+    )

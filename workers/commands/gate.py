@@ -74,7 +74,10 @@ class MemoryGate:
         now = self._clock()
         with self._lock:
             self._evict(self._replies, now)
-            self._replies[(repo.lower(), str(comment_id))] = (now + PENDING_REPLY_S, pending_json(body, reactions))
+            self._replies[(repo.lower(), str(comment_id))] = (
+                now + PENDING_REPLY_S,
+                pending_json(body, reactions),
+            )
 
     def pending_reply(self, repo: str, comment_id: int) -> tuple[str, tuple[str, ...]] | None:
         with self._lock:
@@ -152,7 +155,11 @@ class RedisGate:
         return value
 
     def remember_reply(self, repo: str, comment_id: int, body: str, reactions: tuple[str, ...]) -> None:
-        self.client.set(f"{self.prefix}reply:{repo.lower()}:{comment_id}", pending_json(body, reactions), ex=PENDING_REPLY_S)
+        self.client.set(
+            f"{self.prefix}reply:{repo.lower()}:{comment_id}",
+            pending_json(body, reactions),
+            ex=PENDING_REPLY_S,
+        )
 
     def pending_reply(self, repo: str, comment_id: int) -> tuple[str, tuple[str, ...]] | None:
         return pending_from(self.client.get(f"{self.prefix}reply:{repo.lower()}:{comment_id}"))

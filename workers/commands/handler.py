@@ -56,7 +56,9 @@ def read_comment(gh: Comments, repo: str, comment_id: int) -> CommentInfo | None
         return None
 
 
-def bot_comment(gh: Comments, repo: str, issue_number: int, marker: str, own_login: str | None) -> CommentInfo | None:
+def bot_comment(
+    gh: Comments, repo: str, issue_number: int, marker: str, own_login: str | None
+) -> CommentInfo | None:
     """The newest comment on #issue_number carrying ``marker`` written by a bot: by our own bot only
     when ``own_login`` is known (another App's bot may echo text a user wrote). A marker in a user's
     comment never counts, so nobody can forge "already answered" or "approved"."""
@@ -71,7 +73,9 @@ def bot_comment(gh: Comments, repo: str, issue_number: int, marker: str, own_log
     return found
 
 
-def post_comment(gh: Comments, repo: str, issue_number: int, body: str, existing: CommentInfo | None = None) -> CommentInfo:
+def post_comment(
+    gh: Comments, repo: str, issue_number: int, body: str, existing: CommentInfo | None = None
+) -> CommentInfo:
     """Edit ``existing`` in place, else post a new comment on #issue_number."""
     if existing is not None:
         return gh.edit_comment(repo, existing.id, body)
@@ -87,7 +91,9 @@ class AnswerIndex(Protocol):
         when it has none, None when the index cannot tell."""
         ...
 
-    def replying(self, repo: str, comment_id: int, issue_number: int, body: str, reactions: tuple[str, ...]) -> None: ...
+    def replying(
+        self, repo: str, comment_id: int, issue_number: int, body: str, reactions: tuple[str, ...]
+    ) -> None: ...
 
     def answered(self, repo: str, comment_id: int, issue_number: int) -> None: ...
 
@@ -168,7 +174,9 @@ def handle(
     if comment is None:
         log.info("%s: comment %s is gone; nothing to do", task.repo, task.comment_id)
         return None
-    if is_bot(comment.author, comment.author_type, own_login) or is_bot(task.author, task.author_type, own_login):
+    if is_bot(comment.author, comment.author_type, own_login) or is_bot(
+        task.author, task.author_type, own_login
+    ):
         return None
     commands = parse(comment.body)
     if not commands:
@@ -190,12 +198,23 @@ def handle(
         known = answers.lookup(task.repo, comment.id) if answers is not None else None
         if known is not None and known is not False:
             if known.state == "answered":
-                log.info("%s: comment %s was already answered (answered index); not running it again",
-                         task.repo, comment.id)
+                log.info(
+                    "%s: comment %s was already answered (answered index); not running it again",
+                    task.repo,
+                    comment.id,
+                )
                 return None
             # its commands ran, the reply may not have been posted: post it alone
-            return _post_pending(task, gh, gate, comment.id, known.body, tuple(known.reactions), own_login=own_login,
-                                 answers=answers)
+            return _post_pending(
+                task,
+                gh,
+                gate,
+                comment.id,
+                known.body,
+                tuple(known.reactions),
+                own_login=own_login,
+                answers=answers,
+            )
         if known is None:  # no index, or it cannot tell: the thread says
             marker = render.reply_marker(comment.id)
             if bot_comment(gh, task.repo, task.issue_number, marker, own_login) is not None:
@@ -208,8 +227,15 @@ def handle(
     else:
         assert config is not None
         try:
-            ctx = Context(task=task, author=comment.author, config=config, gh=gh, services=services, now=now(),
-                          own_login=own_login)
+            ctx = Context(
+                task=task,
+                author=comment.author,
+                config=config,
+                gh=gh,
+                services=services,
+                now=now(),
+                own_login=own_login,
+            )
             outcomes = [_run_one(ctx, command, gate, actions) for command in commands]
         except Exception as exc:
             if _transient(exc):
@@ -247,8 +273,17 @@ def _forget(gate: Gate, repo: str, comment_id: int) -> None:
         forget(repo, comment_id)
 
 
-def _post_pending(task: CommentTask, gh: CommandGitHub, gate: Gate, comment_id: int, body: str,
-                  added: tuple[str, ...], *, own_login: str | None = None, answers: AnswerIndex | None = None) -> Answer:
+def _post_pending(
+    task: CommentTask,
+    gh: CommandGitHub,
+    gate: Gate,
+    comment_id: int,
+    body: str,
+    added: tuple[str, ...],
+    *,
+    own_login: str | None = None,
+    answers: AnswerIndex | None = None,
+) -> Answer:
     """Post a reply whose commands already ran (unless the earlier try did post it: the one case
     that reads the thread), then react."""
     log.info("%s: posting the kept reply to comment %s (its commands ran already)", task.repo, comment_id)
@@ -280,12 +315,19 @@ def _config_and_rate(
         quoted = _quote_line(text, exc.line) if text is not None else None
         return None, [render.bad_config(_shown(c), exc.problem, quoted) for c in commands]
 
-    rate = gate.take(task.repo, author, len(commands), config.commands.rate_limit, config.commands.rate_window_s)
+    rate = gate.take(
+        task.repo, author, len(commands), config.commands.rate_limit, config.commands.rate_window_s
+    )
     if not rate.allowed:
         log.info("%s: %s is rate limited (%d used)", task.repo, author, rate.used)
         return None, [
             render.rate_limited(
-                _shown(c), author, config.commands.rate_limit, config.commands.rate_window_s, rate.retry_after_s, now
+                _shown(c),
+                author,
+                config.commands.rate_limit,
+                config.commands.rate_window_s,
+                rate.retry_after_s,
+                now,
             )
             for c in commands
         ]
@@ -304,7 +346,10 @@ def _run_one(ctx: Context, command: Command, gate: Gate, actions: dict[str, Acti
     try:
         if spec.permission == "write":
             have = gate.permission(
-                ctx.repo, ctx.author, ctx.config.commands.permission_cache_s, lambda: ctx.gh.permission(ctx.repo, ctx.author)
+                ctx.repo,
+                ctx.author,
+                ctx.config.commands.permission_cache_s,
+                lambda: ctx.gh.permission(ctx.repo, ctx.author),
             )
             if not can_write(have):
                 log.info("%s: denied /%s to %s (%s)", ctx.repo, command.name, ctx.author, have)
@@ -323,7 +368,9 @@ def _run_one(ctx: Context, command: Command, gate: Gate, actions: dict[str, Acti
                 "comment the command again in a minute",
             )
         error_id = uuid.uuid4().hex[:12]
-        log.exception("internal error %s in /%s on %s#%s", error_id, command.name, ctx.repo, ctx.task.issue_number)
+        log.exception(
+            "internal error %s in /%s on %s#%s", error_id, command.name, ctx.repo, ctx.task.issue_number
+        )
         return render.internal_error(command, error_id)
 
 

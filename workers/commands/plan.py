@@ -177,19 +177,34 @@ def plan_decide(command: Command, author: str, entry: Entry, outlook: str = "") 
     note = f"{reason} (by @{author} via /{command.name})".strip()
     mark = MarkCommit(entry.sha, disposition, note)
     if disposition == "urgent":
-        return [mark, Enqueue(tasknames.INGEST, {"reason": f"/urgent by @{author}"},
-                              render.urgent_started(command, entry.shown, reason, outlook),
-                              render.urgent_recorded(command, entry.shown, reason, outlook))]
+        return [
+            mark,
+            Enqueue(
+                tasknames.INGEST,
+                {"reason": f"/urgent by @{author}"},
+                render.urgent_started(command, entry.shown, reason, outlook),
+                render.urgent_recorded(command, entry.shown, reason, outlook),
+            ),
+        ]
     return [mark, Reply(render.decided(command, entry.shown, disposition, reason))]
 
 
 def plan_chain(command: Command, entry: Entry) -> list[Action]:
     """/chain REF [into ID], /unchain REF: move it in the fork's chains ref."""
-    return [MoveCommit(command, entry.sha, "add" if command.name == "chain" else "remove", command.option("into"),
-                       entry.shown)]
+    return [
+        MoveCommit(
+            command,
+            entry.sha,
+            "add" if command.name == "chain" else "remove",
+            command.option("into"),
+            entry.shown,
+        )
+    ]
 
 
-def plan_bundle(command: Command, author: str, state: PlanState, limit: int | None, configured_max: int) -> list[Action]:
+def plan_bundle(
+    command: Command, author: str, state: PlanState, limit: int | None, configured_max: int
+) -> list[Action]:
     """/bundle [max=N] [dry-run]: the plan as a table; without dry-run an ingestion builds it."""
     if not state.groups:
         return [Reply(render.nothing_to_bundle(command, render.nothing_planned_why(state.deferred)))]
@@ -200,11 +215,19 @@ def plan_bundle(command: Command, author: str, state: PlanState, limit: int | No
     kwargs: dict[str, Any] = {"reason": f"/bundle by @{author}"}
     if limit is not None:
         kwargs["max_commits"] = limit  # this ingestion only; the config is not changed
-    return [Enqueue(tasknames.INGEST, kwargs, render.bundle_started(command, summary, state.table, limit, configured_max),
-                    render.not_available(command, "the ingestion worker"))]
+    return [
+        Enqueue(
+            tasknames.INGEST,
+            kwargs,
+            render.bundle_started(command, summary, state.table, limit, configured_max),
+            render.not_available(command, "the ingestion worker"),
+        )
+    ]
 
 
-def plan_retest(command: Command, is_pull: bool, known: Sequence[str], pull: PullState | None) -> list[Action]:
+def plan_retest(
+    command: Command, is_pull: bool, known: Sequence[str], pull: PullState | None
+) -> list[Action]:
     """/retest [SUITE …]: rerun L1 on the PR head; an outside PR's head must be approved first."""
     if not is_pull:
         return [Reply(render.pr_only(command))]
@@ -219,15 +242,24 @@ def plan_retest(command: Command, is_pull: bool, known: Sequence[str], pull: Pul
     kwargs: dict[str, Any] = {"head_sha": pull.head_sha, "number": pull.number}
     if command.args:
         kwargs["suites"] = list(command.args)
-    return [Enqueue(tasknames.RUN_L1, kwargs, render.retest_started(command, command.args, known, pull.head_sha),
-                    render.not_available(command, "the L1 worker queue"))]
+    return [
+        Enqueue(
+            tasknames.RUN_L1,
+            kwargs,
+            render.retest_started(command, command.args, known, pull.head_sha),
+            render.not_available(command, "the L1 worker queue"),
+        )
+    ]
 
 
 def plan_bisect(command: Command, benchmarks: Benchmarks, issue_number: int) -> list[Action]:
     """/bisect BENCHMARK-OR-METRIC [good=SHA] [bad=SHA]: bisect on the l2 queue, answered on this issue."""
     target = command.target
-    bench = target if target in benchmarks.metrics else next(
-        (name for name, metrics in benchmarks.metrics.items() if target in metrics), None)
+    bench = (
+        target
+        if target in benchmarks.metrics
+        else next((name for name, metrics in benchmarks.metrics.items() if target in metrics), None)
+    )
     if bench is None:
         names = [*benchmarks.metrics, *(m for metrics in benchmarks.metrics.values() for m in metrics)]
         return [Reply(render.unknown_benchmark(command, target, names))]
@@ -235,18 +267,31 @@ def plan_bisect(command: Command, benchmarks: Benchmarks, issue_number: int) -> 
     for key in ("good", "bad"):
         if command.option(key):
             kwargs[key] = command.option(key)
-    return [Enqueue(tasknames.BISECT, kwargs, render.bisect_started(command, bench, target),
-                    render.not_available(command, "the L2 worker queue"))]
+    return [
+        Enqueue(
+            tasknames.BISECT,
+            kwargs,
+            render.bisect_started(command, bench, target),
+            render.not_available(command, "the L2 worker queue"),
+        )
+    ]
 
 
 def plan_digest(command: Command) -> list[Action]:
     """/digest: refresh the period's digest issue now (the task the daily beat sends)."""
-    return [Enqueue(tasknames.DIGEST, {"reason": "/digest"}, render.digest_started(command),
-                    render.not_available(command, "the digest task queue"))]
+    return [
+        Enqueue(
+            tasknames.DIGEST,
+            {"reason": "/digest"},
+            render.digest_started(command),
+            render.not_available(command, "the digest task queue"),
+        )
+    ]
 
 
-def plan_approve(command: Command, is_pull: bool, pull: PullState | None, marker: str, body: str,
-                 label: str) -> list[Action]:
+def plan_approve(
+    command: Command, is_pull: bool, pull: PullState | None, marker: str, body: str, label: str
+) -> list[Action]:
     """/approve on an outside PR: record the approval of its head (a marked comment and a label)."""
     if not is_pull or pull is None:
         return [Reply(render.approve_on_issue(command))]
@@ -254,12 +299,23 @@ def plan_approve(command: Command, is_pull: bool, pull: PullState | None, marker
         return [Reply(render.approve_not_needed_inside(command))]
     if not pull.needs_approval:
         return [Reply(render.approve_not_needed_member(command, pull.author, pull.author_association))]
-    return [PostMarked(pull.number, marker, body), AddLabels(pull.number, (label,)),
-            Reply(render.approved(command, pull.author, pull.head_sha))]
+    return [
+        PostMarked(pull.number, marker, body),
+        AddLabels(pull.number, (label,)),
+        Reply(render.approved(command, pull.author, pull.head_sha)),
+    ]
 
 
-def plan_l3(command: Command, is_pull: bool, has_checks: bool, head_sha: str, config: RepoConfig,
-            found: L3Found, author: str, can_queue: bool) -> list[Action]:
+def plan_l3(
+    command: Command,
+    is_pull: bool,
+    has_checks: bool,
+    head_sha: str,
+    config: RepoConfig,
+    found: L3Found,
+    author: str,
+    can_queue: bool,
+) -> list[Action]:
     """/l3 WORKLOAD, /signoff WORKLOAD on a PR head: the sign-off check run (``found``: the newest
     one of the workload on the head, ``l3.current``); ``can_queue``: a worker queue is reachable."""
     if not is_pull:
@@ -267,7 +323,9 @@ def plan_l3(command: Command, is_pull: bool, has_checks: bool, head_sha: str, co
     if not has_checks:
         return [Reply(render.not_available(command, "the check-run adapter"))]
     if command.name == "l3":
-        steps = l3.plan_request(config, command.target, head_sha, found, requested_by=author, can_queue=can_queue)
+        steps = l3.plan_request(
+            config, command.target, head_sha, found, requested_by=author, can_queue=can_queue
+        )
     else:
         steps = l3.plan_signoff(config, command.target, head_sha, author, found)
     answer = steps[-1]
@@ -284,8 +342,9 @@ def plan_l3(command: Command, is_pull: bool, has_checks: bool, head_sha: str, co
 PICK_PREFIX = "forksync/"  # forksync's pick branches
 
 
-def resolve_refusal(command: Command, is_pull: bool, head_ref: str, from_outside: bool,
-                    agent_configured: bool) -> Reply | None:
+def resolve_refusal(
+    command: Command, is_pull: bool, head_ref: str, from_outside: bool, agent_configured: bool
+) -> Reply | None:
     """/resolve before anything is fetched: only on forksync's own pick PR, ``agent`` only when one
     is configured; None when the branch is to be read and rebuilt."""
     if not is_pull:
@@ -321,7 +380,9 @@ def plan_resolve(command: Command, state: ResolveState) -> list[Action]:
     built = state.built
     if command.args[:1] == ("show",):
         return [Reply(_show(command, built, command.args[1]))]
-    details = "\n".join(show.conflict_resolution_section(o, with_details=False) for o in built.outcomes if not o.clean)
+    details = "\n".join(
+        show.conflict_resolution_section(o, with_details=False) for o in built.outcomes if not o.clean
+    )
     if state.human:
         return [Reply(render.resolve_human_owned(command, list(state.human), details))]
     if built.head is None:
@@ -332,9 +393,11 @@ def plan_resolve(command: Command, state: ResolveState) -> list[Action]:
         if not outcome.clean:
             body = show.replace_section(body, show.conflict_resolution_section(outcome), outcome.commit)
     files = sum(len(o.entries) for o in built.outcomes)
-    return [PushBranch(built.head, f"refs/heads/{state.head_ref}"),
-            EditPull(state.number, show.retitle_resolved(state.title), body),
-            Reply(render.resolved(command, files, len(built.outcomes), state.head_ref, built.head, details))]
+    return [
+        PushBranch(built.head, f"refs/heads/{state.head_ref}"),
+        EditPull(state.number, show.retitle_resolved(state.title), body),
+        Reply(render.resolved(command, files, len(built.outcomes), state.head_ref, built.head, details)),
+    ]
 
 
 def _show(command: Command, built: BuildResult, path: str) -> render.Outcome:
@@ -342,5 +405,8 @@ def _show(command: Command, built: BuildResult, path: str) -> render.Outcome:
         text = show.show_file(outcome, path)
         if text is not None:
             return render.resolve_show(command, path, outcome.commit, text)
-    conflicted = sorted({e.path for o in built.outcomes for e in o.entries} | {w.path for o in built.outcomes for w in o.waiting})
+    conflicted = sorted(
+        {e.path for o in built.outcomes for e in o.entries}
+        | {w.path for o in built.outcomes for w in o.waiting}
+    )
     return render.resolve_show_unknown(command, path, conflicted)

@@ -39,19 +39,36 @@ class Recover:
 
     def task_kwargs(self) -> dict[str, Any]:
         """The ``forksync.on_comment`` kwargs (core/tasknames.py), as the webhook view sends them."""
-        return {"installation_id": self.installation_id, "repo": self.repo, "issue_number": self.issue_number,
-                "comment_id": self.comment_id, "author": self.author, "author_type": _author_type(self.author),
-                "is_pull_request": self.is_pull_request, "delivery": f"recovery-{self.comment_id}"}
+        return {
+            "installation_id": self.installation_id,
+            "repo": self.repo,
+            "issue_number": self.issue_number,
+            "comment_id": self.comment_id,
+            "author": self.author,
+            "author_type": _author_type(self.author),
+            "is_pull_request": self.is_pull_request,
+            "delivery": f"recovery-{self.comment_id}",
+        }
 
 
 _PULL_URL = re.compile(r"/pull/[0-9]+(?:#|$)")
 
 
-def plan(repo: str, installation_id: int, comments: Sequence[CommentInfo], *, own_login: str | None,
-         now: float, grace_s: float) -> list[Recover]:
+def plan(
+    repo: str,
+    installation_id: int,
+    comments: Sequence[CommentInfo],
+    *,
+    own_login: str | None,
+    now: float,
+    grace_s: float,
+) -> list[Recover]:
     """The comments of ``comments`` that hold commands and were never answered (see the module docstring)."""
-    ours = [c.body for c in comments
-            if (c.author.lower() == own_login.lower() if own_login else is_bot(c.author, _author_type(c.author)))]
+    ours = [
+        c.body
+        for c in comments
+        if (c.author.lower() == own_login.lower() if own_login else is_bot(c.author, _author_type(c.author)))
+    ]
     actions = []
     for comment in comments:
         if is_bot(comment.author, _author_type(comment.author), own_login):
@@ -63,6 +80,14 @@ def plan(repo: str, installation_id: int, comments: Sequence[CommentInfo], *, ow
         marker = reply_marker(comment.id)
         if any(carries_marker(body, marker) for body in ours):
             continue
-        actions.append(Recover(repo, installation_id, comment.issue_number, comment.id, comment.author,
-                               bool(_PULL_URL.search(comment.html_url or ""))))
+        actions.append(
+            Recover(
+                repo,
+                installation_id,
+                comment.issue_number,
+                comment.id,
+                comment.author,
+                bool(_PULL_URL.search(comment.html_url or "")),
+            )
+        )
     return actions

@@ -45,8 +45,13 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
     """/resolve, /resolve agent, /resolve show FILE (see the module docstring): read the PR, fetch
     and rebuild its branch in memory, plan (``plan.plan_resolve``), act."""
     pull = ctx.pull() if ctx.task.is_pull_request else None
-    refused = plan.resolve_refusal(command, pull is not None, pull.head_ref if pull else "",
-                                   pull.from_outside(ctx.repo) if pull else False, ctx.config.resolve.agent.configured)
+    refused = plan.resolve_refusal(
+        command,
+        pull is not None,
+        pull.head_ref if pull else "",
+        pull.from_outside(ctx.repo) if pull else False,
+        ctx.config.resolve.agent.configured,
+    )
     if refused is not None:
         return execute(ctx, [refused])
     assert pull is not None  # a refusal otherwise
@@ -54,10 +59,14 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
     pair = open_fork(ctx)
     head_ref = f"{PR_HEAD_REF}{pull.number}"
     with fork_auth(ctx):
-        pair.repo.git("fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
+        pair.repo.git(
+            "fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}"
+        )
     repo = pygit2.Repository(str(pair.repo.path))
     committer = _committer(ctx)
-    branch = plan_branch(read_branch(repo, pair.fork_tip, head_ref), ctx.config.ledger.trailer_patterns, committer[1])
+    branch = plan_branch(
+        read_branch(repo, pair.fork_tip, head_ref), ctx.config.ledger.trailer_patterns, committer[1]
+    )
     upstream = [pair.repo.rev_parse(sha) for sha in branch.upstream]
     missing = tuple(s for s, full in zip(branch.upstream, upstream, strict=True) if full is None)
     cfg = ctx.config.resolve
@@ -66,17 +75,40 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
         agent = from_config(cfg.agent) if with_agent or cfg.auto_agent else None
         memory = fetch_memory(pair, cfg.memory_ref)
         checks = tuple(Check(suffix, argv) for suffix, argv in cfg.checks)
-        style = PickStyle(trailer=ctx.config.ledger.trailer,
-                          upstream_url=normalise_web_url(ctx.config.upstream.url) if ctx.config.upstream.url else None,
-                          committer=committer)
+        style = PickStyle(
+            trailer=ctx.config.ledger.trailer,
+            upstream_url=normalise_web_url(ctx.config.upstream.url) if ctx.config.upstream.url else None,
+            committer=committer,
+        )
 
         def agent_for(onto: str) -> AgentStep | None:
-            return agent_step(agent, repo, onto=onto, checks=checks, history_commits=cfg.agent.history_commits) if agent else None
+            return (
+                agent_step(agent, repo, onto=onto, checks=checks, history_commits=cfg.agent.history_commits)
+                if agent
+                else None
+            )
 
-        built = build_through(repo, [s for s in upstream if s is not None], pair.fork_tip, config=ctx.config,
-                              style=style, memory=memory, agent_for=agent_for)
-    state = plan.ResolveState(pull.number, pull.head_ref, pull.title, pull.body or "", ctx.config.ledger.trailer,
-                              missing, branch.upstream, tuple(c.sha for c in branch.human), agent is not None, built)
+        built = build_through(
+            repo,
+            [s for s in upstream if s is not None],
+            pair.fork_tip,
+            config=ctx.config,
+            style=style,
+            memory=memory,
+            agent_for=agent_for,
+        )
+    state = plan.ResolveState(
+        pull.number,
+        pull.head_ref,
+        pull.title,
+        pull.body or "",
+        ctx.config.ledger.trailer,
+        missing,
+        branch.upstream,
+        tuple(c.sha for c in branch.human),
+        agent is not None,
+        built,
+    )
     return execute(ctx, plan.plan_resolve(command, state), pair)
 
 
@@ -97,20 +129,37 @@ def approve_resolution(ctx: Context, command: Command) -> render.Outcome:
     pair = open_fork(ctx)
     head_ref = f"{PR_HEAD_REF}{pull.number}"
     with fork_auth(ctx):
-        pair.repo.git("fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}")
+        pair.repo.git(
+            "fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}"
+        )
     repo = pygit2.Repository(str(pair.repo.path))
-    records = learn_branch(repo, pair.fork_tip, head_ref, ctx.config.ledger.trailer_patterns,
-                           f"approved #{pull.number} by @{ctx.author}")
+    records = learn_branch(
+        repo,
+        pair.fork_tip,
+        head_ref,
+        ctx.config.ledger.trailer_patterns,
+        f"approved #{pull.number} by @{ctx.author}",
+    )
     with fork_auth(ctx):
-        learned = record_in_fork(pair, records, f"forksync: learn {len(records)} resolution(s) approved in #{pull.number}",
-                                 ctx.config.resolve.memory_ref)
+        learned = record_in_fork(
+            pair,
+            records,
+            f"forksync: learn {len(records)} resolution(s) approved in #{pull.number}",
+            ctx.config.resolve.memory_ref,
+        )
     body = render.resolution_approval_record(resolution_marker(pull.number), pull.head_sha, ctx.author)
     existing = bot_comment(ctx.gh, ctx.repo, pull.number, resolution_marker(pull.number), ctx.own_login)
     post_comment(ctx.gh, ctx.repo, pull.number, body, existing)
     return render.resolution_approved_answer(command, pull.head_sha, learned)
 
 
-def resolution_approved(gh: Comments, repo: str, pr: int, head_sha: str, own_login: str | None = None) -> bool:
+def resolution_approved(
+    gh: Comments, repo: str, pr: int, head_sha: str, own_login: str | None = None
+) -> bool:
     """True when a maintainer approved PR #pr's resolution at ``head_sha`` (for whoever merges)."""
     comment = bot_comment(gh, repo, pr, resolution_marker(pr), own_login)
-    return comment is not None and comment.author_type == "Bot" and f"Approved head: `{head_sha}`" in comment.body
+    return (
+        comment is not None
+        and comment.author_type == "Bot"
+        and f"Approved head: `{head_sha}`" in comment.body
+    )

@@ -69,7 +69,9 @@ def fork_auth(ctx: Context) -> contextlib.AbstractContextManager[None]:
 def services_of(ctx: Context) -> Services:
     services = ctx.services
     if not isinstance(services, Services):
-        raise ForksyncError("this deployment has no git access for commands", "configure the workers (FORKSYNC_GIT_URL_MAP)")
+        raise ForksyncError(
+            "this deployment has no git access for commands", "configure the workers (FORKSYNC_GIT_URL_MAP)"
+        )
     return services
 
 

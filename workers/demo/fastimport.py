@@ -120,8 +120,12 @@ class Stream:
             run_git(path, ["init", "--quiet", *(["--bare"] if bare else []), "-b", "main"])
         marks_file = self._marks_file(path, bare)
         Repository(path).git(
-            "fast-import", "--quiet", "--done", f"--import-marks-if-exists={marks_file}",
-            f"--export-marks={marks_file}", input=self.data(),
+            "fast-import",
+            "--quiet",
+            "--done",
+            f"--import-marks-if-exists={marks_file}",
+            f"--export-marks={marks_file}",
+            input=self.data(),
         )
         self._chunks, self._size, self._flushed = [], 0, True
 

@@ -45,8 +45,15 @@ class DemoGitHub(DryGitHub):
 
     def _add(self, repo: str, issue_number: int, body: str, author: str) -> CommentInfo:
         number = len(self.notes) + 1001
-        info = CommentInfo(number, issue_number, body, author, f"dry://{repo}/{issue_number}#comment-{number}",
-                           float(number), author_type(author))
+        info = CommentInfo(
+            number,
+            issue_number,
+            body,
+            author,
+            f"dry://{repo}/{issue_number}#comment-{number}",
+            float(number),
+            author_type(author),
+        )
         self.notes.append(info)
         self.comments.append({"number": issue_number, "body": body, "id": number, "author": author})
         return info
@@ -56,7 +63,9 @@ class DemoGitHub(DryGitHub):
 
     def edit_comment(self, repo: str, comment_id: int, body: str) -> CommentInfo:
         old = self.get_comment(repo, comment_id)
-        new = CommentInfo(old.id, old.issue_number, body, old.author, old.html_url, old.created_at, old.author_type)
+        new = CommentInfo(
+            old.id, old.issue_number, body, old.author, old.html_url, old.created_at, old.author_type
+        )
         self.notes[self.notes.index(old)] = new
         return new
 
@@ -70,9 +79,13 @@ class DemoGitHub(DryGitHub):
         return [c for c in self.notes if c.issue_number == issue_number]
 
     def find_comment(self, repo: str, issue_number: int, marker: str) -> CommentInfo | None:
-        return next((c for c in self.list_comments(repo, issue_number) if carries_marker(c.body, marker)), None)
+        return next(
+            (c for c in self.list_comments(repo, issue_number) if carries_marker(c.body, marker)), None
+        )
 
-    def upsert_comment(self, repo: str, issue_number: int, *, marker: str, body: str) -> tuple[CommentInfo, bool]:
+    def upsert_comment(
+        self, repo: str, issue_number: int, *, marker: str, body: str
+    ) -> tuple[CommentInfo, bool]:
         full = body if carries_marker(body, marker) else f"{marker}\n{body}"
         existing = self.find_comment(repo, issue_number, marker)
         if existing is None:
@@ -101,5 +114,18 @@ class DemoGitHub(DryGitHub):
         head = str(entry["head"])
         sha = Repository(Path(self.remotes[repo])).rev_parse(f"refs/heads/{head}") or ""
         merged = bool(entry.get("merged"))
-        return PullRequestInfo(number, str(entry["title"]), str(entry["body"]), str(entry["state"]), sha, head, repo,
-                               str(entry["base"]), merged, False, BOT_LOGIN, "NONE", f"dry://{repo}/{number}")
+        return PullRequestInfo(
+            number,
+            str(entry["title"]),
+            str(entry["body"]),
+            str(entry["state"]),
+            sha,
+            head,
+            repo,
+            str(entry["base"]),
+            merged,
+            False,
+            BOT_LOGIN,
+            "NONE",
+            f"dry://{repo}/{number}",
+        )

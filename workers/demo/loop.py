@@ -32,7 +32,9 @@ from workers.demo.github import DemoGitHub
 from workers.engine.git import Repository, run_git
 
 FORK_REPO = "example-org/triton"
-MAINTAINER = "maintainer"  # the demo's maintainer (write access): their comments go through the real command path
+MAINTAINER = (
+    "maintainer"  # the demo's maintainer (write access): their comments go through the real command path
+)
 # The deferred commit's fate: the layouts owner decides the fork does not need it (see _clear_deferred).
 DEFERRED_PR = 7005
 DEFERRED_VERDICT = "superseded by the fork MMAv3 layout interface, says the layouts owner"
@@ -78,28 +80,63 @@ def _wait(predicate: Any, timeout: float, what: str) -> None:
 
 def _push_payload(head: str) -> dict[str, Any]:
     repo = {"full_name": FORK_REPO, "name": "triton", "owner": {"login": "example-org"}}
-    return {"ref": "refs/heads/main", "before": head, "after": head, "created": False, "deleted": False,
-            "forced": False, "repository": repo, "installation": {"id": 1}, "sender": {"login": "maintainer", "type": "User"}}
+    return {
+        "ref": "refs/heads/main",
+        "before": head,
+        "after": head,
+        "created": False,
+        "deleted": False,
+        "forced": False,
+        "repository": repo,
+        "installation": {"id": 1},
+        "sender": {"login": "maintainer", "type": "User"},
+    }
 
 
 def _merged_payload(number: int, branch: str, head: str) -> dict[str, Any]:
     repo = {"full_name": FORK_REPO, "name": "triton", "owner": {"login": "example-org"}}
     side = {"ref": branch, "sha": head, "repo": repo, "label": f"example-org:{branch}"}
-    pr = {"number": number, "state": "closed", "merged": True, "draft": False, "head": side,
-          "base": {"ref": "main", "sha": head, "repo": repo, "label": "example-org:main"},
-          "user": {"login": "forksync[bot]", "type": "Bot"}, "author_association": "NONE", "title": "", "body": ""}
-    return {"action": "closed", "number": number, "pull_request": pr, "repository": repo,
-            "installation": {"id": 1}, "sender": {"login": "maintainer", "type": "User"}}
+    pr = {
+        "number": number,
+        "state": "closed",
+        "merged": True,
+        "draft": False,
+        "head": side,
+        "base": {"ref": "main", "sha": head, "repo": repo, "label": "example-org:main"},
+        "user": {"login": "forksync[bot]", "type": "Bot"},
+        "author_association": "NONE",
+        "title": "",
+        "body": "",
+    }
+    return {
+        "action": "closed",
+        "number": number,
+        "pull_request": pr,
+        "repository": repo,
+        "installation": {"id": 1},
+        "sender": {"login": "maintainer", "type": "User"},
+    }
 
 
 def _comment_payload(number: int, comment_id: int, body: str, *, on_pull: bool) -> dict[str, Any]:
     repo = {"full_name": FORK_REPO, "name": "triton", "owner": {"login": "example-org"}}
-    issue: dict[str, Any] = {"number": number, "title": "", "state": "open", "user": {"login": "forksync[bot]", "type": "Bot"}}
+    issue: dict[str, Any] = {
+        "number": number,
+        "title": "",
+        "state": "open",
+        "user": {"login": "forksync[bot]", "type": "Bot"},
+    }
     if on_pull:
         issue["pull_request"] = {"url": f"dry://{FORK_REPO}/pulls/{number}"}
     user = {"login": MAINTAINER, "type": "User"}
-    return {"action": "created", "issue": issue, "repository": repo, "installation": {"id": 1}, "sender": user,
-            "comment": {"id": comment_id, "body": body, "user": user, "author_association": "MEMBER"}}
+    return {
+        "action": "created",
+        "issue": issue,
+        "repository": repo,
+        "installation": {"id": 1},
+        "sender": user,
+        "comment": {"id": comment_id, "body": body, "user": user, "author_association": "MEMBER"},
+    }
 
 
 def _plain(markdown: str) -> list[str]:
@@ -123,8 +160,9 @@ def _command(gh: DemoGitHub, client: Any, number: int, body: str, *, on_pull: bo
     return [line for line in _plain(reply.body) if line != f"@{MAINTAINER}"]
 
 
-def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, kept: bool = True,
-                  serving: bool = False) -> int:
+def run_loop_demo(
+    root: Path, upstream: Path, fork: Path, upstream_url: str, *, kept: bool = True, serving: bool = False
+) -> int:
     """Run the loop once on the sample (and once more after merging the first bundle); print it all."""
     from celery.contrib.testing.worker import start_worker
 
@@ -133,10 +171,14 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
     from workers.app.celery_app import create_celery
 
     print("\n== the ingestion loop (embedded default: no Redis, no GitHub, no network) ==")
-    print("real: git, the engine, the webhook view, Celery (SQLite broker + a worker thread), the comment commands")
+    print(
+        "real: git, the engine, the webhook view, Celery (SQLite broker + a worker thread), the comment commands"
+    )
     print("simulated: GitHub (a dry recorder prints what would be posted; pushes go to a bare copy on disk)")
     print("not shown: L1/L2 handlers of the same webhooks (they need a GitHub App and test runners)")
-    print(f"the maintainer: @{MAINTAINER}, whose comments go through the real command path (webhook -> worker -> handler)\n")
+    print(
+        f"the maintainer: @{MAINTAINER}, whose comments go through the real command path (webhook -> worker -> handler)\n"
+    )
     remote = root / "github" / f"{FORK_REPO}.git"
     remote.parent.mkdir(parents=True, exist_ok=True)
     run_git(root, ["clone", "--quiet", "--mirror", "--no-local", "--", str(fork), str(remote)])
@@ -147,13 +189,16 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
     gh = DemoGitHub(remotes={FORK_REPO: str(remote)}, permissions={MAINTAINER: "maintain"})
     runtime.use(github=lambda _settings, _installation: gh)
     app = create_celery(settings)
-    web = create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}, sender=_AppSender(app))
+    web = create_app(
+        {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}, sender=_AppSender(app)
+    )
     client = web.test_client()
     fork_git = Repository(remote)
     try:
         # Only the ingestion handlers: L1/L2 react to the same webhooks but need a real App and runners.
-        with handlers.only_from("workers.tasks.ingest", "workers.tasks.commands"), start_worker(
-            app, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+        with (
+            handlers.only_from("workers.tasks.ingest", "workers.tasks.commands"),
+            start_worker(app, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30),
         ):
             started = time.monotonic()
             head = fork_git.rev_parse("refs/heads/main") or ""
@@ -166,8 +211,10 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
                 branch, number = str(first["head"]), int(str(first["number"]))
                 bundle_head = fork_git.rev_parse(f"refs/heads/{branch}") or ""
                 fork_git.git("update-ref", "refs/heads/main", bundle_head)  # "merge" the first bundle PR
-                print(f"\nmerging bundle PR #{number} ({branch}) into main, then webhook pull_request closed+merged -> "
-                      f"{_post(client, 'pull_request', _merged_payload(number, branch, bundle_head))}")
+                print(
+                    f"\nmerging bundle PR #{number} ({branch}) into main, then webhook pull_request closed+merged -> "
+                    f"{_post(client, 'pull_request', _merged_payload(number, branch, bundle_head))}"
+                )
                 _wait(lambda: len(gh.checks) >= 2, 60, "the ingestion after the merge")
                 before, after = gh.checks[0]["title"], gh.checks[-1]["title"]
                 print(f"ledger moved: check was '{before}'\n              now       '{after}'")
@@ -176,13 +223,19 @@ def run_loop_demo(root: Path, upstream: Path, fork: Path, upstream_url: str, *, 
                 _clear_deferred(gh, client, upstream, remote)
     finally:
         runtime.use()
-    where = (f"kept under {root}: the sample pair, the fork's bare copy (github/), worker data (data/: SQLite "
-             "broker, git caches) and pair caches (cache/); run again with the same --dir to start over"
-             if kept else "all in a temp folder, removed now that the demo ends (keep them with --dir DIR)")
+    where = (
+        f"kept under {root}: the sample pair, the fork's bare copy (github/), worker data (data/: SQLite "
+        "broker, git caches) and pair caches (cache/); run again with the same --dir to start over"
+        if kept
+        else "all in a temp folder, removed now that the demo ends (keep them with --dir DIR)"
+    )
     print(f"\nfiles: {where}")
     print(f"\ndashboard of the demo's data: {dashboard_url(DASHBOARD_PORT)}")
-    print("  served there now, until Ctrl-C" if serving else
-          "  (not served by this run: forksync demo --serve serves it there until Ctrl-C)")
+    print(
+        "  served there now, until Ctrl-C"
+        if serving
+        else "  (not served by this run: forksync demo --serve serves it there until Ctrl-C)"
+    )
     return 0
 
 
@@ -193,26 +246,39 @@ def _land_out_of_order(gh: DemoGitHub, fork_git: Repository, client: Any) -> Non
     recorded at its current head (what an automatic merger consults). Prints what moved."""
     from workers.commands.resolution import resolution_approved
 
-    chains = [p for p in gh.pulls.values() if str(p["head"]).startswith("forksync/chain/") and p.get("state") == "open"]
+    chains = [
+        p
+        for p in gh.pulls.values()
+        if str(p["head"]).startswith("forksync/chain/") and p.get("state") == "open"
+    ]
     if not chains:
         return
-    print("\nlanding the chain PRs out of order (newest first): each is built on the trunk and lands on its own")
+    print(
+        "\nlanding the chain PRs out of order (newest first): each is built on the trunk and lands on its own"
+    )
     for pull in reversed(chains):
         if pull.get("state") != "open":
             continue
         branch, number = str(pull["head"]), int(str(pull["number"]))
-        others = {str(p["head"]): fork_git.rev_parse(f"refs/heads/{p['head']}") for p in chains
-                  if p is not pull and p.get("state") == "open"}
+        others = {
+            str(p["head"]): fork_git.rev_parse(f"refs/heads/{p['head']}")
+            for p in chains
+            if p is not pull and p.get("state") == "open"
+        }
         head = fork_git.rev_parse(f"refs/heads/{branch}") or ""
         if _resolutions(str(pull["body"])):
-            print(f"  chain PR #{number} carries a resolved conflict: approved at its head {head[:10]}? "
-                  f"{'yes' if resolution_approved(gh, FORK_REPO, number, head) else 'no, so it waits for a maintainer'}")
+            print(
+                f"  chain PR #{number} carries a resolved conflict: approved at its head {head[:10]}? "
+                f"{'yes' if resolution_approved(gh, FORK_REPO, number, head) else 'no, so it waits for a maintainer'}"
+            )
             for line in _command(gh, client, number, "/approve", on_pull=True):
                 print(f"    forksync: {cut(line, 150)}")
             if not resolution_approved(gh, FORK_REPO, number, head):
                 print(f"    no approval recorded at {head[:10]}: chain PR #{number} stays open")
                 continue
-            print(f"    approval recorded at head {head[:10]} (a later push would need a new /approve): merging")
+            print(
+                f"    approval recorded at head {head[:10]} (a later push would need a new /approve): merging"
+            )
         fork_git.git("update-ref", "refs/heads/main", head)
         seen = len(gh.checks)
         answer = _post(client, "pull_request", _merged_payload(number, branch, head))
@@ -223,8 +289,10 @@ def _land_out_of_order(gh: DemoGitHub, fork_git: Repository, client: Any) -> Non
             new = fork_git.rev_parse(f"refs/heads/{other}")
             same = next((p for p in chains if str(p["head"]) == other), {})
             if new and new != old:
-                print(f"    #{same.get('number')} {other} rebuilt onto the new trunk in the same PR "
-                      f"({str(old)[:10]} -> {new[:10]}, base {same.get('base')})")
+                print(
+                    f"    #{same.get('number')} {other} rebuilt onto the new trunk in the same PR "
+                    f"({str(old)[:10]} -> {new[:10]}, base {same.get('base')})"
+                )
         print(f"    check: {gh.checks[-1]['title']}")
 
 
@@ -241,8 +309,12 @@ def serve_dashboard(data: Path, port: int = DASHBOARD_PORT) -> None:
 
     from bot import create_app
 
-    server = make_server("127.0.0.1", port, create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}),
-                         threaded=True)
+    server = make_server(
+        "127.0.0.1",
+        port,
+        create_app({"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}),
+        threaded=True,
+    )
     print(f"serving the dashboard on {dashboard_url(server.server_port)} (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()
@@ -264,13 +336,21 @@ def _commit_rows(body: str) -> list[tuple[str, str]]:
         found = _SHA_CELL.search(line)
         if line.startswith("| ") and found and len(cells) >= 3:
             sha_at = next(i for i, c in enumerate(cells) if _SHA_CELL.search(c))
-            rows.append((found["sha"], cells[sha_at + 3].replace("\\|", "|") if sha_at + 3 < len(cells) else ""))
+            rows.append(
+                (found["sha"], cells[sha_at + 3].replace("\\|", "|") if sha_at + 3 < len(cells) else "")
+            )
     return rows
 
 
 def _print_results(gh: DryGitHub) -> None:
-    for kind, prefix in (("bundle", "forksync/bundle/"), ("urgent", "forksync/urgent/"), ("chain", "forksync/chain/")):
-        pulls = [p for p in gh.pulls.values() if str(p["head"]).startswith(prefix) and p.get("state") == "open"]
+    for kind, prefix in (
+        ("bundle", "forksync/bundle/"),
+        ("urgent", "forksync/urgent/"),
+        ("chain", "forksync/chain/"),
+    ):
+        pulls = [
+            p for p in gh.pulls.values() if str(p["head"]).startswith(prefix) and p.get("state") == "open"
+        ]
         if kind == "urgent" and not pulls:
             continue
         print(f"{kind} PRs ({len(pulls)}), each on the trunk, landable on its own:")
@@ -318,7 +398,11 @@ def _print_issues(gh: DryGitHub) -> None:
     print(f"risky-chain tracking issues ({len(issues)}): chains that built no commit yet")
     for issue in issues:
         body = str(issue["body"])
-        reasons = [line.rsplit("|", 2)[-2].strip() for line in body.splitlines() if line.startswith("| ") and not line.startswith("| #")]
+        reasons = [
+            line.rsplit("|", 2)[-2].strip()
+            for line in body.splitlines()
+            if line.startswith("| ") and not line.startswith("| #")
+        ]
         print(f"  #{issue['number']} {cut(str(issue['title']), 100)}")
         print(f"      why: {cut('; '.join(reasons), 140)}")
 
@@ -342,7 +426,9 @@ def _clear_deferred(gh: DemoGitHub, client: Any, upstream: Path, remote: Path) -
         return
     print(f"\nwhat is left: {len(left)} commit(s) in the backlog, held back on purpose:")
     for entry in left:
-        print(f"    {entry.sha[:10]}  {cut(entry.subject, 56):<56}  {entry.disposition.value}: {cut(entry.reason, 60)}")
+        print(
+            f"    {entry.sha[:10]}  {cut(entry.subject, 56):<56}  {entry.disposition.value}: {cut(entry.reason, 60)}"
+        )
     deferred = [e for e in left if e.disposition.value == "deferred"]
     if len(deferred) != len(left):
         print("  (not only deferred commits: the demo leaves them; forksync status says why each waits)")
@@ -351,17 +437,25 @@ def _clear_deferred(gh: DemoGitHub, client: Any, upstream: Path, remote: Path) -
     target = next((p for p in gh.pulls.values() if str(p["head"]).startswith("forksync/bundle/")), None)
     number = int(str(target["number"])) if target else 1
     for sha in (e.sha for e in deferred):
-        ref = f"#{DEFERRED_PR}" if any(e.sha == sha and e.subject.endswith(f"(#{DEFERRED_PR})") for e in deferred) else sha[:12]
+        ref = (
+            f"#{DEFERRED_PR}"
+            if any(e.sha == sha and e.subject.endswith(f"(#{DEFERRED_PR})") for e in deferred)
+            else sha[:12]
+        )
         for line in _command(gh, client, number, f"/skip {ref} {DEFERRED_VERDICT}", on_pull=True):
             print(f"    forksync: {cut(line, 150)}")
     seen = len(gh.checks)
     head = Repository(remote).rev_parse("refs/heads/main") or ""
-    print(f"  the next ingestion (a push, or the beat's poll; here a push webhook) -> "
-          f"{_post(client, 'push', _push_payload(head))}")
+    print(
+        f"  the next ingestion (a push, or the beat's poll; here a push webhook) -> "
+        f"{_post(client, 'push', _push_payload(head))}"
+    )
     _wait(lambda: len(gh.checks) > seen, 60, "the ingestion after the decision")
     print(f"    check: {gh.checks[-1]['title']}")
     if not _backlog(upstream, remote):
-        print("  backlog 0: every upstream commit is picked, or decided (won't port, with the reason in the notes)")
+        print(
+            "  backlog 0: every upstream commit is picked, or decided (won't port, with the reason in the notes)"
+        )
 
 
 def _why_backlog(upstream: Path, remote: Path, gh: DryGitHub) -> None:
@@ -376,13 +470,26 @@ def _why_backlog(upstream: Path, remote: Path, gh: DryGitHub) -> None:
     if not backlog:
         return
     entries = {e.sha: e for e in ledger.entries}
-    where = {sha: f"chain issue #{issue['number']}" for issue in gh.issues.values() if issue.get("state") == "open"
-             for sha, _ in _commit_rows(str(issue["body"]))}
-    where.update({sha: f"chain PR #{pull['number']}" for pull in gh.pulls.values()
-                  if str(pull["head"]).startswith("forksync/chain/") and pull.get("state") == "open"
-                  for sha, _ in _commit_rows(str(pull["body"]))})
-    print(f"why the backlog is {len(backlog)}: the bundle moved the frontier past commits it left for risky chains;")
-    print("  they are holes behind the frontier (backlog) until their chain PRs land; a deferred one waits for a")
+    where = {
+        sha: f"chain issue #{issue['number']}"
+        for issue in gh.issues.values()
+        if issue.get("state") == "open"
+        for sha, _ in _commit_rows(str(issue["body"]))
+    }
+    where.update(
+        {
+            sha: f"chain PR #{pull['number']}"
+            for pull in gh.pulls.values()
+            if str(pull["head"]).startswith("forksync/chain/") and pull.get("state") == "open"
+            for sha, _ in _commit_rows(str(pull["body"]))
+        }
+    )
+    print(
+        f"why the backlog is {len(backlog)}: the bundle moved the frontier past commits it left for risky chains;"
+    )
+    print(
+        "  they are holes behind the frontier (backlog) until their chain PRs land; a deferred one waits for a"
+    )
     print("  maintainer's decision (the end of the demo):")
     for sha in backlog:
         entry = entries.get(sha)
@@ -390,7 +497,9 @@ def _why_backlog(upstream: Path, remote: Path, gh: DryGitHub) -> None:
         why = chain or (f"{entry.disposition.value}: {cut(entry.reason, 60)}" if entry else "not placed yet")
         print(f"    {sha[:10]}  {cut(entry.subject if entry else '', 56):<56}  {why}")
     check = gh.checks[-1]
-    print(f"check run '{check['name']}' on {str(check['head_sha'])[:10]}: {check['conclusion']}: {check['title']}")
+    print(
+        f"check run '{check['name']}' on {str(check['head_sha'])[:10]}: {check['conclusion']}: {check['title']}"
+    )
     for key, value in _table(str(check["summary"])):
         print(f"      {key + ':':<24} {value}")
 
@@ -403,4 +512,3 @@ def _table(markdown: str) -> list[tuple[str, str]]:
         if line.lstrip().startswith("|") and len(cells) == 2 and not set(cells[1]) <= {"-", ":", " "}:
             rows.append((cells[0], cells[1]))
     return rows[1:] if rows and rows[0][1].lower() in ("value", "") else rows
-

@@ -101,28 +101,158 @@ class Sample:
 
 # Upstream commits after the base: (PR, subject, edits). Subjects follow Triton's style.
 UPSTREAM: tuple[tuple[int, str, tuple[Edit, ...]], ...] = (
-    (7001, "[AMD] Fix buffer load lowering for i8 pointers", (("third_party/amd/lib/TritonAMDGPUToLLVM/LoadStoreOpToLLVM.cpp", 3, "  // i8 buffer loads use dword alignment"),)),
-    (7002, "[FRONTEND] Allow constexpr in tl.range step", (("python/triton/language/core.py", 5, "    # constexpr step accepted by tl.range"),)),
-    (7003, "[BACKEND] Hoist invariant loads out of the pipelined loop", (("lib/Dialect/TritonGPU/Transforms/Pipeliner/SoftwarePipeliner.cpp", 4, "  // hoist loop-invariant loads"),)),
-    (7004, "[Docs] Clarify tl.dot input precision", (("python/triton/language/core.py", 11, "    # input_precision: tf32, tf32x3, ieee"),)),
-    (7005, "[LAYOUTS] Generalize LinearLayout conversion for MMAv3", (("lib/Dialect/TritonGPU/IR/Dialect.cpp", 6, "  // LinearLayout: MMAv3 generalised"), ("include/triton/Dialect/TritonGPU/IR/TritonGPUAttrDefs.td", 2, "  // MMAv3 linear layout parameter"))),
-    (7006, "[TESTING] Add regression test for tl.range step", (("python/test/unit/language/test_core.py", 7, "def test_range_constexpr_step(): pass"),)),
-    (7007, "[BACKEND] Fix elementwise fp8 conversion rounding", (("lib/Conversion/TritonGPUToLLVM/ElementwiseOpToLLVM.cpp", 5, "  // fp8 rounding: RTNE"),)),
-    (7008, "[RUNTIME] Cache kernel binaries by target arch", (("python/triton/runtime/jit.py", 6, "    # cache key includes target arch"),)),
-    (7009, "[AMD] Enable buffer atomics on gfx950", (("third_party/amd/lib/TritonAMDGPUToLLVM/LoadStoreOpToLLVM.cpp", 9, "  // gfx950 buffer atomics"),)),
-    (7010, "[FRONTEND] Fix typo in JIT error message", (("python/triton/runtime/jit.py", 12, "    # error: kernel argument mismatch"),)),
-    (7011, "[IR] Verify tt.reshape element counts", (("lib/Dialect/Triton/IR/Ops.cpp", 8, "  // reshape verifies element count"),)),
-    (7012, "[COMPILER] Report the failing pass in compile errors", (("python/triton/compiler/compiler.py", 4, "    # name the failing pass"),)),
-    (7013, "[FRONTEND] Add tl.cumprod reverse flag", (("python/triton/language/core.py", 14, "    # cumprod(reverse=True)"),)),
-    (7014, "[WS] Split producer partitions by buffer", (("lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp", 6, '#include "triton/Dialect/TritonGPU/Transforms/BufferSplit.h"'),)),
-    (7015, "[IR] Add tt.descriptor_gather verifier", (("lib/Dialect/Triton/IR/Ops.cpp", 12, "  // descriptor_gather verifier"), ("include/triton/Dialect/Triton/IR/TritonOps.td", 7, "  // DescriptorGatherOp hasVerifier"))),
+    (
+        7001,
+        "[AMD] Fix buffer load lowering for i8 pointers",
+        (
+            (
+                "third_party/amd/lib/TritonAMDGPUToLLVM/LoadStoreOpToLLVM.cpp",
+                3,
+                "  // i8 buffer loads use dword alignment",
+            ),
+        ),
+    ),
+    (
+        7002,
+        "[FRONTEND] Allow constexpr in tl.range step",
+        (("python/triton/language/core.py", 5, "    # constexpr step accepted by tl.range"),),
+    ),
+    (
+        7003,
+        "[BACKEND] Hoist invariant loads out of the pipelined loop",
+        (
+            (
+                "lib/Dialect/TritonGPU/Transforms/Pipeliner/SoftwarePipeliner.cpp",
+                4,
+                "  // hoist loop-invariant loads",
+            ),
+        ),
+    ),
+    (
+        7004,
+        "[Docs] Clarify tl.dot input precision",
+        (("python/triton/language/core.py", 11, "    # input_precision: tf32, tf32x3, ieee"),),
+    ),
+    (
+        7005,
+        "[LAYOUTS] Generalize LinearLayout conversion for MMAv3",
+        (
+            ("lib/Dialect/TritonGPU/IR/Dialect.cpp", 6, "  // LinearLayout: MMAv3 generalised"),
+            (
+                "include/triton/Dialect/TritonGPU/IR/TritonGPUAttrDefs.td",
+                2,
+                "  // MMAv3 linear layout parameter",
+            ),
+        ),
+    ),
+    (
+        7006,
+        "[TESTING] Add regression test for tl.range step",
+        (("python/test/unit/language/test_core.py", 7, "def test_range_constexpr_step(): pass"),),
+    ),
+    (
+        7007,
+        "[BACKEND] Fix elementwise fp8 conversion rounding",
+        (("lib/Conversion/TritonGPUToLLVM/ElementwiseOpToLLVM.cpp", 5, "  // fp8 rounding: RTNE"),),
+    ),
+    (
+        7008,
+        "[RUNTIME] Cache kernel binaries by target arch",
+        (("python/triton/runtime/jit.py", 6, "    # cache key includes target arch"),),
+    ),
+    (
+        7009,
+        "[AMD] Enable buffer atomics on gfx950",
+        (("third_party/amd/lib/TritonAMDGPUToLLVM/LoadStoreOpToLLVM.cpp", 9, "  // gfx950 buffer atomics"),),
+    ),
+    (
+        7010,
+        "[FRONTEND] Fix typo in JIT error message",
+        (("python/triton/runtime/jit.py", 12, "    # error: kernel argument mismatch"),),
+    ),
+    (
+        7011,
+        "[IR] Verify tt.reshape element counts",
+        (("lib/Dialect/Triton/IR/Ops.cpp", 8, "  // reshape verifies element count"),),
+    ),
+    (
+        7012,
+        "[COMPILER] Report the failing pass in compile errors",
+        (("python/triton/compiler/compiler.py", 4, "    # name the failing pass"),),
+    ),
+    (
+        7013,
+        "[FRONTEND] Add tl.cumprod reverse flag",
+        (("python/triton/language/core.py", 14, "    # cumprod(reverse=True)"),),
+    ),
+    (
+        7014,
+        "[WS] Split producer partitions by buffer",
+        (
+            (
+                "lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp",
+                6,
+                '#include "triton/Dialect/TritonGPU/Transforms/BufferSplit.h"',
+            ),
+        ),
+    ),
+    (
+        7015,
+        "[IR] Add tt.descriptor_gather verifier",
+        (
+            ("lib/Dialect/Triton/IR/Ops.cpp", 12, "  // descriptor_gather verifier"),
+            ("include/triton/Dialect/Triton/IR/TritonOps.td", 7, "  // DescriptorGatherOp hasVerifier"),
+        ),
+    ),
     (7016, "[BUILD] Bump LLVM to 8a6b3c1", ()),
-    (7017, "[TESTING] Deflake test_dot on small shapes", (("python/test/unit/language/test_core.py", 12, "def test_dot_small_shapes_deflaked(): pass"),)),
-    (7018, "[BACKEND] Fix warp-specialized barrier placement", (("lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp", 11, "  // barrier after producer commit"),)),
-    (7019, "[RUNTIME] Fix autotuner crash on empty configs", (("python/triton/runtime/jit.py", 3, "    # empty autotune configs: clear error"),)),
-    (7020, "[BACKEND] Fix miscompile of masked stores with i1 masks", (("lib/Conversion/TritonGPUToLLVM/ElementwiseOpToLLVM.cpp", 12, "  // i1 masks widened before store"),)),
-    (7021, "[FRONTEND] Deprecate tl.math.fast_expf alias", (("python/triton/language/core.py", 2, "    # fast_expf alias deprecated"),)),
-    (7022, "[AMD] Tune stream-pipeliner defaults for MI300", (("third_party/amd/lib/TritonAMDGPUToLLVM/LoadStoreOpToLLVM.cpp", 13, "  // MI300 pipeliner defaults"),)),
+    (
+        7017,
+        "[TESTING] Deflake test_dot on small shapes",
+        (("python/test/unit/language/test_core.py", 12, "def test_dot_small_shapes_deflaked(): pass"),),
+    ),
+    (
+        7018,
+        "[BACKEND] Fix warp-specialized barrier placement",
+        (
+            (
+                "lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp",
+                11,
+                "  // barrier after producer commit",
+            ),
+        ),
+    ),
+    (
+        7019,
+        "[RUNTIME] Fix autotuner crash on empty configs",
+        (("python/triton/runtime/jit.py", 3, "    # empty autotune configs: clear error"),),
+    ),
+    (
+        7020,
+        "[BACKEND] Fix miscompile of masked stores with i1 masks",
+        (
+            (
+                "lib/Conversion/TritonGPUToLLVM/ElementwiseOpToLLVM.cpp",
+                12,
+                "  // i1 masks widened before store",
+            ),
+        ),
+    ),
+    (
+        7021,
+        "[FRONTEND] Deprecate tl.math.fast_expf alias",
+        (("python/triton/language/core.py", 2, "    # fast_expf alias deprecated"),),
+    ),
+    (
+        7022,
+        "[AMD] Tune stream-pipeliner defaults for MI300",
+        (
+            (
+                "third_party/amd/lib/TritonAMDGPUToLLVM/LoadStoreOpToLLVM.cpp",
+                13,
+                "  // MI300 pipeliner defaults",
+            ),
+        ),
+    ),
 )
 
 # What the fork does with each PR (the story the sample tells).
@@ -175,7 +305,9 @@ def make_sample(root: Path) -> Sample:
         clock += 9 * HOUR + i * 97
         changes: dict[str, str | None] = {}
         if not edits:  # the LLVM bump replaces the pin
-            changes["cmake/llvm-hash.txt"] = tree.replace_all("cmake/llvm-hash.txt", ["8a6b3c1e2d4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b"])
+            changes["cmake/llvm-hash.txt"] = tree.replace_all(
+                "cmake/llvm-hash.txt", ["8a6b3c1e2d4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b"]
+            )
         for path, anchor, text in edits:
             changes[path] = tree.insert(path, anchor, text)
         author = UPSTREAM_AUTHORS[i % 4]
@@ -201,12 +333,25 @@ def make_sample(root: Path) -> Sample:
     fprev = base_mark
     fork_pr = [100]
 
-    def fork_commit(message: str, changes: Mapping[str, str | None], *, author: Person = FORK_DEV,
-                    author_time: int | None = None) -> str:
+    def fork_commit(
+        message: str,
+        changes: Mapping[str, str | None],
+        *,
+        author: Person = FORK_DEV,
+        author_time: int | None = None,
+    ) -> str:
         nonlocal fprev, fclock
         fclock += 3 * HOUR
-        fprev = stream.commit(fork_ref, message, changes, author=author, author_time=author_time or fclock,
-                              committer=FORK_DEV, committer_time=fclock, parents=[fprev])
+        fprev = stream.commit(
+            fork_ref,
+            message,
+            changes,
+            author=author,
+            author_time=author_time or fclock,
+            committer=FORK_DEV,
+            committer_time=fclock,
+            parents=[fprev],
+        )
         return fprev
 
     def next_pr() -> int:
@@ -238,12 +383,21 @@ def make_sample(root: Path) -> Sample:
     # to humans and the resolution pipeline's `list-union` rule resolves (both kept, sorted).
     fork_commit(
         f"[autoWS] Fork-specific partition scheduling (#{next_pr()})",
-        {"lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp": ftree.insert(
-            "lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp", 6,
-            '#include "triton/Dialect/TritonGPU/Transforms/AutoWS/Schedule.h"')},
+        {
+            "lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp": ftree.insert(
+                "lib/Dialect/TritonGPU/Transforms/WarpSpecialization/Partition.cpp",
+                6,
+                '#include "triton/Dialect/TritonGPU/Transforms/AutoWS/Schedule.h"',
+            )
+        },
     )
     a, t = author_of[7001]
-    fork_commit(f"{subject_of[7001]}\n\n(cherry picked from commit {{sha:7001}})\n", apply(7001), author=a, author_time=t)
+    fork_commit(
+        f"{subject_of[7001]}\n\n(cherry picked from commit {{sha:7001}})\n",
+        apply(7001),
+        author=a,
+        author_time=t,
+    )
     fork_commit(f"[Cherry-pick] '{subject_of[7002]}' (#{next_pr()})\n\nUpstream PR #7002.\n", apply(7002))
     changes = {**apply(7003), **apply(7004)}
     changes.update(apply(7006))
@@ -258,7 +412,10 @@ def make_sample(root: Path) -> Sample:
         changes,
         author=BOT,
     )
-    fork_commit(f"[Cherry-pick] {subject_of[7007]} (#{next_pr()})\n\nReactor Backport Revision: {{sha:7007}}\n", apply(7007))
+    fork_commit(
+        f"[Cherry-pick] {subject_of[7007]} (#{next_pr()})\n\nReactor Backport Revision: {{sha:7007}}\n",
+        apply(7007),
+    )
     fork_commit(
         f"Port the arch-keyed kernel cache (#{next_pr()})\n\nUpstream: {UPSTREAM_URL}/pull/7008\n"
         f"Pull Request resolved: {FORK_URL}/pull/{fork_pr[0]}\n",
@@ -268,8 +425,12 @@ def make_sample(root: Path) -> Sample:
     pick_7011 = fork_commit(f"[Cherry-pick] '{subject_of[7011]}' (#{next_pr()})", apply(7011))
     fork_commit(f"[Cherry-pick] '{subject_of[7012]}' (#{next_pr()})", apply(7012))
     # The 7011 pick broke an internal model: reverted (git revert), so 7011 is a hole again.
-    revert_changes = {"lib/Dialect/Triton/IR/Ops.cpp": ftree.replace_all(
-        "lib/Dialect/Triton/IR/Ops.cpp", [x for x in ftree.files["lib/Dialect/Triton/IR/Ops.cpp"] if "reshape verifies" not in x])}
+    revert_changes = {
+        "lib/Dialect/Triton/IR/Ops.cpp": ftree.replace_all(
+            "lib/Dialect/Triton/IR/Ops.cpp",
+            [x for x in ftree.files["lib/Dialect/Triton/IR/Ops.cpp"] if "reshape verifies" not in x],
+        )
+    }
     fork_commit(
         f"Revert \"[Cherry-pick] '{subject_of[7011]}' (#{fork_pr[0] - 1})\"\n\nThis reverts commit {{fork:{pick_7011}}}.\n",
         revert_changes,
@@ -339,7 +500,9 @@ def _rewrite_fork_messages(repo: Repository, ref: str, pr_sha: dict[int, str], m
         raw = repo.git("cat-file", "commit", old).decode()
         header, _, message = raw.partition("\n\n")
         fields = dict(line.split(" ", 1) for line in header.splitlines() if not line.startswith("parent "))
-        old_parent = next((line.split()[1] for line in header.splitlines() if line.startswith("parent ")), None)
+        old_parent = next(
+            (line.split()[1] for line in header.splitlines() if line.startswith("parent ")), None
+        )
         new_parent = rewritten.get(old_parent or "", old_parent) if parent is None else parent
 
         def fork_sha(m: re.Match[str]) -> str:
@@ -354,8 +517,12 @@ def _rewrite_fork_messages(repo: Repository, ref: str, pr_sha: dict[int, str], m
         cn, _, crest = committer.partition(" <")
         ce, _, cdate = crest.partition("> ")
         env = {
-            "GIT_AUTHOR_NAME": an, "GIT_AUTHOR_EMAIL": ae, "GIT_AUTHOR_DATE": adate,
-            "GIT_COMMITTER_NAME": cn, "GIT_COMMITTER_EMAIL": ce, "GIT_COMMITTER_DATE": cdate,
+            "GIT_AUTHOR_NAME": an,
+            "GIT_AUTHOR_EMAIL": ae,
+            "GIT_AUTHOR_DATE": adate,
+            "GIT_COMMITTER_NAME": cn,
+            "GIT_COMMITTER_EMAIL": ce,
+            "GIT_COMMITTER_DATE": cdate,
         }
         args = ["commit-tree", fields["tree"]]
         if new_parent:

@@ -128,8 +128,10 @@ class Built:
         """How to meet the stopping conflict by hand, from the chain branch."""
         if self.stopped_at is None:
             return ""
-        return (f"git fetch origin {self.branch} && git checkout -B resolve-{self.id} FETCH_HEAD && "
-                f"git cherry-pick -x {self.stopped_at}")
+        return (
+            f"git fetch origin {self.branch} && git checkout -B resolve-{self.id} FETCH_HEAD && "
+            f"git cherry-pick -x {self.stopped_at}"
+        )
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -147,8 +149,13 @@ class Built:
             out["conflicts"] = list(self.conflicts)
         if self.kind == "chain":
             out["resolved"] = [
-                {"commit": r.commit, "entries": [{"path": e.path, "strategy": e.strategy, "action": e.action,
-                                                  "reason": e.reason} for e in r.outcome.entries]}
+                {
+                    "commit": r.commit,
+                    "entries": [
+                        {"path": e.path, "strategy": e.strategy, "action": e.action, "reason": e.reason}
+                        for e in r.outcome.entries
+                    ],
+                }
                 for r in self.resolved
             ]
             out["waiting"] = [{"path": p, "reason": why} for p, why in self.waiting]
@@ -196,7 +203,9 @@ def pick_message(message: str, sha: str, style: PickStyle, resolved_by: str | No
     lines = []
     pr = pr_number(message)
     if pr is not None:
-        lines.append(f"{style.upstream_url.rstrip('/')}/pull/{pr}" if style.upstream_url else f"Upstream-PR: #{pr}")
+        lines.append(
+            f"{style.upstream_url.rstrip('/')}/pull/{pr}" if style.upstream_url else f"Upstream-PR: #{pr}"
+        )
     lines.append(style.trailer.replace("{sha}", sha))
     if resolved_by:
         lines.append(f"Resolved-By: {resolved_by}")
@@ -256,7 +265,11 @@ class _Stream:
             marks_file = Path(tmp) / "marks"
             try:
                 repo.git(
-                    "fast-import", "--quiet", "--done", "--force", f"--export-marks={marks_file}",
+                    "fast-import",
+                    "--quiet",
+                    "--done",
+                    "--force",
+                    f"--export-marks={marks_file}",
                     input=b"".join(self.chunks) + b"done\n",
                 )
             finally:
@@ -271,7 +284,9 @@ class _Stream:
 def _ident(sig: pygit2.Signature) -> bytes:
     sign = "-" if sig.offset < 0 else "+"
     hours, minutes = divmod(abs(sig.offset), 60)
-    return sig.raw_name + b" <" + sig.raw_email + b"> " + f"{sig.time} {sign}{hours:02d}{minutes:02d}".encode()
+    return (
+        sig.raw_name + b" <" + sig.raw_email + b"> " + f"{sig.time} {sign}{hours:02d}{minutes:02d}".encode()
+    )
 
 
 def _fi_path(path: str) -> bytes:
@@ -296,10 +311,14 @@ class _Builder:
         self.resolved: dict[str, Resolution] = {}
         self.waiting: dict[str, tuple[tuple[str, str], ...]] = {}
 
-    def run(self, target: PickTarget, base: str, commits: Sequence[str], stop_at_conflict: bool,
-            resolve: Callable[[str, str], Resolution | None] | None = None) -> tuple[
-        str, list[str], list[str], list[tuple[str, tuple[str, ...], str]]
-    ]:
+    def run(
+        self,
+        target: PickTarget,
+        base: str,
+        commits: Sequence[str],
+        stop_at_conflict: bool,
+        resolve: Callable[[str, str], Resolution | None] | None = None,
+    ) -> tuple[str, list[str], list[str], list[tuple[str, tuple[str, ...], str]]]:
         """Pick ``commits`` onto ``target`` whose tree is ``base``'s (a sha, or a mark of this stream).
 
         ``resolve(sha, onto_tree)`` is asked at a conflict (chains); a resolved pick is committed
@@ -329,11 +348,18 @@ class _Builder:
             upstream = self.repo.get(sha)
             assert isinstance(upstream, pygit2.Commit)
             committer = pygit2.Signature(
-                self.style.committer[0], self.style.committer[1], upstream.commit_time, upstream.commit_time_offset
+                self.style.committer[0],
+                self.style.committer[1],
+                upstream.commit_time,
+                upstream.commit_time_offset,
             )
             resolution = self.resolved.get(sha)
-            message = pick_message(upstream.message, sha, self.style, resolution.resolved_by if resolution else None)
-            head = self.stream.commit(head, upstream.author, committer, message, target.take_updates(), self.ref)
+            message = pick_message(
+                upstream.message, sha, self.style, resolution.resolved_by if resolution else None
+            )
+            head = self.stream.commit(
+                head, upstream.author, committer, message, target.take_updates(), self.ref
+            )
             carried.append(sha)
             picks.append(head)
         return head, carried, picks, failures
@@ -374,7 +400,9 @@ def build(
         for sha, paths, error in failures:
             needs = sorted({b for path in paths for b in touched.get(path, ())})
             _eject(sha, paths, error, branch, changes, ejected_chains, taken, needs)
-        bundles.append((bundle, branch, fork_tip, fork_branch, carried, picks, [sha for sha, _, _ in failures]))
+        bundles.append(
+            (bundle, branch, fork_tip, fork_branch, carried, picks, [sha for sha, _, _ in failures])
+        )
         for sha in carried:
             for path in changes[sha].paths:
                 if not touched.setdefault(path, []) or touched[path][-1] != bundle.id:
@@ -384,14 +412,18 @@ def build(
     open_chains.sort(key=lambda c: position[c.commits[0]])
     chains = []
     for chain in open_chains:
-        ask = None if resolver is None else (
-            lambda sha, onto: resolver(repo, sha, onto, config=resolver_config)
+        ask = (
+            None
+            if resolver is None
+            else (lambda sha, onto: resolver(repo, sha, onto, config=resolver_config))
         )
         # On the trunk too: a member needing a bundle still open conflicts (or is resolved) until it lands.
         chain_head, carried, picks, failures = builder.run(
             PickTarget(repo, tip.tree.id, merger), fork_tip, chain.commits, stop_at_conflict=True, resolve=ask
         )
-        chains.append((chain, fork_tip, fork_branch, chain_head, carried, picks, failures[0] if failures else None))
+        chains.append(
+            (chain, fork_tip, fork_branch, chain_head, carried, picks, failures[0] if failures else None)
+        )
 
     # Urgent commits: each alone on the fork tip, not stacked behind anything (picked now, out of order).
     urgent = []
@@ -407,24 +439,53 @@ def build(
         return marks[name] if name.startswith(":") else name
 
     built_bundles = tuple(
-        Built("bundle", bundle.id, branch, sha_of(base), base_name, sha_of(picks[-1] if picks else base),
-              tuple(carried), tuple(sha_of(p) for p in picks), ejected=tuple(ejected))
+        Built(
+            "bundle",
+            bundle.id,
+            branch,
+            sha_of(base),
+            base_name,
+            sha_of(picks[-1] if picks else base),
+            tuple(carried),
+            tuple(sha_of(p) for p in picks),
+            ejected=tuple(ejected),
+        )
         for bundle, branch, base, base_name, carried, picks, ejected in bundles
     )
     built_chains = tuple(
-        Built("chain", chain.id, CHAIN_BRANCH + chain.id.removeprefix("chain-"), sha_of(base), base_name,
-              sha_of(chain_head), tuple(carried), tuple(sha_of(p) for p in picks),
-              stopped_at=stopped[0] if stopped else None, conflicts=stopped[1] if stopped else (),
-              resolved=tuple(Resolved(s, builder.resolved[s]) for s in carried if s in builder.resolved),
-              waiting=builder.waiting.get(stopped[0], tuple((p, "conflicts; no resolution") for p in stopped[1]))
-              if stopped else ())
+        Built(
+            "chain",
+            chain.id,
+            CHAIN_BRANCH + chain.id.removeprefix("chain-"),
+            sha_of(base),
+            base_name,
+            sha_of(chain_head),
+            tuple(carried),
+            tuple(sha_of(p) for p in picks),
+            stopped_at=stopped[0] if stopped else None,
+            conflicts=stopped[1] if stopped else (),
+            resolved=tuple(Resolved(s, builder.resolved[s]) for s in carried if s in builder.resolved),
+            waiting=builder.waiting.get(
+                stopped[0], tuple((p, "conflicts; no resolution") for p in stopped[1])
+            )
+            if stopped
+            else (),
+        )
         for chain, base, base_name, chain_head, carried, picks, stopped in chains
     )
     built_urgent = tuple(
-        Built("urgent", hurried.id, URGENT_BRANCH + short(hurried.commit), fork_tip, fork_branch, sha_of(head_u),
-              tuple(carried), tuple(sha_of(p) for p in picks),
-              stopped_at=stopped[0] if stopped else None,
-              conflicts=(stopped[1] or (f"(no merge possible: {stopped[2]})",)) if stopped else ())
+        Built(
+            "urgent",
+            hurried.id,
+            URGENT_BRANCH + short(hurried.commit),
+            fork_tip,
+            fork_branch,
+            sha_of(head_u),
+            tuple(carried),
+            tuple(sha_of(p) for p in picks),
+            stopped_at=stopped[0] if stopped else None,
+            conflicts=(stopped[1] or (f"(no merge possible: {stopped[2]})",)) if stopped else (),
+        )
         for hurried, head_u, carried, picks, stopped in urgent
     )
     return BuildResult(built_bundles, built_chains, tuple(open_chains), built_urgent)
@@ -463,13 +524,19 @@ def _eject(
             chain.files.update(change.paths)
             chain.symbols.update(change.symbols)
             return
-    detail = f"ejected from {branch}: pick onto the fork trunk conflicts in {', '.join(paths)}" if paths else (
-        f"ejected from {branch}: {error}"
+    detail = (
+        f"ejected from {branch}: pick onto the fork trunk conflicts in {', '.join(paths)}"
+        if paths
+        else (f"ejected from {branch}: {error}")
     )
     if needs:
-        detail += f"; {', '.join(needs)} change{'s' if len(needs) == 1 else ''} them: it follows, once they land"
+        detail += (
+            f"; {', '.join(needs)} change{'s' if len(needs) == 1 else ''} them: it follows, once they land"
+        )
     chain_id, n = f"chain-{short(sha)}", 2
     while chain_id in taken:
         chain_id, n = f"chain-{short(sha)}-{n}", n + 1
     taken.add(chain_id)
-    ejected.append(_Ejected(chain_id, [sha], [Reason(sha, "conflict", detail)], set(change.paths), set(change.symbols)))
+    ejected.append(
+        _Ejected(chain_id, [sha], [Reason(sha, "conflict", detail)], set(change.paths), set(change.symbols))
+    )

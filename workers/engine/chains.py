@@ -77,7 +77,11 @@ def decode(data: bytes, source: str) -> tuple[ChainRecord, ...]:
         doc: Any = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise bad(f"not JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION or not isinstance(doc.get("chains"), list):
+    if (
+        not isinstance(doc, dict)
+        or doc.get("version") != FORMAT_VERSION
+        or not isinstance(doc.get("chains"), list)
+    ):
         raise bad(f"expected an object with version {FORMAT_VERSION} and a list of chains")
     records = []
     for i, item in enumerate(doc["chains"]):
@@ -90,7 +94,9 @@ def decode(data: bytes, source: str) -> tuple[ChainRecord, ...]:
             raise bad(f"chain {item['id']}: commits, excluded and reasons must be lists")
         parsed = []
         for reason in reasons:
-            if not (isinstance(reason, dict) and _strings([reason.get(k) for k in ("commit", "kind", "detail")])):
+            if not (
+                isinstance(reason, dict) and _strings([reason.get(k) for k in ("commit", "kind", "detail")])
+            ):
                 raise bad(f"chain {item['id']}: a reason needs commit, kind and detail")
             if reason["kind"] not in REASON_KINDS:
                 raise bad(f"chain {item['id']}: unknown reason kind {reason['kind']!r}")
@@ -112,7 +118,9 @@ def read_chains(pair: Pair) -> ChainStore:
     commit = repo.get(tip)
     source = f"{CHAINS_REF} ({tip[:12]}) in the fork"
     if not isinstance(commit, pygit2.Commit):
-        raise ForksyncError(f"{source} does not point at a commit", f"delete {CHAINS_REF} in the fork to rebuild it")
+        raise ForksyncError(
+            f"{source} does not point at a commit", f"delete {CHAINS_REF} in the fork to rebuild it"
+        )
     try:
         blob = commit.tree[CHAINS_FILE]
     except KeyError:
@@ -132,7 +140,13 @@ def _fork_tip(pair: Pair) -> str | None:
         return out[0] if out else None
     try:
         pair.repo.git(
-            "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", fork.remote, f"+{CHAINS_REF}:{CACHE_CHAINS_REF}"
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--",
+            fork.remote,
+            f"+{CHAINS_REF}:{CACHE_CHAINS_REF}",
         )
     except GitError as exc:
         if "couldn't find remote ref" in exc.stderr:

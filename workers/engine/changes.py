@@ -146,8 +146,12 @@ _RAW = re.compile(r"^:(\d{6}) (\d{6}) ([0-9a-f]{40}) ([0-9a-f]{40}) ([A-Z])\d*\t
 
 
 def commit_changes_many(
-    repo: pygit2.Repository, git: Repository, shas: Sequence[str], stop: frozenset[str] = BUILTIN_STOPLIST,
-    *, analyse: Collection[str] | None = None,
+    repo: pygit2.Repository,
+    git: Repository,
+    shas: Sequence[str],
+    stop: frozenset[str] = BUILTIN_STOPLIST,
+    *,
+    analyse: Collection[str] | None = None,
 ) -> dict[str, CommitChanges]:
     """:func:`commit_changes` for many commits in one ``git diff-tree --stdin`` process.
 
@@ -173,8 +177,19 @@ def commit_changes_many(
     if not commits:
         return merges
     out = git.git(
-        "-c", "core.quotePath=false", "diff-tree", "--stdin", "-r", "--root", "--no-renames",
-        "--patch-with-raw", "-U0", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv",
+        "-c",
+        "core.quotePath=false",
+        "diff-tree",
+        "--stdin",
+        "-r",
+        "--root",
+        "--no-renames",
+        "--patch-with-raw",
+        "-U0",
+        "--full-index",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
         input="".join(f"{sha}\n" for sha in commits).encode(),
     )
     raw: dict[str, list[tuple[str, FileDelta]]] = {sha: [] for sha in commits}
@@ -215,7 +230,7 @@ def commit_changes_many(
             continue
         if line.startswith("diff --git "):
             flush()
-            path = _diff_path(line[len("diff --git "):])
+            path = _diff_path(line[len("diff --git ") :])
         elif line.startswith("@@"):
             flush()
             span = _SPAN.match(line)
@@ -246,7 +261,9 @@ def commit_changes_many(
                 symbols |= file_symbols(name, file_hunks, stop)
                 defs.append(file_definitions(name, file_hunks, stop))
         deltas = dict(raw[sha])  # one entry per path, whatever git lists
-        ranges = [FileRanges(p, tuple(spans[sha].get(p, ())), whole=not spans[sha].get(p)) for p in sorted(deltas)]
+        ranges = [
+            FileRanges(p, tuple(spans[sha].get(p, ())), whole=not spans[sha].get(p)) for p in sorted(deltas)
+        ]
         result[sha] = CommitChanges(
             sha=sha,
             parent_tree=parent_tree,
@@ -311,8 +328,13 @@ def analysis_key(stop: frozenset[str]) -> str:
 
 
 def cached_commit_changes(
-    repo: pygit2.Repository, git: Repository, shas: Sequence[str], stop: frozenset[str] = BUILTIN_STOPLIST,
-    *, analyse: Collection[str] | None = None, folder: Path | None = None,
+    repo: pygit2.Repository,
+    git: Repository,
+    shas: Sequence[str],
+    stop: frozenset[str] = BUILTIN_STOPLIST,
+    *,
+    analyse: Collection[str] | None = None,
+    folder: Path | None = None,
 ) -> dict[str, CommitChanges]:
     """:func:`commit_changes_many`, reading back what earlier runs analysed.
 
@@ -360,14 +382,27 @@ def _read_analyses(path: Path, key: str) -> dict[str, tuple[bool, CommitChanges]
         if not line:
             continue
         try:
-            sha, read, parent, tree, deltas, size, symbols, ranges, introduced, defined, used = json.loads(line)
-            out[sha] = (bool(read), CommitChanges(
-                sha=sha, parent_tree=pygit2.Oid(hex=parent), tree=pygit2.Oid(hex=tree),
-                deltas=tuple(FileDelta(p, _entry_of(o), _entry_of(n)) for p, o, n in deltas), lines=int(size),
-                symbols=frozenset(symbols),
-                ranges=tuple(FileRanges(p, tuple(LineHunk(*h) for h in hunks), bool(whole)) for p, whole, hunks in ranges),
-                introduced=frozenset(introduced), defined=frozenset(defined), used=frozenset(used),
-            ))
+            sha, read, parent, tree, deltas, size, symbols, ranges, introduced, defined, used = json.loads(
+                line
+            )
+            out[sha] = (
+                bool(read),
+                CommitChanges(
+                    sha=sha,
+                    parent_tree=pygit2.Oid(hex=parent),
+                    tree=pygit2.Oid(hex=tree),
+                    deltas=tuple(FileDelta(p, _entry_of(o), _entry_of(n)) for p, o, n in deltas),
+                    lines=int(size),
+                    symbols=frozenset(symbols),
+                    ranges=tuple(
+                        FileRanges(p, tuple(LineHunk(*h) for h in hunks), bool(whole))
+                        for p, whole, hunks in ranges
+                    ),
+                    introduced=frozenset(introduced),
+                    defined=frozenset(defined),
+                    used=frozenset(used),
+                ),
+            )
         except (ValueError, TypeError):
             continue
     return out
@@ -376,12 +411,31 @@ def _read_analyses(path: Path, key: str) -> dict[str, tuple[bool, CommitChanges]
 def _write_analyses(path: Path, key: str, known: dict[str, tuple[bool, CommitChanges]]) -> None:
     rows = []
     for sha, (read, c) in list(known.items())[-ANALYSES_KEPT:]:
-        rows.append(json.dumps([
-            sha, read, str(c.parent_tree), str(c.tree),
-            [[d.path, _entry_json(d.old), _entry_json(d.new)] for d in c.deltas], c.lines, sorted(c.symbols),
-            [[r.path, r.whole, [[h.old_start, h.old_count, h.new_start, h.new_count] for h in r.hunks]] for r in c.ranges],
-            sorted(c.introduced), sorted(c.defined), sorted(c.used),
-        ], ensure_ascii=False))
+        rows.append(
+            json.dumps(
+                [
+                    sha,
+                    read,
+                    str(c.parent_tree),
+                    str(c.tree),
+                    [[d.path, _entry_json(d.old), _entry_json(d.new)] for d in c.deltas],
+                    c.lines,
+                    sorted(c.symbols),
+                    [
+                        [
+                            r.path,
+                            r.whole,
+                            [[h.old_start, h.old_count, h.new_start, h.new_count] for h in r.hunks],
+                        ]
+                        for r in c.ranges
+                    ],
+                    sorted(c.introduced),
+                    sorted(c.defined),
+                    sorted(c.used),
+                ],
+                ensure_ascii=False,
+            )
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")

@@ -77,7 +77,9 @@ def parse_note(sha: str, text: str) -> Decision:
     except ValueError:
         raise ValueError(f"unknown disposition {raw!r}") from None
     if disposition not in DECIDABLE:
-        raise ValueError(f"disposition {raw!r} cannot be recorded (only {', '.join(d.value for d in DECIDABLE)})")
+        raise ValueError(
+            f"disposition {raw!r} cannot be recorded (only {', '.join(d.value for d in DECIDABLE)})"
+        )
     return Decision(sha=sha, disposition=disposition, reason=str(data.get("reason") or ""))
 
 

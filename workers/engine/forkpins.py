@@ -44,8 +44,12 @@ class ForkPins:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ForkPins:
-        return cls(d.get("upstream_hash"), d.get("upstream_hash_in"), d.get("upstream_frontier_hash"),
-                   d.get("upstream_frontier_hash_in"))
+        return cls(
+            d.get("upstream_hash"),
+            d.get("upstream_hash_in"),
+            d.get("upstream_frontier_hash"),
+            d.get("upstream_frontier_hash_in"),
+        )
 
     def disagreements(self, frontier: str, contiguous_pin: str) -> list[str]:
         """One line per pin the fork states that differs from forksync's computed one."""

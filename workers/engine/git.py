@@ -67,7 +67,16 @@ class Repository:
     def rev_parse(self, rev: str) -> str | None:
         """The full sha of ``rev`` (peeled to a commit), or None when it does not resolve."""
         proc = subprocess.run(
-            ["git", "-C", str(self.path), "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+            [
+                "git",
+                "-C",
+                str(self.path),
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                f"{rev}^{{commit}}",
+            ],
             capture_output=True,
             env=_env(None),
             check=False,
@@ -126,13 +135,24 @@ def run_git(
     timeout: float | None = None
     shown = list(args)
     if _verb(args) in NETWORK_VERBS:
-        args = ["-c", f"http.lowSpeedLimit={LOW_SPEED_BYTES}", "-c", f"http.lowSpeedTime={LOW_SPEED_S}", *args]
+        args = [
+            "-c",
+            f"http.lowSpeedLimit={LOW_SPEED_BYTES}",
+            "-c",
+            f"http.lowSpeedTime={LOW_SPEED_S}",
+            *args,
+        ]
         timeout = network_timeout_s()
     argv = ["git", "-C", str(cwd), *args]
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(env),
-                                start_new_session=timeout is not None)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(env),
+            start_new_session=timeout is not None,
+        )
     except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
         raise ForksyncError("git is not installed or not on PATH", "install git 2.38 or newer") from exc
     try:
@@ -145,8 +165,12 @@ def run_git(
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
-        raise GitError(shown, 124, f"fatal: git {_verb(args)} timed out after {timeout:g} s (no answer from the remote)",
-                       remedy=f"check that the remote answers; {TIMEOUT_VAR} sets the limit") from None
+        raise GitError(
+            shown,
+            124,
+            f"fatal: git {_verb(args)} timed out after {timeout:g} s (no answer from the remote)",
+            remedy=f"check that the remote answers; {TIMEOUT_VAR} sets the limit",
+        ) from None
     if check and proc.returncode != 0:
         raise GitError(shown, proc.returncode, err.decode("utf-8", "replace"))
     return out

@@ -40,7 +40,10 @@ class HealNote:
 
 
 def heal(
-    records: Sequence[ChainRecord], changes: Mapping[str, Change], order: Sequence[str], link: str,
+    records: Sequence[ChainRecord],
+    changes: Mapping[str, Change],
+    order: Sequence[str],
+    link: str,
     carried: frozenset[str] = frozenset(),
 ) -> tuple[tuple[ChainRecord, ...], tuple[HealNote, ...]]:
     """The recorded chains re-checked (module docstring); ``changes`` must hold every member to place."""
@@ -55,11 +58,20 @@ def heal(
             continue
         parts, released = _regroup(record, pending, changes, link)
         seed = record.commits[0] if record.commits else None
-        why = f"its seed {seed[:7]} is carried by the fork now" if seed in carried else (
-            f"under risk.link: {link} they no longer depend on the chain")
+        why = (
+            f"its seed {seed[:7]} is carried by the fork now"
+            if seed in carried
+            else (f"under risk.link: {link} they no longer depend on the chain")
+        )
         if not parts:
-            notes.append(HealNote(record.id, "dissolved", f"{record.id} dissolved: none of its {len(pending)} "
-                                  f"pending commit(s) depends on another ({why}); they are placed afresh"))
+            notes.append(
+                HealNote(
+                    record.id,
+                    "dissolved",
+                    f"{record.id} dissolved: none of its {len(pending)} "
+                    f"pending commit(s) depends on another ({why}); they are placed afresh",
+                )
+            )
             continue
         ids = [record.id]
         for part in parts[1:]:
@@ -73,17 +85,30 @@ def heal(
         kept_picked = [s for s in record.commits if s not in position]
         for i, (chain_id, part) in enumerate(zip(ids, parts, strict=True)):
             members = (*kept_picked, *part) if i == 0 else tuple(part)
-            out.append(ChainRecord(
-                chain_id, tuple(members),
-                tuple(reasons.get(s) or Reason(s, "manual", f"recorded in {record.id}") for s in members),
-                record.excluded if i == 0 else (),
-            ))
+            out.append(
+                ChainRecord(
+                    chain_id,
+                    tuple(members),
+                    tuple(reasons.get(s) or Reason(s, "manual", f"recorded in {record.id}") for s in members),
+                    record.excluded if i == 0 else (),
+                )
+            )
         if released:
-            notes.append(HealNote(record.id, "released", f"{record.id}: {len(released)} commit(s) released ({why}): "
-                                  + _list(released)))
+            notes.append(
+                HealNote(
+                    record.id,
+                    "released",
+                    f"{record.id}: {len(released)} commit(s) released ({why}): " + _list(released),
+                )
+            )
         if len(parts) > 1:
-            notes.append(HealNote(record.id, "split", f"{record.id} split: {', '.join(ids[1:])} no longer depend "
-                                  f"on its first part"))
+            notes.append(
+                HealNote(
+                    record.id,
+                    "split",
+                    f"{record.id} split: {', '.join(ids[1:])} no longer depend on its first part",
+                )
+            )
     return tuple(sorted(out, key=lambda r: r.id)), tuple(notes)
 
 
@@ -104,7 +129,9 @@ def _regroup(
     reasons = {r.commit: r for r in record.reasons}
     for sha in pending:
         change = changes[sha]
-        linked = sorted({find(c) for c in index.links_of(change, find)}, key=lambda p: parts[p][0] if p in parts else "")
+        linked = sorted(
+            {find(c) for c in index.links_of(change, find)}, key=lambda p: parts[p][0] if p in parts else ""
+        )
         reason = reasons.get(sha)
         kind = reason.kind if reason is not None else "manual"
         if not linked and kind in LINK_KINDS:
@@ -112,7 +139,11 @@ def _regroup(
             continue
         if not linked and kind == "manual" and parts:
             linked = [min(parts, key=lambda p: pending.index(parts[p][0]))]  # put there by hand: it stays
-        if not linked and parts and all(reasons_kind(reasons, m) == "manual" for p in parts.values() for m in p):
+        if (
+            not linked
+            and parts
+            and all(reasons_kind(reasons, m) == "manual" for p in parts.values() for m in p)
+        ):
             linked = list(parts)  # the chain so far is what a maintainer put there: this joins it
         if linked:
             keep = min(linked, key=lambda p: pending.index(parts[p][0]))
@@ -126,7 +157,9 @@ def _regroup(
             target = f"part-{len(parts) + len(alias)}"
             parts[target] = [sha]
         index.add(target, sha, change.paths, change.symbols, change.defined, change.introduced)
-    ordered = sorted((sorted(p, key=pending.index) for p in parts.values()), key=lambda p: pending.index(p[0]))
+    ordered = sorted(
+        (sorted(p, key=pending.index) for p in parts.values()), key=lambda p: pending.index(p[0])
+    )
     return ordered, released
 
 

@@ -116,7 +116,9 @@ def _parse_bare(record: str, messages: bool) -> Commit:
     parts = record.split("\x1f", 8)
     sha, parents, an, ae, at, ct, subject = parts[:7]
     message = parts[7] if messages else ""
-    return Commit(sha, tuple(parents.split()), an, ae, int(at or 0), int(ct or 0), subject, (), message.rstrip("\n"))
+    return Commit(
+        sha, tuple(parents.split()), an, ae, int(at or 0), int(ct or 0), subject, (), message.rstrip("\n")
+    )
 
 
 def _raw_changes(tail: str) -> list[Change]:
@@ -140,7 +142,9 @@ def _raw_changes(tail: str) -> list[Change]:
     return out
 
 
-def merged_side_commits(repo: Repository, include: str, exclude: Sequence[str], first_parent: Sequence[Commit]) -> dict[str, str]:
+def merged_side_commits(
+    repo: Repository, include: str, exclude: Sequence[str], first_parent: Sequence[Commit]
+) -> dict[str, str]:
     """Commits off the first-parent line → the first-parent merge that brought them in.
 
     For upstreams that merge pull requests instead of squashing them; one more ``git log``
@@ -174,10 +178,21 @@ def changed_files(
     return file_records(changed_files_raw(repo, include, exclude, first_parent=first_parent))
 
 
-def changed_files_raw(repo: Repository, include: str, exclude: Sequence[str], *, first_parent: bool = True) -> bytes:
+def changed_files_raw(
+    repo: Repository, include: str, exclude: Sequence[str], *, first_parent: bool = True
+) -> bytes:
     """:func:`changed_files` as git printed it (what :func:`file_records` reads; cheap to keep)."""
-    args = ["-c", "core.quotePath=false", "log", "--no-color", "--no-renames", "-z", "--raw", "--no-abbrev",
-            "--format=%x1e%H%x1f"]
+    args = [
+        "-c",
+        "core.quotePath=false",
+        "log",
+        "--no-color",
+        "--no-renames",
+        "-z",
+        "--raw",
+        "--no-abbrev",
+        "--format=%x1e%H%x1f",
+    ]
     if first_parent:
         args.append("--first-parent")
     args.append(include)
@@ -194,8 +209,20 @@ def touching_files_raw(repo: Repository, include: str, exclude: Sequence[str], p
     a fraction of the full listing's tree diffs (git matches each tree entry against every
     path, so with many paths the full listing is cheaper: see ``ledger.PATH_LIMITED_MAX``).
     """
-    args = ["-c", "core.quotePath=false", "log", "--no-color", "--no-renames", "-z", "--raw", "--no-abbrev",
-            "--full-diff", "--first-parent", "--format=%x1e%H%x1f", include]
+    args = [
+        "-c",
+        "core.quotePath=false",
+        "log",
+        "--no-color",
+        "--no-renames",
+        "-z",
+        "--raw",
+        "--no-abbrev",
+        "--full-diff",
+        "--first-parent",
+        "--format=%x1e%H%x1f",
+        include,
+    ]
     args.extend(f"^{sha}" for sha in exclude)
     args.append("--")
     args.extend(f":(literal){p}" for p in sorted(set(paths)))
@@ -213,8 +240,18 @@ def commit_files_raw(repo: Repository, shas: Iterable[str]) -> bytes:
     if not wanted:
         return b""
     return repo.git(
-        "-c", "core.quotePath=false", "log", "--no-walk=unsorted", "--stdin", "--no-color", "--no-renames",
-        "-z", "--raw", "--no-abbrev", "--diff-merges=first-parent", "--format=%x1e%H%x1f",
+        "-c",
+        "core.quotePath=false",
+        "log",
+        "--no-walk=unsorted",
+        "--stdin",
+        "--no-color",
+        "--no-renames",
+        "-z",
+        "--raw",
+        "--no-abbrev",
+        "--diff-merges=first-parent",
+        "--format=%x1e%H%x1f",
         input="".join(f"{s}\n" for s in wanted).encode(),
     )
 
@@ -252,7 +289,12 @@ def patch_ids(repo: Repository, shas: Iterable[str]) -> dict[str, str]:
     if not wanted:
         return {}
     patches = repo.git(
-        "diff-tree", "-p", "--no-color", "--no-renames", "--no-ext-diff", "--stdin",
+        "diff-tree",
+        "-p",
+        "--no-color",
+        "--no-renames",
+        "--no-ext-diff",
+        "--stdin",
         input="".join(f"{s}\n" for s in wanted).encode(),
     )
     if not patches.strip():

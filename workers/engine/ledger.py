@@ -107,8 +107,17 @@ class LedgerEntry:
 
     def as_row(self) -> list[Any]:
         """The cache's form: positional (a third cheaper to write and read than ``as_json``)."""
-        row = [self.sha, self.subject, self.author, self.author_time, self.committer_time, self.pr_number,
-               self.disposition.value, list(self.carriers), self.reason]
+        row = [
+            self.sha,
+            self.subject,
+            self.author,
+            self.author_time,
+            self.committer_time,
+            self.pr_number,
+            self.disposition.value,
+            list(self.carriers),
+            self.reason,
+        ]
         if self.recognisers or self.decided_by is not None:
             row += [list(self.recognisers), self.decided_by]
         return row
@@ -116,8 +125,19 @@ class LedgerEntry:
     @classmethod
     def from_row(cls, r: list[Any]) -> LedgerEntry:
         sha, subject, author, author_time, committer_time, pr, disposition, carriers, reason = r[:9]
-        return cls(sha, subject, author, author_time, committer_time, pr, Disposition(disposition), tuple(carriers),
-                   reason, tuple(r[9]) if len(r) > 9 else (), r[10] if len(r) > 10 else None)
+        return cls(
+            sha,
+            subject,
+            author,
+            author_time,
+            committer_time,
+            pr,
+            Disposition(disposition),
+            tuple(carriers),
+            reason,
+            tuple(r[9]) if len(r) > 9 else (),
+            r[10] if len(r) > 10 else None,
+        )
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> LedgerEntry:
@@ -179,7 +199,9 @@ class Ledger:
     metrics: Metrics
     picks: tuple[Pick, ...] = ()  # fork commits that carry upstream commits, fork order
     warnings: tuple[str, ...] = ()
-    fork_pins: forkpins.ForkPins = field(default_factory=forkpins.ForkPins)  # UPSTREAM_HASH / UPSTREAM_FRONTIER_HASH as stated
+    fork_pins: forkpins.ForkPins = field(
+        default_factory=forkpins.ForkPins
+    )  # UPSTREAM_HASH / UPSTREAM_FRONTIER_HASH as stated
     _by_sha: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -218,9 +240,11 @@ class Ledger:
 
     def as_json(self) -> dict[str, Any]:
         head = self.as_json_head()
-        return {**{k: head[k] for k in ("version", "base", "upstream_tip", "fork_tip", "metrics")},
-                "entries": [e.as_json() for e in self.entries],
-                **{k: head[k] for k in ("picks", "warnings", "fork_pins")}}
+        return {
+            **{k: head[k] for k in ("version", "base", "upstream_tip", "fork_tip", "metrics")},
+            "entries": [e.as_json() for e in self.entries],
+            **{k: head[k] for k in ("picks", "warnings", "fork_pins")},
+        }
 
     def as_cache(self) -> dict[str, Any]:
         """:meth:`as_json` with the entries as rows (``LedgerEntry.as_row``): what the cache keeps."""
@@ -251,7 +275,14 @@ class Ledger:
             entries=entries if entries is not None else tuple(LedgerEntry.from_json(e) for e in d["entries"]),
             metrics=Metrics.from_json(d["metrics"]),
             picks=tuple(
-                Pick(p["sha"], p["subject"], tuple(p["upstream"]), p["recogniser"], p["reverted_by"], tuple(p["found_by"]))
+                Pick(
+                    p["sha"],
+                    p["subject"],
+                    tuple(p["upstream"]),
+                    p["recogniser"],
+                    p["reverted_by"],
+                    tuple(p["found_by"]),
+                )
                 for p in d["picks"]
             ),
             warnings=tuple(d["warnings"]),
@@ -305,10 +336,14 @@ def compute_ledger(
                 _apply_revert(commit.sha, undo.fork, active, reverted, reverted_by)
                 if undo.fork in picks and undo.fork in reverted:
                     active[undo.fork] = False  # a revert of a reapply (below) undoes it again
-                orphans = [u for u in unpicks.get(undo.fork, ()) if not any(u in f.upstream for f in picks.values())]
+                orphans = [
+                    u for u in unpicks.get(undo.fork, ()) if not any(u in f.upstream for f in picks.values())
+                ]
                 if orphans and not active.get(undo.fork):
                     # A revert of a revert whose pick nobody can name: it carries that pick again.
-                    picks[commit.sha] = rec.Recognition(tuple(orphans), reverts.REAPPLY, found_by=(reverts.REAPPLY,) * len(orphans))
+                    picks[commit.sha] = rec.Recognition(
+                        tuple(orphans), reverts.REAPPLY, found_by=(reverts.REAPPLY,) * len(orphans)
+                    )
                     active[commit.sha] = True
             elif undo.upstream:
                 unpicks[commit.sha] = undo.upstream
@@ -342,7 +377,9 @@ def compute_ledger(
         if known is not None and known.upstream:
             running = max(running, *(index.position.get(u, -1) for u in known.upstream))
         expected[commit.sha] = running + 1
-    same = patchmatch.same_change(unmatched, upstream, carried, patch_id, files_touching, expected, changes_of)
+    same = patchmatch.same_change(
+        unmatched, upstream, carried, patch_id, files_touching, expected, changes_of
+    )
     for fork_sha, up_sha, how in same:
         urgent = picks[fork_sha].urgent if fork_sha in picks else False
         picks[fork_sha] = rec.Recognition((up_sha,), how, urgent, (how,))
@@ -360,16 +397,24 @@ def compute_ledger(
                 sha=c.sha,
                 committer_time=c.committer_time,
                 carried=c.sha in carried,
-                urgent=c.sha in urgent_by_tag or (decision is not None and decision.disposition is Disposition.URGENT),
+                urgent=c.sha in urgent_by_tag
+                or (decision is not None and decision.disposition is Disposition.URGENT),
                 decision=decision.disposition if decision else None,
             )
         )
     tip_time = upstream[-1].committer_time if upstream else base_time
     metrics, final = compute_metrics(
-        facts, base=base, base_time=base_time, upstream_tip=upstream_tip, upstream_tip_time=tip_time, fork_tip=fork_tip
+        facts,
+        base=base,
+        base_time=base_time,
+        upstream_tip=upstream_tip,
+        upstream_tip_time=tip_time,
+        fork_tip=fork_tip,
     )
     frontier_pos = index.position.get(metrics.frontier, -1)
-    how_found = {(sha, up): how for sha, f in picks.items() for up, how in zip(f.upstream, _found_by(f), strict=True)}
+    how_found = {
+        (sha, up): how for sha, f in picks.items() for up, how in zip(f.upstream, _found_by(f), strict=True)
+    }
     all_carriers = _all_carriers(picks, fork_index.position)
     entries = []
     for i, (c, d) in enumerate(zip(upstream, final, strict=True)):
@@ -377,10 +422,21 @@ def compute_ledger(
         now = _in_fork_order(carried[sha], fork_index.position) if sha in carried else ()
         stand = stands.get(sha)
         if not now and stand is None and sha not in all_carriers and sha not in merged:
-            why = "hole behind the frontier (backlog, not marked)" if i < frontier_pos and d is Disposition.PENDING else ""
-            entries.append(LedgerEntry(sha, c.subject, c.author, c.author_time, c.committer_time, c.pr_number, d, (), why))
+            why = (
+                "hole behind the frontier (backlog, not marked)"
+                if i < frontier_pos and d is Disposition.PENDING
+                else ""
+            )
+            entries.append(
+                LedgerEntry(
+                    sha, c.subject, c.author, c.author_time, c.committer_time, c.pr_number, d, (), why
+                )
+            )
             continue  # most of a long upstream range: nothing carries it and nobody decided
-        history = [(f, how_found[(f, sha)], reverted_by.get(f) or undone.get((f, sha))) for f in all_carriers.get(sha, ())]
+        history = [
+            (f, how_found[(f, sha)], reverted_by.get(f) or undone.get((f, sha)))
+            for f in all_carriers.get(sha, ())
+        ]
         entries.append(
             LedgerEntry(
                 sha=sha,
@@ -392,8 +448,13 @@ def compute_ledger(
                 disposition=d,
                 carriers=now,
                 reason=dispositions.reason(
-                    sha, d, carriers=history, merged=sha in merged, decision=stand,
-                    carried=sha in carried, behind_frontier=i < frontier_pos,
+                    sha,
+                    d,
+                    carriers=history,
+                    merged=sha in merged,
+                    decision=stand,
+                    carried=sha in carried,
+                    behind_frontier=i < frontier_pos,
                 ),
                 recognisers=tuple(how_found.get((f, sha), rec.MERGE) for f in now),
                 decided_by=stand.source if stand is not None else None,
@@ -418,7 +479,11 @@ def compute_ledger(
 
 
 def _found_by(found: rec.Recognition) -> tuple[str, ...]:
-    return found.found_by if len(found.found_by) == len(found.upstream) else (found.recogniser or "",) * len(found.upstream)
+    return (
+        found.found_by
+        if len(found.found_by) == len(found.upstream)
+        else (found.recogniser or "",) * len(found.upstream)
+    )
 
 
 def _carried(
@@ -562,7 +627,9 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
             fresh_raw = listing.result() if listing is not None else b""
             fresh = file_records(fresh_raw)
             if fresh and limited_to is None:  # a path-limited listing is not kept (partial)
-                _store_file_sets(pair, known_raw if len(known) + len(fresh) <= _FILE_SETS_KEPT else b"", fresh_raw)
+                _store_file_sets(
+                    pair, known_raw if len(known) + len(fresh) <= _FILE_SETS_KEPT else b"", fresh_raw
+                )
             in_range = {c.sha for c in upstream}
             changes.update((sha, ch) for sha, ch in (*known.items(), *fresh.items()) if sha in in_range)
             return {sha: paths_of(ch) for sha, ch in changes.items()}
@@ -611,7 +678,11 @@ def _store_file_sets(pair: Pair, known_raw: bytes, fresh_raw: bytes) -> None:
         tmp.replace(path)
     except OSError:
         pass  # only costs speed next time
-_PICK_HINT = re.compile(r"(?i)cherry[\s_-]?pick|backport|upstream-commit|/pull/\d|/commit/[0-9a-f]|^revert\b|this reverts commit")
+
+
+_PICK_HINT = re.compile(
+    r"(?i)cherry[\s_-]?pick|backport|upstream-commit|/pull/\d|/commit/[0-9a-f]|^revert\b|this reverts commit"
+)
 
 
 def _maybe_unmarked(commit: Commit) -> bool:
@@ -661,7 +732,11 @@ class StatusView:
     fork_pins: forkpins.ForkPins
 
     def as_json(self) -> dict[str, Any]:
-        return {"metrics": self.metrics.as_json(), "warnings": list(self.warnings), "fork_pins": self.fork_pins.as_json()}
+        return {
+            "metrics": self.metrics.as_json(),
+            "warnings": list(self.warnings),
+            "fork_pins": self.fork_pins.as_json(),
+        }
 
 
 def load_status(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = None) -> StatusView:
@@ -671,7 +746,9 @@ def load_status(pair: Pair, config: LedgerConfig, *, upstream_url: str | None = 
     try:
         data = json.loads(path.read_text())
         return StatusView(
-            Metrics.from_json(data["metrics"]), tuple(data["warnings"]), forkpins.ForkPins.from_json(data["fork_pins"])
+            Metrics.from_json(data["metrics"]),
+            tuple(data["warnings"]),
+            forkpins.ForkPins.from_json(data["fork_pins"]),
         )
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -693,7 +770,9 @@ def _store(pair: Pair, key: str, ledger: Ledger) -> None:
             # Rows need no key sorting: every dict is built in a fixed order, so the bytes are deterministic.
             tmp.write_text(json.dumps(data, sort_keys=kind == "status", separators=(",", ":")))
             tmp.replace(path)
-        stale = sorted(folder.glob("*.ledger.json"), key=lambda p: p.stat().st_mtime, reverse=True)[_KEEP_CACHED:]
+        stale = sorted(folder.glob("*.ledger.json"), key=lambda p: p.stat().st_mtime, reverse=True)[
+            _KEEP_CACHED:
+        ]
         for old in stale:
             for kind in ("ledger", "status"):
                 old.with_name(old.name.replace(".ledger.json", f".{kind}.json")).unlink(missing_ok=True)

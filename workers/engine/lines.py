@@ -181,6 +181,8 @@ def line_dependencies(
     out: dict[str, tuple[LineDep, ...]] = {}
     for sha, files in history:
         deps = owners.dependencies(files)
-        out[sha] = tuple(sorted(set(d for d in deps if d.commit != sha), key=lambda d: (d.path, d.start, d.commit)))
+        out[sha] = tuple(
+            sorted(set(d for d in deps if d.commit != sha), key=lambda d: (d.path, d.start, d.commit))
+        )
         owners.apply(sha, files)
     return out

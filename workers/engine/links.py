@@ -54,10 +54,21 @@ class ChainLinks:
     files: dict[str, set[str]] = field(default_factory=dict)  # path → chain ids (file mode)
     symbols: dict[str, set[str]] = field(default_factory=dict)  # file mode: any symbol → chain ids
     defined: dict[str, dict[str, str]] = field(default_factory=dict)  # line: definition → chain → member
-    introduced: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)  # last name → chain → (symbol, member)
+    introduced: dict[str, dict[str, tuple[str, str]]] = field(
+        default_factory=dict
+    )  # last name → chain → (symbol, member)
 
-    def add(self, chain_id: str, sha: str, paths: Iterable[str], symbols: Iterable[str],
-            defined: Iterable[str] = (), introduced: Iterable[str] = (), *, pending: bool = True) -> None:
+    def add(
+        self,
+        chain_id: str,
+        sha: str,
+        paths: Iterable[str],
+        symbols: Iterable[str],
+        defined: Iterable[str] = (),
+        introduced: Iterable[str] = (),
+        *,
+        pending: bool = True,
+    ) -> None:
         """Record that ``sha`` is a member of ``chain_id`` (``pending``: still to pick)."""
         if self.mode == "file":
             for path in paths:
@@ -102,7 +113,11 @@ class ChainLinks:
                 note(holder, "line", f"{dep.describe()} last changed by {dep.commit[:7]} of {find(holder)}")
         for symbol in sorted(change.defined):
             for owner, sha in sorted(self.defined.get(symbol, {}).items()):
-                note(owner, "symbol", f"changes the definition of {symbol}, also changed by {sha[:7]} of {find(owner)}")
+                note(
+                    owner,
+                    "symbol",
+                    f"changes the definition of {symbol}, also changed by {sha[:7]} of {find(owner)}",
+                )
         for name in sorted(change.used):
             member = name.startswith(".")  # a C++ member access: it can name a method (``A::name``) only
             for owner, (symbol, sha) in sorted(self.introduced.get(name.lstrip("."), {}).items()):

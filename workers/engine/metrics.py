@@ -138,9 +138,13 @@ def compute_metrics(
     final = [disposition(fact) for fact in facts]
     frontier_sha = facts[f].sha if f >= 0 else base
     frontier_time = facts[f].committer_time if f >= 0 else base_time
-    days = 0.0 if frontier_sha == upstream_tip else max(0, upstream_tip_time - frontier_time) / SECONDS_PER_DAY
+    days = (
+        0.0 if frontier_sha == upstream_tip else max(0, upstream_tip_time - frontier_time) / SECONDS_PER_DAY
+    )
     backlog = tuple(
-        fact.sha for fact in facts[: max(f, 0)] if not fact.carried and fact.decision is not Disposition.WONT_PORT
+        fact.sha
+        for fact in facts[: max(f, 0)]
+        if not fact.carried and fact.decision is not Disposition.WONT_PORT
     )
     pending = sum(
         1

@@ -143,7 +143,9 @@ def open_pair(
     up = _locate(upstream, "upstream")
     fk = _locate(fork, "fork")
     if not _valid_ref(notes_ref) or not notes_ref.startswith("refs/"):
-        raise ForksyncError(f"ledger.notes_ref {notes_ref!r} is not a full ref name", "use e.g. refs/notes/forksync")
+        raise ForksyncError(
+            f"ledger.notes_ref {notes_ref!r} is not a full ref name", "use e.g. refs/notes/forksync"
+        )
     repo = _cache_repo(up, fk)
     upstream_ref = UPSTREAM_PREFIX + upstream_branch
     fork_ref = FORK_PREFIX + fork_branch
@@ -200,13 +202,19 @@ def _locate(given: str, role: str) -> Location:
             f"pass an existing local clone or a URL to {flag}",
         )
     if not path.is_dir():
-        raise ForksyncError(f"{role} repository path {given} is not a directory", f"pass a git repository to {flag}")
+        raise ForksyncError(
+            f"{role} repository path {given} is not a directory", f"pass a git repository to {flag}"
+        )
     try:
         out = run_git(
             path,
             [
-                "rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository",
-                "--is-shallow-repository", "--show-prefix",
+                "rev-parse",
+                "--path-format=absolute",
+                "--git-common-dir",
+                "--is-bare-repository",
+                "--is-shallow-repository",
+                "--show-prefix",
             ],
         ).decode()
     except GitError:
@@ -230,7 +238,12 @@ def _locate(given: str, role: str) -> Location:
     git_dir = Path(common.strip())
     objects = git_dir / "objects"
     return Location(
-        given=given, role=role, url=None, path=path.resolve(), objects=objects, shallow=shallow.strip() == "true"
+        given=given,
+        role=role,
+        url=None,
+        path=path.resolve(),
+        objects=objects,
+        shallow=shallow.strip() == "true",
     )
 
 
@@ -319,7 +332,9 @@ def _cache_refs(repo: Repository) -> dict[str, str]:
 def _local_refs(loc: Location, refs: list[str]) -> dict[str, str]:
     """Exact refs of a local repository → the commits they point at (one process)."""
     assert loc.path is not None
-    out = run_git(loc.path, ["for-each-ref", "--format=%(refname) %(objectname) %(objecttype)", *refs]).decode()
+    out = run_git(
+        loc.path, ["for-each-ref", "--format=%(refname) %(objectname) %(objecttype)", *refs]
+    ).decode()
     found: dict[str, str] = {}
     for line in out.splitlines():
         name, sha, _kind = line.split(" ")
@@ -352,7 +367,15 @@ def _sync_branch(
 
 def _fetch_branch(repo: Repository, loc: Location, branch: str, ref: str, flag: str) -> str:
     try:
-        repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", loc.remote, f"+refs/heads/{branch}:{ref}")
+        repo.git(
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--",
+            loc.remote,
+            f"+refs/heads/{branch}:{ref}",
+        )
     except GitError as exc:
         if "couldn't find remote ref" in exc.stderr:
             raise _unknown_branch(loc, branch, flag) from None
@@ -382,7 +405,15 @@ def _sync_fork(
         return tip, notes
     tip = _fetch_branch(repo, fk, branch, ref, "--fork-branch")
     try:
-        repo.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", fk.remote, f"+{notes_ref}:{FORK_NOTES_REF}")
+        repo.git(
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--",
+            fk.remote,
+            f"+{notes_ref}:{FORK_NOTES_REF}",
+        )
         notes = repo.rev_parse(FORK_NOTES_REF)
     except GitError as exc:
         if "couldn't find remote ref" not in exc.stderr:
@@ -469,7 +500,11 @@ def open_configured(
     pair = open_pair(upstream, fork, ub, fork_branch, notes_ref=notes_ref)
     if config is None:
         text = pair.fork_file(CONFIG_PATH)
-        config = load_repo_config(text, f"{CONFIG_PATH} (fork {fork_branch} at {pair.fork_tip[:12]})") if text else RepoConfig()
+        config = (
+            load_repo_config(text, f"{CONFIG_PATH} (fork {fork_branch} at {pair.fork_tip[:12]})")
+            if text
+            else RepoConfig()
+        )
         wanted_ub = upstream_branch or config.upstream.branch
         if config.ledger.notes_ref != notes_ref or wanted_ub != ub:
             pair = open_pair(upstream, fork, wanted_ub, fork_branch, notes_ref=config.ledger.notes_ref)

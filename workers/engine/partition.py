@@ -166,16 +166,19 @@ class Plan:
                 "id": f"deferred-{sha[:7]}",
                 "commits": [sha],
                 "reasons": [
-                    Reason(sha, "manual", "deferred by a maintainer: stays in the backlog, out of bundles "
-                           "(`forksync mark REF clear` takes it back)").as_json()
+                    Reason(
+                        sha,
+                        "manual",
+                        "deferred by a maintainer: stays in the backlog, out of bundles "
+                        "(`forksync mark REF clear` takes it back)",
+                    ).as_json()
                 ],
                 "deferred": True,
             }
             for sha in self.deferred
         ]
         return {
-            "bundles": urgent_bundles
-            + [_bundle_json(b) for b in self.bundles],
+            "bundles": urgent_bundles + [_bundle_json(b) for b in self.bundles],
             "chains": [
                 {"id": c.id, "commits": list(c.commits), "reasons": [r.as_json() for r in c.reasons]}
                 for c in self.chains
@@ -402,12 +405,17 @@ class _Walk:
             self.join(chain_id, change, self.opened[chain_id].reasons[sha])
             return
         links = {
-            chain_id: link for chain_id, link in self.links.links_of(change, self.find).items()
+            chain_id: link
+            for chain_id, link in self.links.links_of(change, self.find).items()
             if sha not in self.opened[chain_id].excluded
         }
         if links:
             target = self.merge(sorted(links))
-            self.join(target, change, _link_reason(sha, [(c, Reason(sha, ln.kind, ln.detail)) for c, ln in links.items()]))
+            self.join(
+                target,
+                change,
+                _link_reason(sha, [(c, Reason(sha, ln.kind, ln.detail)) for c, ln in links.items()]),
+            )
             return
         seed = risk_seed(change, self.config)
         if seed is None:
@@ -415,13 +423,22 @@ class _Walk:
             if conflicts:
                 host = self.pick_host(change, conflicts)
                 if host is not None:
-                    self.join(host, change, Reason(
-                        sha, "pick", f"its trial pick conflicts in {', '.join(conflicts)} onto the fork tip + "
-                        f"{self.planned} planned commit(s) and picks cleanly on top of {host}"))
+                    self.join(
+                        host,
+                        change,
+                        Reason(
+                            sha,
+                            "pick",
+                            f"its trial pick conflicts in {', '.join(conflicts)} onto the fork tip + "
+                            f"{self.planned} planned commit(s) and picks cleanly on top of {host}",
+                        ),
+                    )
                     return
                 seed = Reason(
-                    sha, "conflict",
-                    f"trial pick onto the fork tip + {self.planned} planned commit(s) conflicts in " + ", ".join(conflicts),
+                    sha,
+                    "conflict",
+                    f"trial pick onto the fork tip + {self.planned} planned commit(s) conflicts in "
+                    + ", ".join(conflicts),
                 )
         if seed is not None:
             self.new_chain(change, seed)
@@ -448,10 +465,16 @@ class _Walk:
         current = self.current.id if self.current is not None else None
         bound = self.config.bundle
         full = self.current is not None and (
-            len(self.current.members) + 1 > bound.max_commits or self.current.lines + change.lines > bound.max_lines
+            len(self.current.members) + 1 > bound.max_commits
+            or self.current.lines + change.lines > bound.max_lines
         )
-        if deps and set(deps) != {current} and self.bundle_trial is not None and self.bundle_trial.picks_alone(
-            change.sha, fresh=current is None or (full and current not in deps)
+        if (
+            deps
+            and set(deps) != {current}
+            and self.bundle_trial is not None
+            and self.bundle_trial.picks_alone(
+                change.sha, fresh=current is None or (full and current not in deps)
+            )
         ):
             # Near an earlier bundle's lines, yet it applies on the trunk with its own bundle alone:
             # no dependency for landing (the trial says so), the bounds hold.
@@ -472,8 +495,11 @@ class _Walk:
             if current is not None and current in ids[1:]:
                 self.close_current()  # merged into an older bundle: the next commit starts a new one
             if keep.id != current or full:
-                keep.joined.append(_link_reason(
-                    change.sha, [(b, Reason(change.sha, ln.kind, ln.detail)) for b, ln in deps.items()]))
+                keep.joined.append(
+                    _link_reason(
+                        change.sha, [(b, Reason(change.sha, ln.kind, ln.detail)) for b, ln in deps.items()]
+                    )
+                )
             self.add_to(keep, change)
             return
         if full:
@@ -497,7 +523,9 @@ class _Walk:
             self.bundle_trial.bundle_add(change.sha)
         bundle.members.append(change.sha)
         bundle.lines += change.lines
-        self.bundle_links.add(bundle.id, change.sha, change.paths, change.symbols, change.defined, change.introduced)
+        self.bundle_links.add(
+            bundle.id, change.sha, change.paths, change.symbols, change.defined, change.introduced
+        )
         self.planned += 1
 
     # ---- the result
@@ -509,19 +537,24 @@ class _Walk:
             if not chain.members:
                 continue
             members = sorted(chain.members, key=self.position.__getitem__)
-            out.append((
-                self.position[members[0]],
-                Chain(
-                    chain.id,
-                    tuple(members),
-                    tuple(chain.reasons[s] for s in members),
-                    picked=tuple({r.commit: r for r in chain.picked}.values()),
-                    excluded=tuple(sorted(chain.excluded)),
-                ),
-            ))
+            out.append(
+                (
+                    self.position[members[0]],
+                    Chain(
+                        chain.id,
+                        tuple(members),
+                        tuple(chain.reasons[s] for s in members),
+                        picked=tuple({r.commit: r for r in chain.picked}.values()),
+                        excluded=tuple(sorted(chain.excluded)),
+                    ),
+                )
+            )
         out.sort(key=lambda item: item[0])
         return Plan(
-            tuple(Bundle(f"bundle-{short(b.members[0])}", tuple(b.members), b.lines, tuple(b.joined)) for b in bundles),
+            tuple(
+                Bundle(f"bundle-{short(b.members[0])}", tuple(b.members), b.lines, tuple(b.joined))
+                for b in bundles
+            ),
             tuple(chain for _, chain in out),
             tuple(deferred),
         )

@@ -53,7 +53,9 @@ def same_change(
     for f in fork_side:
         same_author = by_author.get((f.author_email.lower(), f.author_time), [])
         subject = rec.normalise(f.subject)
-        hit = next((u for u in same_author if u.sha not in taken and rec.normalise(u.subject) == subject), None)
+        hit = next(
+            (u for u in same_author if u.sha not in taken and rec.normalise(u.subject) == subject), None
+        )
         if hit is not None:
             matches.append((f.sha, hit.sha, rec.SAME_CHANGE))
             taken.add(hit.sha)
@@ -75,7 +77,11 @@ def same_change(
     candidates: list[tuple[Commit, list[Commit]]] = []
     for f in remaining:
         same_author = by_author.get((f.author_email.lower(), f.author_time), [])
-        pool = [u for u in dict.fromkeys((*same_author, *by_files.get(frozenset(f.files), ()))) if u.sha not in taken]
+        pool = [
+            u
+            for u in dict.fromkeys((*same_author, *by_files.get(frozenset(f.files), ())))
+            if u.sha not in taken
+        ]
         if pool:
             # Forks ingest roughly in upstream order: try first the commits next to what the
             # fork had picked when it made this commit, then widen (rounds of patch-ids).

@@ -81,7 +81,14 @@ class TreeMerger(Protocol):
     def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome: ...
 
 
-_MERGE_OPTIONS = ("-c", "merge.renames=true", "-c", f"merge.renameLimit={RENAME_LIMIT}", "-c", "merge.conflictStyle=merge")
+_MERGE_OPTIONS = (
+    "-c",
+    "merge.renames=true",
+    "-c",
+    f"merge.renameLimit={RENAME_LIMIT}",
+    "-c",
+    "merge.conflictStyle=merge",
+)
 
 
 class GitMerger:
@@ -115,7 +122,15 @@ class GitMerger:
         two = self.repo.create_commit(None, self._SIG, self._SIG, "theirs", theirs, [root])
         out = run_git(
             self.path,
-            [*_MERGE_OPTIONS, "merge-tree", "--write-tree", "--name-only", "--no-messages", str(one), str(two)],
+            [
+                *_MERGE_OPTIONS,
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "--no-messages",
+                str(one),
+                str(two),
+            ],
             check=False,
         ).decode("utf-8", "surrogateescape")
         lines = [line for line in out.split("\n") if line]
@@ -169,7 +184,9 @@ class MergeCache:
                 continue
             self._known[(base, ours, theirs)] = outcome
 
-    def get(self, repo: pygit2.Repository, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome | None:
+    def get(
+        self, repo: pygit2.Repository, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid
+    ) -> MergeOutcome | None:
         """The outcome of this merge if it is known (and its merged tree is still there)."""
         outcome = self._known.get((str(base), str(ours), str(theirs)))
         if outcome is None or (outcome.tree is not None and outcome.tree not in repo):
@@ -340,7 +357,9 @@ class PickTarget:
         blobs = [self.repo.get(oid) for oid in (base[0], ours[0], theirs[0])]
         if not all(isinstance(b, pygit2.Blob) and not b.is_binary for b in blobs):
             return _FALLBACK
-        entries = [pygit2.IndexEntry(delta.path, e[0], pygit2.enums.FileMode(e[1])) for e in (base, ours, theirs)]
+        entries = [
+            pygit2.IndexEntry(delta.path, e[0], pygit2.enums.FileMode(e[1])) for e in (base, ours, theirs)
+        ]
         try:
             result = self.repo.merge_file_from_index(entries[0], entries[1], entries[2])
         except (UnicodeDecodeError, pygit2.GitError):
@@ -469,7 +488,9 @@ def _empty_tree(repo: pygit2.Repository) -> pygit2.Oid:
     return repo.TreeBuilder().write()
 
 
-def _rewrite(repo: pygit2.Repository, tree: pygit2.Tree | None, updates: dict[str, Entry | None]) -> pygit2.Oid | None:
+def _rewrite(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, updates: dict[str, Entry | None]
+) -> pygit2.Oid | None:
     """``tree`` with ``updates`` (path → entry, None removes) applied; None when it ends up empty."""
     builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
     nested: dict[str, dict[str, Entry | None]] = {}

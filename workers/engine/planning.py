@@ -97,7 +97,9 @@ class TipTrial:
             return False
         target = self.chains.get(chain_id)
         if target is None:
-            target = self.chains[chain_id] = PickTarget(self.target.repo, self.started[chain_id], self.target.merger)
+            target = self.chains[chain_id] = PickTarget(
+                self.target.repo, self.started[chain_id], self.target.merger
+            )
         for member in self.waiting.pop(chain_id, []):
             target.pick(self.changes[member])  # a conflicting member waits for its resolution: not applied
         return target.scratch().pick(self.changes[sha]).clean
@@ -128,11 +130,19 @@ def urgent_trial(repo: pygit2.Repository, fork_tip: str, change: CommitChanges) 
 
 
 def _as_change(
-    c: CommitChanges, depends: Mapping[str, tuple[LineDep, ...]] | None = None, known: frozenset[str] = frozenset()
+    c: CommitChanges,
+    depends: Mapping[str, tuple[LineDep, ...]] | None = None,
+    known: frozenset[str] = frozenset(),
 ) -> Change:
     return Change(
-        c.sha, c.paths, c.symbols, c.lines, depends=(depends or {}).get(c.sha, ()), defined=c.defined,
-        introduced=frozenset(s for s in c.introduced if last_name(s) not in known), used=c.used,
+        c.sha,
+        c.paths,
+        c.symbols,
+        c.lines,
+        depends=(depends or {}).get(c.sha, ()),
+        defined=c.defined,
+        introduced=frozenset(s for s in c.introduced if last_name(s) not in known),
+        used=c.used,
     )
 
 
@@ -170,7 +180,9 @@ def history_dependencies(
     ledger: Ledger, changes: Mapping[str, CommitChanges], context: int
 ) -> dict[str, tuple[LineDep, ...]]:
     """Line dependencies of every upstream commit after the base, in one pass over the history."""
-    return line_dependencies([(e.sha, changes[e.sha].ranges) for e in ledger.entries if e.sha in changes], context)
+    return line_dependencies(
+        [(e.sha, changes[e.sha].ranges) for e in ledger.entries if e.sha in changes], context
+    )
 
 
 def walk_of(ledger: Ledger, decided_deferred: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -211,7 +223,9 @@ def make_plan(
     line_mode = config.risk.link == "line"
     everything = (*urgent, *walk, *(e.sha for e in ledger.entries)) if line_mode else (*urgent, *walk)
     # Already picked history is read for its hunk ranges only (line dependencies), not its symbols.
-    changes = cached_commit_changes(repo, pair.repo, everything, stop, analyse={*urgent, *walk}, folder=pair.cache_dir)
+    changes = cached_commit_changes(
+        repo, pair.repo, everything, stop, analyse={*urgent, *walk}, folder=pair.cache_dir
+    )
     depends = history_dependencies(ledger, changes, config.risk.context_lines) if line_mode else {}
     in_walk = set(walk)
     history: dict[str, Change] = {}
@@ -226,7 +240,9 @@ def make_plan(
     assert isinstance(fork_tip, pygit2.Commit)
     merger = GitMerger(repo, MergeCache.open(pair.cache_dir, repo))
     trial = TipTrial(PickTarget(repo, fork_tip.tree.id, merger), changes)
-    known = names_in_tree(pair.repo, pair.fork_tip, (last_name(n) for s in walk for n in changes[s].introduced))
+    known = names_in_tree(
+        pair.repo, pair.fork_tip, (last_name(n) for s in walk for n in changes[s].introduced)
+    )
     walk_changes = [_as_change(changes[s], depends, known) for s in walk]
     carried = frozenset(
         sha for r in store.records for sha in r.commits if (e := ledger.entry(sha)) is not None and e.carriers
@@ -235,7 +251,9 @@ def make_plan(
     plan = partition(walk_changes, config, trial, records, history, deferred)
     assert merger.cache is not None
     merger.cache.save()
-    hurried = tuple(Urgent(f"urgent-{short(s)}", s, urgent_trial(repo, pair.fork_tip, changes[s])) for s in urgent)
+    hurried = tuple(
+        Urgent(f"urgent-{short(s)}", s, urgent_trial(repo, pair.fork_tip, changes[s])) for s in urgent
+    )
     plan = dataclasses.replace(plan, urgent=hurried)
     return Planned(plan, walk, changes, store, ledger, notes)
 
@@ -266,7 +284,11 @@ def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:
 
 
 def build_and_record(
-    pair: Pair, config: RepoConfig, planned: Planned, push: str | None = None, resolver: Resolver | None = None
+    pair: Pair,
+    config: RepoConfig,
+    planned: Planned,
+    push: str | None = None,
+    resolver: Resolver | None = None,
 ) -> BuildResult:
     """Build every branch and write them with the chain record to the fork in one atomic push.
 
@@ -276,8 +298,17 @@ def build_and_record(
     repo = pygit2.Repository(str(pair.repo.path))
     from workers.engine.resolve.pick import resolve_pick  # resolve imports bundle: here, not at the top
 
-    result = build(repo, planned.plan, pair.fork_tip, pair.fork_branch, planned.changes, planned.order, style,
-                   resolver=resolver or resolve_pick, resolver_config=config)
+    result = build(
+        repo,
+        planned.plan,
+        pair.fork_tip,
+        pair.fork_branch,
+        planned.changes,
+        planned.order,
+        style,
+        resolver=resolver or resolve_pick,
+        resolver_config=config,
+    )
     records = _records(planned, [c.record() for c in result.open_chains])
     updates: list[tuple[str, str, bool]] = [
         (b.head, f"refs/heads/{b.branch}", True) for b in (*result.bundles, *result.chains)
@@ -301,15 +332,23 @@ def _records(planned: Planned, records: Sequence[ChainRecord]) -> list[ChainReco
     for old in planned.store.records:
         if old.id in kept:
             continue
-        alive = [s for s in old.commits if (e := planned.ledger.entry(s)) is not None and not e.carriers
-                 and e.disposition is not Disposition.WONT_PORT]
+        alive = [
+            s
+            for s in old.commits
+            if (e := planned.ledger.entry(s)) is not None
+            and not e.carriers
+            and e.disposition is not Disposition.WONT_PORT
+        ]
         if alive and not placed.intersection(alive):
             kept[old.id] = old
     return [kept[k] for k in sorted(kept)]
 
 
 def publish(
-    pair: Pair, updates: Sequence[tuple[str, str, bool]], push: str | None = None, chains_tip: str | None = None
+    pair: Pair,
+    updates: Sequence[tuple[str, str, bool]],
+    push: str | None = None,
+    chains_tip: str | None = None,
 ) -> None:
     """Write refs to the fork in one atomic push (all or nothing), then optionally to ``push``.
 
@@ -338,7 +377,12 @@ def publish(
             refs = [f"{'+' if force else ''}{dst}:{dst}" for _, dst, force in remote]
             _push(Repository(pair.fork.path), push, refs, f"remote {push}")
         else:
-            _push(pair.repo, push, [f"{'+' if force else ''}{src}:{dst}" for src, dst, force in remote], f"remote {push}")
+            _push(
+                pair.repo,
+                push,
+                [f"{'+' if force else ''}{src}:{dst}" for src, dst, force in remote],
+                f"remote {push}",
+            )
 
 
 def _push(repo: Repository, remote: str, specs: list[str], where: str) -> None:
@@ -357,8 +401,9 @@ def _push(repo: Repository, remote: str, specs: list[str], where: str) -> None:
         ) from None
 
 
-def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str | None = None,
-                detail: str | None = None) -> ChainRecord | None:
+def move_commit(
+    pair: Pair, config: RepoConfig, ref: str, action: str, into: str | None = None, detail: str | None = None
+) -> ChainRecord | None:
     """``forksync chain REF add [--into ID] | remove``: record the move durably; return the chain.
 
     ``add`` puts the commit into chain ``ID`` (or a new chain of its own) with reason ``manual``;
@@ -375,12 +420,16 @@ def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str
     if action == "add":
         if into is not None and into not in records:
             known = ", ".join(sorted(c.id for c in plan.chains)) or "none"
-            raise ForksyncError(f"there is no open chain {into!r}", f"use one of: {known} (forksync plan lists them)")
+            raise ForksyncError(
+                f"there is no open chain {into!r}", f"use one of: {known} (forksync plan lists them)"
+            )
         if current is not None and current.id == into:
             return records[current.id]
         if current is not None:
             records[current.id] = _without(records[current.id], sha, exclude=True)
-        reason = Reason(sha, "manual", detail or f"added by hand (forksync chain add{' --into ' + into if into else ''})")
+        reason = Reason(
+            sha, "manual", detail or f"added by hand (forksync chain add{' --into ' + into if into else ''})"
+        )
         if into is None:
             base = f"chain-{sha[:7]}"
             into, n = base, 2
@@ -400,7 +449,9 @@ def move_commit(pair: Pair, config: RepoConfig, ref: str, action: str, into: str
         result = None
     live = [r for r in records.values() if r.commits]
     repo = pygit2.Repository(str(pair.repo.path))
-    commit = prepare_chains(repo, planned.store, sorted(live, key=lambda r: r.id), f"forksync chain {action} {sha}")
+    commit = prepare_chains(
+        repo, planned.store, sorted(live, key=lambda r: r.id), f"forksync chain {action} {sha}"
+    )
     if commit:
         publish(pair, [(commit, CHAINS_REF, False)])
     return result
@@ -413,11 +464,17 @@ def dissolve_chain(pair: Pair, config: RepoConfig, chain_id: str) -> ChainRecord
     records = {r.id: r for r in _records(planned, [c.record() for c in planned.plan.chains])}
     if chain_id not in records:
         known = ", ".join(sorted(records)) or "none"
-        raise ForksyncError(f"there is no open chain {chain_id!r}", f"use one of: {known} (forksync plan lists them)")
+        raise ForksyncError(
+            f"there is no open chain {chain_id!r}", f"use one of: {known} (forksync plan lists them)"
+        )
     gone = records.pop(chain_id)
     repo = pygit2.Repository(str(pair.repo.path))
-    commit = prepare_chains(repo, planned.store, sorted(records.values(), key=lambda r: r.id),
-                            f"forksync chain {chain_id} dissolve")
+    commit = prepare_chains(
+        repo,
+        planned.store,
+        sorted(records.values(), key=lambda r: r.id),
+        f"forksync chain {chain_id} dissolve",
+    )
     if commit:
         publish(pair, [(commit, CHAINS_REF, False)])
     return gone
@@ -460,7 +517,9 @@ def resolve_upstream(pair: Pair, planned: Planned, ref: str) -> str:
     else:
         sha = pair.repo.rev_parse(ref)
     if sha is None:
-        raise ForksyncError(f"{ref!r} is not a commit known to the upstream or the fork", "pass an upstream sha")
+        raise ForksyncError(
+            f"{ref!r} is not a commit known to the upstream or the fork", "pass an upstream sha"
+        )
     if sha in planned.order:
         return sha
     entry = planned.ledger.entry(sha)

@@ -52,7 +52,9 @@ _TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
 _HASH_NUM = re.compile(r"#(\d+)\b")
 _SHA_TOKEN = re.compile(r"(?<![0-9a-zA-Z])([0-9a-f]{7,40})(?![0-9a-zA-Z])")
 _PULL_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/pull/(\d+)")
-_COMMIT_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/commit/([0-9a-f]{7,40})")
+_COMMIT_LINK = re.compile(
+    r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/commit/([0-9a-f]{7,40})"
+)
 _SLUG_REF = re.compile(r"(?<![\w/.-])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
 _QUOTES = {"'": "'", '"': '"', "“": "”", "‘": "’", "`": "`"}
 
@@ -94,8 +96,11 @@ class Rules:
         wont_port_patterns: Sequence[str] = DEFAULT_WONT_PORT_PATTERNS,
     ) -> Rules:
         markers, kinds = _combine(
-            [*((p, "carry") for p in trailer_patterns), *((p, "deferred") for p in defer_patterns),
-             *((p, "wont_port") for p in wont_port_patterns)]
+            [
+                *((p, "carry") for p in trailer_patterns),
+                *((p, "deferred") for p in defer_patterns),
+                *((p, "wont_port") for p in wont_port_patterns),
+            ]
         )
         return cls(
             trailer_patterns=tuple(re.compile(p) for p in trailer_patterns),
@@ -250,7 +255,10 @@ def recognise(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recognition
         add((s for s in listed if s not in not_carried), BUNDLE)
         add((s for s in sections.picked if s not in not_carried), BUNDLE)
         if not named:
-            add((s for line in sections.link_lines for s in _links_in(_carried_part(line), index, rules)), BUNDLE)
+            add(
+                (s for line in sections.link_lines for s in _links_in(_carried_part(line), index, rules)),
+                BUNDLE,
+            )
         decided = sections.decided + decided  # a trailer is the more explicit record: it is read last
     elif title.is_pick:
         add(_pick_subject(title.rest, index), PR_SUBJECT)
@@ -289,8 +297,6 @@ def _continuation(body: str) -> str:
     return ""
 
 
-
-
 def _trailers(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
     return [sha for sha, kind in _markers(message, index, rules) if kind == "carry"]
 
@@ -308,8 +314,11 @@ def _markers(message: str, index: UpstreamIndex, rules: Rules) -> list[tuple[str
             if sha:
                 found.append((sha, rules.marker_kinds[i]))
         return found
-    for kind, patterns in (("carry", rules.trailer_patterns), ("deferred", rules.defer_patterns),
-                           ("wont_port", rules.wont_port_patterns)):
+    for kind, patterns in (
+        ("carry", rules.trailer_patterns),
+        ("deferred", rules.defer_patterns),
+        ("wont_port", rules.wont_port_patterns),
+    ):
         for pattern in patterns:
             for m in pattern.finditer(message):
                 sha = index.sha(m.group("sha"))
@@ -341,8 +350,12 @@ _SECTION_LEAD = re.compile(
     r"\s*(?:[:—–]\s*|-\s+|\.?\s*$)(.*)$"
 )
 # A list item the bundle says it did not carry: "- [3] 880b4e4d PR #9337 '...' — NO-OP (...)".
-_NOT_CARRIED_ITEM = re.compile(r"(?i)\bNO-?OPs?\b|\bnot (?:attempted|picked|applied|included)\b|\bdropped from this bundle\b")
-_ITEM_NUMBERS = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\[\d+\])?\s*(?:\[\d+\]\s*)?(?:[0-9a-f]{7,40}\s+)?(?:PR\s*)?(?:\*\*|__|`)?((?:#\d+\b(?:\*\*|__|`)?[\s,;&/]*|and\s+)+)")
+_NOT_CARRIED_ITEM = re.compile(
+    r"(?i)\bNO-?OPs?\b|\bnot (?:attempted|picked|applied|included)\b|\bdropped from this bundle\b"
+)
+_ITEM_NUMBERS = re.compile(
+    r"^\s*(?:[-*+•]|\d+[.)]|\[\d+\])?\s*(?:\[\d+\]\s*)?(?:[0-9a-f]{7,40}\s+)?(?:PR\s*)?(?:\*\*|__|`)?((?:#\d+\b(?:\*\*|__|`)?[\s,;&/]*|and\s+)+)"
+)
 
 
 _LEAD_WORDS = ("pick", "defer", "won", "backlog", "not", "skip", "drop")
@@ -394,7 +407,11 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
             this, items = kind, line
         list_item = bool(_LIST_ITEM.match(items))
         listy = bool(label) or list_item  # prose under a heading names nothing
-        shas = [s for s in (index.pr(int(n)) for n in _item_numbers(items)) if s] if listy and "#" in items else []
+        shas = (
+            [s for s in (index.pr(int(n)) for n in _item_numbers(items)) if s]
+            if listy and "#" in items
+            else []
+        )
         if listy:
             shas += [s for s in (index.sha(t) for t in _SHA_TOKEN.findall(items)) if s]
         if this == "picked" or (this == "neutral" and list_item):
@@ -648,7 +665,9 @@ def _is_pin_line(line: str) -> bool:
     return bool(_PIN_WORDS.search(line)) and not _TRAILING_PR.search(line.rstrip(" \t|"))
 
 
-_HEADING = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+)?(?:\*\*|__)?\s*([A-Za-z][A-Za-z'’ /&_-]{1,40}?)\s*((?:\([^)]*\)\s*)*)(?:\*\*|__)?\s*:(?!//)\s*(?:\*\*|__)?\s*(.*)$")
+_HEADING = re.compile(
+    r"^\s*(#{1,6}\s+|[-*+]\s+)?(?:\*\*|__)?\s*([A-Za-z][A-Za-z'’ /&_-]{1,40}?)\s*((?:\([^)]*\)\s*)*)(?:\*\*|__)?\s*:(?!//)\s*(?:\*\*|__)?\s*(.*)$"
+)
 # A section name alone on its line, without a colon or markdown ("Deferred (backlog)", "Won't-port
 # (2)"): only the names bundle bodies use, so a short line of prose never opens a section.
 _BARE_SECTION = re.compile(

@@ -139,12 +139,20 @@ def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: 
         return Revert(fork=target, how="revert-button")
     for slug, number in _REVERTS_PR.findall(own):
         if not (rules.upstream_slug and slug.lower() == rules.upstream_slug):
-            own_prs = [s for s in fork.by_number.get(int(number), ()) if s not in index.position and s not in index.side]
+            own_prs = [
+                s
+                for s in fork.by_number.get(int(number), ())
+                if s not in index.position and s not in index.side
+            ]
             target = earlier(own_prs)
             if target:
                 return Revert(fork=target, how="revert-button")
     # Nothing in the fork matches: the innermost subject says what the chain is about.
-    named = rec.recognise(Commit(commit.sha, commit.parents, "", "", 0, 0, inner, ()), index, rules) if inner else None
+    named = (
+        rec.recognise(Commit(commit.sha, commit.parents, "", "", 0, 0, inner, ()), index, rules)
+        if inner
+        else None
+    )
     found = named.upstream if named is not None else ()
     if len(diffs) % 2 == 0:
         return Revert(reapplies=found, how="subject") if found else Revert()

@@ -27,29 +27,121 @@ from dataclasses import dataclass
 BUILTIN_STOPLIST: frozenset[str] = frozenset(
     {
         # entry points and lifecycle
-        "main", "run", "init", "__init__", "__new__", "__del__", "__call__", "__post_init__",
-        "setUp", "tearDown", "setUpClass", "tearDownClass", "setup", "teardown", "test",
-        "start", "stop", "close", "reset", "update", "execute", "process", "handle",
+        "main",
+        "run",
+        "init",
+        "__init__",
+        "__new__",
+        "__del__",
+        "__call__",
+        "__post_init__",
+        "setUp",
+        "tearDown",
+        "setUpClass",
+        "tearDownClass",
+        "setup",
+        "teardown",
+        "test",
+        "start",
+        "stop",
+        "close",
+        "reset",
+        "update",
+        "execute",
+        "process",
+        "handle",
         # accessors and dunder protocol
-        "get", "set", "__getitem__", "__setitem__", "__len__", "__iter__", "__next__",
-        "__repr__", "__str__", "__eq__", "__hash__", "__enter__", "__exit__", "__getattr__",
-        "__all__", "__version__", "size", "empty", "begin", "end", "data", "name", "value",
-        "clone", "copy", "str", "print", "dump", "toString", "operator",
+        "get",
+        "set",
+        "__getitem__",
+        "__setitem__",
+        "__len__",
+        "__iter__",
+        "__next__",
+        "__repr__",
+        "__str__",
+        "__eq__",
+        "__hash__",
+        "__enter__",
+        "__exit__",
+        "__getattr__",
+        "__all__",
+        "__version__",
+        "size",
+        "empty",
+        "begin",
+        "end",
+        "data",
+        "name",
+        "value",
+        "clone",
+        "copy",
+        "str",
+        "print",
+        "dump",
+        "toString",
+        "operator",
         # framework hooks implemented by every pass / pattern / module / visitor
-        "forward", "backward", "build", "apply", "visit", "verify", "fold", "parse",
-        "runOnOperation", "matchAndRewrite", "rewrite", "match", "getArgument", "getName",
-        "getDescription", "getDependentDialects", "initialize", "canonicalize",
-        "getCanonicalizationPatterns", "inferReturnTypes", "getEffects",
+        "forward",
+        "backward",
+        "build",
+        "apply",
+        "visit",
+        "verify",
+        "fold",
+        "parse",
+        "runOnOperation",
+        "matchAndRewrite",
+        "rewrite",
+        "match",
+        "getArgument",
+        "getName",
+        "getDescription",
+        "getDependentDialects",
+        "initialize",
+        "canonicalize",
+        "getCanonicalizationPatterns",
+        "inferReturnTypes",
+        "getEffects",
         # C++ boilerplate
-        "Impl", "Base", "Options", "Pattern", "Pass", "Op", "Type", "Attr", "Value",
-        "kernel", "logger", "log", "args", "kwargs", "self", "cls",
+        "Impl",
+        "Base",
+        "Options",
+        "Pattern",
+        "Pass",
+        "Op",
+        "Type",
+        "Attr",
+        "Value",
+        "kernel",
+        "logger",
+        "log",
+        "args",
+        "kwargs",
+        "self",
+        "cls",
     }
 )
 
 # Names shorter than this are loop variables, template parameters, helpers: never a link.
 MIN_SYMBOL_LENGTH = 3
 
-_CPP_EXT = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inc", ".def", ".m", ".mm"}
+_CPP_EXT = {
+    ".c",
+    ".cc",
+    ".cpp",
+    ".cxx",
+    ".cu",
+    ".cuh",
+    ".h",
+    ".hh",
+    ".hpp",
+    ".hxx",
+    ".inc",
+    ".def",
+    ".m",
+    ".mm",
+}
 _HEADER_EXT = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".def"}
 _PY_EXT = {".py", ".pyi"}
 _TD_EXT = {".td"}
@@ -70,7 +162,9 @@ _CPP_KEYWORDS = frozenset(_CPP_KEYWORD_TEXT.split())
 # matcher backtrack (long template-heavy lines did).
 _CPP_NAME_AT_END = re.compile(r"(?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*$")
 _CPP_TYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:<>,*& \t")
-_CPP_NOT_TYPES = frozenset(("return", "else", "case", "new", "delete", "throw", "goto", "co_return", "sizeof"))
+_CPP_NOT_TYPES = frozenset(
+    ("return", "else", "case", "new", "delete", "throw", "goto", "co_return", "sizeof")
+)
 # Lines longer than this (generated tables, minified code) are not read for symbols.
 MAX_LINE = 400
 _CPP_RECORD = re.compile(
@@ -85,9 +179,7 @@ _PY_CLASS = re.compile(r"^(?P<indent>\s*)class\s+(?P<name>[A-Za-z_]\w*)\s*[:(\[]
 # Module-level assignment (column 0): `NAME = ...`, `NAME: T = ...`; not `==`, not attribute/index.
 _PY_ASSIGN = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
 
-_TD_RECORD = re.compile(
-    r"^\s*(?:def|defm|class|multiclass)\s+(?P<name>[A-Za-z_][\w]*)"
-)
+_TD_RECORD = re.compile(r"^\s*(?:def|defm|class|multiclass)\s+(?P<name>[A-Za-z_][\w]*)")
 _TD_DEFSET = re.compile(r"^\s*defset\s+[^=]*?\b(?P<name>[A-Za-z_]\w*)\s*=")
 
 
@@ -316,7 +408,39 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # never a free function of that name. Such uses are kept as ``.name`` (see FileSymbols.used).
 _CPP_USE = re.compile(r"(\.|->)?\s*([A-Za-z_]\w*)")
 _USE_KEYWORDS = _CPP_KEYWORDS | frozenset(
-    ["def", "class", "import", "from", "as", "return", "yield", "lambda", "pass", "and", "or", "not", "is", "in", "None", "True", "False", "self", "cls", "def", "defm", "let", "multiclass", "include", "field", "bit", "bits", "list", "dag", "code", "string"]
+    [
+        "def",
+        "class",
+        "import",
+        "from",
+        "as",
+        "return",
+        "yield",
+        "lambda",
+        "pass",
+        "and",
+        "or",
+        "not",
+        "is",
+        "in",
+        "None",
+        "True",
+        "False",
+        "self",
+        "cls",
+        "def",
+        "defm",
+        "let",
+        "multiclass",
+        "include",
+        "field",
+        "bit",
+        "bits",
+        "list",
+        "dag",
+        "code",
+        "string",
+    ]
 )
 
 
@@ -338,7 +462,9 @@ def _line_definitions(lang: str, line: str, header: bool, cls: str | None) -> li
     return _td_line(line)
 
 
-def file_definitions(path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BUILTIN_STOPLIST) -> FileSymbols:
+def file_definitions(
+    path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BUILTIN_STOPLIST
+) -> FileSymbols:
     """Definitions on the changed lines of one file (never the hunk's enclosing context: that is
     where a change is, not what it defines), and the identifiers those lines use."""
     lang = language(path)

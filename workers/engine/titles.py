@@ -24,7 +24,9 @@ import re
 from dataclasses import dataclass
 
 _TAG = re.compile(r"^\s*\[([^\]\n]*)\]\s*")
-_PICK_TAG = re.compile(r"(?i)^(?:cherry[\s_-]?pick(?:ed)?|backport(?:ed)?|pick(?:ed)?|bundle|reactor[\s_-]?bundle)$")
+_PICK_TAG = re.compile(
+    r"(?i)^(?:cherry[\s_-]?pick(?:ed)?|backport(?:ed)?|pick(?:ed)?|bundle|reactor[\s_-]?bundle)$"
+)
 _BUNDLE_TAG = re.compile(r"(?i)^(?:bundle|reactor[\s_-]?bundle)$")
 _PROCESS_TAG = re.compile(
     r"(?i)^(?:cherry[\s_-]?pick(?:ed)?|backport(?:ed)?|pick(?:ed)?|bundle|reactor[\s_-]?bundle|resolved|conflicts?|"
@@ -34,7 +36,9 @@ _URGENT_TAG = re.compile(r"(?i)^urgent$")
 # A pick named by a word after the prefix: "Backport '...'", "Backport (release/3.8.x) '...'",
 # "Cherry-pick upstream reduction bundle", "Pick [TLX] ...".
 # Capitalised, as titles start: "[TLX] pick memdesc_reinterpret ..." is a verb in prose.
-_PICK_WORD = re.compile(r"^((?:Cherry|CHERRY)[\s_-]?(?:pick|Pick|PICK)(?:ed)?|Backport(?:ed)?|BACKPORT|Pick|PICK)\b(?:\s+of\b)?\s*(?:\([^()\n]{1,40}\)\s*)?:?\s*")
+_PICK_WORD = re.compile(
+    r"^((?:Cherry|CHERRY)[\s_-]?(?:pick|Pick|PICK)(?:ed)?|Backport(?:ed)?|BACKPORT|Pick|PICK)\b(?:\s+of\b)?\s*(?:\([^()\n]{1,40}\)\s*)?:?\s*"
+)
 _BUNDLE_WORDS = re.compile(r"(?i)\bbundle\b|^(?:cherry[\s_-]?pick|backport)\s+\d+\s+upstream\b")
 _FORK_SUFFIX = re.compile(r"\s*\(#(\d+)\)\s*$")
 # A suffix GitHub cut inside the fork's "(#M)": "... (#17…" or "... (#".
@@ -85,7 +89,9 @@ def parse_title(subject: str) -> Title:
         word = _PICK_WORD.match(rest)  # "[Cherry-pick] Backport '...'"
         if word is not None and rest[word.end() : word.end() + 1] in ("'", '"', "“", "‘"):
             rest = rest[word.end() :]
-        bundle = any(_BUNDLE_TAG.match(t) for t in (tags[pick_at], *process)) or bool(_BUNDLE_WORDS.search(rest))
+        bundle = any(_BUNDLE_TAG.match(t) for t in (tags[pick_at], *process)) or bool(
+            _BUNDLE_WORDS.search(rest)
+        )
         urgent = any(_URGENT_TAG.match(t) for t in process)
         return Title(tuple(tags[:pick_at]), pick, process, rest.strip(), bundle, urgent)
     word = _PICK_WORD.match(text)

@@ -72,27 +72,46 @@ def engine_facts(ledger: Any, commits: Mapping[str, ForkCommit]) -> dict[str, An
     picks = []
     for pick in ledger.picks:
         commit = commits.get(pick.sha)
-        way, resolved, resolver = classify_pick(pick.subject, commit.message if commit else "", len(pick.upstream))
-        picks.append(LandedPick(
-            sha=pick.sha, t=float(commit.committer_time if commit else 0), upstream=len(pick.upstream), way=way,
-            resolved=resolved, resolver=resolver, reverted=pick.reverted_by is not None, subject=pick.subject[:120],
-        ))
+        way, resolved, resolver = classify_pick(
+            pick.subject, commit.message if commit else "", len(pick.upstream)
+        )
+        picks.append(
+            LandedPick(
+                sha=pick.sha,
+                t=float(commit.committer_time if commit else 0),
+                upstream=len(pick.upstream),
+                way=way,
+                resolved=resolved,
+                resolver=resolver,
+                reverted=pick.reverted_by is not None,
+                subject=pick.subject[:120],
+            )
+        )
     decisions = [
         Decision(e.sha, e.subject[:120], e.disposition.value, e.reason, e.pr_number)
-        for e in ledger.entries if e.disposition.value in ("deferred", "wont_port")
+        for e in ledger.entries
+        if e.disposition.value in ("deferred", "wont_port")
     ]
     m = ledger.metrics
     tip = ledger.entry(m.upstream_tip)
     pin = ledger.entry(m.contiguous_pin)
     pin_days = 0.0
     if tip is not None and m.contiguous_pin != m.upstream_tip:
-        pin_time = pin.committer_time if pin is not None else min((e.committer_time for e in ledger.entries), default=tip.committer_time)
+        pin_time = (
+            pin.committer_time
+            if pin is not None
+            else min((e.committer_time for e in ledger.entries), default=tip.committer_time)
+        )
         pin_days = max(0, tip.committer_time - pin_time) / 86400.0
     return {
         "picks": [p.__dict__ for p in picks],
         "decisions": [d.__dict__ for d in decisions],
-        "point": {"frontier": m.frontier, "contiguous_pin": m.contiguous_pin, "pin_days_behind": round(pin_days, 3),
-                  "urgent_carried": len(m.urgent)},
+        "point": {
+            "frontier": m.frontier,
+            "contiguous_pin": m.contiguous_pin,
+            "pin_days_behind": round(pin_days, 3),
+            "urgent_carried": len(m.urgent),
+        },
     }
 
 
@@ -111,10 +130,19 @@ def landed_changes(
         way, resolved, resolver = classify_pick(pick.subject, commit.message, len(pick.upstream))
         for sha in pick.upstream:
             entry = ledger.entry(sha)
-            out.append({"sha": sha, "pr": entry.pr_number if entry else None,
-                        "subject": (entry.subject if entry else pick.subject)[:120], "fork_sha": pick.sha,
-                        "t": float(commit.committer_time), "way": way, "resolved": resolved, "resolver": resolver,
-                        "paths": list(paths.get(sha, ()))})
+            out.append(
+                {
+                    "sha": sha,
+                    "pr": entry.pr_number if entry else None,
+                    "subject": (entry.subject if entry else pick.subject)[:120],
+                    "fork_sha": pick.sha,
+                    "t": float(commit.committer_time),
+                    "way": way,
+                    "resolved": resolved,
+                    "resolver": resolver,
+                    "paths": list(paths.get(sha, ())),
+                }
+            )
     return out
 
 
@@ -122,8 +150,14 @@ def read_paths(repo: Any, shas: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """The files each commit changes (one ``git log --no-walk --name-only`` over stdin)."""
     if not shas:
         return {}
-    out = repo.git("log", "--no-walk=unsorted", "--stdin", "--name-only", "--format=%x1e%H",
-                   input=("\n".join(dict.fromkeys(shas)) + "\n").encode()).decode("utf-8", "replace")
+    out = repo.git(
+        "log",
+        "--no-walk=unsorted",
+        "--stdin",
+        "--name-only",
+        "--format=%x1e%H",
+        input=("\n".join(dict.fromkeys(shas)) + "\n").encode(),
+    ).decode("utf-8", "replace")
     result: dict[str, tuple[str, ...]] = {}
     for record in out.split("\x1e"):
         lines = [line for line in record.splitlines() if line.strip()]
@@ -136,8 +170,13 @@ def read_fork_commits(fork: Any, shas: Sequence[str]) -> dict[str, ForkCommit]:
     """Committer time and message of each fork commit (one ``git log --no-walk`` over stdin)."""
     if not shas:
         return {}
-    out = fork.git("log", "--no-walk=unsorted", "--stdin", "--format=%H%x1f%ct%x1f%B%x1e",
-                   input=("\n".join(shas) + "\n").encode()).decode("utf-8", "replace")
+    out = fork.git(
+        "log",
+        "--no-walk=unsorted",
+        "--stdin",
+        "--format=%H%x1f%ct%x1f%B%x1e",
+        input=("\n".join(shas) + "\n").encode(),
+    ).decode("utf-8", "replace")
     commits = {}
     for record in out.split("\x1e"):
         parts = record.strip("\n").split("\x1f")
@@ -154,8 +193,12 @@ def series_points(points: Sequence[Mapping[str, Any]]) -> tuple[SeriesPoint, ...
             continue  # an ingest that failed records no figures
         t = float(p["t"])
         out[t] = SeriesPoint(
-            t=t, days_behind=float(p["days_behind"]), backlog=int(p.get("backlog", 0)), pending=int(p.get("pending", 0)),
-            frontier=str(p.get("frontier") or ""), contiguous_pin=str(p.get("contiguous_pin") or ""),
+            t=t,
+            days_behind=float(p["days_behind"]),
+            backlog=int(p.get("backlog", 0)),
+            pending=int(p.get("pending", 0)),
+            frontier=str(p.get("frontier") or ""),
+            contiguous_pin=str(p.get("contiguous_pin") or ""),
             urgent=int(p.get("urgent", 0)) + int(p.get("urgent_carried", 0)),
             pin_days_behind=float(p.get("pin_days_behind", p["days_behind"])),
         )
@@ -182,11 +225,23 @@ def in_flight(
         pull = bool(raw.get("pull", raw["kind"] != "chain"))
         if not (isinstance(url, str) and url.startswith(("https://", "http://"))):
             url = f"{fork_url}/{'pull' if pull else 'issues'}/{number}" if fork_url and number else None
-        items.append(InFlight(
-            kind=raw["kind"], key=raw["key"], title=raw["title"], number=number, url=url,
-            size=int(raw.get("size", 0)), opened_at=seen.get(raw["key"], now), l1=state, l1_url=l1_url, head_sha=head,
-            conflicts=conflicts, asked=asked, pull=pull,
-        ))
+        items.append(
+            InFlight(
+                kind=raw["kind"],
+                key=raw["key"],
+                title=raw["title"],
+                number=number,
+                url=url,
+                size=int(raw.get("size", 0)),
+                opened_at=seen.get(raw["key"], now),
+                l1=state,
+                l1_url=l1_url,
+                head_sha=head,
+                conflicts=conflicts,
+                asked=asked,
+                pull=pull,
+            )
+        )
     return tuple(items)
 
 
@@ -217,37 +272,69 @@ def l2_metrics(results: Any, repo: str, config: RepoConfig) -> tuple[L2Metric, .
     for bench_name in sorted(names):
         bench = next((b for b in config.l2.benchmarks if b.name == bench_name), None)
         history = results.history(repo, bench_name, limit=200)
-        metric_names = [m.name for m in bench.metrics] if bench else sorted({k for r in history for k in r.metrics})
+        metric_names = (
+            [m.name for m in bench.metrics] if bench else sorted({k for r in history for k in r.metrics})
+        )
         mine = [r for r in stored if r.benchmark == bench_name]
         if not metric_names and mine:
             metric_names = ["exit status"]  # a benchmark without metrics still shows its failures
         for name in metric_names:
             rule = next((m for m in bench.metrics if m.name == name), None) if bench else None
-            points = tuple(L2Point(_epoch(r.recorded_at), r.sha, float(r.metrics[name]), r.verdict)
-                           for r in history if name in r.metrics)
+            points = tuple(
+                L2Point(_epoch(r.recorded_at), r.sha, float(r.metrics[name]), r.verdict)
+                for r in history
+                if name in r.metrics
+            )
             base = baseline(good_values(history, name, config.l2.baseline_runs))
             times = {r.sha: _epoch(r.recorded_at) for r in history}  # a failed run has no point, but a time
             regressions = [
-                Regression(r.first_bad, r.delta_pct, culprit=r.culprit, t=times.get(r.first_bad) or r.recorded_at,
-                           kind=r.kind, good=r.good, steps=r.bisect_steps, candidates=r.candidates,
-                           status=r.bisect_status, tracking=r.tracking_issue, culprit_subject=r.culprit_subject[:120],
-                           note=r.note[:300])
-                for r in mine if r.metric in (name, "")
+                Regression(
+                    r.first_bad,
+                    r.delta_pct,
+                    culprit=r.culprit,
+                    t=times.get(r.first_bad) or r.recorded_at,
+                    kind=r.kind,
+                    good=r.good,
+                    steps=r.bisect_steps,
+                    candidates=r.candidates,
+                    status=r.bisect_status,
+                    tracking=r.tracking_issue,
+                    culprit_subject=r.culprit_subject[:120],
+                    note=r.note[:300],
+                )
+                for r in mine
+                if r.metric in (name, "")
             ]
             known = {r.sha for r in regressions}
             prev = "ok"
             threshold = rule.threshold if rule else 5.0
             lower = rule is not None and rule.direction == "lower"
             for p in points:
-                if (p.verdict == "regressed" and prev != "regressed" and p.sha not in known
-                        and base is not None and base.median):
+                if (
+                    p.verdict == "regressed"
+                    and prev != "regressed"
+                    and p.sha not in known
+                    and base is not None
+                    and base.median
+                ):
                     delta = 100.0 * (p.value - base.median) / abs(base.median)
-                    if (delta > threshold) if lower else (delta < -threshold):  # this metric is the one that regressed
+                    if (
+                        (delta > threshold) if lower else (delta < -threshold)
+                    ):  # this metric is the one that regressed
                         regressions.append(Regression(p.sha, delta, t=p.t))
                 prev = p.verdict
             regressions.sort(key=lambda r: r.t)
-            out.append(L2Metric(bench_name, name, rule.direction if rule else "higher",
-                                rule.threshold if rule else 5.0, base.median if base else None, points, tuple(regressions)))
+            out.append(
+                L2Metric(
+                    bench_name,
+                    name,
+                    rule.direction if rule else "higher",
+                    rule.threshold if rule else 5.0,
+                    base.median if base else None,
+                    points,
+                    tuple(regressions),
+                )
+            )
     return tuple(out)
 
 
@@ -267,26 +354,43 @@ def trunk_runs(store: Any, repo: str, limit: int = 400) -> tuple[TrunkRun, ...]:
     from core.store.models import SuiteRunRow, TestResultRow
 
     with store.session() as db:
-        runs = list(db.execute(
-            select(SuiteRunRow.recorded_at, SuiteRunRow.suite, SuiteRunRow.commit_sha, SuiteRunRow.status)
-            .where(SuiteRunRow.repo == repo).order_by(SuiteRunRow.seq.desc()).limit(limit)
-        ).all())
+        runs = list(
+            db.execute(
+                select(SuiteRunRow.recorded_at, SuiteRunRow.suite, SuiteRunRow.commit_sha, SuiteRunRow.status)
+                .where(SuiteRunRow.repo == repo)
+                .order_by(SuiteRunRow.seq.desc())
+                .limit(limit)
+            ).all()
+        )
         failing = {
-            (sha, suite): int(n) for sha, suite, n in db.execute(
+            (sha, suite): int(n)
+            for sha, suite, n in db.execute(
                 select(TestResultRow.commit_sha, TestResultRow.suite, func.count())
                 .where(TestResultRow.repo == repo, TestResultRow.outcome.in_(("failed", "error")))
                 .group_by(TestResultRow.commit_sha, TestResultRow.suite)
             ).all()
         }
     return tuple(
-        TrunkRun(float(t), suite, sha, TRUNK_STATUS.get(status, "infra"), failures=failing.get((sha, suite), 0))
+        TrunkRun(
+            float(t), suite, sha, TRUNK_STATUS.get(status, "infra"), failures=failing.get((sha, suite), 0)
+        )
         for t, suite, sha, status in reversed(runs)
     )
 
 
 # Suite statuses of the L1 engine (workers/testing/suites.py) as the dashboard's four classes.
-TRUNK_STATUS = {"passed": "passed", "failed": "broken", "error": "broken", "flaky": "flaky", "infra": "infra",
-                "cancelled": "infra", "timeout": "infra", "timed_out": "infra", "omitted": "infra", "skipped": "infra"}
+TRUNK_STATUS = {
+    "passed": "passed",
+    "failed": "broken",
+    "error": "broken",
+    "flaky": "flaky",
+    "infra": "infra",
+    "cancelled": "infra",
+    "timeout": "infra",
+    "timed_out": "infra",
+    "omitted": "infra",
+    "skipped": "infra",
+}
 
 
 def assemble(
@@ -309,15 +413,20 @@ def assemble(
 
     upstream = normalise_web_url(config.upstream.url) if config.upstream.url else ""
     return ForkFeed(
-        repo=repo, updated_at=now, private=private, public_dashboard=config.dashboard.public,
-        fork_url=f"{web_url.rstrip('/')}/{repo}", upstream_url=upstream or "",
+        repo=repo,
+        updated_at=now,
+        private=private,
+        public_dashboard=config.dashboard.public,
+        fork_url=f"{web_url.rstrip('/')}/{repo}",
+        upstream_url=upstream or "",
         thresholds=Thresholds(config.dashboard.days_behind_bad, config.dashboard.backlog_bad),
         series=series_points(points),
         in_flight=in_flight(facts, previous, now, l1 or {}, config.owners, f"{web_url.rstrip('/')}/{repo}"),
         decisions=tuple(Decision(**d) for d in facts.get("decisions", ())),
         picks=tuple(LandedPick(**p) for p in facts.get("picks", ())),
         trunk=tuple(replace(r, url=r.url or f"{web_url.rstrip('/')}/{repo}/commit/{r.sha}") for r in trunk),
-        tracking=tuple(tracking), l2=tuple(l2),
+        tracking=tuple(tracking),
+        l2=tuple(l2),
     )
 
 
@@ -329,10 +438,14 @@ def new_regressions(previous: ForkFeed | None, feed: ForkFeed) -> list[str]:
         for r in m.regressions:
             if (m.benchmark, m.metric, r.sha) not in seen:
                 culprit = f", culprit {r.culprit[:10]}" if r.culprit else ""
-                url = r.bisection_url or (f"{feed.fork_url}/issues/{r.tracking}" if r.tracking and feed.fork_url else None)
+                url = r.bisection_url or (
+                    f"{feed.fork_url}/issues/{r.tracking}" if r.tracking and feed.fork_url else None
+                )
                 link = f" <{url}|tracking issue>" if url else ""
                 change = f"{r.delta_pct:+.1f}%" if r.delta_pct is not None else "failed"
-                out.append(f"*{feed.repo}* L2 regression: {m.benchmark} {m.metric} {change} at {r.sha[:10]}{culprit}.{link}")
+                out.append(
+                    f"*{feed.repo}* L2 regression: {m.benchmark} {m.metric} {change} at {r.sha[:10]}{culprit}.{link}"
+                )
     return out
 
 
@@ -356,12 +469,17 @@ def refresh(
     store = open_store(settings.bot.database_url, settings.data_dir)
     previous = feeds.get(repo)
     facts = feeds.facts(repo)
-    points = [*state.series(f"metrics:{repo}", limit=SERIES_POINTS), *state.series(f"snapshots:{repo}", limit=SERIES_POINTS)]
+    points = [
+        *state.series(f"metrics:{repo}", limit=SERIES_POINTS),
+        *state.series(f"snapshots:{repo}", limit=SERIES_POINTS),
+    ]
     l1_states: dict[str, tuple[str, str | None]] = {}
     tracking: list[TrackingIssue] = []
     adapter = getattr(github, "adapter", github)
     if adapter is not None and hasattr(adapter, "list_check_runs"):
-        l1_states = _l1_states(adapter, repo, [i.get("head_sha") for i in facts.get("in_flight", ()) if i.get("head_sha")])
+        l1_states = _l1_states(
+            adapter, repo, [i.get("head_sha") for i in facts.get("in_flight", ()) if i.get("head_sha")]
+        )
         tracking = _tracking(adapter, repo)
     if private is None:
         if "private" in facts:
@@ -369,10 +487,18 @@ def refresh(
         else:  # not known from this run: keep what was known, else private (never shown without login)
             private = previous.private if previous is not None else True
     feed = assemble(
-        repo, config, now=now, points=points, facts=facts, previous=previous, private=private,
-        web_url=settings.bot.web_url, l1=l1_states,
+        repo,
+        config,
+        now=now,
+        points=points,
+        facts=facts,
+        previous=previous,
+        private=private,
+        web_url=settings.bot.web_url,
+        l1=l1_states,
         trunk=trunk_runs(store, repo),
-        tracking=tracking, l2=l2_metrics(ResultStore(store), repo, config),
+        tracking=tracking,
+        l2=l2_metrics(ResultStore(store), repo, config),
     )
     feeds.put(feed)
     if adapter is not None and hasattr(adapter, "request_reviewers"):
@@ -413,8 +539,10 @@ def _l1_states(adapter: Any, repo: str, heads: Sequence[str]) -> dict[str, tuple
         if runs:
             run = max(runs, key=lambda r: r.id)
             state = run.conclusion if run.status == "completed" and run.conclusion else "pending"
-            out[sha] = ("success" if state == "success" else "pending" if state == "pending" else "failure",
-                        getattr(run, "html_url", None))
+            out[sha] = (
+                "success" if state == "success" else "pending" if state == "pending" else "failure",
+                getattr(run, "html_url", None),
+            )
     return out
 
 
@@ -426,5 +554,7 @@ def _tracking(adapter: Any, repo: str) -> list[TrackingIssue]:
     except Exception as exc:
         log.warning("dashboard: tracking issues of %s unknown: %s", repo, exc)
         return []
-    return [TrackingIssue(i.number, i.title, getattr(i, "html_url", None), "l2" if "[L2]" in i.title else "trunk")
-            for i in issues]
+    return [
+        TrackingIssue(i.number, i.title, getattr(i, "html_url", None), "l2" if "[L2]" in i.title else "trunk")
+        for i in issues
+    ]

@@ -92,7 +92,9 @@ def codeowners_glob(pattern: str) -> str:
     return body if body.endswith("/") or "*" in body or "." in body.rsplit("/", 1)[-1] else body + "/"
 
 
-def owners_of(path: str, owners: Mapping[str, tuple[str, ...]], codeowners: Sequence[tuple[str, tuple[str, ...]]]) -> list[tuple[str, tuple[str, ...]]]:
+def owners_of(
+    path: str, owners: Mapping[str, tuple[str, ...]], codeowners: Sequence[tuple[str, tuple[str, ...]]]
+) -> list[tuple[str, tuple[str, ...]]]:
     """The (area pattern, owners) a path belongs to: every matching ``owners:`` entry, else the
     last matching CODEOWNERS rule; none when unowned."""
     from workers.engine.partition import path_matches
@@ -125,12 +127,21 @@ def build_view(
     for item in sorted(landed, key=lambda x: (x.get("t", 0), x["sha"])):
         if not (period.start <= float(item.get("t", 0)) < period.end):
             continue
-        change = Change(item["sha"], item.get("subject", ""), item.get("pr"), bool(item.get("resolved")),
-                        item.get("resolver"), item.get("fork_sha", ""))
+        change = Change(
+            item["sha"],
+            item.get("subject", ""),
+            item.get("pr"),
+            bool(item.get("resolved")),
+            item.get("resolver"),
+            item.get("fork_sha", ""),
+        )
         matched = {m for path in item.get("paths", ()) for m in owners_of(path, owners, codeowners)}
         for pattern, who in sorted(matched) or [("", ())]:
             areas.setdefault(pattern, (who, {}))[1].setdefault(change.sha, change)
-    area_list = tuple(Area(p, who, tuple(ch.values())) for p, (who, ch) in sorted(areas.items(), key=lambda kv: (kv[0] == "", kv[0])))
+    area_list = tuple(
+        Area(p, who, tuple(ch.values()))
+        for p, (who, ch) in sorted(areas.items(), key=lambda kv: (kv[0] == "", kv[0]))
+    )
     stuck: list[Stuck] = []
     deferred: tuple[tuple[str, str, int | None, str], ...] = ()
     l2: list[L2Change] = []
@@ -138,32 +149,63 @@ def build_view(
     if feed is not None:
         for open_item in feed.in_flight:
             if open_item.conflicts:
-                stuck.append(Stuck(open_item.kind, open_item.title, open_item.number,
-                                   "waits on conflicts in " + ", ".join(open_item.conflicts)))
+                stuck.append(
+                    Stuck(
+                        open_item.kind,
+                        open_item.title,
+                        open_item.number,
+                        "waits on conflicts in " + ", ".join(open_item.conflicts),
+                    )
+                )
             elif open_item.l1 == "failure":
                 stuck.append(Stuck(open_item.kind, open_item.title, open_item.number, "its L1 check fails"))
-        deferred = tuple((d.sha, d.subject, d.pr, d.reason) for d in feed.decisions if d.disposition == "deferred")
+        deferred = tuple(
+            (d.sha, d.subject, d.pr, d.reason) for d in feed.decisions if d.disposition == "deferred"
+        )
         failed: set[tuple[str, str]] = set()  # a failed run is listed once, not under each metric
         for metric in feed.l2:
             for r in metric.regressions:
                 if period.start <= r.t < period.end and (metric.benchmark, r.sha) not in failed:
                     if r.kind == "failed":
                         failed.add((metric.benchmark, r.sha))
-                    url = r.bisection_url or (f"{feed.fork_url}/issues/{r.tracking}" if r.tracking and feed.fork_url
-                                              else None)
-                    l2.append(L2Change(metric.benchmark, "" if r.kind == "failed" else metric.metric, r.delta_pct,
-                                       r.sha, r.culprit, url))
+                    url = r.bisection_url or (
+                        f"{feed.fork_url}/issues/{r.tracking}" if r.tracking and feed.fork_url else None
+                    )
+                    l2.append(
+                        L2Change(
+                            metric.benchmark,
+                            "" if r.kind == "failed" else metric.metric,
+                            r.delta_pct,
+                            r.sha,
+                            r.culprit,
+                            url,
+                        )
+                    )
         inside = [p for p in feed.series if p.t < period.end]
         first = next((p for p in inside if p.t >= period.start), None)
         before = [p for p in inside if p.t < period.start]
         start_point = before[-1] if before else first
         if inside and start_point is not None:
             now_point = inside[-1]
-            figures = [("days behind upstream", f"{start_point.days_behind:.1f}", f"{now_point.days_behind:.1f}"),
-                       ("backlog commits", str(start_point.backlog), str(now_point.backlog))]
+            figures = [
+                ("days behind upstream", f"{start_point.days_behind:.1f}", f"{now_point.days_behind:.1f}"),
+                ("backlog commits", str(start_point.backlog), str(now_point.backlog)),
+            ]
     everyone = tuple(dict.fromkeys(o for a in area_list for o in a.owners))
-    return DigestView(repo, period.key, period.start, period.end, upstream_url, fork_url, area_list, tuple(stuck),
-                      deferred, tuple(l2), tuple(figures), everyone)
+    return DigestView(
+        repo,
+        period.key,
+        period.start,
+        period.end,
+        upstream_url,
+        fork_url,
+        area_list,
+        tuple(stuck),
+        deferred,
+        tuple(l2),
+        tuple(figures),
+        everyone,
+    )
 
 
 # --------------------------------------------------------------------------- plan and execute
@@ -204,17 +246,23 @@ class Notify:
 Action = UpsertDigest | MentionOwners | ClosePrevious | Notify
 
 
-def plan(view: DigestView, current: IssueState | None, previous: IssueState | None, *, notify: bool) -> list[Action]:
+def plan(
+    view: DigestView, current: IssueState | None, previous: IssueState | None, *, notify: bool
+) -> list[Action]:
     """What to do so that the period's issue says ``view`` (see the module docstring)."""
     already = notified_in(current.body) if current is not None else frozenset()
-    actions: list[Action] = [UpsertDigest(digest_marker(view.key), digest_title(view), digest_body(view, sorted(already)))]
+    actions: list[Action] = [
+        UpsertDigest(digest_marker(view.key), digest_title(view), digest_body(view, sorted(already)))
+    ]
     if current is not None:
         late = tuple(o for o in view.owners if o not in already)
         if late:
             actions.append(MentionOwners(late, mention_comment(view, late)))
     else:
         if previous is not None and previous.state == "open":
-            actions.append(ClosePrevious(previous.number, f"The next period's digest is open: it starts {view.key}."))
+            actions.append(
+                ClosePrevious(previous.number, f"The next period's digest is open: it starts {view.key}.")
+            )
         if notify:
             actions.append(Notify(slack_text(view, None)))
     return actions
@@ -223,8 +271,16 @@ def plan(view: DigestView, current: IssueState | None, previous: IssueState | No
 class DigestPort(Protocol):
     def find_issue(self, repo: str, marker: str, *, labels: Sequence[str] = ()) -> Any: ...
 
-    def ensure_issue(self, repo: str, *, marker: str, title: str, body: str, labels: Sequence[str] = (),
-                     reopen: bool = True) -> tuple[Any, bool]: ...
+    def ensure_issue(
+        self,
+        repo: str,
+        *,
+        marker: str,
+        title: str,
+        body: str,
+        labels: Sequence[str] = (),
+        reopen: bool = True,
+    ) -> tuple[Any, bool]: ...
 
     def create_comment(self, repo: str, issue_number: int, body: str) -> Any: ...
 
@@ -234,29 +290,40 @@ class DigestPort(Protocol):
 DIGEST_LABEL = "forksync:digest"
 
 
-def execute(port: DigestPort, repo: str, actions: Sequence[Action], notifier: Callable[[str], None] | None = None) -> int | None:
+def execute(
+    port: DigestPort, repo: str, actions: Sequence[Action], notifier: Callable[[str], None] | None = None
+) -> int | None:
     """Apply the actions in order; returns the digest issue's number."""
     number: int | None = None
     url = ""
     for action in actions:
         if isinstance(action, UpsertDigest):
-            info, _created = port.ensure_issue(repo, marker=action.marker, title=action.title, body=action.body,
-                                               labels=[DIGEST_LABEL])
+            info, _created = port.ensure_issue(
+                repo, marker=action.marker, title=action.title, body=action.body, labels=[DIGEST_LABEL]
+            )
             number, url = info.number, getattr(info, "html_url", "")
             log.info("digest issue #%d of %s: %s", number, repo, "opened" if _created else "edited")
         elif isinstance(action, MentionOwners) and number is not None:
             port.create_comment(repo, number, action.text)
         elif isinstance(action, ClosePrevious):
-            port.close_issue(repo, action.number, comment=action.comment + (f" See #{number}." if number else ""))
+            port.close_issue(
+                repo, action.number, comment=action.comment + (f" See #{number}." if number else "")
+            )
         elif isinstance(action, Notify) and notifier is not None:
             notifier(action.text + (f" <{url}|#{number}>" if url else ""))
     return number
 
 
-def current_issues(port: DigestPort, repo: str, period: Period) -> tuple[IssueState | None, IssueState | None]:
+def current_issues(
+    port: DigestPort, repo: str, period: Period
+) -> tuple[IssueState | None, IssueState | None]:
     def state(key: str) -> IssueState | None:
         info = port.find_issue(repo, digest_marker(key), labels=[DIGEST_LABEL])
-        return IssueState(info.number, info.body or "", info.state, getattr(info, "html_url", "")) if info else None
+        return (
+            IssueState(info.number, info.body or "", info.state, getattr(info, "html_url", ""))
+            if info
+            else None
+        )
 
     return state(period.key), state(period.previous().key)
 
@@ -269,17 +336,31 @@ def codeowners(port: Any, repo: str) -> list[tuple[str, tuple[str, ...]]]:
     return []
 
 
-def run_digest(port: Any, repo: str, config: RepoConfig, *, landed: Sequence[Mapping[str, Any]], feed: ForkFeed | None,
-               now: float, web_url: str = "https://github.com", notifier: Callable[[str], None] | None = None) -> int | None:
+def run_digest(
+    port: Any,
+    repo: str,
+    config: RepoConfig,
+    *,
+    landed: Sequence[Mapping[str, Any]],
+    feed: ForkFeed | None,
+    now: float,
+    web_url: str = "https://github.com",
+    notifier: Callable[[str], None] | None = None,
+) -> int | None:
     """Plan and apply this period's digest of ``repo``; returns the issue number."""
     from workers.engine.pair import normalise_web_url
 
     period = period_of(now, config.digest.every_days, config.digest.weekday)
     rules = [] if config.owners else codeowners(port, repo)
-    view = build_view(repo, period, landed=landed, feed=feed, owners=config.owners, codeowners=rules,
-                      upstream_url=normalise_web_url(config.upstream.url) if config.upstream.url else None,
-                      fork_url=f"{web_url.rstrip('/')}/{repo}")
+    view = build_view(
+        repo,
+        period,
+        landed=landed,
+        feed=feed,
+        owners=config.owners,
+        codeowners=rules,
+        upstream_url=normalise_web_url(config.upstream.url) if config.upstream.url else None,
+        fork_url=f"{web_url.rstrip('/')}/{repo}",
+    )
     current, previous = current_issues(port, repo, period)
     return execute(port, repo, plan(view, current, previous, notify=notifier is not None), notifier)
-
-

@@ -71,9 +71,13 @@ def reset_pair_caches(fork: Repository) -> int:
     return count
 
 
-def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, fork_branch: str, config: RepoConfig) -> EngineOutput:
+def run_engine(
+    upstream: Repository, fork: Repository, upstream_branch: str, fork_branch: str, config: RepoConfig
+) -> EngineOutput:
     reset_pair_caches(fork)
-    pair = open_pair(str(upstream.path), str(fork.path), upstream_branch, fork_branch, notes_ref=config.ledger.notes_ref)
+    pair = open_pair(
+        str(upstream.path), str(fork.path), upstream_branch, fork_branch, notes_ref=config.ledger.notes_ref
+    )
     web_url = normalise_web_url(config.upstream.url) if config.upstream.url else None
     # The fork here is the worker's cache: build_and_record writes the branches and the chain
     # record into it in one atomic push; the executor then pushes them to the real fork.
@@ -89,7 +93,9 @@ def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, for
             base_branch=b.base_branch,
             commits=tuple(_row(ledger, sha) for sha in b.commits),
             plan_id=pid,
-            ejected=tuple(_row(ledger, sha, reasons.get(sha, "failed to apply at build time")) for sha in b.ejected),
+            ejected=tuple(
+                _row(ledger, sha, reasons.get(sha, "failed to apply at build time")) for sha in b.ejected
+            ),
         )
         for b in built.bundles
         if b.commits
@@ -98,9 +104,12 @@ def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, for
         ChainView(
             key=c.id,
             branch=c.branch if c.picks else None,
-            commits=tuple(_row(ledger, sha, reasons.get(sha, "")) for sha in _chain_members(built.open_chains, c.id)),
+            commits=tuple(
+                _row(ledger, sha, reasons.get(sha, "")) for sha in _chain_members(built.open_chains, c.id)
+            ),
             conflicts=c.conflicts,
-            reproduce=c.reproduce or reproduce_command(config, fork_branch, _chain_members(built.open_chains, c.id)),
+            reproduce=c.reproduce
+            or reproduce_command(config, fork_branch, _chain_members(built.open_chains, c.id)),
             plan_id=pid,
             base_branch=c.base_branch,
             carried=len(c.commits),
@@ -137,13 +146,23 @@ def run_engine(upstream: Repository, fork: Repository, upstream_branch: str, for
         urgent=len(urgent),
     )
     return EngineOutput(
-        figures=figures, plan_id=pid, bundles=bundles, chains=chains, upstream_web_url=web_url, urgent=urgent,
+        figures=figures,
+        plan_id=pid,
+        bundles=bundles,
+        chains=chains,
+        upstream_web_url=web_url,
+        urgent=urgent,
         dashboard=_dashboard_facts_or_none(upstream, fork, ledger, bundles, chains),
     )
 
 
-def _dashboard_facts_or_none(upstream: Repository, fork: Repository, ledger: Ledger, bundles: tuple[BundleView, ...],
-                             chains: tuple[ChainView, ...]) -> dict[str, object]:
+def _dashboard_facts_or_none(
+    upstream: Repository,
+    fork: Repository,
+    ledger: Ledger,
+    bundles: tuple[BundleView, ...],
+    chains: tuple[ChainView, ...],
+) -> dict[str, object]:
     """The dashboard is never a reason for an ingest to fail: a problem here is logged, the run goes on."""
     import logging
 
@@ -154,21 +173,38 @@ def _dashboard_facts_or_none(upstream: Repository, fork: Repository, ledger: Led
         return {}
 
 
-def dashboard_facts(upstream: Repository, fork: Repository, ledger: Ledger, bundles: tuple[BundleView, ...],
-                    chains: tuple[ChainView, ...]) -> dict[str, object]:
+def dashboard_facts(
+    upstream: Repository,
+    fork: Repository,
+    ledger: Ledger,
+    bundles: tuple[BundleView, ...],
+    chains: tuple[ChainView, ...],
+) -> dict[str, object]:
     """The ledger facts of the dashboard and the digest: picks, decisions, what landed lately and
     the upstream files each recent or in-flight commit touches (for the area owners)."""
     commits = read_fork_commits(fork, [p.sha for p in ledger.picks])
     # Every pick's upstream files: which picks are new (landed since the last ingest) is known
     # only to the executor, which dates them (workers/jobs/ingestion.landing_times).
-    carried = [u for p in ledger.picks if p.reverted_by is None for u in p.upstream if ledger.entry(u) is not None]
+    carried = [
+        u for p in ledger.picks if p.reverted_by is None for u in p.upstream if ledger.entry(u) is not None
+    ]
     views: list[BundleView | ChainView] = [*bundles, *chains]
     in_flight = [row.sha for view in views for row in view.commits]
     paths = read_paths(upstream, [*carried, *in_flight])
     facts: dict[str, object] = dict(engine_facts(ledger, commits))
     facts["landed"] = landed_changes(ledger, commits, paths, 0.0)
-    facts["commits"] = {view.key: [{"sha": row.sha, "subject": row.subject[:120], "pr": row.pr,
-                                    "paths": list(paths.get(row.sha, ()))} for row in view.commits] for view in views}
+    facts["commits"] = {
+        view.key: [
+            {
+                "sha": row.sha,
+                "subject": row.subject[:120],
+                "pr": row.pr,
+                "paths": list(paths.get(row.sha, ())),
+            }
+            for row in view.commits
+        ]
+        for view in views
+    }
     return facts
 
 
@@ -197,4 +233,6 @@ def _resolution_section(resolved: Resolved) -> str:
 
     if isinstance(resolved.outcome, ResolveOutcome):
         return conflict_resolution_section(resolved.outcome, with_details=False)
-    return resolution_notes(resolved.commit, tuple((e.path, e.action, e.reason) for e in resolved.outcome.entries))
+    return resolution_notes(
+        resolved.commit, tuple((e.path, e.action, e.reason) for e in resolved.outcome.entries)
+    )

@@ -51,9 +51,17 @@ def plan(
         users = tuple(dict.fromkeys(o for o in everyone if "/" not in o))
         teams = tuple(dict.fromkeys(o.split("/", 1)[1] for o in everyone if "/" in o))
         assert item.number is not None  # ready() passes PRs only
-        out.append(HeadsUp(item.number, users, teams, heads_up_marker(item.key),
-                           heads_up_body(item.key, {k: (v[0], v[1]) for k, v in areas.items()}, upstream_url,
-                                         kind=item.kind)))
+        out.append(
+            HeadsUp(
+                item.number,
+                users,
+                teams,
+                heads_up_marker(item.key),
+                heads_up_body(
+                    item.key, {k: (v[0], v[1]) for k, v in areas.items()}, upstream_url, kind=item.kind
+                ),
+            )
+        )
     return out
 
 

@@ -171,8 +171,18 @@ class PostCheck:
     summary: str
 
 
-Action = (PushRefs | OpenPull | EditPull | Comment | RequestReview | ClosePull | DeleteBranches | UpsertIssue
-          | CloseIssue | PostCheck)
+Action = (
+    PushRefs
+    | OpenPull
+    | EditPull
+    | Comment
+    | RequestReview
+    | ClosePull
+    | DeleteBranches
+    | UpsertIssue
+    | CloseIssue
+    | PostCheck
+)
 
 
 @dataclass
@@ -213,7 +223,9 @@ def plan(facts: IngestFacts) -> list[Action]:
         out.add(DeleteBranches(tuple(stale)))
     for chain_id in sorted(facts.chains_closed):
         out.add(CloseIssue(marker("chain", chain_id), chain_done_comment(facts.plan_id), chain=chain_id))
-    out.add(PostCheck(facts.trunk_head, facts.check_title, facts.check_summary))  # last: it reports a finished run
+    out.add(
+        PostCheck(facts.trunk_head, facts.check_title, facts.check_summary)
+    )  # last: it reports a finished run
     return out.actions
 
 
@@ -232,20 +244,33 @@ def _pull(out: _Plan, facts: IngestFacts, w: Wanted) -> None:
         return
     retarget = found.base != w.base
     body = carry_split_section(found.body, w.body)  # the L1 split's section stays (docs/l1.md)
-    out.add(EditPull(
-        w.key, w.kind, found.number, found.url, w.title, w.commits,
-        new_title=w.title if w.title != found.title else None,
-        new_body=body if body != found.body else None,
-        base=w.base if retarget else None,
-    ))
+    out.add(
+        EditPull(
+            w.key,
+            w.kind,
+            found.number,
+            found.url,
+            w.title,
+            w.commits,
+            new_title=w.title if w.title != found.title else None,
+            new_body=body if body != found.body else None,
+            base=w.base if retarget else None,
+        )
+    )
     before = facts.heads_before.get(w.head)
     moved = before is not None and w.head_sha is not None and before != w.head_sha
     if retarget:
         out.add(Comment(found.number, retarget_note(w.head, found.base, w.base)))
     if moved and (found.approvers or found.running):
         assert before is not None and w.head_sha is not None
-        out.add(Comment(found.number, force_push_note(w.head, before, w.head_sha, facts.trunk, found.approvers,
-                                                      found.running, facts.plan_id)))
+        out.add(
+            Comment(
+                found.number,
+                force_push_note(
+                    w.head, before, w.head_sha, facts.trunk, found.approvers, found.running, facts.plan_id
+                ),
+            )
+        )
         if found.approvers:
             out.add(RequestReview(found.number, found.approvers))
 
@@ -260,12 +285,25 @@ def approvers(reviews: Sequence[tuple[str, str, str | None]], head_sha: str | No
     for user, state, commit in reviews:
         if state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
             latest[user] = (state, commit)
-    return tuple(sorted(user for user, (state, commit) in latest.items()
-                        if state == "APPROVED" and (commit is None or head_sha is None or commit == head_sha)))
+    return tuple(
+        sorted(
+            user
+            for user, (state, commit) in latest.items()
+            if state == "APPROVED" and (commit is None or head_sha is None or commit == head_sha)
+        )
+    )
 
 
 def running_l1(checks: Sequence[tuple[str, str, str]], head_sha: str | None) -> tuple[str, ...]:
     """The L1 check runs (``forksync / L1``, pools included) queued or in progress on ``head_sha``."""
-    return tuple(sorted({name for name, status, sha in checks
-                         if name.startswith(L1_CHECK) and status in ("queued", "in_progress")
-                         and (head_sha is None or sha == head_sha)}))
+    return tuple(
+        sorted(
+            {
+                name
+                for name, status, sha in checks
+                if name.startswith(L1_CHECK)
+                and status in ("queued", "in_progress")
+                and (head_sha is None or sha == head_sha)
+            }
+        )
+    )

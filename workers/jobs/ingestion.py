@@ -197,7 +197,10 @@ def ingest_repository(env: IngestEnv, repo: str, *, max_commits: int | None = No
     fork_url = settings.map_url(gh.clone_url(repo))
     # The lock covers everything up to the last GitHub write: two ingests of one fork never race
     # (a second waits, then finds the PRs and issues the first made).
-    with env.state.lock(f"ingest:{repo}", ttl_s=settings.lock_ttl_s, wait_s=2.0), env.caches.open(f"fork:{repo}") as fork:
+    with (
+        env.state.lock(f"ingest:{repo}", ttl_s=settings.lock_ttl_s, wait_s=2.0),
+        env.caches.open(f"fork:{repo}") as fork,
+    ):
         trunk_head, config = fork_state(env, repo, fork, fork_url, token, max_commits)
         stop = config if isinstance(config, Stop) else None
         if isinstance(config, RepoConfig):
@@ -212,8 +215,14 @@ def ingest_repository(env: IngestEnv, repo: str, *, max_commits: int | None = No
                 log.warning("ingest %s failed: %s", repo, exc.one_line())
         if stop is not None:
             report = IngestReport(repo, stop.status)
-            posted = gh.check_run(repo, name=CHECK_NAME, head_sha=trunk_head, conclusion=stop.conclusion,
-                                  title=stop.title, summary=stop.summary)
+            posted = gh.check_run(
+                repo,
+                name=CHECK_NAME,
+                head_sha=trunk_head,
+                conclusion=stop.conclusion,
+                title=stop.title,
+                summary=stop.summary,
+            )
             report.check = {"id": posted.number, "conclusion": stop.conclusion, "title": stop.title}
     report.seconds = time.monotonic() - started
     if stop is None or stop.status == "error":
@@ -236,7 +245,9 @@ def fork_state(
     try:
         config = read_config(fork, trunk_default)
     except ConfigError as exc:
-        title, summary = config_error_summary(exc.one_line(), exc.source, exc.line, _config_line(fork, trunk_default, exc.line))
+        title, summary = config_error_summary(
+            exc.one_line(), exc.source, exc.line, _config_line(fork, trunk_default, exc.line)
+        )
         return trunk_head, Stop("config_error", "failure", title, summary)
     if config.fork.branch != trunk_default:
         env.caches.fetch(fork, fork_url, fork_refspecs(config.fork.branch), token)
@@ -250,8 +261,12 @@ def fork_state(
         return trunk_head, Stop("no_upstream", "action_required", *no_upstream_summary(CONFIG_PATH))
     if max_commits is not None:
         if max_commits < 1:
-            raise ForksyncError(f"max_commits must be at least 1, not {max_commits}", "pass /bundle max=N with N >= 1")
-        config = dataclasses.replace(config, bundle=dataclasses.replace(config.bundle, max_commits=max_commits))
+            raise ForksyncError(
+                f"max_commits must be at least 1, not {max_commits}", "pass /bundle max=N with N >= 1"
+            )
+        config = dataclasses.replace(
+            config, bundle=dataclasses.replace(config.bundle, max_commits=max_commits)
+        )
     return trunk_head, config
 
 
@@ -262,8 +277,15 @@ def refresh_dashboard(env: IngestEnv, repo: str, config: RepoConfig) -> None:
     from workers.jobs.dashboard_feed import refresh
 
     try:
-        refresh(env.settings, env.state, open_feed_store(env.settings.bot.database_url, env.settings.data_dir),
-                repo, config, github=env.github, notifier=notifier_for(config.digest.notify_url, repo))
+        refresh(
+            env.settings,
+            env.state,
+            open_feed_store(env.settings.bot.database_url, env.settings.data_dir),
+            repo,
+            config,
+            github=env.github,
+            notifier=notifier_for(config.digest.notify_url, repo),
+        )
     except Exception:
         log.exception("dashboard feed of %s not refreshed", repo)
 
@@ -275,7 +297,13 @@ def retry_after_of(exc: BaseException) -> float | None:
 
 
 def _plan_and_apply(
-    env: IngestEnv, repo: str, config: RepoConfig, fork: Repository, fork_url: str, token: str | None, trunk_head: str
+    env: IngestEnv,
+    repo: str,
+    config: RepoConfig,
+    fork: Repository,
+    fork_url: str,
+    token: str | None,
+    trunk_head: str,
 ) -> IngestReport:
     """Steps 2-4 of the loop (module docstring), under the caller's repository lock: run the
     engine, read what GitHub has for the branches it built, plan (``ingest_plan.plan``), execute."""
@@ -287,8 +315,16 @@ def _plan_and_apply(
         branch = config.upstream.branch
         env.caches.fetch(upstream, upstream_url, [f"+refs/heads/{branch}:refs/heads/{branch}"])
         output = env.engine(upstream, fork, branch, config.fork.branch, config)
-    facts = gather(env.github, repo, config, fork, trunk_head, output, heads_before,
-                   chains_before - recorded_chain_ids(fork))
+    facts = gather(
+        env.github,
+        repo,
+        config,
+        fork,
+        trunk_head,
+        output,
+        heads_before,
+        chains_before - recorded_chain_ids(fork),
+    )
     report = IngestReport(repo, "ingested", figures=run_figures(output))
     execute(env.github, repo, fork, fork_url, token, plan(facts), report)
     from core.dashboard.store import open_feed_store
@@ -311,26 +347,71 @@ def wanted_of(config: RepoConfig, fork: Repository, output: EngineOutput) -> tup
 
     for u in output.urgent:
         if u.branch is not None:
-            out.append(Wanted("urgent", u.key, urgent_title(u), urgent_body(u, web), 1, u.branch, u.base_branch,
-                              head_of(u.branch)))
+            out.append(
+                Wanted(
+                    "urgent",
+                    u.key,
+                    urgent_title(u),
+                    urgent_body(u, web),
+                    1,
+                    u.branch,
+                    u.base_branch,
+                    head_of(u.branch),
+                )
+            )
         else:
             out.append(Wanted("urgent", u.key, urgent_title(u), urgent_body(u, web), 1))
     for b in output.bundles:
-        out.append(Wanted("bundle", b.key, bundle_title(b), bundle_body(b, web), len(b.commits), b.branch,
-                          b.base_branch, head_of(b.branch)))
+        out.append(
+            Wanted(
+                "bundle",
+                b.key,
+                bundle_title(b),
+                bundle_body(b, web),
+                len(b.commits),
+                b.branch,
+                b.base_branch,
+                head_of(b.branch),
+            )
+        )
     for c in output.chains:
         if config.bundle.chain_prs and c.branch is not None and c.carried:
-            out.append(Wanted("chain", c.key, chain_pr_title(c), chain_pr_body(c, web), len(c.commits), c.branch,
-                              c.base_branch, head_of(c.branch), c.stopped_at))
+            out.append(
+                Wanted(
+                    "chain",
+                    c.key,
+                    chain_pr_title(c),
+                    chain_pr_body(c, web),
+                    len(c.commits),
+                    c.branch,
+                    c.base_branch,
+                    head_of(c.branch),
+                    c.stopped_at,
+                )
+            )
         else:
-            out.append(Wanted("chain", c.key, chain_title(c), chain_body(c, web), len(c.commits),
-                              stopped_at=c.stopped_at))
+            out.append(
+                Wanted(
+                    "chain",
+                    c.key,
+                    chain_title(c),
+                    chain_body(c, web),
+                    len(c.commits),
+                    stopped_at=c.stopped_at,
+                )
+            )
     return tuple(out)
 
 
 def gather(
-    gh: IngestGitHub, repo: str, config: RepoConfig, fork: Repository, trunk_head: str, output: EngineOutput,
-    heads_before: dict[str, str], chains_closed: set[str],
+    gh: IngestGitHub,
+    repo: str,
+    config: RepoConfig,
+    fork: Repository,
+    trunk_head: str,
+    output: EngineOutput,
+    heads_before: dict[str, str],
+    chains_closed: set[str],
 ) -> IngestFacts:
     """The planner's facts: what to show, and the open PR of each branch (found by head, whatever
     its base). Reviews and checks are read only for PRs whose branch this run moves."""
@@ -347,15 +428,31 @@ def gather(
         approved: tuple[str, ...] = ()
         running: tuple[str, ...] = ()
         if moved:
-            approved = approvers([(r.user, r.state, r.commit_id) for r in gh.pull_reviews(repo, info.number)], before)
-            running = running_l1([(c.name, c.status, c.head_sha) for c in gh.check_runs(repo, before or "")], before)
-        pulls[w.head] = PullFacts(info.number, w.head, info.base_ref, info.html_url, info.title, info.body,
-                                  approved, running)
+            approved = approvers(
+                [(r.user, r.state, r.commit_id) for r in gh.pull_reviews(repo, info.number)], before
+            )
+            running = running_l1(
+                [(c.name, c.status, c.head_sha) for c in gh.check_runs(repo, before or "")], before
+            )
+        pulls[w.head] = PullFacts(
+            info.number, w.head, info.base_ref, info.html_url, info.title, info.body, approved, running
+        )
     pushed = tuple(w.head for w in wanted if w.head)
     pushed += tuple(c.branch for c in output.chains if c.branch and c.branch not in pushed)
     title, summary = ingestion_summary(output.figures)
-    return IngestFacts(repo, config.fork.branch, trunk_head, output.plan_id, wanted, pulls,
-                       {b: sha for b, sha in heads_before.items()}, pushed, title, summary, tuple(sorted(chains_closed)))
+    return IngestFacts(
+        repo,
+        config.fork.branch,
+        trunk_head,
+        output.plan_id,
+        wanted,
+        pulls,
+        {b: sha for b, sha in heads_before.items()},
+        pushed,
+        title,
+        summary,
+        tuple(sorted(chains_closed)),
+    )
 
 
 def run_figures(output: EngineOutput) -> dict[str, Any]:
@@ -374,24 +471,42 @@ def run_figures(output: EngineOutput) -> dict[str, Any]:
     }
 
 
-def execute(gh: IngestGitHub, repo: str, fork: Repository, fork_url: str, token: str | None,
-            actions: list[Action], report: IngestReport) -> None:
+def execute(
+    gh: IngestGitHub,
+    repo: str,
+    fork: Repository,
+    fork_url: str,
+    token: str | None,
+    actions: list[Action],
+    report: IngestReport,
+) -> None:
     """Apply the planner's actions in order, recording in ``report`` what was posted and closed."""
     opened: dict[str, str] = {}  # head → URL of the PR opened this run
     for action in actions:
         if isinstance(action, PushRefs):
             push_bot_refs(fork, fork_url, token, action.branches)
         elif isinstance(action, OpenPull):
-            posted = gh.open_pull(repo, head=action.head, base=action.base, title=action.title, body=action.body)
+            posted = gh.open_pull(
+                repo, head=action.head, base=action.base, title=action.title, body=action.body
+            )
             opened[action.head] = posted.url
             report.pulls.append(_posted(posted, action.key, action.title, action.commits))
-            log.info("%s PR #%d opened: %d commits (%s)", action.kind, posted.number, action.commits, action.head)
+            log.info(
+                "%s PR #%d opened: %d commits (%s)", action.kind, posted.number, action.commits, action.head
+            )
         elif isinstance(action, EditPull):
             posted = Posted(action.number, action.url, False)
             if action.new_title is not None or action.new_body is not None or action.base is not None:
-                posted = gh.edit_pull(repo, action.number, title=action.new_title, body=action.new_body, base=action.base)
+                posted = gh.edit_pull(
+                    repo, action.number, title=action.new_title, body=action.new_body, base=action.base
+                )
             report.pulls.append(_posted(posted, action.key, action.title, action.commits))
-            log.info("%s PR #%d updated%s", action.kind, action.number, f", re-targeted to {action.base}" if action.base else "")
+            log.info(
+                "%s PR #%d updated%s",
+                action.kind,
+                action.number,
+                f", re-targeted to {action.base}" if action.base else "",
+            )
         elif isinstance(action, Comment):
             gh.comment(repo, action.number, action.body)
         elif isinstance(action, RequestReview):
@@ -404,7 +519,9 @@ def execute(gh: IngestGitHub, repo: str, fork: Repository, fork_url: str, token:
             if number is not None:
                 report.closed.append({"kind": "pull", "number": number, "branch": action.head})
         elif isinstance(action, DeleteBranches):
-            remote_git(fork, token, "push", "--quiet", "--no-verify", "--delete", "--", fork_url, *action.branches)
+            remote_git(
+                fork, token, "push", "--quiet", "--no-verify", "--delete", "--", fork_url, *action.branches
+            )
         elif isinstance(action, CloseIssue):
             comment = action.comment
             if action.pull_of is not None:
@@ -413,10 +530,20 @@ def execute(gh: IngestGitHub, repo: str, fork: Repository, fork_url: str, token:
             if number is not None:
                 report.closed.append({"kind": "issue", "number": number, "chain": action.chain})
         elif isinstance(action, PostCheck):
-            posted = gh.check_run(repo, name=CHECK_NAME, head_sha=action.head_sha, conclusion="success",
-                                  title=action.title, summary=action.summary)
-            report.check = {"id": posted.number, "conclusion": "success", "title": action.title,
-                            "head_sha": action.head_sha}
+            posted = gh.check_run(
+                repo,
+                name=CHECK_NAME,
+                head_sha=action.head_sha,
+                conclusion="success",
+                title=action.title,
+                summary=action.summary,
+            )
+            report.check = {
+                "id": posted.number,
+                "conclusion": "success",
+                "title": action.title,
+                "head_sha": action.head_sha,
+            }
 
 
 def landing_times(facts: dict[str, Any], previous: dict[str, Any], now: float) -> dict[str, Any]:
@@ -442,7 +569,9 @@ def landing_times(facts: dict[str, Any], previous: dict[str, Any], now: float) -
     return {**facts, "landed": landed, "landed_at": seen}
 
 
-def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: IngestReport, gh: IngestGitHub) -> dict[str, Any]:
+def feed_facts(
+    repo: str, fork: Repository, output: EngineOutput, report: IngestReport, gh: IngestGitHub
+) -> dict[str, Any]:
     """What this run knows for the dashboard: the engine's ledger facts and what is in flight."""
     posted = {item["key"]: item for item in [*report.pulls, *report.issues]}
     as_pull = {item["key"] for item in report.pulls}  # a built chain is a PR too (bundle.chain_prs)
@@ -450,11 +579,20 @@ def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: Ingest
 
     def add(kind: str, key: str, size: int, branch: str | None, conflicts: tuple[str, ...]) -> None:
         item = posted.get(key, {})
-        items.append({"kind": kind, "key": key, "title": item.get("title", key), "number": item.get("number"),
-                      "url": item.get("url"), "size": size, "conflicts": list(conflicts),
-                      "commits": output.dashboard.get("commits", {}).get(key, []),
-                      "pull": branch is not None and (kind != "chain" or key in as_pull),
-                      "head_sha": fork.rev_parse(f"refs/heads/{branch}") if branch else None})
+        items.append(
+            {
+                "kind": kind,
+                "key": key,
+                "title": item.get("title", key),
+                "number": item.get("number"),
+                "url": item.get("url"),
+                "size": size,
+                "conflicts": list(conflicts),
+                "commits": output.dashboard.get("commits", {}).get(key, []),
+                "pull": branch is not None and (kind != "chain" or key in as_pull),
+                "head_sha": fork.rev_parse(f"refs/heads/{branch}") if branch else None,
+            }
+        )
 
     for u in output.urgent:
         add("urgent", u.key, 1, u.branch, u.conflicts)
@@ -475,8 +613,11 @@ def feed_facts(repo: str, fork: Repository, output: EngineOutput, report: Ingest
 def bot_branches(fork: Repository) -> dict[str, str]:
     """The bundle, chain and urgent branches the fork has now (names without ``refs/heads/``) → heads."""
     out = fork.text(
-        "for-each-ref", "--format=%(refname:lstrip=2) %(objectname)",
-        "refs/heads/forksync/bundle/", "refs/heads/forksync/chain/", "refs/heads/forksync/urgent/",
+        "for-each-ref",
+        "--format=%(refname:lstrip=2) %(objectname)",
+        "refs/heads/forksync/bundle/",
+        "refs/heads/forksync/chain/",
+        "refs/heads/forksync/urgent/",
     )
     return dict(line.split(" ", 1) for line in out.splitlines() if line)
 
@@ -497,23 +638,45 @@ def push_bot_refs(fork: Repository, fork_url: str, token: str | None, branches: 
     specs = []
     for branch in branches:
         if not branch.startswith(BOT_BRANCH_PREFIX):
-            raise ForksyncError(f"refusing to push {branch}: not a forksync/ branch", "this is a bug; report it")
+            raise ForksyncError(
+                f"refusing to push {branch}: not a forksync/ branch", "this is a bug; report it"
+            )
         if fork.rev_parse(f"refs/heads/{branch}") is None:
-            raise ForksyncError(f"the engine did not write {branch} into the fork cache", "this is a bug; report it")
+            raise ForksyncError(
+                f"the engine did not write {branch} into the fork cache", "this is a bug; report it"
+            )
         specs.append(f"+refs/heads/{branch}:refs/heads/{branch}")
     if specs:
         remote_git(fork, token, "push", "--quiet", "--no-verify", "--", fork_url, *specs)
     notes = fork.text("for-each-ref", "--format=%(refname)", "refs/notes/", "refs/forksync/")
     if notes:
         try:
-            remote_git(fork, token, "push", "--quiet", "--no-verify", "--", fork_url, *[f"{ref}:{ref}" for ref in notes.splitlines()])
+            remote_git(
+                fork,
+                token,
+                "push",
+                "--quiet",
+                "--no-verify",
+                "--",
+                fork_url,
+                *[f"{ref}:{ref}" for ref in notes.splitlines()],
+            )
         except GitError as exc:
             # Someone recorded a decision meanwhile: our notes are stale. Rerun from fresh state
             # (retryable: the task runs again after a short backoff and re-reads everything).
             from core.github.errors import RetryableGitHubError
 
-            raise RetryableGitHubError(f"the fork's decision notes or chain record moved during ingestion ({exc.problem})", 0.0) from None
+            raise RetryableGitHubError(
+                f"the fork's decision notes or chain record moved during ingestion ({exc.problem})", 0.0
+            ) from None
 
 
 def _posted(posted: Posted, key: str, title: str, commits: int) -> dict[str, Any]:
-    return {"number": posted.number, "url": posted.url, "created": posted.created, "key": key, "title": title, "commits": commits}
+    return {
+        "number": posted.number,
+        "url": posted.url,
+        "created": posted.created,
+        "key": key,
+        "title": title,
+        "commits": commits,
+    }

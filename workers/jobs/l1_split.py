@@ -96,8 +96,16 @@ def split_bundle(
             if built is None:
                 seen[key] = plan.targets  # unbuildable without what it leaves out: as bad as the failure
             else:
-                run = run_l1_for_ref(cache.path, built, config, data_dir=data_dir, suite_names=plan.suites,
-                                     base_ref=merge_base, results=results, infra_retries=0)
+                run = run_l1_for_ref(
+                    cache.path,
+                    built,
+                    config,
+                    data_dir=data_dir,
+                    suite_names=plan.suites,
+                    base_ref=merge_base,
+                    results=results,
+                    infra_retries=0,
+                )
                 seen[key] = failing_test_ids(run)
         return seen[key]
 
@@ -120,15 +128,24 @@ def split_bundle(
             # bundle builder makes for this bundle without them, so the ingest's rebuild agrees.
             rebuilt_head = build_subset(cache, merge_base, remaining)
             if rebuilt_head is None:
-                not_rebuilt = "the remaining commits conflict without the ejected ones: the next ingest replans them"
+                not_rebuilt = (
+                    "the remaining commits conflict without the ejected ones: the next ingest replans them"
+                )
             else:
                 push(rebuilt_head)
     rebuilt = False
     if rebuild is not None and ejected:
         rebuild()
         rebuilt = True
-    log.info("L1 split %s#%d: %d commit(s), culprits %s in %d run(s), rebuilt %s", repo, pr, len(commits),
-             [c.fork_sha[:12] for c in culprits], len(result.runs), (rebuilt_head or "no")[:12])
+    log.info(
+        "L1 split %s#%d: %d commit(s), culprits %s in %d run(s), rebuilt %s",
+        repo,
+        pr,
+        len(commits),
+        [c.fork_sha[:12] for c in culprits],
+        len(result.runs),
+        (rebuilt_head or "no")[:12],
+    )
     return SplitOutcome(result, tuple(culprits), len(commits), rebuilt, rebuilt_head, not_rebuilt)
 
 
@@ -144,8 +161,13 @@ def chain_ejector(config: RepoConfig, upstream_location: str, fork_location: str
 
         try:
             with git_auth(token, fork_location):
-                pair = open_pair(upstream_location, fork_location, config.upstream.branch, config.fork.branch,
-                                 notes_ref=config.ledger.notes_ref)
+                pair = open_pair(
+                    upstream_location,
+                    fork_location,
+                    config.upstream.branch,
+                    config.fork.branch,
+                    notes_ref=config.ledger.notes_ref,
+                )
                 record = move_commit(pair, config, upstream_sha, "add", detail=reason)
         except ForksyncError as exc:
             log.warning("L1 split: could not eject %s: %s", upstream_sha[:12], exc)

@@ -45,8 +45,9 @@ RECENT_S = 7 * 24 * 3600
 WEBHOOK_LAG_S = 300
 
 
-def run_l1_watchdog(store: Store, github_for: Callable[[int], GitHubPort], *, trunk_silent_s: float,
-                    now: float | None = None) -> list[Action]:
+def run_l1_watchdog(
+    store: Store, github_for: Callable[[int], GitHubPort], *, trunk_silent_s: float, now: float | None = None
+) -> list[Action]:
     """One watchdog pass; returns the actions it took (checks already completed are just forgotten)."""
     now = time.time() if now is None else now
     pending = PendingChecks(store)
@@ -61,7 +62,7 @@ def run_l1_watchdog(store: Store, github_for: Callable[[int], GitHubPort], *, tr
     for name in series.names(TRUNK_PUSH_SERIES):
         points = series.series(name, limit=200)
         if points:
-            repo = name[len(TRUNK_PUSH_SERIES):]
+            repo = name[len(TRUNK_PUSH_SERIES) :]
             points_of[repo] = points
             repos.setdefault(repo, int(points[-1].get("installation_id") or 0))
     unchecked: list[UncheckedHead] = []
@@ -93,27 +94,46 @@ def run_l1_watchdog(store: Store, github_for: Callable[[int], GitHubPort], *, tr
                 concluded[(action.head.repo, action.head.head_sha)] = created
                 done.append(action)
         elif isinstance(action, ReportQueue):
-            checks = [(c, concluded[(c.repo, c.head_sha)]) for c in action.checks if (c.repo, c.head_sha) in concluded]
+            checks = [
+                (c, concluded[(c.repo, c.head_sha)])
+                for c in action.checks
+                if (c.repo, c.head_sha) in concluded
+            ]
             if checks:
                 title, body = render.stale_queue_issue(
-                    action.queue, [(c.repo, cid, c.head_sha, (now - c.started_at) / 60) for c, cid in checks])
+                    action.queue, [(c.repo, cid, c.head_sha, (now - c.started_at) / 60) for c, cid in checks]
+                )
                 github_for(action.installation_id).ensure_issue(
-                    action.repo, marker=marker("infra-queue", action.queue), title=title, body=body,
-                    labels=[INFRA_LABEL])
+                    action.repo,
+                    marker=marker("infra-queue", action.queue),
+                    title=title,
+                    body=body,
+                    labels=[INFRA_LABEL],
+                )
                 done.append(action)
         elif isinstance(action, ReportTrunkSilent):
-            recorded = (datetime.fromtimestamp(action.last_recorded_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
-                        if action.last_recorded_at else None)
-            title, body = render.trunk_silent_issue(action.push.repo, action.push.sha, action.waited_s / 60, recorded)
+            recorded = (
+                datetime.fromtimestamp(action.last_recorded_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+                if action.last_recorded_at
+                else None
+            )
+            title, body = render.trunk_silent_issue(
+                action.push.repo, action.push.sha, action.waited_s / 60, recorded
+            )
             github_for(action.push.installation_id).ensure_issue(
-                action.push.repo, marker=marker("infra-trunk-silent", action.push.repo), title=title, body=body,
-                labels=[INFRA_LABEL])
+                action.push.repo,
+                marker=marker("infra-trunk-silent", action.push.repo),
+                title=title,
+                body=body,
+                labels=[INFRA_LABEL],
+            )
             done.append(action)
     return done
 
 
-def _unchecked_heads(github: GitHubPort, repo: str, installation_id: int, config: RepoConfig,
-                     now: float, since: float) -> list[UncheckedHead]:
+def _unchecked_heads(
+    github: GitHubPort, repo: str, installation_id: int, config: RepoConfig, now: float, since: float
+) -> list[UncheckedHead]:
     """The open PR heads of ``repo`` changed since ``since`` and past their deadline with no
     ``forksync / L1`` check run (one listing of the open PRs, then one check-run read per PR
     past its deadline)."""
@@ -124,39 +144,73 @@ def _unchecked_heads(github: GitHubPort, repo: str, installation_id: int, config
             continue  # unknown, or recent: its job may still be on its way
         if pull.updated_at < since:
             continue  # last changed before its webhooks reached us (installed since): no job was ever due
-        if any(r.head_sha == pull.head_sha for r in github.list_check_runs(repo, pull.head_sha, name=render.L1_CHECK)):
+        if any(
+            r.head_sha == pull.head_sha
+            for r in github.list_check_runs(repo, pull.head_sha, name=render.L1_CHECK)
+        ):
             continue
-        found.append(UncheckedHead(repo, pull.number, pull.head_sha, installation_id, pull.updated_at,
-                                   pull.updated_at + wait_s))
+        found.append(
+            UncheckedHead(
+                repo, pull.number, pull.head_sha, installation_id, pull.updated_at, pull.updated_at + wait_s
+            )
+        )
     return found
 
 
 def _create_timed_out(github: GitHubPort, action: ConcludeNeverStarted) -> int | None:
     """Create the missing check concluded ``timed_out`` (None: one appeared meanwhile)."""
     head = action.head
-    if any(r.head_sha == head.head_sha for r in github.list_check_runs(head.repo, head.head_sha, name=render.L1_CHECK)):
+    if any(
+        r.head_sha == head.head_sha
+        for r in github.list_check_runs(head.repo, head.head_sha, name=render.L1_CHECK)
+    ):
         return None
     check = github.create_check_run(
-        head.repo, name=render.L1_CHECK, head_sha=head.head_sha, status="completed", conclusion="timed_out",
-        output=CheckOutput(render.never_started_title(action.queue), f"{marker('l1', head.head_sha)}\n{action.reason}"),
-        external_id=f"{PR_EXTERNAL_ID}{head.number}")
-    log.warning("L1 watchdog: %s#%d head %s never got an L1 check; concluded timed_out", head.repo, head.number,
-                head.head_sha[:12])
+        head.repo,
+        name=render.L1_CHECK,
+        head_sha=head.head_sha,
+        status="completed",
+        conclusion="timed_out",
+        output=CheckOutput(
+            render.never_started_title(action.queue), f"{marker('l1', head.head_sha)}\n{action.reason}"
+        ),
+        external_id=f"{PR_EXTERNAL_ID}{head.number}",
+    )
+    log.warning(
+        "L1 watchdog: %s#%d head %s never got an L1 check; concluded timed_out",
+        head.repo,
+        head.number,
+        head.head_sha[:12],
+    )
     return check.id
 
 
 def _conclude(github: GitHubPort, action: ConcludeTimedOut) -> bool:
     """Conclude the check ``timed_out`` unless it completed meanwhile (then False: nothing to do)."""
     check = action.check
-    runs = [r for r in github.list_check_runs(check.repo, check.head_sha, name=render.L1_CHECK)
-            if r.id == check.check_run_id]
+    runs = [
+        r
+        for r in github.list_check_runs(check.repo, check.head_sha, name=render.L1_CHECK)
+        if r.id == check.check_run_id
+    ]
     if not runs or runs[0].status == "completed":
         return False
-    github.update_check_run(check.repo, check.check_run_id, status="completed", conclusion="timed_out",
-                            output=CheckOutput(render.stale_check_title(check.queue),
-                                               f"{marker('l1', check.head_sha)}\n{action.reason}"))
-    log.warning("L1 watchdog: %s check %s on %s timed out waiting on %s", check.repo, check.check_run_id,
-                check.head_sha[:12], check.queue)
+    github.update_check_run(
+        check.repo,
+        check.check_run_id,
+        status="completed",
+        conclusion="timed_out",
+        output=CheckOutput(
+            render.stale_check_title(check.queue), f"{marker('l1', check.head_sha)}\n{action.reason}"
+        ),
+    )
+    log.warning(
+        "L1 watchdog: %s check %s on %s timed out waiting on %s",
+        check.repo,
+        check.check_run_id,
+        check.head_sha[:12],
+        check.queue,
+    )
     return True
 
 

@@ -48,8 +48,14 @@ class L2JobResult:
     message: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        return {"status": self.status, "sha": self.sha, "benchmarks": self.benchmarks, "culprits": self.culprits,
-                "issues": list(self.issues), "message": self.message}
+        return {
+            "status": self.status,
+            "sha": self.sha,
+            "benchmarks": self.benchmarks,
+            "culprits": self.culprits,
+            "issues": list(self.issues),
+            "message": self.message,
+        }
 
 
 def _now() -> str:
@@ -61,7 +67,9 @@ def config_at(cache: Repository, rev: str) -> RepoConfig:
     spec = f"{rev}:{CONFIG_PATH}"
     if not cache.ok("cat-file", "-e", spec):
         return RepoConfig()
-    return load_repo_config(cache.git("show", spec).decode("utf-8", "replace"), f"{CONFIG_PATH} at {rev[:12]}")
+    return load_repo_config(
+        cache.git("show", spec).decode("utf-8", "replace"), f"{CONFIG_PATH} at {rev[:12]}"
+    )
 
 
 def _trunk(cache: Repository, sha: str | None) -> tuple[str | None, RepoConfig]:
@@ -106,20 +114,31 @@ def run_l2_job(
         outcomes = run_trunk(cache, repo, target, config, results, recorded_at=at, only=only)
     issues: list[int] = []
     benches = {b.name: b for b in config.l2.benchmarks}
-    proposals: list[tuple[str, str, int]] = []  # (culprit, subject, tracking issue), proposed once the cache is free
+    proposals: list[
+        tuple[str, str, int]
+    ] = []  # (culprit, subject, tracking issue), proposed once the cache is free
     for outcome in outcomes:
         # Known issues are read again for each outcome: an earlier one may have filed an issue
         # this one updates (the same infrastructure failure).
-        planned = plan_outcome(outcome, benches[outcome.run.benchmark], known_issues(github, repo), at,
-                               config.l2.recover_after)
+        planned = plan_outcome(
+            outcome, benches[outcome.run.benchmark], known_issues(github, repo), at, config.l2.recover_after
+        )
         issues += _apply_outcome(github, repo, results, planned, proposals)
     if proposals:
         # A regression with a culprit gets a real proposed fix: its revert PR (never merged by us).
         with caches.open(cache_key(repo)) as cache:
             tip = cache.rev_parse(f"refs/heads/{config.fork.branch}") or target
             for culprit, subject, number in proposals:
-                propose_revert(github, cache, repo, culprit=culprit, subject=subject,
-                               trunk_branch=config.fork.branch, trunk_sha=tip, issue=number)
+                propose_revert(
+                    github,
+                    cache,
+                    repo,
+                    culprit=culprit,
+                    subject=subject,
+                    trunk_branch=config.fork.branch,
+                    trunk_sha=tip,
+                    issue=number,
+                )
     return L2JobResult(
         "done",
         target,
@@ -129,8 +148,13 @@ def run_l2_job(
     )
 
 
-def _apply_outcome(github: GitHubPort, repo: str, results: ResultStore, actions: list[L2Action],
-                   proposals: list[tuple[str, str, int]]) -> list[int]:
+def _apply_outcome(
+    github: GitHubPort,
+    repo: str,
+    results: ResultStore,
+    actions: list[L2Action],
+    proposals: list[tuple[str, str, int]],
+) -> list[int]:
     """The executor of ``plan_outcome``: the issues touched (in order); revert PRs queued in ``proposals``."""
     touched: list[int] = []
     for action in actions:
@@ -176,8 +200,11 @@ def run_bisect_job(
             return _answer(github, repo, issue_number, f"Cannot bisect `{benchmark}`: {exc.one_line()}")
         bench = next((b for b in config.l2.benchmarks if b.name == benchmark), None) if config else None
         if config is None or bench is None or not good_sha or not bad_sha:
-            why = (f"no L2 benchmark named `{benchmark}` in {CONFIG_PATH}" if config is not None and bench is None
-                   else "no good and bad trunk runs recorded yet; give both commits: `/bisect BENCHMARK GOOD BAD`")
+            why = (
+                f"no L2 benchmark named `{benchmark}` in {CONFIG_PATH}"
+                if config is not None and bench is None
+                else "no good and bad trunk runs recorded yet; give both commits: `/bisect BENCHMARK GOOD BAD`"
+            )
             return _answer(github, repo, issue_number, f"Cannot bisect `{benchmark}`: {why}.")
         bad_runs = [r for r in history if r.sha == bad_sha]
         verdict = None
@@ -186,8 +213,17 @@ def run_bisect_job(
             verdict = judge(bad_runs[-1], before, bench, config.l2.baseline_runs)
         report = bisect_benchmark(cache, bench, good_sha, bad_sha, config, verdict)
     suspects = tuple(SuspectFacts(s.sha, s.subject, s.score, s.files) for s in report.suspects)
-    text = bisect_comment(benchmark, report.good, report.bad, report.culprit, report.culprit_subject, report.runs,
-                          len(report.skipped), report.reason, suspects)
+    text = bisect_comment(
+        benchmark,
+        report.good,
+        report.bad,
+        report.culprit,
+        report.culprit_subject,
+        report.runs,
+        len(report.skipped),
+        report.reason,
+        suspects,
+    )
     return _answer(github, repo, issue_number, text)
 
 
@@ -213,8 +249,10 @@ def run_l3_job(
         # until a maintainer pushes it here (the same rule as L1).
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
         if cache.rev_parse(head_sha) is None:
-            detail = (f"{head_sha[:12]} is not on a branch of {repo}; a maintainer can push it here "
-                      f"and comment /l3 {workload} again")
+            detail = (
+                f"{head_sha[:12]} is not on a branch of {repo}; a maintainer can push it here "
+                f"and comment /l3 {workload} again"
+            )
             return record_run_failure(github, repo, head_sha, workload, _any_config(cache), detail)
         try:
             config = config_at(cache, head_sha)

@@ -31,9 +31,16 @@ LOOKBACK_S = 24 * 3600
 GRACE_S = 5 * 60
 
 
-def recover_commands(store: Store, github_for: Callable[[int], Any], send_task: Callable[[str, dict[str, Any]], None],
-                     *, own_login: str | None, now: float | None = None, lookback_s: float = LOOKBACK_S,
-                     grace_s: float = GRACE_S) -> list[Recover]:
+def recover_commands(
+    store: Store,
+    github_for: Callable[[int], Any],
+    send_task: Callable[[str, dict[str, Any]], None],
+    *,
+    own_login: str | None,
+    now: float | None = None,
+    lookback_s: float = LOOKBACK_S,
+    grace_s: float = GRACE_S,
+) -> list[Recover]:
     """One recovery pass; returns the comments it enqueued. A repository GitHub refuses to list
     (uninstalled, rate limited) is logged and skipped; the next pass tries again."""
     now = time.time() if now is None else now
@@ -50,8 +57,12 @@ def recover_commands(store: Store, github_for: Callable[[int], Any], send_task: 
             log.warning("%s: cannot list recent comments to recover commands: %s", repo, exc)
             continue
         for action in plan(repo, installation_id, comments, own_login=own_login, now=now, grace_s=grace_s):
-            log.info("%s: comment %s on #%s has commands and no reply; answering it now", repo,
-                     action.comment_id, action.issue_number)
+            log.info(
+                "%s: comment %s on #%s has commands and no reply; answering it now",
+                repo,
+                action.comment_id,
+                action.issue_number,
+            )
             send_task(tasknames.ON_COMMENT, action.task_kwargs())
             done.append(action)
     return done

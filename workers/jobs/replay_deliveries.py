@@ -52,8 +52,9 @@ class GiveUp:
     why: str
 
 
-def plan(rows: Sequence[deliveries.Unfinished], *, known_tasks: frozenset[str],
-         max_replays: int = MAX_REPLAYS) -> list[Replay | GiveUp]:
+def plan(
+    rows: Sequence[deliveries.Unfinished], *, known_tasks: frozenset[str], max_replays: int = MAX_REPLAYS
+) -> list[Replay | GiveUp]:
     """What to do with each unfinished delivery past its grace period (rows from ``deliveries.unfinished``)."""
     actions: list[Replay | GiveUp] = []
     for row in rows:
@@ -74,29 +75,51 @@ def plan(rows: Sequence[deliveries.Unfinished], *, known_tasks: frozenset[str],
     return actions
 
 
-def replay_deliveries(store: Store, send_task: Callable[[str, dict[str, Any]], None], *, known_tasks: frozenset[str],
-                      now: float | None = None, grace_s: float = GRACE_S,
-                      max_replays: int = MAX_REPLAYS) -> list[Replay | GiveUp]:
+def replay_deliveries(
+    store: Store,
+    send_task: Callable[[str, dict[str, Any]], None],
+    *,
+    known_tasks: frozenset[str],
+    now: float | None = None,
+    grace_s: float = GRACE_S,
+    max_replays: int = MAX_REPLAYS,
+) -> list[Replay | GiveUp]:
     """One replay pass; returns what it did. A send that fails (broker down) is logged and left
     for the next pass."""
     now = time.time() if now is None else now
     done: list[Replay | GiveUp] = []
-    for action in plan(deliveries.unfinished(store, now - grace_s), known_tasks=known_tasks, max_replays=max_replays):
+    for action in plan(
+        deliveries.unfinished(store, now - grace_s), known_tasks=known_tasks, max_replays=max_replays
+    ):
         if isinstance(action, GiveUp):
-            log.error("delivery %s (%s) is not sent again: %s; redeliver it from the App's advanced settings "
-                      "once the cause is fixed", action.delivery, action.task, action.why)
+            log.error(
+                "delivery %s (%s) is not sent again: %s; redeliver it from the App's advanced settings "
+                "once the cause is fixed",
+                action.delivery,
+                action.task,
+                action.why,
+            )
             deliveries.finish(store, action.delivery, "abandoned", now)
             done.append(action)
             continue
         try:
             send_task(action.task, action.kwargs)
         except Exception as exc:  # kombu/redis raise many types; the next pass tries again
-            log.warning("delivery %s (%s) could not be sent again (%s); the next pass retries",
-                        action.delivery, action.task, type(exc).__name__)
+            log.warning(
+                "delivery %s (%s) could not be sent again (%s); the next pass retries",
+                action.delivery,
+                action.task,
+                type(exc).__name__,
+            )
             continue
         deliveries.mark_replayed(store, action.delivery, now)
-        log.warning("delivery %s (%s) was accepted %.0f s ago and never finished (its message was lost); "
-                    "sent again (attempt %d)", action.delivery, action.task,
-                    now - action.accepted_at, action.attempt)
+        log.warning(
+            "delivery %s (%s) was accepted %.0f s ago and never finished (its message was lost); "
+            "sent again (attempt %d)",
+            action.delivery,
+            action.task,
+            now - action.accepted_at,
+            action.attempt,
+        )
         done.append(action)
     return done

@@ -42,21 +42,46 @@ def build_revert(cache: Repository, culprit: str, onto: str) -> str | None:
     return str(repo.create_commit(None, committer, committer, message, tree, [tip.id]))
 
 
-def propose_revert(github: GitHubPort, cache: Repository, repo: str, *, culprit: str, subject: str,
-                   trunk_branch: str, trunk_sha: str, issue: int) -> int | None:
+def propose_revert(
+    github: GitHubPort,
+    cache: Repository,
+    repo: str,
+    *,
+    culprit: str,
+    subject: str,
+    trunk_branch: str,
+    trunk_sha: str,
+    issue: int,
+) -> int | None:
     """Open (or find) the revert PR of ``culprit`` and link it from ``issue``; the PR number, or
     None when the revert does not apply cleanly on trunk, or a maintainer declined (closed) or
     merged its revert PR already (the issue says which)."""
-    pulls = [RevertPull(p.number, p.state, p.merged)
-             for p in github.pull_requests_from(repo, revert_branch(culprit)) if p.base_ref == trunk_branch]
+    pulls = [
+        RevertPull(p.number, p.state, p.merged)
+        for p in github.pull_requests_from(repo, revert_branch(culprit))
+        if p.base_ref == trunk_branch
+    ]
     action = plan_revert(culprit, subject, trunk_branch, issue, None, pulls)
     note = marker("revert", culprit)
     if isinstance(action, Declined | AlreadyReverted):
-        github.upsert_comment(repo, issue, marker=note, body=f"{note}\n" + (
-            render.revert_declined(culprit, subject, action.pr) if isinstance(action, Declined)
-            else render.revert_merged(culprit, subject, action.pr)))
-        log.info("revert of %s in %s: PR #%d %s; not proposed again", culprit[:12], repo, action.pr,
-                 "declined" if isinstance(action, Declined) else "merged")
+        github.upsert_comment(
+            repo,
+            issue,
+            marker=note,
+            body=f"{note}\n"
+            + (
+                render.revert_declined(culprit, subject, action.pr)
+                if isinstance(action, Declined)
+                else render.revert_merged(culprit, subject, action.pr)
+            ),
+        )
+        log.info(
+            "revert of %s in %s: PR #%d %s; not proposed again",
+            culprit[:12],
+            repo,
+            action.pr,
+            "declined" if isinstance(action, Declined) else "merged",
+        )
         return None
     if isinstance(action, LinkExisting):
         number = action.pr
@@ -64,12 +89,21 @@ def propose_revert(github: GitHubPort, cache: Repository, repo: str, *, culprit:
         assert isinstance(action, OpenRevert)
         sha = build_revert(cache, culprit, trunk_sha)
         if sha is None:
-            github.upsert_comment(repo, issue, marker=note, body=f"{note}\n{render.revert_does_not_apply(culprit, trunk_sha)}")
+            github.upsert_comment(
+                repo, issue, marker=note, body=f"{note}\n{render.revert_does_not_apply(culprit, trunk_sha)}"
+            )
             return None
         github.push_branch(repo, cache, sha, action.branch, force=True)
-        pull, _created = github.ensure_pull_request(repo, head=action.branch, base=action.base, title=action.title, body=(
-            f"{note}\n{render.revert_pr_body(culprit, issue)}"))
+        pull, _created = github.ensure_pull_request(
+            repo,
+            head=action.branch,
+            base=action.base,
+            title=action.title,
+            body=(f"{note}\n{render.revert_pr_body(culprit, issue)}"),
+        )
         number = pull.number
-    github.upsert_comment(repo, issue, marker=note, body=f"{note}\n{render.revert_proposed(culprit, subject, number)}")
+    github.upsert_comment(
+        repo, issue, marker=note, body=f"{note}\n{render.revert_proposed(culprit, subject, number)}"
+    )
     log.info("revert of %s proposed in %s#%s for issue #%d", culprit[:12], repo, number, issue)
     return number

@@ -50,11 +50,17 @@ def check(interpret: bool) -> tuple[bool, str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workers.kernels.canary")
-    parser.add_argument("--interpret", action="store_true", help="check Triton's CPU interpreter instead of a GPU")
+    parser.add_argument(
+        "--interpret", action="store_true", help="check Triton's CPU interpreter instead of a GPU"
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     ok, backend, reason = check(args.interpret)
-    print(json.dumps({"ok": ok, "backend": backend, "reason": reason, "seconds": round(time.monotonic() - started, 3)}))
+    print(
+        json.dumps(
+            {"ok": ok, "backend": backend, "reason": reason, "seconds": round(time.monotonic() - started, 3)}
+        )
+    )
     return 0 if ok else 1
 
 

@@ -25,9 +25,13 @@ def cuda_visible() -> bool:
 def why_no_cuda() -> str:
     """Why torch sees no CUDA device, in words a user can act on."""
     if getattr(torch.version, "cuda", None) is None:
-        hint = " although an NVIDIA device is present (/dev/nvidia0)" if os.path.exists("/dev/nvidia0") else ""
-        return (f"torch {torch.__version__} is a CPU-only build{hint}; install a CUDA build of torch "
-                "to run the pack natively")
+        hint = (
+            " although an NVIDIA device is present (/dev/nvidia0)" if os.path.exists("/dev/nvidia0") else ""
+        )
+        return (
+            f"torch {torch.__version__} is a CPU-only build{hint}; install a CUDA build of torch "
+            "to run the pack natively"
+        )
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
         return "CUDA_VISIBLE_DEVICES is empty"
     return "no CUDA device visible (torch.cuda.is_available() is False)"

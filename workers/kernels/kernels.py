@@ -73,15 +73,29 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
     rows, cols = x.shape
     out = torch.empty_like(x)
     block = triton.next_power_of_2(cols)
-    _layer_norm_kernel[(rows,)](x, weight, bias, out, x.stride(0), cols, eps, BLOCK=block, num_warps=_warps(block))
+    _layer_norm_kernel[(rows,)](
+        x, weight, bias, out, x.stride(0), cols, eps, BLOCK=block, num_warps=_warps(block)
+    )
     return out
 
 
 @triton.jit
 def _matmul_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -91,13 +105,23 @@ def _matmul_kernel(
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, tl.cdiv(K, BK)):
         kk = k0 * BK + rk
-        a = tl.load(a_ptr + rm[:, None] * stride_am + kk[None, :] * stride_ak,
-                    mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + kk[:, None] * stride_bk + rn[None, :] * stride_bn,
-                    mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        a = tl.load(
+            a_ptr + rm[:, None] * stride_am + kk[None, :] * stride_ak,
+            mask=(rm[:, None] < M) & (kk[None, :] < K),
+            other=0.0,
+        )
+        b = tl.load(
+            b_ptr + kk[:, None] * stride_bk + rn[None, :] * stride_bn,
+            mask=(kk[:, None] < K) & (rn[None, :] < N),
+            other=0.0,
+        )
         acc = tl.dot(a, b, acc)
     c = acc.to(c_ptr.dtype.element_ty)
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, c, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    tl.store(
+        c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn,
+        c,
+        mask=(rm[:, None] < M) & (rn[None, :] < N),
+    )
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, block: tuple[int, int, int] = (32, 32, 32)) -> torch.Tensor:
@@ -107,9 +131,21 @@ def matmul(a: torch.Tensor, b: torch.Tensor, block: tuple[int, int, int] = (32, 
     bm, bn, bk = block
     grid = (triton.cdiv(m, bm), triton.cdiv(n, bn))
     _matmul_kernel[grid](
-        a, b, c, m, n, k,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        BM=bm, BN=bn, BK=bk,
+        a,
+        b,
+        c,
+        m,
+        n,
+        k,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        BM=bm,
+        BN=bn,
+        BK=bk,
     )
     return c
 

@@ -19,6 +19,8 @@ def test_layer_norm_matches_torch(dtype: torch.dtype, shape: tuple[int, int]) ->
     w = torch.rand(shape[1], dtype=dtype, device=dev) + 0.5
     b = torch.randn(shape[1], dtype=dtype, device=dev)
     tol = device.ELEMENTWISE[dtype]
-    expected = torch.nn.functional.layer_norm(x.float(), (shape[1],), w.float(), b.float(), eps=1e-5).to(dtype)
+    expected = torch.nn.functional.layer_norm(x.float(), (shape[1],), w.float(), b.float(), eps=1e-5).to(
+        dtype
+    )
     # Normalised values reach a few units: allow a couple of ulps at that magnitude.
     torch.testing.assert_close(layer_norm(x, w, b), expected, atol=tol.atol * 4, rtol=tol.rtol)

@@ -41,4 +41,6 @@ def test_matmul_of_transposed_view_matches_torch(dtype: torch.dtype) -> None:
     a = torch.randn(21, 35, dtype=dtype, device=dev).t()  # non-contiguous: strides matter
     b = torch.randn(21, 13, dtype=dtype, device=dev)
     tol = device.MATMUL[dtype]
-    torch.testing.assert_close(matmul(a, b), (a.double() @ b.double()).to(dtype), atol=tol.atol, rtol=tol.rtol)
+    torch.testing.assert_close(
+        matmul(a, b), (a.double() @ b.double()).to(dtype), atol=tol.atol, rtol=tol.rtol
+    )

@@ -20,4 +20,6 @@ def test_softmax_matches_torch(dtype: torch.dtype, shape: tuple[int, int]) -> No
     out = softmax(x)
     torch.testing.assert_close(out, expected, atol=tol.atol, rtol=tol.rtol)
     # Rows sum to one: a masked-out column leaking -inf or garbage in would break this.
-    torch.testing.assert_close(out.float().sum(dim=1), torch.ones(shape[0], device=x.device), atol=2e-2, rtol=0)
+    torch.testing.assert_close(
+        out.float().sum(dim=1), torch.ones(shape[0], device=x.device), atol=2e-2, rtol=0
+    )

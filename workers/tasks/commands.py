@@ -70,8 +70,11 @@ def answer(settings: WorkerSettings, kwargs: dict[str, Any]) -> Answer | None:
     github = runtime.github_for(settings, int(task.installation_id))
     adapter = getattr(github, "adapter", None)
     if adapter is None:
-        log.warning("%s: this deployment's GitHub view has no adapter (demo mode); comment %s not answered",
-                    task.repo, task.comment_id)
+        log.warning(
+            "%s: this deployment's GitHub view has no adapter (demo mode); comment %s not answered",
+            task.repo,
+            task.comment_id,
+        )
         return None
     services = Services(
         fork_location=lambda repo: settings.map_url(github.clone_url(repo)),
@@ -90,8 +93,13 @@ def answer(settings: WorkerSettings, kwargs: dict[str, Any]) -> Answer | None:
         log.warning("answered-comment index unavailable (%s); reading the thread instead", type(exc).__name__)
         index = None
     return handle(
-        task, adapter, gate_for(settings), default_actions(), services,
-        own_login=own_login, answers=index,
+        task,
+        adapter,
+        gate_for(settings),
+        default_actions(),
+        services,
+        own_login=own_login,
+        answers=index,
     )
 
 
@@ -101,8 +109,13 @@ def answer_comment(**kwargs: Any) -> None:
     answer(_settings(), kwargs)
 
 
-@shared_task(name=tasknames.RECOVER_COMMANDS, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
-             time_limit=tasknames.time_limit_for(tasknames.RECOVER_COMMANDS))
+@shared_task(
+    name=tasknames.RECOVER_COMMANDS,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+    time_limit=tasknames.time_limit_for(tasknames.RECOVER_COMMANDS),
+)
 def recover_commands(self: Any, **_: Any) -> int:
     """Worker start-up and beat: enqueue the comments with commands and no reply (lost deliveries)."""
     from core.github.app import app_for

@@ -21,10 +21,21 @@ from workers.jobs.digest import run_digest
 log = logging.getLogger(__name__)
 
 
-@shared_task(name=tasknames.DIGEST, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
-             time_limit=tasknames.time_limit_for(tasknames.DIGEST))
-def digest(self: Any, installation_id: int | None = None, repo: str | None = None, reason: str = "beat",
-           delivery: str | None = None, **_: Any) -> Any:
+@shared_task(
+    name=tasknames.DIGEST,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+    time_limit=tasknames.time_limit_for(tasknames.DIGEST),
+)
+def digest(
+    self: Any,
+    installation_id: int | None = None,
+    repo: str | None = None,
+    reason: str = "beat",
+    delivery: str | None = None,
+    **_: Any,
+) -> Any:
     """Beat (no arguments): one digest task per installed repository. With ``repo``: refresh its
     digest issue for the current period (idempotent: the issue is found by its marker)."""
     from core.github.app import app_for
@@ -45,19 +56,39 @@ def digest(self: Any, installation_id: int | None = None, repo: str | None = Non
         log.warning("digest of %s skipped: %s", repo, exc.one_line())
         return {"status": "config_error", "message": exc.one_line()}
     feeds = open_feed_store(settings.bot.database_url, settings.data_dir)
-    number = run_digest(adapter, repo, config, landed=feeds.facts(repo).get("landed", []), feed=feeds.get(repo),
-                        now=time.time(), web_url=settings.bot.web_url, notifier=notifier_for(config.digest.notify_url, repo))
+    number = run_digest(
+        adapter,
+        repo,
+        config,
+        landed=feeds.facts(repo).get("landed", []),
+        feed=feeds.get(repo),
+        now=time.time(),
+        web_url=settings.bot.web_url,
+        notifier=notifier_for(config.digest.notify_url, repo),
+    )
     log.info("digest of %s (%s): issue #%s", repo, reason, number)
     return {"status": "done", "issue": number}
 
 
-@shared_task(name=tasknames.NOTIFY, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
-             max_retries=6, time_limit=tasknames.time_limit_for(tasknames.NOTIFY))
+@shared_task(
+    name=tasknames.NOTIFY,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+    max_retries=6,
+    time_limit=tasknames.time_limit_for(tasknames.NOTIFY),
+)
 def notify(self: Any, url: str, text: str, repo: str = "", **_: Any) -> int:
     """POST one message to a fork's notify webhook; retried with backoff, never blocking the loop."""
     try:
         return post(url, payload(text, repo), os.environ.get("FORKSYNC_NOTIFY_SECRET") or None)
     except NotifyRetry as exc:
-        countdown = min(600.0, 5.0 * 2 ** self.request.retries)
-        log.warning("notify webhook of %s not delivered (%s); retry %d in %.0f s", repo, exc, self.request.retries + 1, countdown)
+        countdown = min(600.0, 5.0 * 2**self.request.retries)
+        log.warning(
+            "notify webhook of %s not delivered (%s); retry %d in %.0f s",
+            repo,
+            exc,
+            self.request.retries + 1,
+            countdown,
+        )
         raise self.retry(exc=exc, countdown=countdown) from None

@@ -54,14 +54,25 @@ def ingest(
 
     ``max_commits`` (``/bundle max=N``) overrides ``bundle.max_commits`` for this run only.
     """
-    log.info("ingest %s (installation %s) because %s%s", repo, installation_id, reason, f", delivery {delivery}" if delivery else "")
+    log.info(
+        "ingest %s (installation %s) because %s%s",
+        repo,
+        installation_id,
+        reason,
+        f", delivery {delivery}" if delivery else "",
+    )
     report = ingest_repository(env_for(self, installation_id), repo, max_commits=max_commits)
     log.info("ingest %s: %s in %.2f s", repo, report.status, report.seconds)
     return report.as_json()
 
 
-@shared_task(name=tasknames.POLL_UPSTREAM, bind=True, acks_late=True, reject_on_worker_lost=True,
-             time_limit=tasknames.time_limit_for(tasknames.POLL_UPSTREAM))  # type: ignore[untyped-decorator]
+@shared_task(
+    name=tasknames.POLL_UPSTREAM,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=tasknames.time_limit_for(tasknames.POLL_UPSTREAM),
+)  # type: ignore[untyped-decorator]
 def poll_upstream(self: Any) -> int:
     """Beat: enqueue one ingest per installed repository; returns how many were enqueued."""
     from core.github.app import app_for
@@ -73,8 +84,13 @@ def poll_upstream(self: Any) -> int:
     return count
 
 
-@shared_task(name=tasknames.SNAPSHOT_METRICS, bind=True, acks_late=True, reject_on_worker_lost=True,
-             time_limit=tasknames.time_limit_for(tasknames.SNAPSHOT_METRICS))  # type: ignore[untyped-decorator]
+@shared_task(
+    name=tasknames.SNAPSHOT_METRICS,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=tasknames.time_limit_for(tasknames.SNAPSHOT_METRICS),
+)  # type: ignore[untyped-decorator]
 def snapshot_metrics(self: Any) -> int:
     """Beat: record each repository's latest figures as a point of its time series.
 
@@ -108,38 +124,63 @@ def refresh_feed(settings: Any, state: Any, app: Any, installation: int, repo: s
     try:
         adapter = app.adapter(installation)
         config = load_repo_config(adapter.read_file(repo, CONFIG_PATH) or "", CONFIG_PATH)
-        refresh(settings, state, open_feed_store(settings.bot.database_url, settings.data_dir), repo, config,
-                github=adapter, notifier=notifier_for(config.digest.notify_url, repo))
+        refresh(
+            settings,
+            state,
+            open_feed_store(settings.bot.database_url, settings.data_dir),
+            repo,
+            config,
+            github=adapter,
+            notifier=notifier_for(config.digest.notify_url, repo),
+        )
     except Exception as exc:  # a bad config or a GitHub blip: the ingest reports those; the feed waits
         log.warning("dashboard feed of %s not refreshed on the snapshot: %s", repo, exc)
 
 
 @handles(tasknames.ON_PUSH)
-def ingest_on_push(installation_id: int, repo: str, ref: str, after: str, delivery: str | None = None, **_: Any) -> None:
+def ingest_on_push(
+    installation_id: int, repo: str, ref: str, after: str, delivery: str | None = None, **_: Any
+) -> None:
     """A push to the fork (trunk or a mirror branch) may move the ledger: ingest.
 
     Our own pushes (``forksync/*``) and branch deletions are not news.
     """
-    if not ref.startswith("refs/heads/") or ref.startswith(f"refs/heads/{BOT_BRANCH_PREFIX}") or after == ZERO_SHA:
+    if (
+        not ref.startswith("refs/heads/")
+        or ref.startswith(f"refs/heads/{BOT_BRANCH_PREFIX}")
+        or after == ZERO_SHA
+    ):
         return
     ingest.delay(installation_id=installation_id, repo=repo, reason=f"push to {ref}", delivery=delivery)
 
 
 @handles(tasknames.ON_PULL_REQUEST)
 def ingest_on_merge(
-    installation_id: int, repo: str, number: int, action: str, merged: bool = False, delivery: str | None = None, **_: Any
+    installation_id: int,
+    repo: str,
+    number: int,
+    action: str,
+    merged: bool = False,
+    delivery: str | None = None,
+    **_: Any,
 ) -> None:
     """A merged PR (a bundle, or a hand pick) moves the ledger: the next plan must reflect it."""
     if action == "closed" and merged:
-        ingest.delay(installation_id=installation_id, repo=repo, reason=f"PR #{number} merged", delivery=delivery)
+        ingest.delay(
+            installation_id=installation_id, repo=repo, reason=f"PR #{number} merged", delivery=delivery
+        )
 
 
 @handles(tasknames.ON_INSTALLATION)
-def ingest_on_install(installation_id: int, action: str, repos: list[str] | None = None, delivery: str | None = None, **_: Any) -> None:
+def ingest_on_install(
+    installation_id: int, action: str, repos: list[str] | None = None, delivery: str | None = None, **_: Any
+) -> None:
     """A newly installed (or resumed) repository gets its first ingest right away, not at the next poll.
 
     The bot sends installation_repositories as ``repositories_<action>`` (bot/webhooks.py).
     """
     if action in ("created", "unsuspend", "repositories_added"):
         for repo in repos or ():
-            ingest.delay(installation_id=installation_id, repo=repo, reason=f"installation {action}", delivery=delivery)
+            ingest.delay(
+                installation_id=installation_id, repo=repo, reason=f"installation {action}", delivery=delivery
+            )

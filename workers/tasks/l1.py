@@ -37,12 +37,28 @@ def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
     return app_for(settings.bot), settings
 
 
-@shared_task(name=tasknames.RUN_L1, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
-             time_limit=L1_TIME_LIMIT_S)
-def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: bool = False,
-           push_ref: str | None = None, number: int | None = None, delivery: str | None = None,
-           suites: list[str] | None = None, pool: str | None = None, pool_run: str = "",
-           after_push: bool = False, **_: Any) -> dict[str, Any]:
+@shared_task(
+    name=tasknames.RUN_L1,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+    time_limit=L1_TIME_LIMIT_S,
+)
+def run_l1(
+    self: Any,
+    installation_id: int,
+    repo: str,
+    head_sha: str,
+    trunk: bool = False,
+    push_ref: str | None = None,
+    number: int | None = None,
+    delivery: str | None = None,
+    suites: list[str] | None = None,
+    pool: str | None = None,
+    pool_run: str = "",
+    after_push: bool = False,
+    **_: Any,
+) -> dict[str, Any]:
     """Run L1 on ``head_sha`` of ``repo`` and publish its check runs (see ``workers/jobs/l1_job.py``).
 
     ``number``: the PR (an outside PR runs only with a maintainer's ``/approve`` of its head);
@@ -57,27 +73,62 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     app, settings = _adapter(self, installation_id)
     github = app.adapter(installation_id)
     queue = (self.request.delivery_info or {}).get("routing_key")
-    job = L1Job(repo=repo, head_sha=head_sha, trunk=trunk, push_ref=push_ref, attempt=self.request.retries,
-                gpu_runner=queue == tasknames.Q_L1_GPU, pr_number=number, suite_names=tuple(suites or ()),
-                installation_id=installation_id, pool=pool, pool_run=pool_run, after_push=after_push)
+    job = L1Job(
+        repo=repo,
+        head_sha=head_sha,
+        trunk=trunk,
+        push_ref=push_ref,
+        attempt=self.request.retries,
+        gpu_runner=queue == tasknames.Q_L1_GPU,
+        pr_number=number,
+        suite_names=tuple(suites or ()),
+        installation_id=installation_id,
+        pool=pool,
+        pool_run=pool_run,
+        after_push=after_push,
+    )
     eject, rebuild = _split_wiring(settings, app, installation_id, repo)
     result = run_l1_job(
-        github, GitCache.for_installation(settings.data_dir / "git", installation_id), settings.data_dir, job,
+        github,
+        GitCache.for_installation(settings.data_dir / "git", installation_id),
+        settings.data_dir,
+        job,
         clone_url=settings.map_url(app.push_url_template.format(repo=repo)),
         token=app.installation_token(installation_id),
         clone_url_for=lambda other: settings.map_url(app.push_url_template.format(repo=other)),
-        own_login=app.bot_login(), store=settings.store(), eject=eject, rebuild=rebuild,
-        dispatch_pool=lambda pool_job: run_l1.apply_async(kwargs={
-            "installation_id": installation_id, "repo": repo, "head_sha": head_sha, "number": number,
-            "delivery": delivery, "pool": pool_job.pool, "pool_run": pool_job.pool_run,
-        }, queue=tasknames.l1_pool_queue(pool_job.pool or "")),
+        own_login=app.bot_login(),
+        store=settings.store(),
+        eject=eject,
+        rebuild=rebuild,
+        dispatch_pool=lambda pool_job: run_l1.apply_async(
+            kwargs={
+                "installation_id": installation_id,
+                "repo": repo,
+                "head_sha": head_sha,
+                "number": number,
+                "delivery": delivery,
+                "pool": pool_job.pool,
+                "pool_run": pool_job.pool_run,
+            },
+            queue=tasknames.l1_pool_queue(pool_job.pool or ""),
+        ),
         state=open_state(settings),
     )
-    log.info("L1 %s@%s: %s %s", repo, head_sha[:12], result.status, result.run.conclusion if result.run else "")
+    log.info(
+        "L1 %s@%s: %s %s", repo, head_sha[:12], result.status, result.run.conclusion if result.run else ""
+    )
     if result.status == "needs_gpu":
         run_l1.apply_async(
-            kwargs={"installation_id": installation_id, "repo": repo, "head_sha": head_sha, "trunk": trunk,
-                    "push_ref": push_ref, "number": number, "delivery": delivery, "suites": suites},
+            kwargs={
+                "installation_id": installation_id,
+                "repo": repo,
+                "head_sha": head_sha,
+                "trunk": trunk,
+                "push_ref": push_ref,
+                "number": number,
+                "delivery": delivery,
+                "suites": suites,
+            },
             queue=tasknames.Q_L1_GPU,
         )
     if result.infrastructure and self.request.retries < result.max_infra_retries:
@@ -85,8 +136,14 @@ def run_l1(self: Any, installation_id: int, repo: str, head_sha: str, trunk: boo
     return result.as_json()
 
 
-@shared_task(name=L1_COVERAGE, bind=True, acks_late=True, reject_on_worker_lost=True,
-             time_limit=tasknames.time_limit_for(L1_COVERAGE), soft_time_limit=tasknames.time_limit_for(L1_COVERAGE) - 5)  # type: ignore[untyped-decorator]
+@shared_task(
+    name=L1_COVERAGE,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=tasknames.time_limit_for(L1_COVERAGE),
+    soft_time_limit=tasknames.time_limit_for(L1_COVERAGE) - 5,
+)  # type: ignore[untyped-decorator]
 def l1_coverage(self: Any, installation_id: int, repo: str, head_sha: str, **_: Any) -> str:
     """Recompute ``forksync / coverage`` on a commit (another CI system's checks finished)."""
     app, _settings = _adapter(self, installation_id)
@@ -95,21 +152,41 @@ def l1_coverage(self: Any, installation_id: int, repo: str, head_sha: str, **_: 
 
 
 @handles(tasknames.ON_PULL_REQUEST)
-def l1_on_pull_request(installation_id: int, repo: str, number: int, action: str, head_sha: str,
-                       delivery: str | None = None, **_: Any) -> None:
+def l1_on_pull_request(
+    installation_id: int,
+    repo: str,
+    number: int,
+    action: str,
+    head_sha: str,
+    delivery: str | None = None,
+    **_: Any,
+) -> None:
     """A PR opened, pushed to or reopened: test its head (an outside PR's once approved)."""
     if action in ("opened", "synchronize", "reopened", "ready_for_review"):
-        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=head_sha, number=number, delivery=delivery,
-                     after_push=True)
+        run_l1.delay(
+            installation_id=installation_id,
+            repo=repo,
+            head_sha=head_sha,
+            number=number,
+            delivery=delivery,
+            after_push=True,
+        )
 
 
 @handles(tasknames.ON_PUSH)
-def l1_on_trunk_push(installation_id: int, repo: str, ref: str, after: str,
-                     delivery: str | None = None, **_: Any) -> None:
+def l1_on_trunk_push(
+    installation_id: int, repo: str, ref: str, after: str, delivery: str | None = None, **_: Any
+) -> None:
     """A push to a branch: the job records trunk results if it is the fork's trunk (from its config)."""
     if ref.startswith("refs/heads/") and not ref.startswith("refs/heads/forksync/") and after != ZERO_SHA:
-        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=after, trunk=True, push_ref=ref,
-                     delivery=delivery)
+        run_l1.delay(
+            installation_id=installation_id,
+            repo=repo,
+            head_sha=after,
+            trunk=True,
+            push_ref=ref,
+            delivery=delivery,
+        )
         _record_push(installation_id, repo, ref, after)
 
 
@@ -131,11 +208,14 @@ def _split_wiring(settings: Any, app: Any, installation_id: int, repo: str) -> t
     if not config.upstream.url:
         return None, None
     fork = settings.map_url(app.push_url_template.format(repo=repo))
-    eject = chain_ejector(config, settings.map_url(config.upstream.url), fork, app.installation_token(installation_id))
+    eject = chain_ejector(
+        config, settings.map_url(config.upstream.url), fork, app.installation_token(installation_id)
+    )
 
     def rebuild() -> None:
-        run_l1.app.send_task(tasknames.INGEST, kwargs={"installation_id": installation_id, "repo": repo,
-                                                           "reason": "l1-split"})
+        run_l1.app.send_task(
+            tasknames.INGEST, kwargs={"installation_id": installation_id, "repo": repo, "reason": "l1-split"}
+        )
 
     return eject, rebuild
 
@@ -151,12 +231,19 @@ def _record_push(installation_id: int, repo: str, ref: str, sha: str) -> None:
         settings = celery_app.settings_of(run_l1.app)
     except RuntimeError:  # not in a worker made by create_celery (a unit test calling the handler)
         return
-    SeriesStore(settings.store()).append(trunk_push_series(repo), {
-        "sha": sha, "ref": ref, "t": round(time.time(), 3), "installation_id": installation_id})
+    SeriesStore(settings.store()).append(
+        trunk_push_series(repo),
+        {"sha": sha, "ref": ref, "t": round(time.time(), 3), "installation_id": installation_id},
+    )
 
 
-@shared_task(name=tasknames.L1_WATCHDOG, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
-             time_limit=tasknames.time_limit_for(tasknames.L1_WATCHDOG))
+@shared_task(
+    name=tasknames.L1_WATCHDOG,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+    time_limit=tasknames.time_limit_for(tasknames.L1_WATCHDOG),
+)
 def l1_watchdog(self: Any, **_: Any) -> dict[str, int]:
     """Beat: conclude L1 checks that a dead queue never finished, report trunk runs that stopped."""
     from core.github.app import app_for
@@ -174,8 +261,15 @@ def l1_watchdog(self: Any, **_: Any) -> dict[str, int]:
 
 
 @handles(tasknames.ON_CHECK_RUN)
-def l1_on_rerequest(installation_id: int, repo: str, name: str, head_sha: str, action: str,
-                    delivery: str | None = None, **_: Any) -> None:
+def l1_on_rerequest(
+    installation_id: int,
+    repo: str,
+    name: str,
+    head_sha: str,
+    action: str,
+    delivery: str | None = None,
+    **_: Any,
+) -> None:
     """``Re-run`` on the ``forksync / L1`` check: run it again, updating the same check run (the job
     reads the PR from the check run, so an outside PR still needs its ``/approve``)."""
     if action == "rerequested" and name == L1_CHECK:
@@ -183,8 +277,9 @@ def l1_on_rerequest(installation_id: int, repo: str, name: str, head_sha: str, a
 
 
 @handles(tasknames.ON_CHECK_SUITE)
-def l1_coverage_on_suite_completed(installation_id: int, repo: str, head_sha: str, action: str,
-                                   delivery: str | None = None, **_: Any) -> None:
+def l1_coverage_on_suite_completed(
+    installation_id: int, repo: str, head_sha: str, action: str, delivery: str | None = None, **_: Any
+) -> None:
     """Another CI system finished a check suite: the required checks may be complete now."""
     if action == "completed":
         l1_coverage.delay(installation_id=installation_id, repo=repo, head_sha=head_sha)

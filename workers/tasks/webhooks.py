@@ -37,8 +37,14 @@ def with_installation(name: str, kwargs: dict[str, Any], find: Callable[[str], i
     try:
         installation_id = find(repo)
     except ForksyncError as exc:
-        log.warning("%s for %s (delivery %s) dropped: no installation in the payload and none found: %s; %s",
-                    name, repo, kwargs.get("delivery"), exc.problem, exc.remedy)
+        log.warning(
+            "%s for %s (delivery %s) dropped: no installation in the payload and none found: %s; %s",
+            name,
+            repo,
+            kwargs.get("delivery"),
+            exc.problem,
+            exc.remedy,
+        )
         return None
     return {**kwargs, "installation_id": installation_id}
 
@@ -57,7 +63,9 @@ def _store_of(task: Any) -> Any:
     try:
         return celery_app.settings_of(task.app).store()
     except Exception as exc:  # the store unreachable must not drop a delivery: run it unaccounted
-        log.warning("delivery log unavailable (%s); running the delivery without its accounting", type(exc).__name__)
+        log.warning(
+            "delivery log unavailable (%s); running the delivery without its accounting", type(exc).__name__
+        )
         return None
 
 
@@ -101,17 +109,29 @@ def _make(name: str) -> Any:
     limit = tasknames.time_limit_for(name)
 
     # Its queue's limit (40 s): a dead worker's message comes back within a minute (core/tasknames.py).
-    @shared_task(name=name, bind=True, acks_late=True, reject_on_worker_lost=True,
-                 time_limit=limit, soft_time_limit=limit - 5)  # type: ignore[untyped-decorator]
+    @shared_task(
+        name=name,
+        bind=True,
+        acks_late=True,
+        reject_on_worker_lost=True,
+        time_limit=limit,
+        soft_time_limit=limit - 5,
+    )  # type: ignore[untyped-decorator]
     def event(self: Any, **kwargs: Any) -> int:
-        taken = _account(self, kwargs, lambda store, d: deliveries.begin(store, d, time.time(), limit, holder(),
-                                                                         holder_gone))
+        taken = _account(
+            self,
+            kwargs,
+            lambda store, d: deliveries.begin(store, d, time.time(), limit, holder(), holder_gone),
+        )
         if taken == deliveries.DONE:
             log.info("%s: delivery %s finished before; not running it again", name, kwargs.get("delivery"))
             return 0
         if taken == deliveries.BUSY:
-            log.info("%s: delivery %s is being run by another worker; leaving it to that one", name,
-                     kwargs.get("delivery"))
+            log.info(
+                "%s: delivery %s is being run by another worker; leaving it to that one",
+                name,
+                kwargs.get("delivery"),
+            )
             return 0
         resolved = with_installation(name, kwargs, _find_installation(self))
         ran = 0 if resolved is None else dispatch(name, resolved)
@@ -145,8 +165,13 @@ def _on_failure(sender: Any = None, kwargs: Any = None, **_: Any) -> None:
     _account(sender, dict(kwargs or {}), lambda store, d: deliveries.finish(store, d, "failed", time.time()))
 
 
-@shared_task(name=tasknames.REPLAY_DELIVERIES, bind=True, acks_late=True, reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
-             time_limit=tasknames.time_limit_for(tasknames.REPLAY_DELIVERIES))
+@shared_task(
+    name=tasknames.REPLAY_DELIVERIES,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+    time_limit=tasknames.time_limit_for(tasknames.REPLAY_DELIVERIES),
+)
 def replay_deliveries(self: Any, **_: Any) -> int:
     """Worker start-up and beat: send again the accepted deliveries whose task never finished."""
     from workers.app.celery_app import settings_of
@@ -154,8 +179,12 @@ def replay_deliveries(self: Any, **_: Any) -> int:
     from workers.jobs.replay_deliveries import replay_deliveries as run
 
     settings = settings_of(self.app)
-    done = run(settings.store(), lambda task, kwargs: self.app.send_task(task, kwargs=kwargs),
-               known_tasks=frozenset(WEBHOOK_TASKS), grace_s=settings.replay_grace_s)
+    done = run(
+        settings.store(),
+        lambda task, kwargs: self.app.send_task(task, kwargs=kwargs),
+        known_tasks=frozenset(WEBHOOK_TASKS),
+        grace_s=settings.replay_grace_s,
+    )
     replayed = sum(1 for action in done if isinstance(action, Replay))
     if done:
         log.info("delivery replay: %d delivery(ies) sent again, %d given up", replayed, len(done) - replayed)

@@ -248,8 +248,27 @@ class CommitFiles:
 
 
 _NOISE_TOKENS = frozenset(
-    {"test", "tests", "py", "mlir", "cpp", "cc", "h", "hpp", "td", "ll", "lit", "unit", "src", "lib", "include",
-     "python", "the", "and", "of"}
+    {
+        "test",
+        "tests",
+        "py",
+        "mlir",
+        "cpp",
+        "cc",
+        "h",
+        "hpp",
+        "td",
+        "ll",
+        "lit",
+        "unit",
+        "src",
+        "lib",
+        "include",
+        "python",
+        "the",
+        "and",
+        "of",
+    }
 )
 
 
@@ -277,8 +296,9 @@ def overlap(test_id: str, path: str) -> int:
             break
         common += 1
     score += 2 * common
-    names = _tokens(test_path.stem) | _tokens(test_id.split("::", 1)[1] if "::" in test_id and " :: " not in test_id
-                                               else "")
+    names = _tokens(test_path.stem) | _tokens(
+        test_id.split("::", 1)[1] if "::" in test_id and " :: " not in test_id else ""
+    )
     score += 5 * len(names & _tokens(file_path.stem))
     return score
 
@@ -292,8 +312,13 @@ def rank_suspects(commits: Sequence[CommitFiles], test_ids: Sequence[str], limit
             key=lambda x: (-x[0], x[1]),
         )
         score = sum(s for s, _ in per_file[:3])
-        ranked.append((score, position, Suspect(commit.sha, commit.subject, score,
-                                                tuple(f for s, f in per_file if s > 0)[:5])))
+        ranked.append(
+            (
+                score,
+                position,
+                Suspect(commit.sha, commit.subject, score, tuple(f for s, f in per_file if s > 0)[:5]),
+            )
+        )
     ranked.sort(key=lambda r: (-r[0], -r[1]))
     return [s for _, _, s in ranked[:limit]]
 
@@ -360,8 +385,10 @@ def first_parent_range(repo: Repository, good: str, bad: str) -> tuple[str, str,
     good_sha, bad_sha = repo.rev_parse(good), repo.rev_parse(bad)
     for name, sha in (("good", good_sha), ("bad", bad_sha)):
         if sha is None:
-            raise ForksyncError(f"--{name} {good if name == 'good' else bad} is not a commit in {repo.path}",
-                                "pass a sha or ref that exists in the repository")
+            raise ForksyncError(
+                f"--{name} {good if name == 'good' else bad} is not a commit in {repo.path}",
+                "pass a sha or ref that exists in the repository",
+            )
     assert good_sha is not None and bad_sha is not None
     if good_sha == bad_sha:
         raise ForksyncError("good and bad are the same commit", "pass a good commit older than the bad one")
@@ -403,17 +430,38 @@ def bisect(
     needs_reference = rule is not None and reference is None
     needed = runs_needed(len(candidates)) + (1 if needs_reference else 0)
 
-    def report(status: str, reason: str, lo: int = -1, hi: int | None = None, probes: Sequence[Probe] = (),
-               skipped: Sequence[str] = (), ref: Reference | None = reference) -> BisectReport:
+    def report(
+        status: str,
+        reason: str,
+        lo: int = -1,
+        hi: int | None = None,
+        probes: Sequence[Probe] = (),
+        skipped: Sequence[str] = (),
+        ref: Reference | None = reference,
+    ) -> BisectReport:
         top = len(candidates) - 1 if hi is None else hi
-        remaining = tuple(candidates[lo + 1: top + 1])
+        remaining = tuple(candidates[lo + 1 : top + 1])
         culprit = remaining[0] if status == "found" else None
         suspects: tuple[Suspect, ...] = ()
         if status != "found":
             suspects = tuple(rank_suspects(commit_files(repo, remaining), test_ids))
         subject = repo.text("log", "-1", "--format=%s", culprit) if culprit else ""
-        return BisectReport(status, good_sha, bad_sha, culprit, len(probes), tuple(skipped), tuple(probes),
-                            len(candidates), remaining, reason, suspects, ref, time.monotonic() - started, subject)
+        return BisectReport(
+            status,
+            good_sha,
+            bad_sha,
+            culprit,
+            len(probes),
+            tuple(skipped),
+            tuple(probes),
+            len(candidates),
+            remaining,
+            reason,
+            suspects,
+            ref,
+            time.monotonic() - started,
+            subject,
+        )
 
     if budget is not None and needed > budget:
         return report(
@@ -434,8 +482,12 @@ def bisect(
             first = classify(good_sha, run_at(good_sha), rule, None, abort_on_signal=abort_on_signal)
             probes.append(first)
             if first.outcome != GOOD or rule.name not in first.metrics:
-                return report("no-good", f"the good commit {good_sha[:12]} gave no usable {rule.name}: "
-                              f"{first.reason}", probes=probes, ref=None)
+                return report(
+                    "no-good",
+                    f"the good commit {good_sha[:12]} gave no usable {rule.name}: {first.reason}",
+                    probes=probes,
+                    ref=None,
+                )
             ref = Reference(first.metrics[rule.name], source=f"measured at {good_sha[:12]}")
 
         def test(sha: str) -> Probe:
@@ -452,6 +504,8 @@ def bisect(
     if found.stopped == "budget":
         reason = f"the budget of {budget} runs ran out with {found.hi - found.lo} commits left"
         return report("over-budget", reason, found.lo, found.hi, probes, skipped, ref)
-    reason = (f"only skipped commits are left between the last good and the first bad: the culprit is one of "
-              f"{found.hi - found.lo}")
+    reason = (
+        f"only skipped commits are left between the last good and the first bad: the culprit is one of "
+        f"{found.hi - found.lo}"
+    )
     return report("ambiguous", reason, found.lo, found.hi, probes, skipped, ref)

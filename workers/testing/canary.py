@@ -53,13 +53,18 @@ def run_canary(
     package_root = str(Path(__file__).resolve().parents[2])
     with tempfile.TemporaryDirectory(prefix="forksync-canary-") as home:
         full_env = sandbox.child_env(Path(home), {"PYTHONPATH": package_root, **(env or {})})
-        ran, errs = sandbox.run_bounded(argv, package_root, full_env, timeout=timeout, limit=1024 * 1024,
-                                        stderr_apart=True)
+        ran, errs = sandbox.run_bounded(
+            argv, package_root, full_env, timeout=timeout, limit=1024 * 1024, stderr_apart=True
+        )
     if ran.start_error:
         return CanaryResult(False, "none", f"cannot start the canary: {ran.start_error}", 0.0)
     if ran.timed_out:
-        return CanaryResult(False, "unknown", f"the canary hung for {timeout:.0f} s (driver or device wedged?)",
-                            ran.duration_s)
+        return CanaryResult(
+            False,
+            "unknown",
+            f"the canary hung for {timeout:.0f} s (driver or device wedged?)",
+            ran.duration_s,
+        )
     elapsed = ran.duration_s
     out, err = ran.output, errs.output if errs is not None else b""
     last = next((ln for ln in reversed(out.decode("utf-8", "replace").splitlines()) if ln.strip()), "")
@@ -68,7 +73,9 @@ def run_canary(
         return CanaryResult(bool(data["ok"]), str(data["backend"]), str(data["reason"]), elapsed)
     except (ValueError, KeyError, TypeError):
         tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
-        return CanaryResult(False, "unknown", f"the canary crashed (exit {ran.exit_code}): {tail[0][:300]}", elapsed)
+        return CanaryResult(
+            False, "unknown", f"the canary crashed (exit {ran.exit_code}): {tail[0][:300]}", elapsed
+        )
 
 
 # The host canary's floors: below these the runner itself is the problem, whatever the suite did.
@@ -97,8 +104,14 @@ def run_host_canary(path: str | os.PathLike[str], *, python: str = sys.executabl
     if available is not None and available < HOST_MIN_AVAILABLE_MEMORY:
         return result(False, f"only {available // (1024 * 1024)} MiB of memory available on the runner")
     try:
-        code = subprocess.run([python, "-c", "pass"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=HOST_SPAWN_TIMEOUT_S, check=False).returncode
+        code = subprocess.run(
+            [python, "-c", "pass"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=HOST_SPAWN_TIMEOUT_S,
+            check=False,
+        ).returncode
     except (OSError, subprocess.TimeoutExpired) as exc:
         return result(False, f"the runner cannot start a process: {exc}")
     if code != 0:

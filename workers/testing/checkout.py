@@ -57,7 +57,9 @@ def run_command(
         # Never the worker's environment: the command is code from the commit under test.
         full_env = sandbox.child_env(Path(home), env)
         sandbox.give_tree(Path(cwd))
-        out, err = sandbox.run_bounded(argv, cwd, full_env, timeout=timeout, limit=2 * OUTPUT_LIMIT, stderr_apart=True)
+        out, err = sandbox.run_bounded(
+            argv, cwd, full_env, timeout=timeout, limit=2 * OUTPUT_LIMIT, stderr_apart=True
+        )
     if out.start_error:
         raise ForksyncError(
             f"cannot run {argv[0]!r} in {cwd}: {out.start_error}",

@@ -97,7 +97,8 @@ def signal_cause(exit_code: int | None) -> InfraMatch | None:
     except ValueError:
         name = f"signal {-exit_code}"
     return InfraMatch(
-        f"killed by {name}", f"the suite's process exited by signal {-exit_code} ({name})",
+        f"killed by {name}",
+        f"the suite's process exited by signal {-exit_code} ({name})",
         "check the runner's memory (OOM killer: dmesg) and whether another job killed it",
     )
 

@@ -106,7 +106,9 @@ def parse_junit_file(path: Path, *, root: Path | None = None, cwd: str = ".") ->
     if size == 0:
         return unreadable(f"results unreadable: {path.name} is empty")
     if size > MAX_RESULTS_BYTES:
-        return unreadable(f"results unreadable: {path.name} is {size} bytes, over the {MAX_RESULTS_BYTES} limit")
+        return unreadable(
+            f"results unreadable: {path.name} is {size} bytes, over the {MAX_RESULTS_BYTES} limit"
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -114,7 +116,9 @@ def parse_junit_file(path: Path, *, root: Path | None = None, cwd: str = ".") ->
     return parse_junit(data, source=path.name, root=root, cwd=cwd)
 
 
-def parse_junit(data: bytes | str, *, source: str = "results", root: Path | None = None, cwd: str = ".") -> JUnitReport:
+def parse_junit(
+    data: bytes | str, *, source: str = "results", root: Path | None = None, cwd: str = "."
+) -> JUnitReport:
     """Parse JUnit XML text. ``root`` is the checkout, ``cwd`` the suite's directory inside it:
     with them, failure locations are made repository-relative and kept only when the file exists.
     """
@@ -127,13 +131,17 @@ def parse_junit(data: bytes | str, *, source: str = "results", root: Path | None
         top = ET.fromstring(data)
     except ET.ParseError as exc:
         line, column = exc.position
-        return unreadable(f"results unreadable: {source} is not well-formed XML (line {line}, column {column})")
+        return unreadable(
+            f"results unreadable: {source} is not well-formed XML (line {line}, column {column})"
+        )
     if top.tag == "testsuite":
         suites: list[ET.Element] = [top]
     elif top.tag == "testsuites":
         suites = list(_all_suites(top))
     else:
-        return unreadable(f"results unreadable: {source} has root <{top.tag}>, not <testsuites> or <testsuite>")
+        return unreadable(
+            f"results unreadable: {source} has root <{top.tag}>, not <testsuites> or <testsuite>"
+        )
     cases = [_case(el, root, cwd) for suite in suites for el in suite.findall("testcase")]
     return JUnitReport(cases=tuple(cases))
 
@@ -170,8 +178,14 @@ def _case(el: ET.Element, root: Path | None, cwd: str) -> TestCase:
         if not message:
             message = _last_error_line(text)
     return TestCase(
-        id=test_id, outcome=outcome, time_s=time_s, message=message, text=text,
-        file=file, line=line, expected_failure=xfail,
+        id=test_id,
+        outcome=outcome,
+        time_s=time_s,
+        message=message,
+        text=text,
+        file=file,
+        line=line,
+        expected_failure=xfail,
     )
 
 

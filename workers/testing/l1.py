@@ -54,8 +54,12 @@ class L1Run:
             "conclusion": self.conclusion,
             "sha": self.sha,
             "suites": [s.as_json() for s in self.suites],
-            "canary": None if self.canary is None else {
-                "ok": self.canary.ok, "backend": self.canary.backend, "reason": self.canary.reason,
+            "canary": None
+            if self.canary is None
+            else {
+                "ok": self.canary.ok,
+                "backend": self.canary.backend,
+                "reason": self.canary.reason,
             },
             "merge_base": self.merge_base,
             "fail_on": list(self.fail_on),
@@ -100,7 +104,9 @@ def select_suites(config: RepoConfig, names: Sequence[str] | None) -> tuple[Suit
     unknown = [n for n in names if n not in known]
     if unknown:
         listed = ", ".join(known) or "none are configured"
-        raise ForksyncError(f"no L1 suite named {', '.join(map(repr, unknown))}", f"configured suites: {listed}")
+        raise ForksyncError(
+            f"no L1 suite named {', '.join(map(repr, unknown))}", f"configured suites: {listed}"
+        )
     return tuple(known[n] for n in names)
 
 
@@ -159,22 +165,39 @@ def run_l1_for_ref(
 
     outcomes: list[SuiteOutcome] = []
     suite_s, suite_runs = 0.0, 0
-    with suites_mod.checkout(repo, sha, sandbox.worktree_parent(data_dir / "l1" / "worktrees")) as (workdir, _):
+    with suites_mod.checkout(repo, sha, sandbox.worktree_parent(data_dir / "l1" / "worktrees")) as (
+        workdir,
+        _,
+    ):
         for suite in chosen:
             if suite.gpu and canary_result is not None and not canary_result.ok:
-                outcomes.append(SuiteOutcome(
-                    name=suite.name, status=INFRASTRUCTURE, owners=suite.owners, gpu=True, attempts=0,
-                    infra_cause="runner canary failed",
-                    reason=f"not run: {canary_result.describe()}. Not caused by this change; "
-                           "the job goes to another runner.",
-                ))
+                outcomes.append(
+                    SuiteOutcome(
+                        name=suite.name,
+                        status=INFRASTRUCTURE,
+                        owners=suite.owners,
+                        gpu=True,
+                        attempts=0,
+                        infra_cause="runner canary failed",
+                        reason=f"not run: {canary_result.describe()}. Not caused by this change; "
+                        "the job goes to another runner.",
+                    )
+                )
                 continue
             baseline = store.baseline(suite.name, l1.baseline_window)
 
-            def once(attempt: int, tag: str = "", suite: Suite = suite, baseline: int | None = baseline) -> SuiteOutcome:
+            def once(
+                attempt: int, tag: str = "", suite: Suite = suite, baseline: int | None = baseline
+            ) -> SuiteOutcome:
                 outcome = suites_mod.run_suite(
-                    suite, workdir, log_dir, baseline=baseline, fraction=l1.baseline_fraction,
-                    env=env, attempt=attempt, tag=tag,
+                    suite,
+                    workdir,
+                    log_dir,
+                    baseline=baseline,
+                    fraction=l1.baseline_fraction,
+                    env=env,
+                    attempt=attempt,
+                    tag=tag,
                 )
                 # A flaky-test rerun is evidence only: the canary settles the suite's own run.
                 return outcome if tag else _settle(outcome, suite, gpu_canary, host)
@@ -230,7 +253,9 @@ def _triage(
 ) -> tuple[SuiteOutcome, float]:
     """Classify the suite's failures; rerun it (bounded) when trunk does not explain them all."""
     trunk_failing = store.failing_at(merge_base, outcome.name) if merge_base else None
-    unexplained = [f.test_id for f in outcome.failures if trunk_failing is None or f.test_id not in trunk_failing]
+    unexplained = [
+        f.test_id for f in outcome.failures if trunk_failing is None or f.test_id not in trunk_failing
+    ]
     rerun_passed: set[str] = set()
     rerun_s = 0.0
     reran = False
@@ -243,8 +268,11 @@ def _triage(
     verdicts = {
         v.test_id: v
         for v in triage.classify(
-            [f.test_id for f in outcome.failures], trunk_failing=trunk_failing,
-            rerun_passed=frozenset(rerun_passed), reran=reran, merge_base=merge_base,
+            [f.test_id for f in outcome.failures],
+            trunk_failing=trunk_failing,
+            rerun_passed=frozenset(rerun_passed),
+            reran=reran,
+            merge_base=merge_base,
         )
     }
     failures = tuple(replace(f, triage=verdicts[f.test_id].triage) for f in outcome.failures)

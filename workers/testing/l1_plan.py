@@ -121,8 +121,21 @@ class PublishCoverage:
     required: RequiredChecks
 
 
-Action = (UpsertCheck | UpdateCheck | RememberPending | ForgetPending | HandOverToGpu | RunSuites | Comment
-          | PublishRetest | FileIssue | UpdateIssue | CloseIssue | TrackTrunk | PublishCoverage)
+Action = (
+    UpsertCheck
+    | UpdateCheck
+    | RememberPending
+    | ForgetPending
+    | HandOverToGpu
+    | RunSuites
+    | Comment
+    | PublishRetest
+    | FileIssue
+    | UpdateIssue
+    | CloseIssue
+    | TrackTrunk
+    | PublishCoverage
+)
 
 # --------------------------------------------------------------------------- before the suites
 
@@ -176,14 +189,22 @@ def plan_gate(facts: GateFacts) -> list[Refuse | FetchPullHead]:
     if facts.pr_number is None:
         if facts.on_branch:
             return []
-        return [Refuse("not_fetchable", *render.gate_not_on_branch(facts.sha, facts.repo), conclusion="cancelled")]
+        return [
+            Refuse("not_fetchable", *render.gate_not_on_branch(facts.sha, facts.repo), conclusion="cancelled")
+        ]
     if facts.needs_approval:
         if facts.pull_head != facts.sha:
-            return [Refuse("stale", *render.gate_moved(facts.pr_number, facts.pull_head), conclusion="cancelled")]
+            return [
+                Refuse("stale", *render.gate_moved(facts.pr_number, facts.pull_head), conclusion="cancelled")
+            ]
         if not facts.approved:
-            return [Refuse("needs_approval", *render.gate_needs_approval(facts.head_repo, facts.author,
-                                                                         facts.association, facts.sha),
-                           details_url=facts.html_url)]
+            return [
+                Refuse(
+                    "needs_approval",
+                    *render.gate_needs_approval(facts.head_repo, facts.author, facts.association, facts.sha),
+                    details_url=facts.html_url,
+                )
+            ]
     if facts.in_cache:
         return []
     return [FetchPullHead(facts.pr_number, facts.head_repo, facts.head_ref)]
@@ -207,8 +228,15 @@ class DispatchPool:
     run_id: str
 
 
-def plan_pools(sha: str, pooled: Sequence[Suite], run_id: str, *, trunk: bool, attempt: int,
-               external_id: str | None = None) -> list[UpsertCheck | RememberPending | DispatchPool]:
+def plan_pools(
+    sha: str,
+    pooled: Sequence[Suite],
+    run_id: str,
+    *,
+    trunk: bool,
+    attempt: int,
+    external_id: str | None = None,
+) -> list[UpsertCheck | RememberPending | DispatchPool]:
     """Once per L1 run of a PR head (never on trunk, whose single run is its baseline, nor on an
     infrastructure retry): ``forksync / L1 pools`` in progress under ``run_id``, the watchdog told
     (it concludes the check timed_out if a pool's queue never answers), one job per pool."""
@@ -216,9 +244,11 @@ def plan_pools(sha: str, pooled: Sequence[Suite], run_id: str, *, trunk: bool, a
         return []
     out = render.pools_check_run(sha, compare({s.name: s.pools for s in pooled}, ()))
     pools = sorted({p for s in pooled for p in s.pools})
-    return [UpsertCheck(replace(out, summary=render.pool_run_mark(run_id) + out.summary), external_id),
-            RememberPending(0, l1_pool_queue(pools[0]), tuple(pooled)),  # 0: the check just upserted
-            *(DispatchPool(p, run_id) for p in pools)]
+    return [
+        UpsertCheck(replace(out, summary=render.pool_run_mark(run_id) + out.summary), external_id),
+        RememberPending(0, l1_pool_queue(pools[0]), tuple(pooled)),  # 0: the check just upserted
+        *(DispatchPool(p, run_id) for p in pools),
+    ]
 
 
 @dataclass(frozen=True)
@@ -250,11 +280,19 @@ def plan_start(facts: StartFacts) -> list[Action | Skip]:
     if facts.config_error is not None:
         if facts.trunk:
             return [Skip("config_error", facts.config_error)]
-        return [UpsertCheck(render.CheckRunOutput(
-            name=render.L1_CHECK, head_sha=facts.head_sha, status="completed", conclusion="failure",
-            title=f"{CONFIG_PATH} is invalid: L1 cannot run",
-            summary=f"{marker('l1', facts.head_sha)}\n`{facts.config_error}`",
-        )), Skip("config_error", facts.config_error)]
+        return [
+            UpsertCheck(
+                render.CheckRunOutput(
+                    name=render.L1_CHECK,
+                    head_sha=facts.head_sha,
+                    status="completed",
+                    conclusion="failure",
+                    title=f"{CONFIG_PATH} is invalid: L1 cannot run",
+                    summary=f"{marker('l1', facts.head_sha)}\n`{facts.config_error}`",
+                )
+            ),
+            Skip("config_error", facts.config_error),
+        ]
     if facts.not_trunk_branch is not None:
         return [Skip("skipped", facts.not_trunk_branch)]
     names = tuple(s.name for s in facts.suites)
@@ -325,10 +363,18 @@ def plan_report(facts: ReportFacts) -> list[Action]:
         out = replace(out, summary=out.summary + "\n\n" + facts.split_note)
         if facts.rebuilt_head is not None and facts.retest is not None:
             retest = render.l1_check_run(facts.retest, log_url=facts.log_url)
-            retest = replace(retest, summary=render.retested_mark(facts.rebuilt_head) + retest.summary + "\n\n"
-                             + facts.split_note)
-            actions.append(PublishRetest(facts.rebuilt_head, with_kept(retest, {}, suite_conclusions(facts.retest)),
-                                         facts.split_note, facts.external_id))
+            retest = replace(
+                retest,
+                summary=render.retested_mark(facts.rebuilt_head) + retest.summary + "\n\n" + facts.split_note,
+            )
+            actions.append(
+                PublishRetest(
+                    facts.rebuilt_head,
+                    with_kept(retest, {}, suite_conclusions(facts.retest)),
+                    facts.split_note,
+                    facts.external_id,
+                )
+            )
         actions.append(Comment(facts.pr_number, facts.split_note))
     out = with_kept(out, facts.kept, suite_conclusions(run))
     if facts.pooled:
@@ -338,7 +384,9 @@ def plan_report(facts: ReportFacts) -> list[Action]:
         out = retrying(out, facts.attempt + 1, facts.retries)
     required = facts.required
     if required.unreadable:  # said on L1 too: coverage may not run at all without protection
-        out = replace(out, summary=out.summary + render.protection_note(required.branch, (), (), required.unreadable))
+        out = replace(
+            out, summary=out.summary + render.protection_note(required.branch, (), (), required.unreadable)
+        )
     actions.append(UpdateCheck(facts.check_run_id, out))
     if out.status == "completed":
         actions.append(ForgetPending(facts.check_run_id))
@@ -378,10 +426,16 @@ def _recovered(facts: ReportFacts) -> list[Action]:
             continue
         counted = _HEALTHY.search(issue.body)
         healthy = (int(counted.group("n")) if counted else 0) + 1
-        actions.append(UpdateIssue(issue.number, _HEALTHY.sub("", issue.body).rstrip("\n")
-                                   + f"\n<!-- forksync:infra-healthy:{healthy} -->"))
+        actions.append(
+            UpdateIssue(
+                issue.number,
+                _HEALTHY.sub("", issue.body).rstrip("\n") + f"\n<!-- forksync:infra-healthy:{healthy} -->",
+            )
+        )
         if healthy >= facts.recover_after:
-            actions.append(CloseIssue(issue.number, render.infra_recovered_comment(cause, facts.runner, healthy)))
+            actions.append(
+                CloseIssue(issue.number, render.infra_recovered_comment(cause, facts.runner, healthy))
+            )
     return actions
 
 
@@ -401,7 +455,9 @@ def combined(conclusions: Sequence[str]) -> str:
     return SUCCESS if values and all(v == SUCCESS for v in values) else NEUTRAL
 
 
-def with_kept(out: render.CheckRunOutput, kept: Mapping[str, str], ran: Mapping[str, str]) -> render.CheckRunOutput:
+def with_kept(
+    out: render.CheckRunOutput, kept: Mapping[str, str], ran: Mapping[str, str]
+) -> render.CheckRunOutput:
     """The check run with every suite's own conclusion recorded (hidden, for a later partial
     rerun) and, after a partial rerun, the suites kept from the earlier run and a conclusion over all."""
     import json
@@ -422,13 +478,25 @@ def with_plan(out: render.CheckRunOutput, plan: SuitePlan) -> render.CheckRunOut
     if not plan.changes:
         return out
     note = render.suite_changes_note(
-        added=plan.added, dropped=plan.dropped, changed=plan.changed, required_added=plan.required_added,
-        required_dropped=plan.required_dropped, approved_by=plan.drop_approved_by,
+        added=plan.added,
+        dropped=plan.dropped,
+        changed=plan.changed,
+        required_added=plan.required_added,
+        required_dropped=plan.required_dropped,
+        approved_by=plan.drop_approved_by,
     )
-    title = render.unapproved_drop_title(out.title, (*plan.dropped, *plan.required_dropped)) if plan.blocked else out.title
+    title = (
+        render.unapproved_drop_title(out.title, (*plan.dropped, *plan.required_dropped))
+        if plan.blocked
+        else out.title
+    )
     return replace(out, title=title, summary=out.summary + note)
 
 
 def retrying(out: render.CheckRunOutput, attempt: int, retries: int) -> render.CheckRunOutput:
-    return replace(out, status="in_progress", conclusion=None,
-                   title=f"{out.title} (retrying on another runner, {attempt} of {retries})")
+    return replace(
+        out,
+        status="in_progress",
+        conclusion=None,
+        title=f"{out.title} (retrying on another runner, {attempt} of {retries})",
+    )

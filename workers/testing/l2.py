@@ -52,7 +52,12 @@ TAIL_CHARS = 4000
 
 
 def run_benchmark(
-    repo: Repository, sha: str, bench: Benchmark, *, checkout: CleanCheckout | None = None, recorded_at: str = ""
+    repo: Repository,
+    sha: str,
+    bench: Benchmark,
+    *,
+    checkout: CleanCheckout | None = None,
+    recorded_at: str = "",
 ) -> L2Run:
     """Run ``bench`` at ``sha`` in a clean worktree; the run's status says what the command did.
 
@@ -74,12 +79,17 @@ def run_benchmark(
 
 
 def _to_run(
-    bench: Benchmark, sha: str, result: CommandResult, recorded_at: str, report: junit.JUnitReport | None = None
+    bench: Benchmark,
+    sha: str,
+    result: CommandResult,
+    recorded_at: str,
+    report: junit.JUnitReport | None = None,
 ) -> L2Run:
     metrics = parse_metrics(result.stdout) or {}
     tail = result.output[-TAIL_CHARS:]
-    base = L2Run(bench.name, sha, PASS, metrics, result.exit_code, result.duration_s, "", "",
-                 recorded_at=recorded_at)
+    base = L2Run(
+        bench.name, sha, PASS, metrics, result.exit_code, result.duration_s, "", "", recorded_at=recorded_at
+    )
     if result.timed_out or result.exit_code is None:
         return replace(base, status=TIMEOUT, reason=f"timed out after {bench.timeout}s", output_tail=tail)
     code = result.exit_code
@@ -93,8 +103,9 @@ def _to_run(
         why = f"{len(tests)} test{'s' if len(tests) > 1 else ''} failed" + (f" (exit {code})" if code else "")
         return replace(base, status=FAIL, reason=why, output_tail=tail, failures=tests)
     if code != 0:
-        return replace(base, status=FAIL, reason=f"exit {code}", output_tail=tail,
-                       failures=(Failure(bench.name, tail),))
+        return replace(
+            base, status=FAIL, reason=f"exit {code}", output_tail=tail, failures=(Failure(bench.name, tail),)
+        )
     if bench.metrics and not metrics:
         why = 'exit 0 but no {"metrics": {...}} JSON object on the last stdout line'
         return replace(base, status=FAIL, reason=why, output_tail=tail, failures=(Failure(bench.name, why),))
@@ -115,7 +126,9 @@ class BenchmarkOutcome:
     note: str = ""  # why there is no bisection, when there is none
 
 
-def regression_records(outcome: BenchmarkOutcome, tracking_issue: int | None, at: float) -> list[RegressionRecord]:
+def regression_records(
+    outcome: BenchmarkOutcome, tracking_issue: int | None, at: float
+) -> list[RegressionRecord]:
     """What ``outcome`` found, as records to store with its run (pure): one per regressed metric,
     or one for a failed run, with the bisection's range, steps and culprit; none unless this run
     starts a bad streak (a streak's later runs add nothing new) or it has no run id."""
@@ -123,13 +136,20 @@ def regression_records(outcome: BenchmarkOutcome, tracking_issue: int | None, at
         return []
     report = outcome.bisect
     failed = RegressionRecord(
-        benchmark=outcome.run.benchmark, metric="", kind="failed", first_bad=outcome.run.sha,
-        run_id=outcome.run.run_id, good=report.good if report else outcome.last_good,
-        culprit=report.culprit if report else None, culprit_subject=report.culprit_subject if report else "",
-        bisect_status=report.status if report else "none", bisect_steps=report.runs if report else 0,
+        benchmark=outcome.run.benchmark,
+        metric="",
+        kind="failed",
+        first_bad=outcome.run.sha,
+        run_id=outcome.run.run_id,
+        good=report.good if report else outcome.last_good,
+        culprit=report.culprit if report else None,
+        culprit_subject=report.culprit_subject if report else "",
+        bisect_status=report.status if report else "none",
+        bisect_steps=report.runs if report else 0,
         candidates=report.candidates if report else 0,
         note=("" if report.culprit else report.reason) if report else outcome.note,
-        tracking_issue=tracking_issue, recorded_at=at,
+        tracking_issue=tracking_issue,
+        recorded_at=at,
     )
     if outcome.verdict.status == FAILED:
         return [failed]
@@ -164,8 +184,10 @@ def run_trunk(
             run = store.record(repo_name, replace(run, verdict=verdict.status))
             outcomes.append((bench, run, verdict, history))
     # Bisection needs its own checkout per benchmark; it runs after every benchmark is recorded.
-    return [_follow_up(repo, bench, run, verdict, history, config, worktree_parent)
-            for bench, run, verdict, history in outcomes]
+    return [
+        _follow_up(repo, bench, run, verdict, history, config, worktree_parent)
+        for bench, run, verdict, history in outcomes
+    ]
 
 
 def _follow_up(
@@ -189,16 +211,37 @@ def _follow_up(
     new_break = not streak
     first_bad = streak[-1].sha if streak else run.sha
     if not new_break:
-        return BenchmarkOutcome(run, verdict, last_good, first_bad, False,
-                                note=f"bad since {first_bad[:12]}; bisected when it first broke")
+        return BenchmarkOutcome(
+            run,
+            verdict,
+            last_good,
+            first_bad,
+            False,
+            note=f"bad since {first_bad[:12]}; bisected when it first broke",
+        )
     tests = [f.test_id for f in run.failures if f.test_id and f.test_id != bench.name] or _paths(bench)
     if last_good is None or last_good == run.sha:
         suspects = _recent_suspects(repo, run.sha, tests)
-        return BenchmarkOutcome(run, verdict, None, first_bad, True, suspects=suspects,
-                                note="no good run recorded to bisect from; suspects ranked by path overlap")
+        return BenchmarkOutcome(
+            run,
+            verdict,
+            None,
+            first_bad,
+            True,
+            suspects=suspects,
+            note="no good run recorded to bisect from; suspects ranked by path overlap",
+        )
     report = bisect_benchmark(repo, bench, last_good, run.sha, config, verdict, tests, worktree_parent)
-    return BenchmarkOutcome(run, verdict, last_good, first_bad, True, bisect=report, suspects=report.suspects,
-                            note="" if report.culprit else report.reason)
+    return BenchmarkOutcome(
+        run,
+        verdict,
+        last_good,
+        first_bad,
+        True,
+        bisect=report,
+        suspects=report.suspects,
+        note="" if report.culprit else report.reason,
+    )
 
 
 def bisect_benchmark(
@@ -223,26 +266,37 @@ def bisect_benchmark(
     if target is not None and target.baseline is not None:
         metric = next(m for m in bench.metrics if m.name == target.metric)
         rule = MetricRule(metric.name, metric.threshold, metric.direction)
-        reference = Reference(target.baseline.median, target.baseline.band,
-                              f"median of {target.baseline.runs} good runs")
+        reference = Reference(
+            target.baseline.median, target.baseline.band, f"median of {target.baseline.runs} good runs"
+        )
     with tempfile.TemporaryDirectory(prefix="forksync-bisect-") as tmp:
         # Bisection judges by exit status and metrics; a JUnit file is written somewhere harmless.
         results = str(Path(tmp) / "results.xml")
         argv = [a.replace("{junit}", results) for a in bench.run]
         env = {**{k: v.replace("{junit}", results) for k, v in bench.env.items()}, "FORKSYNC_JUNIT": results}
         return bisect(
-            repo, good, bad, argv, rule=rule, reference=reference, budget=config.l2.bisect_budget,
-            env=env, timeout=bench.timeout, cwd=bench.cwd, test_ids=test_ids or _paths(bench),
-            abort_on_signal=False, worktree_parent=worktree_parent,
+            repo,
+            good,
+            bad,
+            argv,
+            rule=rule,
+            reference=reference,
+            budget=config.l2.bisect_budget,
+            env=env,
+            timeout=bench.timeout,
+            cwd=bench.cwd,
+            test_ids=test_ids or _paths(bench),
+            abort_on_signal=False,
+            worktree_parent=worktree_parent,
         )
 
 
 def _paths(bench: Benchmark) -> list[str]:
     """Arguments of the benchmark command that look like files: the "test" a suspect may touch."""
     # Absolute paths are the interpreter or tools outside the repository, never a suspect's file.
-    return [a for a in bench.run if not a.startswith("/") and ("/" in a or a.endswith((".py", ".sh", ".mlir")))] or [
-        bench.name
-    ]
+    return [
+        a for a in bench.run if not a.startswith("/") and ("/" in a or a.endswith((".py", ".sh", ".mlir")))
+    ] or [bench.name]
 
 
 def _recent_suspects(repo: Repository, sha: str, tests: Sequence[str]) -> tuple[Suspect, ...]:

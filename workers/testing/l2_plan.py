@@ -46,8 +46,13 @@ class ProposeRevert:
 Action = Track | StoreRegressions | ProposeRevert
 
 
-def plan_outcome(outcome: BenchmarkOutcome, bench: Benchmark, known: Sequence[tracking.KnownIssue], at: str,
-                 recover_after: int) -> list[Action]:
+def plan_outcome(
+    outcome: BenchmarkOutcome,
+    bench: Benchmark,
+    known: Sequence[tracking.KnownIssue],
+    at: str,
+    recover_after: int,
+) -> list[Action]:
     """The actions for one benchmark's outcome: its issues, its records, and a revert PR for each
     issue a bisected culprit is named on (a closed issue needs none)."""
     issues = tuple(tracking.plan(known, tracking.report_from_l2(outcome, bench, at), recover_after))

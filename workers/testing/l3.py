@@ -67,7 +67,9 @@ def is_owner(user: str, workload: Workload) -> bool:
     return any(owner.lstrip("@").lower() == login for owner in workload.owners)
 
 
-def current(gh: Checks, repo: str, head_sha: str, workload: str) -> tuple[CheckRunInfo, L3State | None] | None:
+def current(
+    gh: Checks, repo: str, head_sha: str, workload: str
+) -> tuple[CheckRunInfo, L3State | None] | None:
     """The newest L3 check run of ``workload`` on ``head_sha`` and its recorded state, if any."""
     runs = gh.list_check_runs(repo, head_sha, name=check_name(workload))
     runs = [r for r in runs if r.name == check_name(workload) and r.head_sha == head_sha]
@@ -134,8 +136,15 @@ class Answer:
 L3Action = OpenL3Check | UpdateL3Check | QueueL3Run | Answer
 
 
-def plan_request(config: RepoConfig, workload: str, head_sha: str, found: tuple[CheckRunInfo, L3State | None] | None,
-                 *, requested_by: str = "", can_queue: bool = False) -> list[L3Action]:
+def plan_request(
+    config: RepoConfig,
+    workload: str,
+    head_sha: str,
+    found: tuple[CheckRunInfo, L3State | None] | None,
+    *,
+    requested_by: str = "",
+    can_queue: bool = False,
+) -> list[L3Action]:
     """``/l3 WORKLOAD`` on ``head_sha`` (``found``: :func:`current`; ``can_queue``: a worker queue is
     reachable): a check run awaiting the owners' sign-off, once per head, and the workload queued."""
     w = config.workload(workload)
@@ -148,19 +157,28 @@ def plan_request(config: RepoConfig, workload: str, head_sha: str, found: tuple[
             return [Answer(True, already_signed_off(w.name, state.signed_by, head_sha), check_run_id=info.id)]
         if w.run and can_queue and state.run in ("", "failed"):
             state = replace(state, run="queued", run_detail="")
-            return [UpdateL3Check(info.id, state), QueueL3Run(w.name, info.id),
-                    Answer(True, awaiting_queued_again(w.name, w.owners), started=True, check_run_id=info.id)]
+            return [
+                UpdateL3Check(info.id, state),
+                QueueL3Run(w.name, info.id),
+                Answer(True, awaiting_queued_again(w.name, w.owners), started=True, check_run_id=info.id),
+            ]
         return [Answer(True, already_awaiting(w.name, w.owners, head_sha), check_run_id=info.id)]
     queued = bool(w.run) and can_queue
     state = L3State(w.name, w.owners, head_sha, requested_by=requested_by, run="queued" if queued else "")
     # 🚀 only when work was queued; a command no queue took answers 👍 and says it was not queued.
-    answer = Answer(True, requested(w.name, w.owners, head_sha, has_run=bool(w.run), queued=queued),
-                    started=queued)
+    answer = Answer(
+        True, requested(w.name, w.owners, head_sha, has_run=bool(w.run), queued=queued), started=queued
+    )
     return [OpenL3Check(state), *([QueueL3Run(w.name, None)] if queued else []), answer]
 
 
-def plan_signoff(config: RepoConfig, workload: str, head_sha: str, user: str,
-                 found: tuple[CheckRunInfo, L3State | None] | None) -> list[L3Action]:
+def plan_signoff(
+    config: RepoConfig,
+    workload: str,
+    head_sha: str,
+    user: str,
+    found: tuple[CheckRunInfo, L3State | None] | None,
+) -> list[L3Action]:
     """``/signoff WORKLOAD`` by ``user``: an owner completes the check (success); anyone else is refused."""
     w = config.workload(workload)
     if w is None:
@@ -169,47 +187,93 @@ def plan_signoff(config: RepoConfig, workload: str, head_sha: str, user: str,
         return [Answer(False, refusal(user.lstrip("@"), w.name, w.owners))]
     state = _state(found[0] if found else None, found[1] if found else None, w, head_sha)
     if state.signed_by:
-        return [Answer(True, already_signed_off(w.name, state.signed_by, head_sha),
-                       check_run_id=found[0].id if found else None)]
+        return [
+            Answer(
+                True,
+                already_signed_off(w.name, state.signed_by, head_sha),
+                check_run_id=found[0].id if found else None,
+            )
+        ]
     state = replace(state, signed_by=user.lstrip("@"))
     # An owner may sign off without an /l3 first: their word is what the check records.
-    write: L3Action = OpenL3Check(state, signed=True) if found is None else UpdateL3Check(found[0].id, state, signed=True)
+    write: L3Action = (
+        OpenL3Check(state, signed=True) if found is None else UpdateL3Check(found[0].id, state, signed=True)
+    )
     return [write, Answer(True, signed_off(state.signed_by, w.name, head_sha))]
 
 
-def apply_l3(gh: Checks, repo: str, head_sha: str, actions: Sequence[L3Action], *, enqueue: Enqueue | None = None,
-             installation_id: int | None = None) -> Reply:
+def apply_l3(
+    gh: Checks,
+    repo: str,
+    head_sha: str,
+    actions: Sequence[L3Action],
+    *,
+    enqueue: Enqueue | None = None,
+    installation_id: int | None = None,
+) -> Reply:
     """The one executor of the L3 planners: write the check runs, queue the runs, give the answer."""
     opened: int | None = None
     for action in actions:
         if isinstance(action, OpenL3Check):
             name, output = check_name(action.state.workload), _output(action.state)
-            info = (gh.create_check_run(repo, name=name, head_sha=head_sha, conclusion="success", output=output)
-                    if action.signed else
-                    gh.create_check_run(repo, name=name, head_sha=head_sha, status="in_progress", output=output))
+            info = (
+                gh.create_check_run(repo, name=name, head_sha=head_sha, conclusion="success", output=output)
+                if action.signed
+                else gh.create_check_run(
+                    repo, name=name, head_sha=head_sha, status="in_progress", output=output
+                )
+            )
             opened = info.id
         elif isinstance(action, UpdateL3Check):
             if action.signed:
-                gh.update_check_run(repo, action.check_run_id, status="completed", conclusion="success",
-                                    output=_output(action.state))
+                gh.update_check_run(
+                    repo,
+                    action.check_run_id,
+                    status="completed",
+                    conclusion="success",
+                    output=_output(action.state),
+                )
             else:
-                gh.update_check_run(repo, action.check_run_id, status="in_progress", output=_output(action.state))
+                gh.update_check_run(
+                    repo, action.check_run_id, status="in_progress", output=_output(action.state)
+                )
         elif isinstance(action, QueueL3Run):
             check_run_id = action.check_run_id if action.check_run_id is not None else opened
             if enqueue is None or check_run_id is None:
-                raise ForksyncError("an L3 run was planned without a queue or a check run (a bug in forksync)",
-                                    "report it to the bot's operators")
-            enqueue(RUN_L3, {"repo": repo, "head_sha": head_sha, "workload": action.workload,
-                             "check_run_id": check_run_id, "installation_id": installation_id})  # as _enqueue
+                raise ForksyncError(
+                    "an L3 run was planned without a queue or a check run (a bug in forksync)",
+                    "report it to the bot's operators",
+                )
+            enqueue(
+                RUN_L3,
+                {
+                    "repo": repo,
+                    "head_sha": head_sha,
+                    "workload": action.workload,
+                    "check_run_id": check_run_id,
+                    "installation_id": installation_id,
+                },
+            )  # as _enqueue
         else:
-            return Reply(action.ok, action.text, action.check_run_id if action.check_run_id is not None else opened)
+            return Reply(
+                action.ok, action.text, action.check_run_id if action.check_run_id is not None else opened
+            )
     raise ForksyncError("the L3 plan gave no answer (a bug in forksync)", "report it to the bot's operators")
 
 
-def _enqueue(enqueue: Enqueue, repo: str, head_sha: str, w: Workload, check_run_id: int,
-             installation_id: int | None) -> None:
-    enqueue(RUN_L3, {"repo": repo, "head_sha": head_sha, "workload": w.name, "check_run_id": check_run_id,
-                     "installation_id": installation_id})
+def _enqueue(
+    enqueue: Enqueue, repo: str, head_sha: str, w: Workload, check_run_id: int, installation_id: int | None
+) -> None:
+    enqueue(
+        RUN_L3,
+        {
+            "repo": repo,
+            "head_sha": head_sha,
+            "workload": w.name,
+            "check_run_id": check_run_id,
+            "installation_id": installation_id,
+        },
+    )
 
 
 def request_l3(
@@ -226,7 +290,9 @@ def request_l3(
     """``/l3 WORKLOAD``: read, :func:`plan_request`, :func:`apply_l3`."""
     w = config.workload(workload)
     found = current(gh, repo, head_sha, w.name) if w is not None else None
-    actions = plan_request(config, workload, head_sha, found, requested_by=requested_by, can_queue=enqueue is not None)
+    actions = plan_request(
+        config, workload, head_sha, found, requested_by=requested_by, can_queue=enqueue is not None
+    )
     return apply_l3(gh, repo, head_sha, actions, enqueue=enqueue, installation_id=installation_id)
 
 
@@ -259,27 +325,49 @@ def reset_l3_on_push(
             continue
         old = _state(found[0], found[1], w, before_sha)
         if old.signed_by and not w.reset_on_push:
-            state = replace(old, head_sha=after_sha, carried_from=before_sha, reset_from="", run="", run_detail="")
-            info = gh.create_check_run(repo, name=check_name(w.name), head_sha=after_sha, conclusion="success",
-                                       output=_output(state))
-            replies.append(Reply(True, f"L3 **{w.name}**: sign-off by @{old.signed_by} kept on {after_sha[:12]}.", info.id))
+            state = replace(
+                old, head_sha=after_sha, carried_from=before_sha, reset_from="", run="", run_detail=""
+            )
+            info = gh.create_check_run(
+                repo, name=check_name(w.name), head_sha=after_sha, conclusion="success", output=_output(state)
+            )
+            replies.append(
+                Reply(
+                    True, f"L3 **{w.name}**: sign-off by @{old.signed_by} kept on {after_sha[:12]}.", info.id
+                )
+            )
             continue
         queued = bool(w.run) and enqueue is not None
-        state = L3State(w.name, w.owners, after_sha, requested_by=old.requested_by,
-                        reset_from=before_sha if old.signed_by else old.reset_from, run="queued" if queued else "")
-        info = gh.create_check_run(repo, name=check_name(w.name), head_sha=after_sha, status="in_progress",
-                                   output=_output(state))
+        state = L3State(
+            w.name,
+            w.owners,
+            after_sha,
+            requested_by=old.requested_by,
+            reset_from=before_sha if old.signed_by else old.reset_from,
+            run="queued" if queued else "",
+        )
+        info = gh.create_check_run(
+            repo, name=check_name(w.name), head_sha=after_sha, status="in_progress", output=_output(state)
+        )
         if queued:
             assert enqueue is not None
             _enqueue(enqueue, repo, after_sha, w, info.id, installation_id)
         what = "sign-off reset" if old.signed_by else "still awaiting sign-off"
-        replies.append(Reply(True, f"L3 **{w.name}**: {what} on {after_sha[:12]} ({mentions(w.owners)}).", info.id))
+        replies.append(
+            Reply(True, f"L3 **{w.name}**: {what} on {after_sha[:12]} ({mentions(w.owners)}).", info.id)
+        )
     return replies
 
 
 def run_l3_workload(
-    gh: Checks, repo: str, head_sha: str, workload: str, config: RepoConfig, repo_path: Path,
-    *, timeout: float = RUN_TIMEOUT_S,
+    gh: Checks,
+    repo: str,
+    head_sha: str,
+    workload: str,
+    config: RepoConfig,
+    repo_path: Path,
+    *,
+    timeout: float = RUN_TIMEOUT_S,
 ) -> Reply:
     """The l2-queue job: run the workload's command at ``head_sha`` and attach its metrics to the check.
 
@@ -288,8 +376,12 @@ def run_l3_workload(
     """
     w = config.workload(workload)
     if w is None or not w.run:
-        return Reply(False, unknown_workload(workload, tuple(x.name for x in config.l3.workloads))
-                     if w is None else f"L3 **{workload}** has no `run` command to run.")
+        return Reply(
+            False,
+            unknown_workload(workload, tuple(x.name for x in config.l3.workloads))
+            if w is None
+            else f"L3 **{workload}** has no `run` command to run.",
+        )
     found = current(gh, repo, head_sha, w.name)
     if found is None:
         return Reply(False, f"no L3 check for **{w.name}** on {head_sha[:12]}: comment `/l3 {w.name}` first.")
@@ -314,8 +406,9 @@ def run_l3_workload(
     return Reply(run == "passed", f"L3 **{w.name}** command {run} ({detail}); {shown}.", info.id)
 
 
-def record_run_failure(gh: Checks, repo: str, head_sha: str, workload: str, config: RepoConfig,
-                       detail: str) -> Reply:
+def record_run_failure(
+    gh: Checks, repo: str, head_sha: str, workload: str, config: RepoConfig, detail: str
+) -> Reply:
     """The workload could not run at all (head not fetchable, bad config): say so on its check."""
     w = config.workload(workload)
     found = current(gh, repo, head_sha, workload)

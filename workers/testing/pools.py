@@ -64,8 +64,11 @@ def newest(results: Iterable[PoolResult]) -> dict[tuple[str, str], PoolResult]:
     return out
 
 
-def compare(expected: Mapping[str, Sequence[str]], results: Iterable[PoolResult],
-            tolerance: Mapping[str, int] | None = None) -> PoolComparison:
+def compare(
+    expected: Mapping[str, Sequence[str]],
+    results: Iterable[PoolResult],
+    tolerance: Mapping[str, int] | None = None,
+) -> PoolComparison:
     """Compare the pools of each suite in ``expected`` (suite -> its pools) over ``results``.
 
     Missing any pool: ``pending`` (nothing is concluded). Otherwise every pool is held against
@@ -85,13 +88,26 @@ def compare(expected: Mapping[str, Sequence[str]], results: Iterable[PoolResult]
         most = max(rows, key=lambda r: r.executed)
         for r in rows:
             if r is not most and most.executed - r.executed > tolerance.get(suite, 0):
-                found.append(Disagreement(suite, "fewer", r.pool, most.pool, r.executed, most.executed,
-                                          r.outcome, most.outcome))
+                found.append(
+                    Disagreement(
+                        suite, "fewer", r.pool, most.pool, r.executed, most.executed, r.outcome, most.outcome
+                    )
+                )
         first = rows[0]
         for r in rows[1:]:
             if r.outcome != first.outcome:
-                found.append(Disagreement(suite, "outcome", r.pool, first.pool, r.executed, first.executed,
-                                          r.outcome, first.outcome))
+                found.append(
+                    Disagreement(
+                        suite,
+                        "outcome",
+                        r.pool,
+                        first.pool,
+                        r.executed,
+                        first.executed,
+                        r.outcome,
+                        first.outcome,
+                    )
+                )
         outcomes += [r.outcome for r in rows]
     if found or FAILURE in outcomes:
         conclusion = FAILURE
@@ -108,8 +124,15 @@ def pool_series(repo: str, sha: str, run_id: str) -> str:
 
 
 def from_point(point: Mapping[str, object]) -> PoolResult:
-    return PoolResult(str(point["suite"]), str(point["pool"]), int(str(point["executed"])), str(point["outcome"]))
+    return PoolResult(
+        str(point["suite"]), str(point["pool"]), int(str(point["executed"])), str(point["outcome"])
+    )
 
 
 def as_point(result: PoolResult) -> dict[str, object]:
-    return {"suite": result.suite, "pool": result.pool, "executed": result.executed, "outcome": result.outcome}
+    return {
+        "suite": result.suite,
+        "pool": result.pool,
+        "executed": result.executed,
+        "outcome": result.outcome,
+    }

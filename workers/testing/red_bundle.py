@@ -53,5 +53,7 @@ def upstream_of(message: str, patterns: Sequence[str]) -> str | None:
 
 def culprit_reason(tests: Sequence[str], pr: int) -> str:
     """The chain reason of an ejected culprit: the test(s) it breaks, and where."""
-    shown = ", ".join(f"`{t}`" for t in list(tests)[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
+    shown = ", ".join(f"`{t}`" for t in list(tests)[:3]) + (
+        f" and {len(tests) - 3} more" if len(tests) > 3 else ""
+    )
     return f"ejected from bundle PR #{pr} by the L1 split: with it {shown} fail(s), without it they pass"

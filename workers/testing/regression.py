@@ -106,7 +106,9 @@ def good_values(history: Sequence[L2Run], metric: str, baseline_runs: int) -> li
 def check_metric(metric: Metric, value: float | None, base: Baseline | None) -> MetricCheck:
     """Compare one value with its baseline by the metric's direction and threshold, outside the noise."""
     if value is None:
-        return MetricCheck(metric.name, None, base, None, True, f"{metric.name} missing from the metrics line")
+        return MetricCheck(
+            metric.name, None, base, None, True, f"{metric.name} missing from the metrics line"
+        )
     if base is None:
         return MetricCheck(metric.name, value, None, None, False, f"{metric.name}={value:g}: no baseline yet")
     worse = worse_percent(value, base.median, metric.direction)
@@ -117,8 +119,9 @@ def check_metric(metric: Metric, value: float | None, base: Baseline | None) -> 
         f"({-worse:+.1f}%, noise ±{base.band:.3g})"
     )
     if regressed:
-        return MetricCheck(metric.name, value, base, worse, True,
-                           f"{text}: worse than the {metric.threshold:g}% threshold")
+        return MetricCheck(
+            metric.name, value, base, worse, True, f"{text}: worse than the {metric.threshold:g}% threshold"
+        )
     if worse > metric.threshold:
         return MetricCheck(metric.name, value, base, worse, False, f"{text}: within noise")
     return MetricCheck(metric.name, value, base, worse, False, text)

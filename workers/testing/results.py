@@ -71,13 +71,24 @@ class ResultStore:
         failures = json.dumps([{"test_id": f.test_id, "text": f.text} for f in run.failures])
         with self.store.session() as db:
             row = L2RunRow(
-                repo=repo, benchmark=run.benchmark, sha=run.sha, status=run.status, verdict=run.verdict,
-                exit_code=run.exit_code, duration_s=run.duration_s, reason=run.reason, output_tail=run.output_tail,
-                failures=failures, recorded_at=run.recorded_at,
+                repo=repo,
+                benchmark=run.benchmark,
+                sha=run.sha,
+                status=run.status,
+                verdict=run.verdict,
+                exit_code=run.exit_code,
+                duration_s=run.duration_s,
+                reason=run.reason,
+                output_tail=run.output_tail,
+                failures=failures,
+                recorded_at=run.recorded_at,
             )
             db.add(row)
             db.flush()
-            db.add_all(L2MetricRow(run_id=row.id, name=name, value=value) for name, value in sorted(run.metrics.items()))
+            db.add_all(
+                L2MetricRow(run_id=row.id, name=name, value=value)
+                for name, value in sorted(run.metrics.items())
+            )
             run_id = row.id
         return replace(run, run_id=run_id)
 
@@ -101,10 +112,18 @@ class ResultStore:
                     metrics[m.run_id][m.name] = m.value
         return [
             L2Run(
-                benchmark=r.benchmark, sha=r.sha, status=r.status, verdict=r.verdict, exit_code=r.exit_code,
-                duration_s=r.duration_s, reason=r.reason, output_tail=r.output_tail,
+                benchmark=r.benchmark,
+                sha=r.sha,
+                status=r.status,
+                verdict=r.verdict,
+                exit_code=r.exit_code,
+                duration_s=r.duration_s,
+                reason=r.reason,
+                output_tail=r.output_tail,
                 failures=tuple(Failure(f["test_id"], f["text"]) for f in json.loads(r.failures)),
-                recorded_at=r.recorded_at, metrics=metrics[r.id], run_id=r.id,
+                recorded_at=r.recorded_at,
+                metrics=metrics[r.id],
+                run_id=r.id,
             )
             for r in reversed(rows)
         ]
@@ -122,8 +141,14 @@ class ResultStore:
 
     def benchmarks(self, repo: str) -> list[str]:
         with self.store.session() as db:
-            return list(db.scalars(select(L2RunRow.benchmark).where(L2RunRow.repo == repo).distinct()
-                                   .order_by(L2RunRow.benchmark)))
+            return list(
+                db.scalars(
+                    select(L2RunRow.benchmark)
+                    .where(L2RunRow.repo == repo)
+                    .distinct()
+                    .order_by(L2RunRow.benchmark)
+                )
+            )
 
     def last_good(self, repo: str, benchmark: str) -> L2Run | None:
         """The newest run whose verdict was ok: the "good" end of a bisection."""
@@ -137,15 +162,29 @@ class ResultStore:
         with self.store.session() as db:
             db.add_all(
                 L2RegressionRow(
-                    run_id=r.run_id, repo=repo, benchmark=r.benchmark, metric=r.metric, kind=r.kind,
-                    first_bad=r.first_bad, delta_pct=r.delta_pct, good=r.good, culprit=r.culprit,
-                    culprit_subject=r.culprit_subject, bisect_status=r.bisect_status, bisect_steps=r.bisect_steps,
-                    candidates=r.candidates, note=r.note, tracking_issue=r.tracking_issue, recorded_at=r.recorded_at,
+                    run_id=r.run_id,
+                    repo=repo,
+                    benchmark=r.benchmark,
+                    metric=r.metric,
+                    kind=r.kind,
+                    first_bad=r.first_bad,
+                    delta_pct=r.delta_pct,
+                    good=r.good,
+                    culprit=r.culprit,
+                    culprit_subject=r.culprit_subject,
+                    bisect_status=r.bisect_status,
+                    bisect_steps=r.bisect_steps,
+                    candidates=r.candidates,
+                    note=r.note,
+                    tracking_issue=r.tracking_issue,
+                    recorded_at=r.recorded_at,
                 )
                 for r in records
             )
 
-    def regressions(self, repo: str, benchmark: str | None = None, limit: int = 200) -> list[RegressionRecord]:
+    def regressions(
+        self, repo: str, benchmark: str | None = None, limit: int = 200
+    ) -> list[RegressionRecord]:
         """The regressions recorded for ``repo`` (one benchmark's when given), oldest first."""
         query = select(L2RegressionRow).where(L2RegressionRow.repo == repo)
         if benchmark is not None:
@@ -154,10 +193,21 @@ class ResultStore:
             rows = list(db.scalars(query.order_by(L2RegressionRow.id.desc()).limit(limit)))
         return [
             RegressionRecord(
-                benchmark=r.benchmark, metric=r.metric, kind=r.kind, first_bad=r.first_bad, run_id=r.run_id,
-                delta_pct=r.delta_pct, good=r.good, culprit=r.culprit, culprit_subject=r.culprit_subject,
-                bisect_status=r.bisect_status, bisect_steps=r.bisect_steps, candidates=r.candidates, note=r.note,
-                tracking_issue=r.tracking_issue, recorded_at=r.recorded_at,
+                benchmark=r.benchmark,
+                metric=r.metric,
+                kind=r.kind,
+                first_bad=r.first_bad,
+                run_id=r.run_id,
+                delta_pct=r.delta_pct,
+                good=r.good,
+                culprit=r.culprit,
+                culprit_subject=r.culprit_subject,
+                bisect_status=r.bisect_status,
+                bisect_steps=r.bisect_steps,
+                candidates=r.candidates,
+                note=r.note,
+                tracking_issue=r.tracking_issue,
+                recorded_at=r.recorded_at,
             )
             for r in reversed(rows)
         ]

@@ -66,8 +66,14 @@ def revert_branch(culprit: str) -> str:
     return f"{REVERT_BRANCH_PREFIX}{culprit[:12]}"
 
 
-def plan_revert(culprit: str, subject: str, trunk_branch: str, issue: int, existing_pr: int | None,
-                pulls: Sequence[RevertPull] = ()) -> RevertAction:
+def plan_revert(
+    culprit: str,
+    subject: str,
+    trunk_branch: str,
+    issue: int,
+    existing_pr: int | None,
+    pulls: Sequence[RevertPull] = (),
+) -> RevertAction:
     """What to do for ``culprit`` (a trunk commit) found by the tracking ``issue``; ``pulls``:
     every PR ever opened from its revert branch (open, merged, or closed by a maintainer)."""
     opened = [p.number for p in pulls if p.state == "open"]

@@ -33,21 +33,44 @@ from typing import IO
 
 # Passed through from the worker's environment when set: what a build or a GPU test needs.
 ALLOWED_NAMES: tuple[str, ...] = (
-    "PATH", "LANG", "LANGUAGE", "TZ", "TERM",
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
     # GPU device selection (CUDA, ROCm/HIP, oneAPI) and the Triton backend switch.
-    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
-    "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK",
-    "TRITON_INTERPRET", "PYTHONUNBUFFERED",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+    "ZE_AFFINITY_MASK",
+    "TRITON_INTERPRET",
+    "PYTHONUNBUFFERED",
 )
 ALLOWED_PREFIXES: tuple[str, ...] = ("LC_",)
 
 # Never passed through from the worker, whatever an operator lists (the App's and the
 # deployment's secrets). A suite's own config ``env:`` may still set these names to its own values.
-SECRET_NAMES: frozenset[str] = frozenset({
-    "GITHUB_PRIVATE_KEY", "GITHUB_PRIVATE_KEY_PATH", "GITHUB_APP_ID", "GITHUB_TOKEN", "GH_TOKEN",
-    "GITHUB_CLIENT_SECRET", "FORKSYNC_WEBHOOK_SECRET", "REDIS_URL", "FORKSYNC_DATABASE_URL",
-    "DATABASE_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "FORKSYNC_GIT_URL_MAP",
-})
+SECRET_NAMES: frozenset[str] = frozenset(
+    {
+        "GITHUB_PRIVATE_KEY",
+        "GITHUB_PRIVATE_KEY_PATH",
+        "GITHUB_APP_ID",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_CLIENT_SECRET",
+        "FORKSYNC_WEBHOOK_SECRET",
+        "REDIS_URL",
+        "FORKSYNC_DATABASE_URL",
+        "DATABASE_URL",
+        "CELERY_BROKER_URL",
+        "CELERY_RESULT_BACKEND",
+        "FORKSYNC_GIT_URL_MAP",
+    }
+)
 _SECRET_WORDS = ("SECRET", "TOKEN", "PASSWORD", "PRIVATE_KEY", "CREDENTIAL")
 
 PASS_VAR = "FORKSYNC_SUITE_ENV_PASS"
@@ -61,7 +84,11 @@ _DRAIN_S = 5.0
 
 def is_secret_name(name: str) -> bool:
     upper = name.upper()
-    return upper in SECRET_NAMES or any(word in upper for word in _SECRET_WORDS) or upper.startswith("GIT_CONFIG_")
+    return (
+        upper in SECRET_NAMES
+        or any(word in upper for word in _SECRET_WORDS)
+        or upper.startswith("GIT_CONFIG_")
+    )
 
 
 def child_env(
@@ -111,11 +138,15 @@ def suite_user(source: Mapping[str, str] | None = None) -> SuiteUser | None:
     try:
         entry = pwd.getpwnam(name)
     except KeyError:
-        raise ForksyncError(f"{USER_VAR}={name} names no user on this runner",
-                            "create the user (useradd --system forksync-suite) or unset it") from None
+        raise ForksyncError(
+            f"{USER_VAR}={name} names no user on this runner",
+            "create the user (useradd --system forksync-suite) or unset it",
+        ) from None
     if os.geteuid() != 0 and entry.pw_uid != os.geteuid():
-        raise ForksyncError(f"{USER_VAR}={name} needs the worker to run as root to switch user",
-                            "run the worker as root, or unset it and run the whole worker as that user")
+        raise ForksyncError(
+            f"{USER_VAR}={name} needs the worker to run as root to switch user",
+            "run the worker as root, or unset it and run the whole worker as that user",
+        )
     return SuiteUser(name, entry.pw_uid, entry.pw_gid)
 
 
@@ -186,7 +217,9 @@ class _Keeper:
     def output(self) -> bytes:
         if not self.cut:
             return bytes(self.head + self.tail)
-        note = f"\n[forksync: {self.cut} bytes of output cut here; the log keeps its head and tail]\n".encode()
+        note = (
+            f"\n[forksync: {self.cut} bytes of output cut here; the log keeps its head and tail]\n".encode()
+        )
         return bytes(self.head) + note + bytes(self.tail)
 
 
@@ -207,17 +240,27 @@ def run_bounded(
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE if stderr_apart else subprocess.STDOUT, start_new_session=True,
-            user=user.uid if user else None, group=user.gid if user else None,
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if stderr_apart else subprocess.STDOUT,
+            start_new_session=True,
+            user=user.uid if user else None,
+            group=user.gid if user else None,
             extra_groups=[] if user else None,
         )
     except FileNotFoundError:
-        return Bounded(None, False, b"", 0, f"command not found: {argv[0]!r} (is it installed on the runner, on PATH?)"), None
+        return Bounded(
+            None, False, b"", 0, f"command not found: {argv[0]!r} (is it installed on the runner, on PATH?)"
+        ), None
     except PermissionError:
         return Bounded(None, False, b"", 0, f"permission denied running {argv[0]!r}"), None
     except (OSError, subprocess.SubprocessError) as exc:
-        return Bounded(None, False, b"", 0, f"cannot start {argv[0]!r}: {getattr(exc, 'strerror', None) or exc}"), None
+        return Bounded(
+            None, False, b"", 0, f"cannot start {argv[0]!r}: {getattr(exc, 'strerror', None) or exc}"
+        ), None
     assert proc.stdout is not None
     out = _Keeper(proc.stdout, limit)
     err = _Keeper(proc.stderr, limit) if stderr_apart and proc.stderr is not None else None

@@ -164,12 +164,16 @@ _ASSERTION = re.compile(
     re.MULTILINE,
 )
 _LLVM_FATAL = re.compile(r"^(?:LLVM ERROR|UNREACHABLE executed at .*?:\d+!?)[: ]*(?P<msg>.*)$", re.MULTILINE)
-_TERMINATE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'(?:\s*what\(\):\s*(?P<what>.*))?")
+_TERMINATE = re.compile(
+    r"terminate called after throwing an instance of '(?P<type>[^']+)'(?:\s*what\(\):\s*(?P<what>.*))?"
+)
 # "#4 0x000055d5 mlir::foo(int) (/bin/x+0x2b3c)" (LLVM) or "#4  0x00007f in foo (a=1) at x.cpp:12" (gdb).
 _NATIVE_FRAME = re.compile(r"^\s*#\d+\s+(?:0x[0-9a-fA-F]+\s+)?(?:in\s+)?(?P<sym>.+?)\s*$", re.MULTILINE)
 _PY_FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>[\w<>.]+)')
 _PYTEST_FRAME = re.compile(r"^(?P<path>[\w./\\-]+\.py):\d+: (?P<exc>[A-Za-z_][\w.]*)\s*$", re.MULTILINE)
-_SIGNAL = re.compile(r"\b(SIG[A-Z]{3,5})\b|(Segmentation fault|Bus error|Illegal instruction|Aborted|Floating point exception)")
+_SIGNAL = re.compile(
+    r"\b(SIG[A-Z]{3,5})\b|(Segmentation fault|Bus error|Illegal instruction|Aborted|Floating point exception)"
+)
 # Frames that say nothing about the bug: the crash machinery itself.
 _BORING_FRAME = re.compile(
     r"llvm::sys::|SignalHandler|PrintStackTrace|RunSignalHandlers|CleanupOnSignal|__restore_rt|^\(/"
@@ -280,7 +284,7 @@ def _lit(text: str) -> _Essence | None:
         parts.append(what)
         title_what = what
         # The check directive that did not match is the line under the error, e.g. "// CHECK: foo".
-        after = text[check.end():].lstrip("\n").splitlines()
+        after = text[check.end() :].lstrip("\n").splitlines()
         if after and not after[0].lstrip().startswith("^"):
             parts.append(normalise(after[0]))
     else:
@@ -307,7 +311,7 @@ def _python(text: str) -> _Essence | None:
         m = matches[-1]
         exc_type, msg = m.group("type"), (m.group("msg") or "")
         if _weak(msg):
-            msg = f"{msg} {_cause_after(text[m.end():])}".strip()
+            msg = f"{msg} {_cause_after(text[m.end() :])}".strip()
     elif summary:
         exc_type, msg = summary.group("type"), (summary.group("msg") or "")
     else:

@@ -94,7 +94,9 @@ def find_culprits(
     return SplitResult(tuple(by_position), tuple(runs), True, "")
 
 
-def failing_tests_oracle(run_subset: Callable[[Sequence[str]], frozenset[str]], targets: frozenset[str]) -> Oracle:
+def failing_tests_oracle(
+    run_subset: Callable[[Sequence[str]], frozenset[str]], targets: frozenset[str]
+) -> Oracle:
     """An oracle from a runner: ``run_subset(commits)`` builds base + those commits and returns its
     failing test ids (e.g. :func:`workers.testing.l1.failing_test_ids` of an L1 run on it). A
     subset fails when one of ``targets`` (the bundle's new failures) fails again, so a different,

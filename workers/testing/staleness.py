@@ -118,25 +118,39 @@ def plan(
     lost = [h for h in lost if (h.repo, h.head_sha) not in pending_heads]  # a check exists: the rule above
     for check in stale:
         waited = (now - check.started_at) / 60
-        actions.append(ConcludeTimedOut(check, (
-            f"No runner finished this check: it waited {waited:.0f} min on the `{check.queue}` queue, past its "
-            f"suites' timeouts and the watchdog's margin. The queue may have no live worker; the maintainers "
-            f"have an infrastructure issue for it. Comment `/retest` to run L1 again."
-        )))
+        actions.append(
+            ConcludeTimedOut(
+                check,
+                (
+                    f"No runner finished this check: it waited {waited:.0f} min on the `{check.queue}` queue, past its "
+                    f"suites' timeouts and the watchdog's margin. The queue may have no live worker; the maintainers "
+                    f"have an infrastructure issue for it. Comment `/retest` to run L1 again."
+                ),
+            )
+        )
     for head in lost:
         waited = (now - head.updated_at) / 60
-        actions.append(ConcludeNeverStarted(head, FIRST_QUEUE, (
-            f"No L1 check was ever created for this head: {waited:.0f} min after the PR last changed, past the "
-            f"suites' timeouts and the watchdog's margin, no worker had started its L1 job. The job was never "
-            f"enqueued, or no worker takes the `{FIRST_QUEUE}` queue, or it died before starting; the maintainers "
-            f"have an infrastructure issue for it. Comment `/retest` (or re-run this check) to run L1 again."
-        )))
+        actions.append(
+            ConcludeNeverStarted(
+                head,
+                FIRST_QUEUE,
+                (
+                    f"No L1 check was ever created for this head: {waited:.0f} min after the PR last changed, past the "
+                    f"suites' timeouts and the watchdog's margin, no worker had started its L1 job. The job was never "
+                    f"enqueued, or no worker takes the `{FIRST_QUEUE}` queue, or it died before starting; the maintainers "
+                    f"have an infrastructure issue for it. Comment `/retest` (or re-run this check) to run L1 again."
+                ),
+            )
+        )
     by_queue: dict[tuple[str, str], list[PendingCheck]] = {}
     for check in stale:
         by_queue.setdefault((check.repo, check.queue), []).append(check)
     for head in lost:  # as a check of id 0: the executor fills in the one it creates
-        by_queue.setdefault((head.repo, FIRST_QUEUE), []).append(PendingCheck(
-            head.repo, 0, head.head_sha, head.installation_id, FIRST_QUEUE, head.updated_at, head.deadline))
+        by_queue.setdefault((head.repo, FIRST_QUEUE), []).append(
+            PendingCheck(
+                head.repo, 0, head.head_sha, head.installation_id, FIRST_QUEUE, head.updated_at, head.deadline
+            )
+        )
     for (repo, queue), checks in sorted(by_queue.items()):
         actions.append(ReportQueue(repo, checks[0].installation_id, queue, tuple(checks)))
     for push in sorted(trunk_pushes, key=lambda p: p.repo):
@@ -156,22 +170,35 @@ class PendingChecks:
     def remember(self, check: PendingCheck) -> None:
         """Record ``check`` (again: a hand-over to another queue moves its queue and deadline)."""
         with self.store.session() as db:
-            db.merge(PendingCheckRow(
-                repo=check.repo, check_run_id=check.check_run_id, head_sha=check.head_sha,
-                installation_id=check.installation_id, queue=check.queue, started_at=check.started_at,
-                deadline=check.deadline,
-            ))
+            db.merge(
+                PendingCheckRow(
+                    repo=check.repo,
+                    check_run_id=check.check_run_id,
+                    head_sha=check.head_sha,
+                    installation_id=check.installation_id,
+                    queue=check.queue,
+                    started_at=check.started_at,
+                    deadline=check.deadline,
+                )
+            )
 
     def forget(self, repo: str, check_run_id: int) -> None:
         with self.store.session() as db:
-            db.execute(delete(PendingCheckRow).where(
-                PendingCheckRow.repo == repo, PendingCheckRow.check_run_id == check_run_id))
+            db.execute(
+                delete(PendingCheckRow).where(
+                    PendingCheckRow.repo == repo, PendingCheckRow.check_run_id == check_run_id
+                )
+            )
 
     def all(self) -> list[PendingCheck]:
         with self.store.session() as db:
             rows = list(db.scalars(select(PendingCheckRow).order_by(PendingCheckRow.started_at)))
-        return [PendingCheck(r.repo, r.check_run_id, r.head_sha, r.installation_id, r.queue, r.started_at, r.deadline)
-                for r in rows]
+        return [
+            PendingCheck(
+                r.repo, r.check_run_id, r.head_sha, r.installation_id, r.queue, r.started_at, r.deadline
+            )
+            for r in rows
+        ]
 
 
 def deadline_for(timeouts: Sequence[int], margin_minutes: int, *, now: float | None = None) -> float:

@@ -34,7 +34,9 @@ class SuitePlan:
 
     @property
     def changes(self) -> bool:
-        return bool(self.added or self.dropped or self.changed or self.required_added or self.required_dropped)
+        return bool(
+            self.added or self.dropped or self.changed or self.required_added or self.required_dropped
+        )
 
     def apply(self, trunk: RepoConfig) -> RepoConfig:
         """The config L1 runs with: the trunk's rules, these suites and required checks."""
@@ -54,11 +56,18 @@ def plan_suites(trunk: RepoConfig, head: RepoConfig, *, drop_approved_by: str | 
     keep = [s for s in trunk.l1.suites if not (approved and s.name in dropped)]
     suites = (*keep, *(theirs[n] for n in added))
     required_dropped = _removed(trunk, head)
-    required_added = tuple(c for c in head.l1.required_checks if c.lower() not in _lower(trunk.l1.required_checks))
+    required_added = tuple(
+        c for c in head.l1.required_checks if c.lower() not in _lower(trunk.l1.required_checks)
+    )
     required = tuple(c for c in trunk.l1.required_checks if not (approved and c in required_dropped))
     return SuitePlan(
-        suites=suites, required_checks=(*required, *required_added), added=added, dropped=dropped,
-        changed=changed, required_added=required_added, required_dropped=required_dropped,
+        suites=suites,
+        required_checks=(*required, *required_added),
+        added=added,
+        dropped=dropped,
+        changed=changed,
+        required_added=required_added,
+        required_dropped=required_dropped,
         drop_approved_by=approved,
     )
 

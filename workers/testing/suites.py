@@ -25,7 +25,13 @@ from workers.engine.git import GitError, Repository
 from workers.testing import infra, junit, sandbox, signatures, watchdog
 from workers.testing.canary import CanaryResult
 
-PASSED, FAILED, OMITTED, TIMED_OUT, INFRASTRUCTURE = "passed", "failed", "omitted", "timed_out", "infrastructure"
+PASSED, FAILED, OMITTED, TIMED_OUT, INFRASTRUCTURE = (
+    "passed",
+    "failed",
+    "omitted",
+    "timed_out",
+    "infrastructure",
+)
 STATUSES = (PASSED, FAILED, OMITTED, TIMED_OUT, INFRASTRUCTURE)
 
 # After SIGTERM on timeout, how long the process group gets to exit before SIGKILL.
@@ -129,8 +135,12 @@ def checkout(repo: Path, ref: str, parent: Path) -> Iterator[tuple[Path, str]]:
     git = Repository(repo)
     sha = git.rev_parse(ref)
     if sha is None:
-        raise GitError(["rev-parse", ref], 128, f"fatal: {ref!r} is not a commit in {repo}",
-                       remedy="fetch it first or pass an existing --ref")
+        raise GitError(
+            ["rev-parse", ref],
+            128,
+            f"fatal: {ref!r} is not a commit in {repo}",
+            remedy="fetch it first or pass an existing --ref",
+        )
     parent.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix=f"l1-{sha[:12]}-", dir=parent))
     path.rmdir()  # worktree add wants to create it
@@ -185,8 +195,13 @@ def run_suite(
     results.unlink(missing_ok=True)
     expected = watchdog.expected_tests(suite, baseline, fraction)
     base = SuiteOutcome(
-        name=suite.name, status=OMITTED, expected=expected, log_path=str(log_path),
-        attempts=attempt, owners=suite.owners, gpu=suite.gpu,
+        name=suite.name,
+        status=OMITTED,
+        expected=expected,
+        log_path=str(log_path),
+        attempts=attempt,
+        owners=suite.owners,
+        gpu=suite.gpu,
     )
 
     cwd = (workdir / suite.cwd).resolve()
@@ -221,8 +236,13 @@ def run_suite(
     tail = ""
     if outcome.status != PASSED and not outcome.failures:
         tail = last_lines(infra.log_tail(log_path, 64 * 1024), TAIL_LINES)
-    return replace(outcome, duration_s=duration, exit_code=exit_code, parse_s=time.monotonic() - parse_started,
-                   log_tail=tail)
+    return replace(
+        outcome,
+        duration_s=duration,
+        exit_code=exit_code,
+        parse_s=time.monotonic() - parse_started,
+        log_tail=tail,
+    )
 
 
 TAIL_LINES = 30
@@ -246,7 +266,9 @@ def _run_in_group(
         if ran.start_error:
             log.write(f"forksync: {ran.start_error}\n".encode())
         if ran.timed_out:
-            log.write(f"\nforksync: killed after {timeout} s (suite timeout), with its process group\n".encode())
+            log.write(
+                f"\nforksync: killed after {timeout} s (suite timeout), with its process group\n".encode()
+            )
     return ran.exit_code, ran.timed_out, ran.start_error
 
 
@@ -262,9 +284,7 @@ def _judge(
     fraction: float,
 ) -> SuiteOutcome:
     report = junit.parse_junit_file(results, root=workdir, cwd=suite.cwd)
-    failures = tuple(
-        _failure(c) for c in report.failures
-    )
+    failures = tuple(_failure(c) for c in report.failures)
     counted = replace(
         base,
         passed=report.passed,
@@ -276,12 +296,21 @@ def _judge(
     )
     if timed_out:
         # A hang is the change's until the runner canary says otherwise (``workers.testing.l1``).
-        return replace(counted, status=TIMED_OUT,
-                       reason=f"killed after its {suite.timeout} s timeout (with its process group)")
+        return replace(
+            counted,
+            status=TIMED_OUT,
+            reason=f"killed after its {suite.timeout} s timeout (with its process group)",
+        )
     omitted = watchdog.omission(
-        suite, ran=True, readable=report.readable, problem=report.problem,
-        executed=report.passed + report.failed, baseline=baseline, fraction=fraction,
-        skipped=report.skipped, skip_reasons=counted.skip_reasons,
+        suite,
+        ran=True,
+        readable=report.readable,
+        problem=report.problem,
+        executed=report.passed + report.failed,
+        baseline=baseline,
+        fraction=fraction,
+        skipped=report.skipped,
+        skip_reasons=counted.skip_reasons,
     )
     if report.failures:
         # A failing test is the change's failure whatever its message says ("Connection reset by
@@ -295,11 +324,13 @@ def _judge(
         # Infrastructure signals: death by a signal, or a known cause in the log of a run that
         # wrote no results at all (nothing a test asserted); the canary confirms either.
         cause = infra.signal_cause(exit_code) or (
-            infra.infrastructure_cause(infra.log_tail(log_path)) if not report.readable else None)
+            infra.infrastructure_cause(infra.log_tail(log_path)) if not report.readable else None
+        )
         return _suspect(judged, cause)
     if exit_code not in (0, None):
         judged = replace(
-            counted, status=FAILED,
+            counted,
+            status=FAILED,
             reason=f"exited with code {exit_code} although its results show no failing test: see the log",
         )
         return _suspect(judged, infra.signal_cause(exit_code))
@@ -309,8 +340,13 @@ def _judge(
 def _failure(case: junit.TestCase) -> Failure:
     sig = signatures.signature(f"{case.message}\n{case.text}", case.id)
     return Failure(
-        case.id, case.message, case.first_lines(), case.file, case.line,
-        signature=sig.key, signature_title=sig.title,
+        case.id,
+        case.message,
+        case.first_lines(),
+        case.file,
+        case.line,
+        signature=sig.key,
+        signature_title=sig.title,
     )
 
 
@@ -320,13 +356,16 @@ def _suspect(judged: SuiteOutcome, cause: infra.InfraMatch | None) -> SuiteOutco
     if cause is None:
         return judged
     return replace(
-        _infra(judged, cause), unconfirmed=(judged.status, judged.reason),
+        _infra(judged, cause),
+        unconfirmed=(judged.status, judged.reason),
     )
 
 
 def _infra(outcome: SuiteOutcome, cause: infra.InfraMatch) -> SuiteOutcome:
     return replace(
-        outcome, status=INFRASTRUCTURE, infra_cause=cause.cause,
+        outcome,
+        status=INFRASTRUCTURE,
+        infra_cause=cause.cause,
         reason=f"infrastructure: {cause.cause} ({cause.line}); {cause.remedy}. Not caused by this change.",
     )
 
@@ -342,13 +381,18 @@ def infra_confirmed(outcome: SuiteOutcome, canary: CanaryResult | None) -> Suite
         status, reason = outcome.unconfirmed
         why = f"{reason} ({outcome.infra_cause}, but {canary.describe()} after the suite: the runner is healthy)"
         return replace(outcome, status=status, reason=why, infra_cause=None, unconfirmed=None)
-    return replace(outcome, unconfirmed=None, reason=f"{outcome.reason} Confirmed: {canary.describe()} after the suite.")
+    return replace(
+        outcome, unconfirmed=None, reason=f"{outcome.reason} Confirmed: {canary.describe()} after the suite."
+    )
 
 
 def canary_failed_after(outcome: SuiteOutcome, canary: CanaryResult) -> SuiteOutcome:
     """A suite that failed, and then the canary failed too: the runner broke under the suite."""
     return replace(
-        outcome, status=INFRASTRUCTURE, infra_cause="runner canary failed after the suite", unconfirmed=None,
+        outcome,
+        status=INFRASTRUCTURE,
+        infra_cause="runner canary failed after the suite",
+        unconfirmed=None,
         reason=f"infrastructure: {canary.describe()} right after the suite ({outcome.reason}). "
-               "Not caused by this change; the job goes to another runner.",
+        "Not caused by this change; the job goes to another runner.",
     )

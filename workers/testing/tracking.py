@@ -163,7 +163,9 @@ def plan(known: Sequence[KnownIssue], report: TrunkReport, recover_after: int) -
             actions.append(OpenIssue(key, issue_title(facts), issue_body(facts), issue_labels(facts)))
         elif reopening:
             facts = replace(facts, reopened=facts.reopened + 1)
-            actions.append(ReopenIssue(found.number, issue_title(facts), issue_body(facts), reopened_comment(facts)))
+            actions.append(
+                ReopenIssue(found.number, issue_title(facts), issue_body(facts), reopened_comment(facts))
+            )
         else:
             actions.append(EditIssue(found.number, issue_title(facts), issue_body(facts)))
 
@@ -235,8 +237,14 @@ def _sighted(
     # Seen before: count it, keep the first-bad commit and a culprit once found, refresh the rest.
     # A recurrence after closing is a new break: its first-bad commit and culprit start afresh.
     if reopening:
-        old = replace(old, culprit=None, culprit_subject="", suspects=(), bisect_note="",
-                      first_bad=s.first_bad or report.sha)
+        old = replace(
+            old,
+            culprit=None,
+            culprit_subject="",
+            suspects=(),
+            bisect_note="",
+            first_bad=s.first_bad or report.sha,
+        )
     return replace(
         old,
         last_seen=report.sha,
@@ -273,8 +281,17 @@ def report_from_l2(outcome: BenchmarkOutcome, bench: Benchmark, at: str) -> Trun
     subject = outcome.bisect.culprit_subject if outcome.bisect else ""
 
     def sighting(sig: Signature, detail: str, tests: tuple[str, ...] = (), excerpt: str = "") -> Sighting:
-        return Sighting(sig, tests, detail, excerpt, outcome.first_bad, culprit, subject, outcome.suspects,
-                        outcome.note if outcome.new_break else "")
+        return Sighting(
+            sig,
+            tests,
+            detail,
+            excerpt,
+            outcome.first_bad,
+            culprit,
+            subject,
+            outcome.suspects,
+            outcome.note if outcome.new_break else "",
+        )
 
     sightings: list[Sighting] = []
     if verdict.status == REGRESSED:
@@ -289,8 +306,9 @@ def report_from_l2(outcome: BenchmarkOutcome, bench: Benchmark, at: str) -> Trun
         if sig.kind != "infra":
             sig = _infra_signature(run.reason)
         sightings.append(Sighting(sig, detail=run.reason, excerpt=run.output_tail))
-    return TrunkReport(bench.name, run.sha, at, tuple(sightings), judged=verdict.status != SKIPPED,
-                       owners=bench.owners)
+    return TrunkReport(
+        bench.name, run.sha, at, tuple(sightings), judged=verdict.status != SKIPPED, owners=bench.owners
+    )
 
 
 def _infra_signature(reason: str) -> Signature:
@@ -307,7 +325,10 @@ class IssuesPort(Issues, Comments, Protocol):
 
 def known_issues(port: IssuesPort, repo: str) -> list[KnownIssue]:
     """Every tracking issue of ``repo``, open and closed (found by the label, keyed by the marker)."""
-    issues = [KnownIssue(i.number, i.state, i.title, i.body) for i in port.list_issues(repo, labels=[LABEL], state="all")]
+    issues = [
+        KnownIssue(i.number, i.state, i.title, i.body)
+        for i in port.list_issues(repo, labels=[LABEL], state="all")
+    ]
     return [i for i in issues if i.key]
 
 
@@ -321,8 +342,13 @@ def execute(port: IssuesPort, repo: str, actions: Sequence[Action]) -> list[int]
     for action in actions:
         if isinstance(action, OpenIssue):
             # ensure_issue looks for the marker again: a racing worker's issue is updated, not doubled.
-            info, _ = port.ensure_issue(repo, marker=marker("signature", action.key), title=action.title,
-                                        body=action.body, labels=action.labels)
+            info, _ = port.ensure_issue(
+                repo,
+                marker=marker("signature", action.key),
+                title=action.title,
+                body=action.body,
+                labels=action.labels,
+            )
             touched.append(info.number)
         elif isinstance(action, EditIssue):
             port.update_issue(repo, action.number, title=action.title, body=action.body)
@@ -362,14 +388,24 @@ def report_from_suite(outcome: SuiteOutcome, sha: str, at: str) -> TrunkReport:
         sig = signature(outcome.log_tail or outcome.reason, None)
         if sig.kind != "infra":
             sig = _infra_signature(outcome.infra_cause or outcome.reason)
-        return TrunkReport(outcome.name, sha, at, (Sighting(sig, detail=outcome.reason, excerpt=outcome.log_tail),),
-                           judged=False, owners=outcome.owners)
+        return TrunkReport(
+            outcome.name,
+            sha,
+            at,
+            (Sighting(sig, detail=outcome.reason, excerpt=outcome.log_tail),),
+            judged=False,
+            owners=outcome.owners,
+        )
     failures = [Failure(f.test_id, f"{f.message}\n{f.first_lines}".strip()) for f in outcome.failures]
     if not failures:
         failures = [Failure(outcome.name, outcome.log_tail or outcome.reason)]
     sightings = tuple(
-        Sighting(g.signature, tests=tuple(t for t in g.tests if t != outcome.name), detail=outcome.reason,
-                 excerpt=g.failures[0].text)
+        Sighting(
+            g.signature,
+            tests=tuple(t for t in g.tests if t != outcome.name),
+            detail=outcome.reason,
+            excerpt=g.failures[0].text,
+        )
         for g in group(failures)
     )
     return TrunkReport(outcome.name, sha, at, sightings, owners=outcome.owners)

@@ -43,43 +43,91 @@ class TrunkResults:
         self.store = store
         self.repo = repo
 
-    def record(self, commit: str, suite: str, status: str, tests: Iterable[tuple[str, str]], *,
-               pool: str = "", at: float | None = None) -> None:
+    def record(
+        self,
+        commit: str,
+        suite: str,
+        status: str,
+        tests: Iterable[tuple[str, str]],
+        *,
+        pool: str = "",
+        at: float | None = None,
+    ) -> None:
         """Store a trunk run of ``suite`` at ``commit``; a rerun at the same commit replaces its tests."""
         rows = dict(tests)  # one outcome per test id (the last one reported)
         with self.store.session() as db:
-            db.execute(delete(TestResultRow).where(
-                TestResultRow.repo == self.repo, TestResultRow.commit_sha == commit, TestResultRow.suite == suite))
+            db.execute(
+                delete(TestResultRow).where(
+                    TestResultRow.repo == self.repo,
+                    TestResultRow.commit_sha == commit,
+                    TestResultRow.suite == suite,
+                )
+            )
             if rows:  # one executemany, not an ORM object per test
-                db.execute(insert(TestResultRow), [
-                    {"repo": self.repo, "commit_sha": commit, "suite": suite, "test_id": test_id, "outcome": outcome}
-                    for test_id, outcome in rows.items()])
-            db.add(SuiteRunRow(repo=self.repo, commit_sha=commit, suite=suite, status=status, total=len(rows),
-                               executed=executed_count(rows.items()), pool=pool,
-                               recorded_at=time.time() if at is None else at))
+                db.execute(
+                    insert(TestResultRow),
+                    [
+                        {
+                            "repo": self.repo,
+                            "commit_sha": commit,
+                            "suite": suite,
+                            "test_id": test_id,
+                            "outcome": outcome,
+                        }
+                        for test_id, outcome in rows.items()
+                    ],
+                )
+            db.add(
+                SuiteRunRow(
+                    repo=self.repo,
+                    commit_sha=commit,
+                    suite=suite,
+                    status=status,
+                    total=len(rows),
+                    executed=executed_count(rows.items()),
+                    pool=pool,
+                    recorded_at=time.time() if at is None else at,
+                )
+            )
 
     def has_run(self, commit: str, suite: str) -> bool:
         with self.store.session() as db:
-            return db.scalar(select(SuiteRunRow.seq).where(
-                SuiteRunRow.repo == self.repo, SuiteRunRow.commit_sha == commit, SuiteRunRow.suite == suite,
-            ).limit(1)) is not None
+            return (
+                db.scalar(
+                    select(SuiteRunRow.seq)
+                    .where(
+                        SuiteRunRow.repo == self.repo,
+                        SuiteRunRow.commit_sha == commit,
+                        SuiteRunRow.suite == suite,
+                    )
+                    .limit(1)
+                )
+                is not None
+            )
 
     def failing_at(self, commit: str, suite: str) -> frozenset[str] | None:
         """Tests of ``suite`` that failed on trunk at ``commit``; None when trunk has no run there."""
         if not self.has_run(commit, suite):
             return None
         with self.store.session() as db:
-            rows = db.scalars(select(TestResultRow.test_id).where(
-                TestResultRow.repo == self.repo, TestResultRow.commit_sha == commit, TestResultRow.suite == suite,
-                TestResultRow.outcome.in_(_FAILING),
-            ))
+            rows = db.scalars(
+                select(TestResultRow.test_id).where(
+                    TestResultRow.repo == self.repo,
+                    TestResultRow.commit_sha == commit,
+                    TestResultRow.suite == suite,
+                    TestResultRow.outcome.in_(_FAILING),
+                )
+            )
             return frozenset(rows)
 
     def passing_suites_at(self, commit: str) -> frozenset[str]:
         """Suites whose newest trunk run at ``commit`` passed."""
         with self.store.session() as db:
-            rows = db.execute(select(SuiteRunRow.suite, SuiteRunRow.status).where(
-                SuiteRunRow.repo == self.repo, SuiteRunRow.commit_sha == commit).order_by(SuiteRunRow.seq)).all()
+            rows = db.execute(
+                select(SuiteRunRow.suite, SuiteRunRow.status)
+                .where(SuiteRunRow.repo == self.repo, SuiteRunRow.commit_sha == commit)
+                .order_by(SuiteRunRow.seq)
+            ).all()
         last = {suite: status for suite, status in rows}
         return frozenset(s for s, status in last.items() if status == "passed")
 
@@ -87,9 +135,18 @@ class TrunkResults:
         """The median executed-test count of the suite's last ``window`` counted trunk runs
         (None: no history). Skipped tests never count: the watchdog's share is of what ran."""
         with self.store.session() as db:
-            counts = list(db.scalars(select(SuiteRunRow.executed).where(
-                SuiteRunRow.repo == self.repo, SuiteRunRow.suite == suite, SuiteRunRow.status.in_(_COUNTED),
-            ).order_by(SuiteRunRow.seq.desc()).limit(window)))
+            counts = list(
+                db.scalars(
+                    select(SuiteRunRow.executed)
+                    .where(
+                        SuiteRunRow.repo == self.repo,
+                        SuiteRunRow.suite == suite,
+                        SuiteRunRow.status.in_(_COUNTED),
+                    )
+                    .order_by(SuiteRunRow.seq.desc())
+                    .limit(window)
+                )
+            )
         if not counts:
             return None
         return int(statistics.median(counts))
@@ -97,8 +154,12 @@ class TrunkResults:
     def last_recorded_at(self) -> float | None:
         """When the newest trunk run of this repository was recorded (None: never)."""
         with self.store.session() as db:
-            return db.scalar(select(SuiteRunRow.recorded_at).where(SuiteRunRow.repo == self.repo)
-                             .order_by(SuiteRunRow.seq.desc()).limit(1))
+            return db.scalar(
+                select(SuiteRunRow.recorded_at)
+                .where(SuiteRunRow.repo == self.repo)
+                .order_by(SuiteRunRow.seq.desc())
+                .limit(1)
+            )
 
 
 @dataclass(frozen=True)
@@ -129,8 +190,11 @@ def classify(
         elif test_id in rerun_passed:
             out.append(Verdict(test_id, FLAKY, "passed on an automatic rerun"))
         else:
-            why = "fails here" + (f", passes on trunk{at}" if trunk_failing is not None else
-                                  f"; no trunk results{at} to compare with")
+            why = "fails here" + (
+                f", passes on trunk{at}"
+                if trunk_failing is not None
+                else f"; no trunk results{at} to compare with"
+            )
             if reran:
                 why += "; failed again on rerun"
             out.append(Verdict(test_id, NEW, why))

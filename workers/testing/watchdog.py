@@ -47,7 +47,13 @@ def omission(
         return problem or "did not run"
     if not readable:
         return f"crashed before writing results ({problem})" if problem else "crashed before writing results"
-    skips = f" ({skipped} skipped: {skip_reasons})" if skipped and skip_reasons else f" ({skipped} skipped)" if skipped else ""
+    skips = (
+        f" ({skipped} skipped: {skip_reasons})"
+        if skipped and skip_reasons
+        else f" ({skipped} skipped)"
+        if skipped
+        else ""
+    )
     if executed == 0:
         if skipped:
             return f"executed 0 tests{skips}: a skipped test is not a run"
@@ -166,8 +172,9 @@ class RequiredChecks:
     unreadable: str = ""
 
 
-def cross_check(configured: Sequence[str], protection: Sequence[str] | None, *, branch: str = "",
-                own: Sequence[str] = ()) -> RequiredChecks:
+def cross_check(
+    configured: Sequence[str], protection: Sequence[str] | None, *, branch: str = "", own: Sequence[str] = ()
+) -> RequiredChecks:
     """The union of configured and protected checks (forksync's own ``own`` checks left out: they
     are not for coverage to judge), and which side lacks which (names compare case-insensitively)."""
     own_l = {o.lower() for o in own}
@@ -176,7 +183,8 @@ def cross_check(configured: Sequence[str], protection: Sequence[str] | None, *, 
     conf_l, prot_l = {c.lower() for c in conf}, {c.lower() for c in prot}
     union = list(conf) + [c for c in prot if c.lower() not in conf_l]
     return RequiredChecks(
-        checks=tuple(union), branch=branch,
+        checks=tuple(union),
+        branch=branch,
         only_in_protection=tuple(c for c in prot if c.lower() not in conf_l),
         only_in_config=tuple(c for c in conf if c.lower() not in prot_l) if protection is not None else (),
         protected=protection is not None,

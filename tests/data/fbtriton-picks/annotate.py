@@ -48,23 +48,93 @@ CARRY = (
 # quoted / listed title names.
 BUNDLE_542_CARRIED = [9851, 9984, 9792, 9941, 9989, 9987, 10014, 9982, 9883]
 BUNDLE_545_PICKED = [
-    10211, 10230, 10220, 10236, 10232, 10245, 10252, 10249, 10237, 10224, 10253, 10243, 10242, 10238, 9886,
-    10214, 10259, 10216, 10233, 10247, 10235, 9662, 10225, 10258, 10263, 9572, 10268, 10270, 10272, 10200,
-    10129, 10280, 10271, 10275, 10282, 10269, 9201, 10276, 9260, 10189, 9929, 10204, 10294, 10173, 10300,
-    10299, 10301, 10234, 10303, 10304, 10306, 10286, 10311, 10293, 10855, 10169,
+    10211,
+    10230,
+    10220,
+    10236,
+    10232,
+    10245,
+    10252,
+    10249,
+    10237,
+    10224,
+    10253,
+    10243,
+    10242,
+    10238,
+    9886,
+    10214,
+    10259,
+    10216,
+    10233,
+    10247,
+    10235,
+    9662,
+    10225,
+    10258,
+    10263,
+    9572,
+    10268,
+    10270,
+    10272,
+    10200,
+    10129,
+    10280,
+    10271,
+    10275,
+    10282,
+    10269,
+    9201,
+    10276,
+    9260,
+    10189,
+    9929,
+    10204,
+    10294,
+    10173,
+    10300,
+    10299,
+    10301,
+    10234,
+    10303,
+    10304,
+    10306,
+    10286,
+    10311,
+    10293,
+    10855,
+    10169,
 ]
 NEG = ("negative", [], [], [], "")
 HAND: dict[int, tuple[str, list[int], list[int], list[int], str]] = {
-    0: ("partial-port", [], [], [], "fork rebase commit; 'Partially pick <pull/7001> (only ...)' inside a quoted old message"),
+    0: (
+        "partial-port",
+        [],
+        [],
+        [],
+        "fork rebase commit; 'Partially pick <pull/7001> (only ...)' inside a quoted old message",
+    ),
     1: ("fork-pick", [], [], [], "pick of the fork's own tlx-branch PR #227"),
     2: ("fork-pick", [], [], [], "pick of the fork's own PR #240"),
     6: ("fork-pick", [], [], [], "pick of the fork's own [TLX] PR #260"),
     12: ("mention", [], [], [], "'upstreaming <pull/6802/commits/...>': the fork sends it upstream"),
     25: ("revert", [], [], [], "Revert D85686892: a fork diff"),
     56: ("revert", [], [], [], "Back out of a revert of a fork diff"),
-    57: ("other-pick", [7592], [], [], "upstream subject + fork (#667), body 'This is a cherry-pick of <pull/7592>'"),
+    57: (
+        "other-pick",
+        [7592],
+        [],
+        [],
+        "upstream subject + fork (#667), body 'This is a cherry-pick of <pull/7592>'",
+    ),
     64: ("other-pick", [8121], [], [], "[pick] tag, unquoted upstream subject (#N) (#M)"),
-    67: ("other-pick", [7633], [], [], "upstream subject with fork (#365), (cherry picked from commit <sha>)"),
+    67: (
+        "other-pick",
+        [7633],
+        [],
+        [],
+        "upstream subject with fork (#365), (cherry picked from commit <sha>)",
+    ),
     76: ("revert", [], [], [], "Revert D<n>: <pick subject>: un-picks, carries nothing"),
     79: ("revert", [], [], [], "Revert D92486154: no subject"),
     138: ("revert", [], [], [], "Revert D<n>: <pick subject>"),
@@ -73,7 +143,13 @@ HAND: dict[int, tuple[str, list[int], list[int], list[int], str]] = {
     141: ("revert", [8262], [], [], "Revert of a revert of a pick: a reapply"),
     142: ("revert", [8284], [], [], "Revert of a revert of a pick: a reapply"),
     344: ("revert", [], [], [], "Revert D100485231: no subject"),
-    425: ("mention", [], [], [], "fork fix 'after upstream refactor (#9133) (#1380)': #9133 is named, not carried"),
+    425: (
+        "mention",
+        [],
+        [],
+        [],
+        "fork fix 'after upstream refactor (#9133) (#1380)': #9133 is named, not carried",
+    ),
     470: ("revert", [], [], [], 'Back out "<pick subject>"'),
     471: ("revert", [], [], [], 'Back out "<pick subject>"'),
     485: ("fork-pick", [], [], [], "port of the fork's tlx-amd-meta PR #1532"),
@@ -81,24 +157,56 @@ HAND: dict[int, tuple[str, list[int], list[int], list[int], str]] = {
     492: ("bundle-other", [9336, 9342, 9356], [], [], "[BUNDLE] #a #b #c (#M)"),
     497: ("fork-pick", [], [], [], "port of tlx-amd-meta #1407"),
     498: ("fork-pick", [], [], [], "port of tlx-amd-meta #1442"),
-    499: ("bundle-list", [9361, 9396, 9392], [], [],
-          "title lists 10, body: 7 are 'NO-OP (reverted to beta)', only #9361 #9396 #9392 ADOPTED; "
-          "decision: a NO-OP item is not carried (5 of them are picked again by a later bundle)"),
-    500: ("bundle-list", [9415, 9416, 9281, 9419, 9423, 9413, 9424, 9347], [], [],
-          "title lists 8, one trailer (the last); every Reactor-Bundle item is CLEAN or RESOLVED"),
+    499: (
+        "bundle-list",
+        [9361, 9396, 9392],
+        [],
+        [],
+        "title lists 10, body: 7 are 'NO-OP (reverted to beta)', only #9361 #9396 #9392 ADOPTED; "
+        "decision: a NO-OP item is not carried (5 of them are picked again by a later bundle)",
+    ),
+    500: (
+        "bundle-list",
+        [9415, 9416, 9281, 9419, 9423, 9413, 9424, 9347],
+        [],
+        [],
+        "title lists 8, one trailer (the last); every Reactor-Bundle item is CLEAN or RESOLVED",
+    ),
     501: ("revert", [], [], [], 'Back out D<n> "<fork subject>"'),
     502: ("fork-pick", [], [], [], "[Backport][TLX][AMD] ... (#1364) (#1787): the fork's own PR"),
     503: ("other-pick", [9936], [], [], "[Triton][Cherry-pick] ... (#9936) (#1788), Upstream PR link"),
     504: ("fork-pick", [], [], [], "[Backport][TLX][AMD] ... (#1690) (#1789): the fork's own PR"),
-    506: ("fork-pick", [], [], [], "[Backport][TLX][AMD] (#1581): TLX is fork-only; the body calls tlx-amd-meta 'upstream'"),
+    506: (
+        "fork-pick",
+        [],
+        [],
+        [],
+        "[Backport][TLX][AMD] (#1581): TLX is fork-only; the body calls tlx-amd-meta 'upstream'",
+    ),
     511: ("other-pick", [8464], [], [], "[triton][Cherry-pick][AMD] ... (#8464) (#1805)"),
     512: ("other-pick", [9883], [], [], "[Backport][AMD][gfx9] ... (#9883) (#1806), Upstream PR link"),
-    542: ("bundle-other", BUNDLE_542_CARRIED, [9974], [],
-          "keystone + applied dependents + 'already satisfied in beta (frontier advance only)'; "
-          "'Still deferred' #9974; prose numbers (#9954 #10031 #10013 #9977 #9615) are not carried"),
-    545: ("bundle-other", BUNDLE_545_PICKED, [10261, 10212, 10297, 10142, 10287, 10056], [],
-          "Picked (56) list; Deferred (6, backlog) items"),
-    553: ("bundle-other", [9220, 9221, 9317, 9318, 9327], [], [], "'Cherry-pick upstream ... bundle', Upstream PRs links + trailers"),
+    542: (
+        "bundle-other",
+        BUNDLE_542_CARRIED,
+        [9974],
+        [],
+        "keystone + applied dependents + 'already satisfied in beta (frontier advance only)'; "
+        "'Still deferred' #9974; prose numbers (#9954 #10031 #10013 #9977 #9615) are not carried",
+    ),
+    545: (
+        "bundle-other",
+        BUNDLE_545_PICKED,
+        [10261, 10212, 10297, 10142, 10287, 10056],
+        [],
+        "Picked (56) list; Deferred (6, backlog) items",
+    ),
+    553: (
+        "bundle-other",
+        [9220, 9221, 9317, 9318, 9327],
+        [],
+        [],
+        "'Cherry-pick upstream ... bundle', Upstream PRs links + trailers",
+    ),
     572: ("bundle-list", [9812, 9692, 9856, 9843, 9958, 9934, 10035], [], [], "title list, no trailers"),
     583: ("other-pick", [10899], [], [], "[H100 core]... Backport ... (#10899) (#2596)"),
     647: ("partial-port", [], [], [], "'Mirrors the fix from <pull/11252>'"),
@@ -115,11 +223,16 @@ def main(mirror: str, tip: str, base: str) -> None:
     rows = [json.loads(line) for line in (HERE / "fbtriton-picks.jsonl").open()]
     fp = subprocess.run(
         ["git", "-C", mirror, "log", "--first-parent", "--format=%H%x1f%s", f"{base}..{tip}"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()[::-1]
     line = [tuple(x.split("\x1f", 1)) for x in fp]
     older = subprocess.run(
-        ["git", "-C", mirror, "log", "--first-parent", "--format=%s", base], capture_output=True, text=True, check=True
+        ["git", "-C", mirror, "log", "--first-parent", "--format=%s", base],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
     # PRs upstream merged before the base: the fork has them already, so a pick of one carries
     # nothing in range (two legacy picks re-picked such commits after a rebase).
@@ -161,7 +274,9 @@ def main(mirror: str, tip: str, base: str) -> None:
                 title = [int(n) for n in re.findall(r"#(\d+)", re.sub(r"\s*\(#\d+\)\s*$", "", subject))]
                 stated = re.search(r"Bundle cherry-pick of \d+ upstream Triton PR\(s\)[^:]*: ([^\n]*)", msg)
                 listed = [int(n) for n in re.findall(r"#(\d+)", stated.group(1))] if stated else []
-                cut = subject.rstrip().endswith(("…", "...")) or re.search(r"(…|\.\.\.)\s*\(#\d+\)\s*$", subject)
+                cut = subject.rstrip().endswith(("…", "...")) or re.search(
+                    r"(…|\.\.\.)\s*\(#\d+\)\s*$", subject
+                )
                 if cut:
                     title = title[:-1]
                 carried = list(dict.fromkeys([*title, *listed, *carried]))
@@ -171,7 +286,16 @@ def main(mirror: str, tip: str, base: str) -> None:
         if any(p in pre_base and p not in by_pr for p in carried):
             note = "picks an upstream commit that is older than the base: nothing in range"
             carried = [p for p in carried if p in by_pr or p not in pre_base]
-        out.append({"sha": r["sha"], "format": fmt, "carries": carried, "deferred": deferred, "wont_port": wont, "note": note})
+        out.append(
+            {
+                "sha": r["sha"],
+                "format": fmt,
+                "carries": carried,
+                "deferred": deferred,
+                "wont_port": wont,
+                "note": note,
+            }
+        )
     (HERE / "expected.jsonl").write_text("".join(json.dumps(o, sort_keys=True) + "\n" for o in out))
 
     named: set[int] = set()
@@ -183,13 +307,17 @@ def main(mirror: str, tip: str, base: str) -> None:
     upstream = []
     for n in sorted(fork_prs):
         if n not in by_pr:
-            upstream.append({"pr": n, "sha": None, "subject": f"Upstream change {n} (#{n})", "collides": True})
+            upstream.append(
+                {"pr": n, "sha": None, "subject": f"Upstream change {n} (#{n})", "collides": True}
+            )
     known = sorted((p for p in named if p in by_pr), key=order.__getitem__)
     for p in known:
         upstream.append({"pr": p, "sha": by_pr[p][0], "subject": by_pr[p][1], "collides": p in fork_prs})
     for p in sorted(named - set(by_pr) - pre_base):
         if p in quoted_subjects:
-            upstream.append({"pr": p, "sha": None, "subject": f"{quoted_subjects[p]}", "collides": p in fork_prs})
+            upstream.append(
+                {"pr": p, "sha": None, "subject": f"{quoted_subjects[p]}", "collides": p in fork_prs}
+            )
         elif p not in fork_prs and any(p in o["carries"] + o["deferred"] + o["wont_port"] for o in out):
             upstream.append({"pr": p, "sha": None, "subject": f"Upstream PR {p} (#{p})", "collides": False})
     (HERE / "upstream.jsonl").write_text("".join(json.dumps(u, sort_keys=True) + "\n" for u in upstream))

@@ -56,8 +56,16 @@ else:
         if mode == "defer":
             files.append({"path": f["path"], "defer": "the fork's variant needs its owner"})
         elif mode == "markers":
-            files.append({"path": f["path"], "resolved": f["diff3"], "action": "Took the merge", "reason": "lazy"})
+            files.append(
+                {"path": f["path"], "resolved": f["diff3"], "action": "Took the merge", "reason": "lazy"}
+            )
         else:
-            files.append({"path": f["path"], "resolved": keep_both(f["diff3"]),
-                          "action": "Kept both the fork's and upstream's lines", "reason": "both sides add independent lines"})
+            files.append(
+                {
+                    "path": f["path"],
+                    "resolved": keep_both(f["diff3"]),
+                    "action": "Kept both the fork's and upstream's lines",
+                    "reason": "both sides add independent lines",
+                }
+            )
     print(json.dumps({"files": files}))

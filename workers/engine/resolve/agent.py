@@ -45,8 +45,8 @@ PROTOCOL = "forksync-resolve/1"
 SYSTEM_PROMPT = (
     "You resolve git cherry-pick conflicts for a fork that ingests an upstream project. You get JSON: the "
     "upstream commit, and per conflicted file its base (upstream parent), ours (the fork), theirs (upstream) "
-    "and git's diff3 conflict. Answer ONLY with JSON: {\"files\": [{\"path\": P, \"resolved\": WHOLE_FILE, "
-    "\"action\": WHAT_YOU_DID, \"reason\": WHY}]} or {\"path\": P, \"defer\": WHY} for a file a human must "
+    'and git\'s diff3 conflict. Answer ONLY with JSON: {"files": [{"path": P, "resolved": WHOLE_FILE, '
+    '"action": WHAT_YOU_DID, "reason": WHY}]} or {"path": P, "defer": WHY} for a file a human must '
     "decide. Keep every line outside the conflict blocks exactly as in the merge, keep the fork's symbols, "
     "and never leave conflict markers: anything else is refused."
 )
@@ -77,11 +77,13 @@ class Agent(Protocol):
 def parse_answer(doc: Any, paths: Sequence[str]) -> dict[str, AgentAnswer]:
     """Validate the agent's JSON; unknown paths are ignored, missing ones are deferred by the caller."""
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
-        raise AgentError("the agent's answer is not {\"files\": [...]}", "see the protocol in docs/conflicts.md")
+        raise AgentError(
+            'the agent\'s answer is not {"files": [...]}', "see the protocol in docs/conflicts.md"
+        )
     out: dict[str, AgentAnswer] = {}
     for item in doc["files"]:
         if not isinstance(item, dict) or not isinstance(item.get("path"), str):
-            raise AgentError("an entry of the agent's files has no path", "each entry needs \"path\"")
+            raise AgentError("an entry of the agent's files has no path", 'each entry needs "path"')
         path = item["path"]
         if path not in paths:
             continue
@@ -90,13 +92,17 @@ def parse_answer(doc: Any, paths: Sequence[str]) -> dict[str, AgentAnswer]:
             continue
         resolved = item.get("resolved")
         if not isinstance(resolved, str):
-            raise AgentError(f"the agent's entry for {path} has neither \"resolved\" nor \"defer\"",
-                             "answer the whole resolved file, or defer with a reason")
+            raise AgentError(
+                f'the agent\'s entry for {path} has neither "resolved" nor "defer"',
+                "answer the whole resolved file, or defer with a reason",
+            )
         action = str(item.get("action") or "").strip()
         reason = str(item.get("reason") or "").strip()
         if not action or not reason:
-            raise AgentError(f"the agent's entry for {path} lacks an Action or a Reason",
-                             "every resolution says what was done and why")
+            raise AgentError(
+                f"the agent's entry for {path} lacks an Action or a Reason",
+                "every resolution says what was done and why",
+            )
         out[path] = AgentAnswer(path, resolved, " ".join(action.split()), " ".join(reason.split()))
     return out
 
@@ -119,14 +125,19 @@ class CommandAgent:
     def name(self) -> str:
         """The script's name, not its interpreter's (``python3 agent.py`` is ``agent.py``)."""
         words = list(self.argv)
-        if words and re.match(r"^(python[\d.]*|node|bash|sh|ruby|perl|uv|uvx|npx)$", os.path.basename(words[0])):
+        if words and re.match(
+            r"^(python[\d.]*|node|bash|sh|ruby|perl|uv|uvx|npx)$", os.path.basename(words[0])
+        ):
             words = [w for w in words[1:] if not w.startswith("-")] or words
         return os.path.basename(words[0]) if words else "agent"
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(request).encode()
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-                tempfile.TemporaryDirectory(prefix="forksync-agent-") as home:
+        with (
+            tempfile.TemporaryFile() as out,
+            tempfile.TemporaryFile() as err,
+            tempfile.TemporaryDirectory(prefix="forksync-agent-") as home,
+        ):
             if self.inherit_env:
                 env = {**os.environ, **dict(self.env)}
             else:
@@ -135,19 +146,30 @@ class CommandAgent:
                 env = child_env(Path(home), dict(self.env))
             try:
                 proc = subprocess.run(
-                    list(self.argv), input=data, stdout=out, stderr=err, timeout=self.timeout_s, check=False,
+                    list(self.argv),
+                    input=data,
+                    stdout=out,
+                    stderr=err,
+                    timeout=self.timeout_s,
+                    check=False,
                     env=env,
                 )
             except FileNotFoundError:
-                raise AgentError(f"agent command {self.argv[0]!r} not found",
-                                 "fix resolve.agent.command in .github/forksync.yml") from None
+                raise AgentError(
+                    f"agent command {self.argv[0]!r} not found",
+                    "fix resolve.agent.command in .github/forksync.yml",
+                ) from None
             except subprocess.TimeoutExpired:
-                raise AgentError(f"the agent ran past {self.timeout_s}s and was stopped",
-                                 "raise resolve.agent.timeout_s or make the agent faster") from None
+                raise AgentError(
+                    f"the agent ran past {self.timeout_s}s and was stopped",
+                    "raise resolve.agent.timeout_s or make the agent faster",
+                ) from None
             size = out.seek(0, os.SEEK_END)
             if size > self.max_output_bytes:
-                raise AgentError(f"the agent wrote {size} bytes, more than the {self.max_output_bytes} allowed",
-                                 "raise resolve.agent.max_output_kb or answer less")
+                raise AgentError(
+                    f"the agent wrote {size} bytes, more than the {self.max_output_bytes} allowed",
+                    "raise resolve.agent.max_output_kb or answer less",
+                )
             out.seek(0)
             body = out.read()
             err.seek(0)
@@ -158,8 +180,10 @@ class CommandAgent:
         try:
             doc: dict[str, Any] = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise AgentError(f"the agent's output is not JSON ({exc.__class__.__name__}: {str(exc)[:80]})",
-                             "print exactly one JSON object on stdout") from None
+            raise AgentError(
+                f"the agent's output is not JSON ({exc.__class__.__name__}: {str(exc)[:80]})",
+                "print exactly one JSON object on stdout",
+            ) from None
         return doc
 
 
@@ -185,16 +209,22 @@ class HttpAgent:
             if self.key_env not in allowed:
                 from workers.testing.sandbox import is_secret_name
 
-                why = (" (it holds one of the App's or the deployment's secrets)" if is_secret_name(self.key_env)
-                       else "")
+                why = (
+                    " (it holds one of the App's or the deployment's secrets)"
+                    if is_secret_name(self.key_env)
+                    else ""
+                )
                 raise AgentError(
                     f"resolve.agent.key_env names {self.key_env}, which the operator has not allowed as an agent "
                     f"key{why}: a repository's config cannot send the worker's variables to an endpoint it chose",
-                    f"the operator sets {AGENT_KEYS_VAR}={self.key_env} on the worker (names only) to allow it")
+                    f"the operator sets {AGENT_KEYS_VAR}={self.key_env} on the worker (names only) to allow it",
+                )
             key = os.environ.get(self.key_env)
             if not key:
-                raise AgentError(f"the agent's key variable {self.key_env} is not set",
-                                 f"export {self.key_env} in the worker's environment")
+                raise AgentError(
+                    f"the agent's key variable {self.key_env} is not set",
+                    f"export {self.key_env} in the worker's environment",
+                )
             headers["Authorization"] = f"Bearer {key}"
         body = {
             "model": self.model_name or "default",
@@ -205,23 +235,37 @@ class HttpAgent:
                 {"role": "user", "content": json.dumps(request)},
             ],
         }
-        req = urllib.request.Request(self.url.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
-                                     headers=headers, method="POST")
+        req = urllib.request.Request(
+            self.url.rstrip("/") + "/chat/completions",
+            data=json.dumps(body).encode(),
+            headers=headers,
+            method="POST",
+        )
         try:
             with self.opener(req, timeout=self.timeout_s) as resp:
                 raw = resp.read(self.max_output_bytes + 1)
         except urllib.error.HTTPError as exc:
-            raise AgentError(f"the agent endpoint answered HTTP {exc.code}", "check resolve.agent.url, the model and the key") from None
+            raise AgentError(
+                f"the agent endpoint answered HTTP {exc.code}",
+                "check resolve.agent.url, the model and the key",
+            ) from None
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise AgentError(f"the agent endpoint is unreachable ({str(exc)[:100]})", "check resolve.agent.url") from None
+            raise AgentError(
+                f"the agent endpoint is unreachable ({str(exc)[:100]})", "check resolve.agent.url"
+            ) from None
         if len(raw) > self.max_output_bytes:
-            raise AgentError(f"the agent endpoint answered more than {self.max_output_bytes} bytes", "raise resolve.agent.max_output_kb")
+            raise AgentError(
+                f"the agent endpoint answered more than {self.max_output_bytes} bytes",
+                "raise resolve.agent.max_output_kb",
+            )
         try:
             content = json.loads(raw.decode("utf-8"))["choices"][0]["message"]["content"]
             doc: dict[str, Any] = json.loads(content)
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
-            raise AgentError(f"the agent endpoint's answer is not a JSON completion ({exc.__class__.__name__})",
-                             "the model must answer one JSON object (response_format json_object)") from None
+            raise AgentError(
+                f"the agent endpoint's answer is not a JSON completion ({exc.__class__.__name__})",
+                "the model must answer one JSON object (response_format json_object)",
+            ) from None
         return doc
 
 
@@ -234,7 +278,9 @@ def agent_key_names(env: Mapping[str, str]) -> frozenset[str]:
     from workers.testing.sandbox import SECRET_NAMES
 
     names = {n.strip() for n in (env.get(AGENT_KEYS_VAR) or "").split(",") if n.strip()}
-    return frozenset(n for n in names if n.upper() not in SECRET_NAMES and not n.upper().startswith("GIT_CONFIG_"))
+    return frozenset(
+        n for n in names if n.upper() not in SECRET_NAMES and not n.upper().startswith("GIT_CONFIG_")
+    )
 
 
 def from_config(cfg: AgentConfig, command: Sequence[str] | None = None) -> Agent | None:
@@ -293,9 +339,14 @@ def build_request(
     }
 
 
-def agent_step(agent: Agent, repo: pygit2.Repository, *, onto: str | None = None,
-               checks: Sequence[rails.Check] = (), history_commits: int = 5
-               ) -> Callable[[pygit2.Commit, Sequence[tuple[Conflict, Merged | None]]], dict[str, FileOutcome]]:
+def agent_step(
+    agent: Agent,
+    repo: pygit2.Repository,
+    *,
+    onto: str | None = None,
+    checks: Sequence[rails.Check] = (),
+    history_commits: int = 5,
+) -> Callable[[pygit2.Commit, Sequence[tuple[Conflict, Merged | None]]], dict[str, FileOutcome]]:
     """An ``AgentStep`` for :func:`resolve_pick`: ask the agent once for all files left, rails on each answer."""
 
     def step(pick: pygit2.Commit, files: Sequence[tuple[Conflict, Merged | None]]) -> dict[str, FileOutcome]:
@@ -305,8 +356,12 @@ def agent_step(agent: Agent, repo: pygit2.Repository, *, onto: str | None = None
     return step
 
 
-def ask_files(agent: Agent, request: dict[str, Any], files: Sequence[tuple[Conflict, Merged | None]],
-              checks: Sequence[rails.Check] = ()) -> dict[str, FileOutcome]:
+def ask_files(
+    agent: Agent,
+    request: dict[str, Any],
+    files: Sequence[tuple[Conflict, Merged | None]],
+    checks: Sequence[rails.Check] = (),
+) -> dict[str, FileOutcome]:
     """Ask, validate, and put every answered file through the rails; errors leave all files waiting."""
     paths = [c.path for c, _ in files]
     try:
@@ -317,17 +372,28 @@ def ask_files(agent: Agent, request: dict[str, Any], files: Sequence[tuple[Confl
     for conflict, merged in files:
         answer = answers.get(conflict.path)
         if answer is None:
-            out[conflict.path] = FileOutcome(conflict.path, waiting=Waiting(conflict.path, f"the agent {agent.name} left this file out"))
+            out[conflict.path] = FileOutcome(
+                conflict.path, waiting=Waiting(conflict.path, f"the agent {agent.name} left this file out")
+            )
             continue
         if answer.defer is not None or answer.resolved is None:
-            out[conflict.path] = FileOutcome(conflict.path, waiting=Waiting(
-                conflict.path, f"the agent {agent.name} deferred to a human: {answer.defer}"))
+            out[conflict.path] = FileOutcome(
+                conflict.path,
+                waiting=Waiting(conflict.path, f"the agent {agent.name} deferred to a human: {answer.defer}"),
+            )
             continue
         if conflict.ours is None or conflict.theirs is None:
             continue
-        merge = merged if merged is not None else git_merge(conflict.ours, conflict.base or "", conflict.theirs)
+        merge = (
+            merged if merged is not None else git_merge(conflict.ours, conflict.base or "", conflict.theirs)
+        )
         out[conflict.path] = check_candidate(
-            conflict, merge, answer.resolved, strategy=f"{model.AGENT}:{agent.name}",
-            action=answer.action, reason=answer.reason, checks=checks,
+            conflict,
+            merge,
+            answer.resolved,
+            strategy=f"{model.AGENT}:{agent.name}",
+            action=answer.action,
+            reason=answer.reason,
+            checks=checks,
         )
     return out

@@ -43,7 +43,9 @@ class BranchPlan:
         return bool(self.human)
 
 
-def plan_branch(commits: Sequence[BranchCommit], trailer_patterns: Sequence[str], bot_email: str) -> BranchPlan:
+def plan_branch(
+    commits: Sequence[BranchCommit], trailer_patterns: Sequence[str], bot_email: str
+) -> BranchPlan:
     """Upstream commits named by trailers, and commits not committed by forksync (oldest first)."""
     upstream: list[str] = []
     human: list[BranchCommit] = []
@@ -82,8 +84,15 @@ class BuildResult:
     outcomes: tuple[ResolveOutcome, ...]
 
 
-def commit_pick(repo: pygit2.Repository, upstream: pygit2.Commit, parent: str, tree: str, style: PickStyle,
-                when: int | None = None, resolved_by: str | None = None) -> str:
+def commit_pick(
+    repo: pygit2.Repository,
+    upstream: pygit2.Commit,
+    parent: str,
+    tree: str,
+    style: PickStyle,
+    when: int | None = None,
+    resolved_by: str | None = None,
+) -> str:
     """A pick commit: upstream's author and message (plus link and trailer), forksync as committer;
     a resolved pick also carries ``Resolved-By: <deterministic|memory|agent>`` in its trailers."""
     import time
@@ -92,7 +101,9 @@ def commit_pick(repo: pygit2.Repository, upstream: pygit2.Commit, parent: str, t
     stamp = int(time.time()) if when is None else when
     committer = pygit2.Signature(name, email, stamp, 0)
     message = pick_message(upstream.message, str(upstream.id), style, resolved_by)
-    oid = repo.create_commit(None, upstream.author, committer, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=parent)])
+    oid = repo.create_commit(
+        None, upstream.author, committer, message, pygit2.Oid(hex=tree), [pygit2.Oid(hex=parent)]
+    )
     return str(oid)
 
 

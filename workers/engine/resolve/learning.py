@@ -25,7 +25,9 @@ from workers.engine.resolve.memory import (
 )
 
 
-def learn_branch(repo: pygit2.Repository, base: str, head: str, trailer_patterns: Sequence[str], source: str) -> list[MemoryRecord]:
+def learn_branch(
+    repo: pygit2.Repository, base: str, head: str, trailer_patterns: Sequence[str], source: str
+) -> list[MemoryRecord]:
     """Records from the commits of ``head`` (not in ``base``) that name upstream commits.
 
     A branch carrying one upstream commit is answered by its head (a maintainer's fix-up commits
@@ -79,7 +81,9 @@ def _known(repo: pygit2.Repository) -> list[MemoryRecord]:
     return ResolutionMemory(repo, CACHE_MEMORY_REF).records()
 
 
-def learn_merged(pair: Pair, number: int, trailer_patterns: Sequence[str], source: str, depth: int = 50) -> list[MemoryRecord]:
+def learn_merged(
+    pair: Pair, number: int, trailer_patterns: Sequence[str], source: str, depth: int = 50
+) -> list[MemoryRecord]:
     """Records from PR #number once merged into the fork's trunk (squash, merge commit or rebase).
 
     The merged result is found on the trunk's first-parent history (a subject naming ``#number``:

@@ -81,7 +81,8 @@ class MemoryRecord:
             return None
         try:
             return MemoryRecord(
-                str(doc["fingerprint"]), str(doc["path"]),
+                str(doc["fingerprint"]),
+                str(doc["path"]),
                 tuple(str(doc["ours"]).splitlines(keepends=True)),
                 tuple(str(doc["base"]).splitlines(keepends=True)),
                 tuple(str(doc["theirs"]).splitlines(keepends=True)),
@@ -95,7 +96,9 @@ class MemoryRecord:
 class ResolutionMemory:
     """The records of one repository's memory ref, read lazily; ``lookup`` answers the pipeline."""
 
-    def __init__(self, repo: pygit2.Repository, ref: str = DEFAULT_REF, extra: Iterable[MemoryRecord] = ()) -> None:
+    def __init__(
+        self, repo: pygit2.Repository, ref: str = DEFAULT_REF, extra: Iterable[MemoryRecord] = ()
+    ) -> None:
         self.repo = repo
         self.ref = ref
         self._tree: pygit2.Tree | None = None
@@ -131,7 +134,9 @@ class ResolutionMemory:
         if record is None:
             return None
         return HunkResolution(
-            hunk.index, model.MEMORY, record.resolution,
+            hunk.index,
+            model.MEMORY,
+            record.resolution,
             f"a maintainer resolved the same conflict this way before ({record.source})",
             hunk.digest(),
         )
@@ -144,7 +149,9 @@ class ResolutionMemory:
                 if not isinstance(sub, pygit2.Tree):
                     continue
                 for item in sub:
-                    rec = self.get(shard.name + (item.name or "").removesuffix(".json")) if shard.name else None
+                    rec = (
+                        self.get(shard.name + (item.name or "").removesuffix(".json")) if shard.name else None
+                    )
                     if rec is not None:
                         out.append(rec)
         out.extend(self._extra.values())
@@ -164,7 +171,11 @@ def learn(path: str, merged: Merged, resolved: str, source: str) -> list[MemoryR
     for hunk, lines in zip(merged.hunks, split, strict=True):
         if any(rails.marker_lines("".join(lines))):
             continue
-        out.append(MemoryRecord(hunk_fingerprint(hunk), path, hunk.ours, hunk.base, hunk.theirs, tuple(lines), source))
+        out.append(
+            MemoryRecord(
+                hunk_fingerprint(hunk), path, hunk.ours, hunk.base, hunk.theirs, tuple(lines), source
+            )
+        )
     return out
 
 
@@ -174,11 +185,20 @@ def _blob_text(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> str | N
     except KeyError:
         return None
     blob = repo.get(obj.id)
-    return blob.data.decode("utf-8", "surrogateescape") if isinstance(blob, pygit2.Blob) and not blob.is_binary else None
+    return (
+        blob.data.decode("utf-8", "surrogateescape")
+        if isinstance(blob, pygit2.Blob) and not blob.is_binary
+        else None
+    )
 
 
-def learn_from_commit(repo: pygit2.Repository, fork_commit: str, upstream_commit: str, source: str | None = None,
-                      onto: str | None = None) -> list[MemoryRecord]:
+def learn_from_commit(
+    repo: pygit2.Repository,
+    fork_commit: str,
+    upstream_commit: str,
+    source: str | None = None,
+    onto: str | None = None,
+) -> list[MemoryRecord]:
     """Records from a merged pick: the conflict of ``upstream_commit`` onto ``onto`` (default: the
     pick's parent), answered by the pick's tree."""
     pick = repo.revparse_single(fork_commit).peel(pygit2.Commit)
@@ -196,9 +216,14 @@ def learn_from_commit(repo: pygit2.Repository, fork_commit: str, upstream_commit
         if ours is None or theirs is None:
             continue
         path = ours.path
-        texts = [_blob_text(repo, t, p) for t, p in (
-            (up.parents[0].tree, ancestor.path if ancestor else path), (target.tree, path), (up.tree, theirs.path),
-        )]
+        texts = [
+            _blob_text(repo, t, p)
+            for t, p in (
+                (up.parents[0].tree, ancestor.path if ancestor else path),
+                (target.tree, path),
+                (up.tree, theirs.path),
+            )
+        ]
         resolved = _blob_text(repo, pick.tree, path)
         if texts[1] is None or texts[2] is None or resolved is None:
             continue
@@ -207,8 +232,15 @@ def learn_from_commit(repo: pygit2.Repository, fork_commit: str, upstream_commit
     return out
 
 
-def write_records(repo: pygit2.Repository, records: Sequence[MemoryRecord], message: str, ref: str = DEFAULT_REF,
-                  *, update_ref: bool = True, when: int | None = None) -> str | None:
+def write_records(
+    repo: pygit2.Repository,
+    records: Sequence[MemoryRecord],
+    message: str,
+    ref: str = DEFAULT_REF,
+    *,
+    update_ref: bool = True,
+    when: int | None = None,
+) -> str | None:
     """A new memory commit on top of ``ref`` with ``records`` added (same fingerprint: replaced); its sha.
 
     None when nothing changes. With ``update_ref`` the ref in ``repo`` moves (the caller pushes it
@@ -243,7 +275,12 @@ def write_records(repo: pygit2.Repository, records: Sequence[MemoryRecord], mess
     stamp = int(time.time()) if when is None else when
     sig = pygit2.Signature(BOT_NAME, BOT_EMAIL, stamp, 0)
     oid = repo.create_commit(
-        ref if update_ref else None, sig, sig, message, tree, [parent.id] if parent is not None else [],
+        ref if update_ref else None,
+        sig,
+        sig,
+        message,
+        tree,
+        [parent.id] if parent is not None else [],
     )
     return str(oid)
 
@@ -254,7 +291,11 @@ CACHE_MEMORY_REF = "refs/forksync/fork-resolutions"
 
 def fetch_memory(pair: Pair, ref: str = DEFAULT_REF) -> ResolutionMemory:
     """The fork's memory, fetched into the pair's cache (an empty memory when the fork has none yet)."""
-    run_git(pair.repo.path, ["fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+{ref}:{CACHE_MEMORY_REF}"], check=False)
+    run_git(
+        pair.repo.path,
+        ["fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+{ref}:{CACHE_MEMORY_REF}"],
+        check=False,
+    )
     return ResolutionMemory(pygit2.Repository(str(pair.repo.path)), CACHE_MEMORY_REF)
 
 
@@ -275,5 +316,10 @@ class MemoryIndex:
         record = self._by.get(hunk_fingerprint(hunk))
         if record is None:
             return None
-        return HunkResolution(hunk.index, model.MEMORY, record.resolution,
-                              f"a maintainer resolved the same conflict this way before ({record.source})", hunk.digest())
+        return HunkResolution(
+            hunk.index,
+            model.MEMORY,
+            record.resolution,
+            f"a maintainer resolved the same conflict this way before ({record.source})",
+            hunk.digest(),
+        )

@@ -105,7 +105,9 @@ def parse_conflicts(raw: str) -> Merged:
             state = "theirs"
         elif state == "theirs" and bare == _CLOSE:
             index = sum(1 for p in parts if isinstance(p, Hunk))
-            parts.append(Hunk(index, tuple(sides["ours"]), tuple(sides["base"]), tuple(sides["theirs"]), hunk_line))
+            parts.append(
+                Hunk(index, tuple(sides["ours"]), tuple(sides["base"]), tuple(sides["theirs"]), hunk_line)
+            )
             state = "text"
         elif state == "text":
             text.append(line)

@@ -85,7 +85,9 @@ def resolve_pick(
         return ResolveOutcome(commit, onto, False, None, error=f"cannot read {commit} or {onto}: {exc}")
     assert isinstance(pick, pygit2.Commit)
     if not pick.parents:
-        return ResolveOutcome(pick.id.__str__(), onto, False, None, error="a root commit cannot be cherry-picked")
+        return ResolveOutcome(
+            pick.id.__str__(), onto, False, None, error="a root commit cannot be cherry-picked"
+        )
     parent = pick.parents[0]
     try:
         index = repo.merge_trees(parent.tree, target, pick.tree)
@@ -98,19 +100,29 @@ def resolve_pick(
     conflicts: list[tuple[Conflict, pygit2.IndexEntry | None, pygit2.IndexEntry | None]] = []
     outcomes: dict[str, FileOutcome] = {}
     merges: dict[str, Merged | None] = {}
-    for ancestor, ours, theirs in sorted(index.conflicts, key=lambda c: next(e.path for e in c if e is not None)):
+    for ancestor, ours, theirs in sorted(
+        index.conflicts, key=lambda c: next(e.path for e in c if e is not None)
+    ):
         path = next(e.path for e in (ours, theirs, ancestor) if e is not None)
         if not all(_is_text(repo, e) for e in (ancestor, ours, theirs)):
-            outcomes[path] = FileOutcome(path, waiting=Waiting(path, "a binary or non-UTF-8 file conflicts: pick a side by hand"))
+            outcomes[path] = FileOutcome(
+                path, waiting=Waiting(path, "a binary or non-UTF-8 file conflicts: pick a side by hand")
+            )
             continue
         if ancestor is not None and ours is not None and theirs is not None and ours.path != theirs.path:
-            outcomes[path] = FileOutcome(path, waiting=Waiting(
-                path, f"renamed differently on the two sides ({ours.path} in the fork, {theirs.path} upstream)",
-            ))
+            outcomes[path] = FileOutcome(
+                path,
+                waiting=Waiting(
+                    path,
+                    f"renamed differently on the two sides ({ours.path} in the fork, {theirs.path} upstream)",
+                ),
+            )
             continue
         conflict = Conflict(path, _text(repo, ancestor), _text(repo, ours), _text(repo, theirs))
         conflicts.append((conflict, ours, theirs))
-        outcome, merged = resolve_text(conflict, memory=memory, checks=checks, strategies=enabled(cfg.rules_off))
+        outcome, merged = resolve_text(
+            conflict, memory=memory, checks=checks, strategies=enabled(cfg.rules_off)
+        )
         outcomes[path] = outcome
         merges[path] = merged
 
@@ -122,7 +134,9 @@ def resolve_pick(
                     outcomes[path] = outcome
 
     entries = tuple(o.entry for o in sorted(outcomes.values(), key=lambda o: o.path) if o.entry is not None)
-    waiting = tuple(o.waiting for o in sorted(outcomes.values(), key=lambda o: o.path) if o.waiting is not None)
+    waiting = tuple(
+        o.waiting for o in sorted(outcomes.values(), key=lambda o: o.path) if o.waiting is not None
+    )
     if waiting:
         return ResolveOutcome(str(pick.id), onto, False, None, entries, waiting)
 
@@ -136,7 +150,9 @@ def resolve_pick(
     return ResolveOutcome(str(pick.id), onto, True, str(tree), entries)
 
 
-def _place(repo: pygit2.Repository, index: pygit2.Index, entry: FileEntry, like: pygit2.IndexEntry | None) -> None:
+def _place(
+    repo: pygit2.Repository, index: pygit2.Index, entry: FileEntry, like: pygit2.IndexEntry | None
+) -> None:
     """Replace the conflict of ``entry.path`` in the in-memory index with the resolution."""
     with contextlib.suppress(KeyError):
         del index.conflicts[entry.path]

@@ -52,9 +52,13 @@ def resolve_text(
             return FileOutcome(path, entry=_absent(path, "both sides removed the file")), None
         return FileOutcome(path, entry=_fork_lacks(conflict)), None
     if conflict.theirs is None:
-        return FileOutcome(path, waiting=Waiting(
-            path, "upstream deletes this file and the fork changed it: decide whether the fork still needs it",
-        )), None
+        return FileOutcome(
+            path,
+            waiting=Waiting(
+                path,
+                "upstream deletes this file and the fork changed it: decide whether the fork still needs it",
+            ),
+        ), None
     base = conflict.base or ""
     merged = git_merge(conflict.ours, base, conflict.theirs)
     ctx = HunkContext(path)
@@ -70,13 +74,16 @@ def resolve_text(
             found.append(res)
     if left:
         where = ", ".join(str(h.line) for h in left[:8])
-        return FileOutcome(path, waiting=Waiting(
+        return FileOutcome(
             path,
-            f"{len(left)} of {len(merged.hunks)} conflict block(s) need a human or the agent: no deterministic "
-            f"rule is safe there (merge lines {where})",
-            hunks_left=len(left),
-            diff3=merged.raw,
-        )), merged
+            waiting=Waiting(
+                path,
+                f"{len(left)} of {len(merged.hunks)} conflict block(s) need a human or the agent: no deterministic "
+                f"rule is safe there (merge lines {where})",
+                hunks_left=len(left),
+                diff3=merged.raw,
+            ),
+        ), merged
     if not merged.hunks:
         action, reason, strategy = (
             "Took git's own merge (zdiff3, rename detection): it merges cleanly file by file",
@@ -102,23 +109,41 @@ def finish(
     """Run the rails on a resolved file and make its entry, or its waiting note naming the rail."""
     assert conflict.ours is not None and conflict.theirs is not None
     failures = rails.check_file(
-        conflict.path, result, merged=merged, ours=conflict.ours, base=conflict.base or "",
-        theirs=conflict.theirs, action=action, resolutions=resolutions, checks=checks,
+        conflict.path,
+        result,
+        merged=merged,
+        ours=conflict.ours,
+        base=conflict.base or "",
+        theirs=conflict.theirs,
+        action=action,
+        resolutions=resolutions,
+        checks=checks,
     )
     if failures:
         names = ", ".join(f.rail for f in failures)
-        return FileOutcome(conflict.path, waiting=Waiting(
+        return FileOutcome(
             conflict.path,
-            f"the {strategy} resolution broke the {names} rail(s): {failures[0].detail}; resolve it by hand",
-            hunks_left=len(merged.hunks),
-            rails=failures,
+            waiting=Waiting(
+                conflict.path,
+                f"the {strategy} resolution broke the {names} rail(s): {failures[0].detail}; resolve it by hand",
+                hunks_left=len(merged.hunks),
+                rails=failures,
+                diff3=merged.raw,
+            ),
+        )
+    return FileOutcome(
+        conflict.path,
+        entry=FileEntry(
+            conflict.path,
+            strategy,
+            action,
+            reason,
+            tuple(resolutions),
             diff3=merged.raw,
-        ))
-    return FileOutcome(conflict.path, entry=FileEntry(
-        conflict.path, strategy, action, reason, tuple(resolutions),
-        diff3=merged.raw, resolution_diff=resolution_diff(conflict.path, merged.raw, result),
-        content=result.encode("utf-8", "surrogateescape"),
-    ))
+            resolution_diff=resolution_diff(conflict.path, merged.raw, result),
+            content=result.encode("utf-8", "surrogateescape"),
+        ),
+    )
 
 
 def check_candidate(
@@ -135,8 +160,10 @@ def check_candidate(
     split = rails.split_by_merge(content, merged)
     resolutions: list[HunkResolution] = []
     if split is not None:
-        resolutions = [HunkResolution(h.index, strategy, tuple(lines), reason, h.digest())
-                       for h, lines in zip(merged.hunks, split, strict=True)]
+        resolutions = [
+            HunkResolution(h.index, strategy, tuple(lines), reason, h.digest())
+            for h, lines in zip(merged.hunks, split, strict=True)
+        ]
     return finish(conflict, merged, content, strategy, action, reason, resolutions, checks)
 
 
@@ -170,10 +197,15 @@ def describe(found: Sequence[HunkResolution]) -> tuple[str, str, str]:
 
 def resolution_diff(path: str, conflicted: str, result: str) -> str:
     """Unified diff from the conflicted file (markers included) to the resolution."""
-    lines = list(difflib.unified_diff(
-        conflicted.splitlines(keepends=True), result.splitlines(keepends=True),
-        f"a/{path} (conflicted)", f"b/{path} (resolved)", n=2,
-    ))
+    lines = list(
+        difflib.unified_diff(
+            conflicted.splitlines(keepends=True),
+            result.splitlines(keepends=True),
+            f"a/{path} (conflicted)",
+            f"b/{path} (resolved)",
+            n=2,
+        )
+    )
     text = "".join(line if line.endswith("\n") else line + "\n" for line in lines[:MAX_DIFF_LINES])
     if len(lines) > MAX_DIFF_LINES:
         text += f"... ({len(lines) - MAX_DIFF_LINES} more diff lines)\n"
@@ -182,7 +214,8 @@ def resolution_diff(path: str, conflicted: str, result: str) -> str:
 
 def _fork_lacks(conflict: Conflict) -> FileEntry:
     return FileEntry(
-        conflict.path, model.FORK_LACKS_FILE,
+        conflict.path,
+        model.FORK_LACKS_FILE,
         "Skipped the file: the fork does not have it",
         "the fork deleted this file or never had it; upstream's change to it does not apply",
         content=None,

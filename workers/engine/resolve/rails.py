@@ -60,7 +60,9 @@ def check_markers(result: str, ours: str, theirs: str) -> RailFailure | None:
     extra = have - allowed
     if extra:
         first = next(iter(extra))
-        return RailFailure(MARKERS, f"conflict marker {first!r} left in the result ({sum(extra.values())} line(s))")
+        return RailFailure(
+            MARKERS, f"conflict marker {first!r} left in the result ({sum(extra.values())} line(s))"
+        )
     return None
 
 
@@ -103,8 +105,12 @@ def check_outside_hunks(result: str, merged: Merged) -> RailFailure | None:
     if split_by_merge(result, merged) is not None:
         return None
     if split_by_merge(result, merged, loose=True) is not None:
-        return RailFailure(FUZZY, "the result fits the merge only when whitespace is ignored (no fuzzy application)")
-    return RailFailure(OUTSIDE_HUNKS, f"lines outside the conflict blocks changed ({_first_outside(result, merged)})")
+        return RailFailure(
+            FUZZY, "the result fits the merge only when whitespace is ignored (no fuzzy application)"
+        )
+    return RailFailure(
+        OUTSIDE_HUNKS, f"lines outside the conflict blocks changed ({_first_outside(result, merged)})"
+    )
 
 
 def _first_outside(result: str, merged: Merged) -> str:
@@ -120,7 +126,9 @@ def check_digests(resolutions: Sequence[HunkResolution], digests: Sequence[str])
     """Each hunk resolution was computed for exactly the hunk it replaces (no fuzzy hunks)."""
     for res in resolutions:
         if res.hunk >= len(digests) or digests[res.hunk] != res.digest:
-            return RailFailure(FUZZY, f"the resolution of hunk {res.hunk + 1} ({res.strategy}) was made for other sides")
+            return RailFailure(
+                FUZZY, f"the resolution of hunk {res.hunk + 1} ({res.strategy}) was made for other sides"
+            )
     return None
 
 
@@ -129,7 +137,9 @@ def defined_symbols(path: str, text: str) -> frozenset[str]:
     return file_symbols(path, [DiffHunk("", added=lines)], stop=frozenset())
 
 
-def check_fork_symbols(path: str, result: str, ours: str, base: str, theirs: str, action: str) -> RailFailure | None:
+def check_fork_symbols(
+    path: str, result: str, ours: str, base: str, theirs: str, action: str
+) -> RailFailure | None:
     """Symbols the fork defines stay defined, unless upstream removed them or the Action names them."""
     fork = defined_symbols(path, ours)
     if not fork:
@@ -138,7 +148,10 @@ def check_fork_symbols(path: str, result: str, ours: str, base: str, theirs: str
     named = {word.rstrip(":.") for word in re.findall(r"[A-Za-z_~][\w:.~]*", action)}
     gone = sorted(s for s in fork - defined_symbols(path, result) - upstream_removed if s not in named)
     if gone:
-        return RailFailure(FORK_SYMBOLS, f"the fork's {', '.join(gone[:5])} no longer defined and the Action does not say why")
+        return RailFailure(
+            FORK_SYMBOLS,
+            f"the fork's {', '.join(gone[:5])} no longer defined and the Action does not say why",
+        )
     return None
 
 

@@ -53,7 +53,9 @@ def whitespace_only(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     """The sides differ only in whitespace (indentation, blank lines, trailing space): keep the fork's."""
     if _squash(hunk.ours) == _squash(hunk.theirs):
         return _resolution(
-            hunk, model.WHITESPACE, hunk.ours,
+            hunk,
+            model.WHITESPACE,
+            hunk.ours,
             "the two sides differ only in whitespace; the fork's formatting is kept",
         )
     return None
@@ -79,7 +81,9 @@ def already_applied(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     if any(co[line] > ct[line] for line in removed):
         return None
     return _resolution(
-        hunk, model.ALREADY_APPLIED, hunk.ours,
+        hunk,
+        model.ALREADY_APPLIED,
+        hunk.ours,
         f"upstream's change ({len(added)} added line(s)) is already in the fork, so the fork's side is kept",
     )
 
@@ -89,7 +93,19 @@ def _strip(lines: Sequence[str]) -> list[str]:
 
 
 # Files where leading whitespace carries meaning: there a side "equal to base" must keep its indentation.
-_INDENT_SENSITIVE = (".py", ".pyi", ".pyx", ".yml", ".yaml", ".rst", ".md", ".mk", "Makefile", ".cfg", ".toml.j2")
+_INDENT_SENSITIVE = (
+    ".py",
+    ".pyi",
+    ".pyx",
+    ".yml",
+    ".yaml",
+    ".rst",
+    ".md",
+    ".mk",
+    "Makefile",
+    ".cfg",
+    ".toml.j2",
+)
 
 
 def _content(lines: Sequence[str], *, keep_indent: bool) -> list[str]:
@@ -113,7 +129,9 @@ def fork_unchanged(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     if _content(hunk.ours, keep_indent=keep) != _content(hunk.base, keep_indent=keep):
         return None
     return _resolution(
-        hunk, model.FORK_UNCHANGED, hunk.theirs,
+        hunk,
+        model.FORK_UNCHANGED,
+        hunk.theirs,
         "the fork's side equals upstream's parent up to whitespace, so upstream's change is taken",
     )
 
@@ -166,7 +184,9 @@ def upstream_inserts_around_fork_edit(hunk: Hunk, ctx: HunkContext) -> HunkResol
     if any(span.strip() and span in inserted for span in _edited_spans("".join(base), "".join(ours))):
         return None
     return _resolution(
-        hunk, model.UPSTREAM_INSERTS, [*before, *ours, *after],
+        hunk,
+        model.UPSTREAM_INSERTS,
+        [*before, *ours, *after],
         f"upstream only inserts {len(before) + len(after)} line(s) next to a region the fork edited in place; "
         "upstream's new lines and the fork's version of the region are both kept",
     )
@@ -176,7 +196,9 @@ def upstream_inserts_around_fork_edit(hunk: Hunk, ctx: HunkContext) -> HunkResol
 # every line both sides add is an entry of the same kind.
 _LIST_ENTRY: dict[str, re.Pattern[str]] = {
     "include": re.compile(r"^\s*#\s*include\s+[<\"][^>\"]+[>\"]\s*(//.*)?$"),
-    "import": re.compile(r"^\s*(import\s+[\w.]+(\s+as\s+\w+)?|from\s+[\w.]+\s+import\s+[\w., ()]+)\s*(#.*)?$"),
+    "import": re.compile(
+        r"^\s*(import\s+[\w.]+(\s+as\s+\w+)?|from\s+[\w.]+\s+import\s+[\w., ()]+)\s*(#.*)?$"
+    ),
     "pybind": re.compile(r"^\s*\.def(_readonly|_readwrite|_static|_property)?\(\s*\"\w+\".*$"),
     "cmake": re.compile(r"^\s*[\w./${}-]+\.(c|cc|cpp|cxx|cu|h|hpp|td|py|mlir|txt)\s*\)?\s*$"),
     "bullet": re.compile(r"^\s*([-*+]|\d+\.)\s+\S.*$"),
@@ -224,7 +246,9 @@ def list_union(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
         order = "the fork's first"
     lines = [line if line.endswith("\n") else line + "\n" for line in lines[:-1]] + lines[-1:]
     return _resolution(
-        hunk, model.LIST_UNION, lines,
+        hunk,
+        model.LIST_UNION,
+        lines,
         f"both sides only add independent {kind} entries ({len(ours)} in the fork, {len(theirs)} upstream); "
         f"both kept, {order}",
     )
@@ -312,7 +336,11 @@ def _edits_clash_on_a_line(base: str, ours: str, theirs: str) -> bool:
     line_of = _line_of(b)
     o = [(op, _op_lines(b, line_of, op[0], op[1])) for op in _edit_ops(b, tokens(ours))]
     t = [(op, _op_lines(b, line_of, op[0], op[1])) for op in _edit_ops(b, tokens(theirs))]
-    shared = set().union(*(lines for _, lines in o)) & set().union(*(lines for _, lines in t)) if o and t else set()
+    shared = (
+        set().union(*(lines for _, lines in o)) & set().union(*(lines for _, lines in t))
+        if o and t
+        else set()
+    )
     if not shared:
         return False
     near = [op for op, lines in o + t if lines & shared]
@@ -320,7 +348,9 @@ def _edits_clash_on_a_line(base: str, ours: str, theirs: str) -> bool:
         return True
     return any(
         _words_between(b, (oi1, oi2), (ti1, ti2)) < _MIN_GAP
-        for (oi1, oi2, _), ol in o for (ti1, ti2, _), tl in t if ol & tl
+        for (oi1, oi2, _), ol in o
+        for (ti1, ti2, _), tl in t
+        if ol & tl
     )
 
 
@@ -365,13 +395,12 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     changed_o = sum(1 for c in chunks if c.side == "ours")
     changed_t = sum(1 for c in chunks if c.side == "theirs")
     return _resolution(
-        hunk, model.TOKEN_MERGE, lines,
+        hunk,
+        model.TOKEN_MERGE,
+        lines,
         f"the sides change different words of the block ({changed_o} fork edit(s), {changed_t} upstream "
         "edit(s), none overlapping); both applied",
     )
-
-
-
 
 
 # A dependency pin on one line: requirements (``pkg==1.2``), GitHub Actions (``uses: o/r@v1.2.3``),
@@ -415,7 +444,9 @@ def dependency_pins(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
             out.append(raw_o)
             picked["fork"] += 1
     return _resolution(
-        hunk, model.DEPENDENCY_PINS, out,
+        hunk,
+        model.DEPENDENCY_PINS,
+        out,
         f"both sides only move dependency pins; the newer version is kept on each line "
         f"({picked['fork']} from the fork, {picked['upstream']} from upstream)",
     )
@@ -423,9 +454,14 @@ def dependency_pins(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
 
 # The deterministic pipeline, in order, by the name each records. Memory (exact fingerprints) runs before these.
 NAMED: tuple[tuple[str, Strategy], ...] = (
-    (model.IDENTICAL, identical_sides), (model.WHITESPACE, whitespace_only), (model.ALREADY_APPLIED, already_applied),
-    (model.FORK_UNCHANGED, fork_unchanged), (model.DEPENDENCY_PINS, dependency_pins), (model.LIST_UNION, list_union),
-    (model.UPSTREAM_INSERTS, upstream_inserts_around_fork_edit), (model.TOKEN_MERGE, token_merge),
+    (model.IDENTICAL, identical_sides),
+    (model.WHITESPACE, whitespace_only),
+    (model.ALREADY_APPLIED, already_applied),
+    (model.FORK_UNCHANGED, fork_unchanged),
+    (model.DEPENDENCY_PINS, dependency_pins),
+    (model.LIST_UNION, list_union),
+    (model.UPSTREAM_INSERTS, upstream_inserts_around_fork_edit),
+    (model.TOKEN_MERGE, token_merge),
 )
 DETERMINISTIC: tuple[Strategy, ...] = tuple(fn for _, fn in NAMED)
 

@@ -81,5 +81,12 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("l1_pending_checks", "series_points", "l2_metrics", "l2_runs", "l1_test_results", "l1_suite_runs"):
+    for table in (
+        "l1_pending_checks",
+        "series_points",
+        "l2_metrics",
+        "l2_runs",
+        "l1_test_results",
+        "l1_suite_runs",
+    ):
         op.drop_table(table)

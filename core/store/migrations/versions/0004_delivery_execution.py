@@ -45,5 +45,14 @@ def downgrade() -> None:
     op.drop_table("comment_answers")
     op.drop_index("accepted_deliveries_unfinished", "accepted_deliveries")
     with op.batch_alter_table("accepted_deliveries") as table:
-        for name in ("replays", "outcome", "finished_at", "started_by", "started_at", "touched_at", "kwargs", "task"):
+        for name in (
+            "replays",
+            "outcome",
+            "finished_at",
+            "started_by",
+            "started_at",
+            "touched_at",
+            "kwargs",
+            "task",
+        ):
             table.drop_column(name)
