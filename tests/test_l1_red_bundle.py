@@ -5,6 +5,7 @@ reason, the bundle is rebuilt in the same PR, and the PR and check run say so.""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +43,10 @@ def _bundle(gh: LoopbackGitHub, base: str, broken_at: int, size: int) -> list[tu
     return picks
 
 
-def test_a_red_bundle_is_bisected_and_its_culprit_ejected(
-    loopback_github: LoopbackGitHub, tmp_path: Path
-) -> None:
-    """Of 6 picks the 5th breaks `unit/test_adds_one` (trunk passes it): the split finds that one
-    in at most ceil(log2 6) + 1 runs, ejects it with the test as the reason, asks for the rebuild,
-    and the check run and a PR comment say which commit, why, and where it went."""
-    gh = loopback_github
-    cfg = config_yaml(flow_suite("unit", "."))
-    base = gh.commit(REPO, {".github/forksync.yml": cfg, "lib.py": LIB, "test_lib.py": TESTS})
+def _runner(
+    gh: LoopbackGitHub, tmp_path: Path, eject: Any, rebuild: Any = lambda: None
+) -> Callable[..., Any]:
+    """``job(sha, **L1Job fields)``: run the L1 job as a worker would, on one store and git cache."""
     store = open_store(None, tmp_path / "data")
     adapter = gh.adapter(gh.installation)
 
@@ -63,9 +59,28 @@ def test_a_red_bundle_is_bisected_and_its_culprit_ejected(
             clone_url=gh.git_url(REPO),
             token=gh.token_for(gh.installation),
             store=store,
-            eject=lambda sha, reason: ejected.append((sha, reason)) or "chain-split",
-            rebuild=lambda: rebuilds.append(1),
+            eject=eject,
+            rebuild=rebuild,
         )
+
+    return job
+
+
+def test_a_red_bundle_is_bisected_and_its_culprit_ejected(
+    loopback_github: LoopbackGitHub, tmp_path: Path
+) -> None:
+    """Of 6 picks the 5th breaks `unit/test_adds_one` (trunk passes it): the split finds that one
+    in at most ceil(log2 6) + 1 runs, ejects it with the test as the reason, asks for the rebuild,
+    and the check run and a PR comment say which commit, why, and where it went."""
+    gh = loopback_github
+    cfg = config_yaml(flow_suite("unit", "."))
+    base = gh.commit(REPO, {".github/forksync.yml": cfg, "lib.py": LIB, "test_lib.py": TESTS})
+    job = _runner(
+        gh,
+        tmp_path,
+        eject=lambda sha, reason: ejected.append((sha, reason)) or "chain-split",
+        rebuild=lambda: rebuilds.append(1),
+    )
 
     ejected: list[tuple[str, str]] = []
     rebuilds: list[int] = []
@@ -107,22 +122,13 @@ def test_the_red_bundle_is_rebuilt_without_its_culprit_and_retested_in_the_same_
     gh = loopback_github
     cfg = config_yaml(flow_suite("unit", "."))
     base = gh.commit(REPO, {".github/forksync.yml": cfg, "lib.py": LIB, "test_lib.py": TESTS})
-    store = open_store(None, tmp_path / "data")
-    adapter = gh.adapter(gh.installation)
     ejected: list[tuple[str, str]] = []
-
-    def job(sha: str, **kw: Any) -> Any:
-        return run_l1_job(
-            adapter,
-            GitCache(tmp_path / "git"),
-            tmp_path / "data",
-            L1Job(REPO, sha, **kw),
-            clone_url=gh.git_url(REPO),
-            token=gh.token_for(gh.installation),
-            store=store,
-            eject=lambda sha, reason: ejected.append((sha, reason)) or "chain-split",
-            rebuild=lambda: None,
-        )
+    job = _runner(
+        gh,
+        tmp_path,
+        eject=lambda sha, reason: ejected.append((sha, reason)) or "chain-split",
+        rebuild=lambda: None,
+    )
 
     job(base, trunk=True, push_ref="refs/heads/main")
     picks = _bundle(gh, base, broken_at=2, size=5)
@@ -206,21 +212,7 @@ def test_a_split_that_force_pushes_over_an_approval_says_so_and_asks_again(
     gh = loopback_github
     cfg = config_yaml(flow_suite("unit", "."))
     base = gh.commit(REPO, {".github/forksync.yml": cfg, "lib.py": LIB, "test_lib.py": TESTS})
-    store = open_store(None, tmp_path / "data")
-    adapter = gh.adapter(gh.installation)
-
-    def job(sha: str, **kw: Any) -> Any:
-        return run_l1_job(
-            adapter,
-            GitCache(tmp_path / "git"),
-            tmp_path / "data",
-            L1Job(REPO, sha, **kw),
-            clone_url=gh.git_url(REPO),
-            token=gh.token_for(gh.installation),
-            store=store,
-            eject=lambda sha, reason: "chain-split",
-            rebuild=lambda: None,
-        )
+    job = _runner(gh, tmp_path, eject=lambda sha, reason: "chain-split", rebuild=lambda: None)
 
     job(base, trunk=True, push_ref="refs/heads/main")
     picks = _bundle(gh, base, broken_at=1, size=3)
@@ -254,21 +246,8 @@ def test_a_bundle_failing_where_trunk_fails_is_not_split(
             "test_lib.py": broken,
         },
     )
-    store = open_store(None, tmp_path / "data")
     ejected: list[str] = []
-
-    def job(sha: str, **kw: Any) -> Any:
-        return run_l1_job(
-            gh.adapter(gh.installation),
-            GitCache(tmp_path / "git"),
-            tmp_path / "data",
-            L1Job(REPO, sha, **kw),
-            clone_url=gh.git_url(REPO),
-            token=gh.token_for(gh.installation),
-            store=store,
-            eject=lambda sha, reason: ejected.append(sha) or "x",
-            rebuild=lambda: None,
-        )
+    job = _runner(gh, tmp_path, eject=lambda sha, reason: ejected.append(sha) or "x", rebuild=lambda: None)
 
     job(base, trunk=True, push_ref="refs/heads/main")
     picks = _bundle(gh, base, broken_at=-1, size=3)
