@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
 import os
 import socket
@@ -286,7 +287,9 @@ class RedisTaskQueue:
         self.ttl_s = ttl_s
         self.prefix = prefix
         self._url = _mask_url(url)
-        self._script = self.client.register_script(_SEND_ONCE)
+        self._lua = _SEND_ONCE.encode()
+        self._sha = hashlib.sha1(self._lua).hexdigest().encode()  # what EVALSHA names it by
+        self._ttl_arg = str(int(ttl_s)).encode()
         self._origin = f"forksync-web-{os.getpid()}@{socket.gethostname()}"
 
     def message(self, name: str, kwargs: Mapping[str, Any]) -> str:
@@ -338,17 +341,50 @@ class RedisTaskQueue:
         import redis
 
         try:
-            return bool(
-                self._script(
-                    keys=[self.prefix + delivery, queue_for(name)],
-                    args=[self.ttl_s, self.message(name, kwargs)],
-                )
+            return self._claim_and_push(
+                (self.prefix + delivery).encode(),
+                queue_for(name).encode(),
+                self.message(name, kwargs).encode(),
             )
         except redis.RedisError as exc:
             raise DispatchError(
                 f"could not enqueue {name} on {self._url} ({type(exc).__name__})",
                 "start Redis or fix REDIS_URL",
             ) from None
+
+    def _claim_and_push(self, key: bytes, queue: bytes, message: bytes) -> bool:
+        """The claim-and-push script (``EVALSHA``, ``EVAL`` when the server lost its script cache)
+        on one of the client's pooled connections, the command packed here. redis-py's command
+        layer around the same round trip (argument encoding, the retry wrapper, the observability
+        hooks) cost ~4x the round trip's own CPU (benchmarks/README.md, webhook intake). A
+        connection that broke (Redis restarted) is dropped and the call made once more on a new
+        one: were the first call executed before the break, the second finds the key and answers
+        "seen" (the message is queued once either way)."""
+        import redis
+
+        ttl = self._ttl_arg
+        pool = self.client.connection_pool
+        for attempt in (1, 2):
+            conn: Any = pool.get_connection()  # redis-py's Connection: untyped
+            try:
+                try:
+                    conn.send_packed_command([_pack(b"EVALSHA", self._sha, b"2", key, queue, ttl, message)])
+                    reply = conn.read_response()
+                except redis.exceptions.NoScriptError:
+                    conn.send_packed_command([_pack(b"EVAL", self._lua, b"2", key, queue, ttl, message)])
+                    reply = conn.read_response()
+            except redis.ConnectionError:
+                conn.disconnect()
+                if attempt == 2:
+                    raise
+                continue
+            except BaseException:
+                conn.disconnect()  # a reply may be left unread on it
+                raise
+            finally:
+                pool.release(conn)
+            return bool(reply)
+        raise AssertionError("unreachable")
 
     def send(self, name: str, kwargs: Mapping[str, Any]) -> None:
         import redis
@@ -363,6 +399,14 @@ class RedisTaskQueue:
 
     def describe(self) -> str:
         return f"celery over redis {self._url}"
+
+
+def _pack(*args: bytes) -> bytes:
+    """One Redis command in RESP (an array of bulk strings)."""
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        parts += (b"$%d\r\n" % len(arg), arg, b"\r\n")
+    return b"".join(parts)
 
 
 def _mask_url(url: str) -> str:

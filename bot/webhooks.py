@@ -438,7 +438,7 @@ _CONTENT_TYPE, _TEXT_PLAIN = "Content-Type", "text/plain; charset=utf-8"
 def _header(environ: Environ, key: str) -> str | None:
     """A request header from the environ (``HTTP_X_GITHUB_EVENT``...) as werkzeug's ``headers.get``
     gives it: the server's latin-1 string re-read as UTF-8."""
-    value = environ.get(key)
+    value: str | None = environ.get(key)
     if value is None:
         return None
     return value if value.isascii() else value.encode("latin1").decode(errors="replace")
