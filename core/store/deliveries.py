@@ -59,8 +59,54 @@ UNKNOWN = "unknown"  # not in the log (sent by something other than the web proc
 
 def accept(store: Store, record: AcceptedDelivery) -> bool:
     """Record ``record``; True the first time, False when its delivery id was accepted before."""
+    return accept_many(store, [record])[0]
+
+
+def accept_many(store: Store, records: list[AcceptedDelivery]) -> list[bool]:
+    """Record ``records`` in one transaction (the web process's group commit, bot/dispatch.py);
+    for each, True the first time, False when its delivery id was accepted before (earlier in the
+    list included). Nothing is recorded when it raises."""
     insert = _insert_for(store)
-    values = {
+    if not insert.ignores_conflicts:  # a dialect without ON CONFLICT DO NOTHING: one at a time
+        return [_accept_one(store, insert, record) for record in records]
+    # One INSERT per record and one COMMIT, on a pooled DBAPI connection (the same pool,
+    # connect-time pragmas and pre-ping as the engine's): SQLAlchemy's Core execution around the
+    # same statements cost as much CPU as SQLite itself (benchmarks/README.md, webhook intake).
+    conn = store.engine.raw_connection()
+    try:
+        cursor = conn.cursor()
+        try:
+            firsts = []
+            for record in records:
+                cursor.execute(insert.sql, insert.params(_values(record)))
+                firsts.append(cursor.rowcount == 1)  # 0: the id was there (DO NOTHING)
+        finally:
+            cursor.close()
+        conn.commit()
+    finally:
+        conn.close()  # back to the pool, which rolls back what was not committed
+    return firsts
+
+
+def _accept_one(store: Store, insert: _CompiledInsert, record: AcceptedDelivery) -> bool:
+    conn = store.engine.raw_connection()
+    try:
+        cursor = conn.cursor()
+        try:
+            cursor.execute(insert.sql, insert.params(_values(record)))
+        finally:
+            cursor.close()
+        conn.commit()
+    except insert.integrity_error:
+        conn.rollback()
+        return False
+    finally:
+        conn.close()
+    return True
+
+
+def _values(record: AcceptedDelivery) -> dict[str, Any]:
+    return {
         "delivery": record.delivery,
         "event": record.event,
         "repo": record.repo,
@@ -73,36 +119,20 @@ def accept(store: Store, record: AcceptedDelivery) -> bool:
         "outcome": "",
         "replays": 0,
     }
-    # The web request's only store round trip: one INSERT and its COMMIT on a pooled DBAPI
-    # connection (the same pool, connect-time pragmas and pre-ping as the engine's). SQLAlchemy's
-    # Core execution around the same statement cost as much CPU as SQLite itself
-    # (benchmarks/README.md, webhook intake).
-    conn = store.engine.raw_connection()
-    try:
-        cursor = conn.cursor()
-        try:
-            cursor.execute(insert.sql, insert.params(values))
-        finally:
-            cursor.close()
-        conn.commit()
-    except insert.integrity_error:
-        conn.rollback()
-        return False
-    finally:
-        conn.close()  # back to the pool (which rolls back anything left open)
-    return True
 
 
 @dataclass(frozen=True)
 class _CompiledInsert:
-    """The accepted-delivery INSERT compiled for one engine's dialect (its paramstyle), with the
-    dialect's bind processors for the columns that have one."""
+    """The accepted-delivery INSERT compiled for one engine's dialect (its paramstyle; ``ON
+    CONFLICT DO NOTHING`` on SQLite and PostgreSQL), with the dialect's bind processors for the
+    columns that have one."""
 
     sql: str
     keys: tuple[str, ...]
     positional: bool
     processors: tuple[tuple[str, Callable[[Any], Any]], ...]
     integrity_error: type[Exception]
+    ignores_conflicts: bool
 
     def params(self, values: dict[str, Any]) -> Any:
         for key, process in self.processors:
@@ -130,7 +160,16 @@ def _insert_for(store: Store) -> _CompiledInsert:
             "outcome",
             "replays",
         )
-        compiled = _INSERT.compile(dialect=dialect, column_keys=list(keys))
+        statement: Any = _INSERT
+        if dialect.name in ("sqlite", "postgresql"):
+            if dialect.name == "sqlite":
+                from sqlalchemy.dialects.sqlite import insert as dialect_insert
+            else:
+                from sqlalchemy.dialects.postgresql import insert as dialect_insert
+            statement = dialect_insert(AcceptedDeliveryRow).on_conflict_do_nothing(
+                index_elements=["delivery"]
+            )
+        compiled = statement.compile(dialect=dialect, column_keys=list(keys))
         columns = AcceptedDeliveryRow.__table__.c
         processors = tuple(
             (key, process)
@@ -143,6 +182,7 @@ def _insert_for(store: Store) -> _CompiledInsert:
             bool(compiled.positional),
             processors,
             dialect.loaded_dbapi.IntegrityError,
+            statement is not _INSERT,
         )
         _COMPILED[store.engine] = found
     return found
