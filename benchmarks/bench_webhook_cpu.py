@@ -145,7 +145,10 @@ def stages(redis_url: str, data_dir: Path, body: bytes, n: int) -> list[tuple[st
             lambda i: log.accept(f"{run}-{i}", "push", "acme/fork", 1, tasknames.ON_PUSH, kwargs),
         ),
         ("task message (Celery protocol 2)", lambda i: queue.message(tasknames.ON_PUSH, kwargs)),
-        ("Redis claim + push (one EVALSHA)", lambda i: queue.send_once(f"{run}-{i}", tasknames.ON_PUSH, kwargs)),
+        (
+            "Redis claim + push (one EVALSHA)",
+            lambda i: queue.send_once(f"{run}-{i}", tasknames.ON_PUSH, kwargs),
+        ),
     ]
     out = []
     for label, call in parts:
@@ -219,7 +222,7 @@ def main() -> int:
             return 0
         results: dict[str, list[float]] = {name: [] for name in apps}
         loads = []
-        for name, app in apps.items():
+        for app in apps.values():
             cpu_per_call(deliverer(app, body, uuid.uuid4().hex[:8]), 100)  # warm: imports, connections
         for _ in range(args.rounds):
             for name, app in apps.items():  # alternated

@@ -161,12 +161,14 @@ def _insert_for(store: Store) -> _CompiledInsert:
             "replays",
         )
         statement: Any = _INSERT
-        if dialect.name in ("sqlite", "postgresql"):
-            if dialect.name == "sqlite":
-                from sqlalchemy.dialects.sqlite import insert as dialect_insert
-            else:
-                from sqlalchemy.dialects.postgresql import insert as dialect_insert
-            statement = dialect_insert(AcceptedDeliveryRow).on_conflict_do_nothing(
+        if dialect.name == "sqlite":
+            from sqlalchemy.dialects import sqlite
+
+            statement = sqlite.insert(AcceptedDeliveryRow).on_conflict_do_nothing(index_elements=["delivery"])
+        elif dialect.name == "postgresql":
+            from sqlalchemy.dialects import postgresql
+
+            statement = postgresql.insert(AcceptedDeliveryRow).on_conflict_do_nothing(
                 index_elements=["delivery"]
             )
         compiled = statement.compile(dialect=dialect, column_keys=list(keys))
