@@ -25,6 +25,8 @@ FRAMEWORKS = {
     "kombu": "Celery",
 }
 ENGINE = ("workers.engine", "workers.testing")
+# The pure planners outside the engine (the engine's own, e.g. workers/testing/l1_plan.py, are in ENGINE).
+PLANNERS = ("workers.jobs.ingest_plan", "workers.commands.plan")
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -172,6 +174,19 @@ def test_engine_imports_no_framework(graph: dict[str, set[str]], framework: str)
     """workers/engine and workers/testing reach none of Flask, PyGithub or Celery, even indirectly."""
     names = [name for name, what in FRAMEWORKS.items() if what == framework]
     assert violations(graph, ENGINE, names) == []
+
+
+@pytest.mark.parametrize("planner", PLANNERS)
+def test_planners_import_no_framework(graph: dict[str, set[str]], planner: str) -> None:
+    """The pure planners of ingestion and the comment commands reach none of Flask, PyGithub or
+    Celery, nor the bot, nor their own executors (plans are plain data)."""
+    assert planner in graph
+    assert violations(graph, [planner], [*FRAMEWORKS, "bot"]) == []
+    executors = {
+        "workers.jobs.ingest_plan": "workers.jobs.ingestion",
+        "workers.commands.plan": "workers.commands.execute",
+    }
+    assert violations(graph, [planner], [executors[planner]]) == []
 
 
 def test_engine_imports_no_bot(graph: dict[str, set[str]]) -> None:
