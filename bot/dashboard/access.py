@@ -110,7 +110,9 @@ class GitHubOAuth:
         try:
             return oauth.can_read(self.api_url, token, repo, self.timeout_s)
         except GitHubError as exc:
-            raise OAuthError(f"GitHub did not answer GET /repos/{repo}: {exc.problem}", "try logging in again") from None
+            raise OAuthError(
+                f"GitHub did not answer GET /repos/{repo}: {exc.problem}", "try logging in again"
+            ) from None
 
 
 def viewer_for(oauth: GitHubOAuth, token: str, repos: list[str], now: float) -> Viewer:
