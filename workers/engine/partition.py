@@ -33,8 +33,8 @@ split, in upstream order, into bounded bundles. A split part whose members depen
 part is **stacked** on it (``Bundle.stacked_on``: its PR is based on that part's branch, and
 lands after it; ``Bundle.needs`` says which lines or symbols tie it there); a part that depends on
 no earlier part stays on the trunk. A part is stacked on the latest part it depends on when that
-part's own stack holds every other part it needs; otherwise the whole group is stacked in line
-(each part on the one before). A bundle whose PR a maintainer closed unmerged (``declined``) is
+part's own stack holds every other part it needs (else on the first later part whose stack
+does); when none does, the whole group is stacked in line (each part on the one before). A bundle whose PR a maintainer closed unmerged (``declined``) is
 not a base any more: the members of the parts stacked on it that need it (directly, or through
 another member that does) move to it, and those parts are re-based without it
 (``Bundle.unstacked_from``, ``Bundle.left_behind``). A declined bundle stays in the plan
@@ -721,8 +721,8 @@ def _bases(
     """Each part's base (the index of an earlier part) or None (the trunk), never a part in ``avoid``.
 
     A part goes on the latest part it depends on when that part's stack holds every other part
-    it needs (a tree of stacks); otherwise every part goes on the one before it (skipping
-    ``avoid``), which holds all earlier parts."""
+    it needs, else on the first later part whose stack does (a tree of stacks); when none does,
+    every part goes on the one before it (skipping ``avoid``), which holds all earlier parts."""
     of = {sha: k for k, part in enumerate(parts) for sha in part}
     base: list[int | None] = []
     for k, part in enumerate(parts):
@@ -730,13 +730,19 @@ def _bases(
         if not wants:
             base.append(None)
             continue
-        top = max(wants)
-        stack: set[int] = set()
-        at: int | None = top
-        while at is not None:
-            stack.add(at)
-            at = base[at]
-        if top in avoid or not wants <= stack:
+        # The first part from the latest one it needs onwards whose stack holds all it needs.
+        for top in range(max(wants), k):
+            if top in avoid:
+                continue
+            stack: set[int] = set()
+            at: int | None = top
+            while at is not None:
+                stack.add(at)
+                at = base[at]
+            if wants <= stack:
+                base.append(top)
+                break
+        else:
             line: list[int | None] = []
             previous: int | None = None
             for j in range(len(parts)):
@@ -744,7 +750,6 @@ def _bases(
                 if j not in avoid:
                     previous = j
             return line
-        base.append(top)
     return base
 
 
