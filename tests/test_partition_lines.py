@@ -354,9 +354,7 @@ def test_a_group_past_the_bound_is_split_in_upstream_order_into_a_tree_of_stacks
     assert [b.stacked_on for b in plan.bundles] == [None, first, first, first]
     third = plan.bundles[2]
     # sha(6) needs sha(5), in its own part: only sha(5) names what the stack gives it.
-    assert third.needs == (
-        Reason(sha(5), "line", f"line 9 of a.py last changed by {sha(1)[:7]} of {first}"),
-    )
+    assert third.needs == (Reason(sha(5), "line", f"line 9 of a.py last changed by {sha(1)[:7]} of {first}"),)
     assert all(len(b.commits) <= SMALL.bundle.max_commits for b in plan.bundles)
     assert sorted(s for b in plan.bundles for s in b.commits) == [sha(n) for n in range(1, 8)]
 
@@ -433,7 +431,13 @@ def test_a_part_re_based_off_a_declined_bundle_keeps_what_does_not_need_it() -> 
         _fchange(3, "a.py", needs=1),  # [1, 2] is full: joins it past the bound
         _fchange(4, "c.py"),
         _fchange(5, "d.py"),
-        Change(_far(6), ("a.py",), frozenset(), 5, depends=(LineDep(_far(1), "a.py", 3, 3), LineDep(_far(4), "c.py", 1, 1))),
+        Change(
+            _far(6),
+            ("a.py",),
+            frozenset(),
+            5,
+            depends=(LineDep(_far(1), "a.py", 3, 3), LineDep(_far(4), "c.py", 1, 1)),
+        ),
     ]
     plan = partition(commits, SMALL, ChainFakeTrial({}))
     first, third = f"bundle-{_far(1)[:7]}", f"bundle-{_far(3)[:7]}"
