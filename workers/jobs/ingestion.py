@@ -14,9 +14,11 @@ redelivered webhook, an overlapping poll or a rerun after a crash converges on t
    (``workers.jobs.ingest_plan.plan``: typed actions, no I/O);
 4. execute the actions in order (:func:`execute`): push the bot-owned refs (``forksync/*``
    branches force, decision notes fast-forward only); one PR per urgent commit first, then one
-   per bundle and per chain with built commits, each based on the trunk, found by head branch
-   (re-targeted if an old one is based elsewhere, a force-push over an approval or a running L1
-   said on the PR and review re-requested); an issue per conflicting urgent pick and per chain
+   per bundle and per chain with built commits, each based on the trunk (a stacked bundle on the
+   branch of the bundle it needs), found by head branch (re-targeted when its base changes, saying
+   why; a force-push over an approval or a running L1 said on the PR and review re-requested); a
+   bundle whose PR was closed unmerged is declined (read before planning: never reopened, its
+   branch kept, nothing stacked on it); an issue per conflicting urgent pick and per chain
    that built nothing; stale PRs closed and their branches deleted; finished chains' issues
    closed; then the check run with the figures, and a metrics point.
 """
