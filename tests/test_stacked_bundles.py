@@ -209,3 +209,24 @@ def test_a_base_closed_unmerged_leaves_the_stacked_pr_rebuilt_on_the_trunk_witho
     rerun = world.ingest()
     assert world.pulls() == after and rerun.closed == []
     assert all(not p["created"] for p in rerun.pulls)
+
+
+def test_a_stacked_body_says_why_even_when_no_member_names_a_need() -> None:
+    """A part stacked in line (its group's needs cross) says so instead of pointing at an empty
+    table; one with needs lists them; an independent one says it lands on its own."""
+    from core.render.ingest import STACK_REF, BundleView, CommitRow, bundle_body
+
+    row = CommitRow("a" * 40, "Tweak (#1)", "dev")
+    view = BundleView("bundle-aaaaaaa", "forksync/bundle/aaaaaaa", "forksync/bundle/bbbbbbb", (row,), "p")
+    stacked = BundleView(**{**view.__dict__, "stacked_on": "bundle-bbbbbbb", "stack_commits": 3})
+    text = bundle_body(stacked, None)
+    assert f"**Stacked on {STACK_REF}** (`forksync/bundle/bbbbbbb`, 3 commits it needs)" in text
+    assert "stacked in line" in text and "Why stacked" not in text
+    needing = BundleView(
+        **{**stacked.__dict__, "needs": (CommitRow("a" * 40, "Tweak (#1)", "dev", note="line: x"),)}
+    )
+    assert "Why stacked** (1)" in bundle_body(needing, None) and "stacked in line" not in bundle_body(
+        needing, None
+    )
+    alone = BundleView(**{**view.__dict__, "base_branch": "main"})
+    assert "lands on its own" in bundle_body(alone, None) and "Stacked" not in bundle_body(alone, None)

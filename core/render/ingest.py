@@ -140,11 +140,17 @@ def bundle_body(bundle: BundleView, upstream_url: str | None) -> str:
         f"on branch `{bundle.branch}`. Each keeps its author and names the upstream commit in a trailer.",
     ]
     if bundle.stacked_on is not None:
+        why = (
+            "Its commits depend on that bundle's (below: which lines or symbols)"
+            if bundle.needs
+            else "It was cut from one group of dependent commits whose needs cross, so the group's "
+            "bundles are stacked in line"
+        )
         lines += [
             f"**Stacked on {STACK_REF}** (`{bundle.base_branch}`, {bundle.stack_commits} commits it needs); "
-            "lands after it. Its commits depend on that bundle's (below: which lines or symbols), and "
-            "bundles are kept to `bundle.max_commits`, so it is built on that branch and targets it. When "
-            "that PR lands, forksync re-targets this one to the trunk and rebuilds it, in this same PR.",
+            f"lands after it. {why}, and bundles are kept to `bundle.max_commits`, so it is built on that "
+            "branch and targets it. When that PR lands, forksync re-targets this one to the trunk and "
+            "rebuilds it, in this same PR.",
         ]
     else:
         lines += [
