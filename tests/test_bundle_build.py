@@ -11,6 +11,7 @@ from tests.gitrepo import GitRepo
 from workers.engine.bundle import PickStyle, build, pick_message
 from workers.engine.changes import commit_changes
 from workers.engine.partition import Bundle, Plan
+from workers.engine.pick import GitMerger, MergeCache, PickTarget
 
 AWKWARD = ["src/with space.py", "src/ünïcode.txt", '"quoted".txt', "tab\there.txt"]
 
@@ -138,3 +139,23 @@ def test_commit_needing_an_earlier_bundle_is_ejected_to_a_chain_that_follows_it(
     (reason,) = result.open_chains[0].reasons
     assert reason.kind == "conflict"
     assert f"bundle-{first[:7]} changes them: it follows, once they land" in reason.detail
+
+
+def test_the_build_reads_back_the_plan_s_merges(make_repo: Callable[[str], GitRepo]) -> None:
+    """Given the merge outcomes of the plan's trial picks (the same picks onto the fork tip), the
+    build runs no git merge again and builds exactly what it builds without them."""
+    repo, _, shas, fork_tip = _upstream_and_fork(make_repo)
+    pg = pygit2.Repository(str(repo.path))
+    changes = {sha: commit_changes(pg, sha) for sha in shas}
+    plan = Plan((Bundle(f"bundle-{shas[0][:7]}", tuple(shas)),), ())
+    tip = pg.get(fork_tip)
+    assert isinstance(tip, pygit2.Commit)
+    merges = MergeCache(None, "test")
+    trial = GitMerger(pg, merges)
+    target = PickTarget(pg, tip.tree.id, trial)
+    assert all(target.pick(changes[sha]).clean for sha in shas)
+    assert trial.calls == 1  # "Change f3" meets the fork's change of the same file: git merges it
+    known = len(merges._known)
+    with_merges = build(pg, plan, fork_tip, "fork", changes, shas, merges=merges)
+    assert len(merges._known) == known and merges._fresh == 1  # nothing merged anew
+    assert with_merges == build(pg, plan, fork_tip, "fork", changes, shas)

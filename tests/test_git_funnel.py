@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.gitrepo import GitRepo
-from workers.engine.git import GitError, Repository
+from workers.engine.git import GitError, Repository, run_git, start_git
 
 
 def test_git_returns_stdout_and_resolves_revisions(make_repo: Callable[[str], GitRepo]) -> None:
@@ -36,3 +36,41 @@ def test_arguments_are_never_interpreted_by_a_shell(make_repo: Callable[[str], G
     repo.commit("subject; rm -rf / $(echo x)", {"a.txt": "a\n"})
     out = Repository(repo.path).text("log", "-1", "--format=%s")
     assert out == "subject; rm -rf / $(echo x)"
+
+
+def test_stream_yields_lines_while_git_runs_and_feeds_a_long_input(
+    make_repo: Callable[[str], GitRepo],
+) -> None:
+    """stream() gives git's stdout line by line, equal to git()'s; an input longer than a pipe's
+    buffer, with an output as long, does not deadlock (the input is fed beside the reading)."""
+    repo = make_repo("r")
+    sha = repo.commit("first", {"a.txt": "a\n"})
+    funnel = Repository(repo.path)
+    many = "".join(f"{sha}\n" for _ in range(5000)).encode()  # 205 kB in, as much out
+    lines = list(funnel.stream("cat-file", "--batch-check=%(objectname)", input=many))
+    assert lines == funnel.git("cat-file", "--batch-check=%(objectname)", input=many).splitlines(
+        keepends=True
+    )
+    assert len(lines) == 5000 and lines[0] == f"{sha}\n".encode()
+
+
+def test_stream_failure_raises_git_error_at_the_end(make_repo: Callable[[str], GitRepo]) -> None:
+    """A failing streamed command raises GitError with git's message once its output is read."""
+    repo = make_repo("r")
+    repo.commit("first", {"a.txt": "a\n"})
+    with pytest.raises(GitError) as info:
+        list(Repository(repo.path).stream("log", "does-not-exist", "--"))
+    assert "git log does-not-exist" in str(info.value)
+
+
+def test_start_runs_beside_the_caller_and_refuses_network_verbs(make_repo: Callable[[str], GitRepo]) -> None:
+    """start_git returns at once; wait() gives what run_git gives. A remote command is refused
+    (it needs run_git's timeout)."""
+    repo = make_repo("r")
+    sha = repo.commit("first", {"a.txt": "a\n"})
+    running = start_git(repo.path, ["rev-parse", "HEAD"])
+    assert running.wait() == run_git(repo.path, ["rev-parse", "HEAD"]) == f"{sha}\n".encode()
+    with pytest.raises(ValueError):
+        start_git(repo.path, ["fetch", "origin"])
+    with pytest.raises(GitError):
+        start_git(repo.path, ["show", "does-not-exist"]).wait()

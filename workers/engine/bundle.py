@@ -43,7 +43,7 @@ import pygit2
 from workers.engine.changes import CommitChanges, Entry
 from workers.engine.git import Repository
 from workers.engine.partition import Bundle, Chain, Plan, Reason, short
-from workers.engine.pick import GitMerger, PickResult, PickTarget
+from workers.engine.pick import GitMerger, MergeCache, PickResult, PickTarget
 
 BUNDLE_BRANCH = "forksync/bundle/"
 CHAIN_BRANCH = "forksync/chain/"
@@ -382,6 +382,7 @@ def build(
     style: PickStyle = PickStyle(),
     resolver: Resolver | None = None,
     resolver_config: Any = None,
+    merges: MergeCache | None = None,
 ) -> BuildResult:
     """Build every bundle and chain of ``plan`` as commits in ``repo``, each on ``fork_tip``
     (no branch is written).
@@ -391,7 +392,9 @@ def build(
     """
     position = {sha: i for i, sha in enumerate(order)}
     builder = _Builder(repo, changes, style, f"refs/forksync/build-{os.getpid()}")
-    merger = GitMerger(repo)  # the plan's trial picks use git's merge too: build and plan agree
+    # The plan's trial picks use git's merge too (build and plan agree); with the plan's
+    # ``merges`` its outcomes are read back: a bundle is built by the same picks its trial made.
+    merger = GitMerger(repo, merges)
     tip = repo.get(fork_tip)
     assert isinstance(tip, pygit2.Commit)
     bundles: list[tuple[Bundle, str, str, str, list[str], list[str], list[str]]] = []

@@ -176,7 +176,7 @@ def commit_changes_many(
             commits[str(commit.id)] = commit
     if not commits:
         return merges
-    out = git.git(
+    lines = git.stream(
         "-c",
         "core.quotePath=false",
         "diff-tree",
@@ -192,33 +192,55 @@ def commit_changes_many(
         "--no-textconv",
         input="".join(f"{sha}\n" for sha in commits).encode(),
     )
-    raw: dict[str, list[tuple[str, FileDelta]]] = {sha: [] for sha in commits}
-    hunks: dict[str, dict[str, list[Hunk]]] = {sha: {} for sha in commits}
-    spans: dict[str, dict[str, list[LineHunk]]] = {sha: {} for sha in commits}
-    counts: dict[str, int] = dict.fromkeys(commits, 0)
-    current: str | None = None  # the commit whose section we are in (None: a section to skip)
+    result: dict[str, CommitChanges] = dict(merges)
+    # Each commit is analysed as soon as its section ends, while git is still diffing the next
+    # ones: git's diffs and the Python parsing and symbol reading overlap.
+    section: _Section | None = None
     seen: set[str] = set()
-    path: str | None = None
-    hunk: tuple[str, list[str], list[str]] | None = None
-    text = True
-
-    def flush() -> None:
-        nonlocal hunk
-        if current is not None and path is not None and hunk is not None:
-            hunks[current].setdefault(path, []).append(Hunk(hunk[0], tuple(hunk[1]), tuple(hunk[2])))
-        hunk = None
-
-    for line in out.decode("utf-8", "surrogateescape").split("\n"):
+    for raw_line in lines:
+        line = raw_line.decode("utf-8", "surrogateescape").removesuffix("\n")
         header = _HEADER.match(line) if len(line) == 40 else None
         if header:
-            flush()
+            if section is not None:
+                result[section.sha] = section.finish(repo, commits[section.sha], stop)
             sha = header.group(1)
-            current, path = (sha if sha in commits and sha not in seen else None), None
-            text = analyse is None or sha in analyse  # keep the lines only where symbols are read
+            section = None
+            if sha in commits and sha not in seen:
+                section = _Section(
+                    sha, analyse is None or sha in analyse
+                )  # lines kept only where symbols are read
             seen.add(sha)
             continue
-        if current is None:
-            continue
+        if section is not None:
+            section.read(line)
+    if section is not None:
+        result[section.sha] = section.finish(repo, commits[section.sha], stop)
+    for sha, c in commits.items():
+        if sha not in result:  # git printed no section: a commit that changes nothing
+            result[sha] = _Section(sha, False).finish(repo, c, stop)
+    return {sha: result[sha] for sha in (*merges, *commits)}
+
+
+class _Section:
+    """One commit's section of ``git diff-tree --patch-with-raw -U0``, read line by line."""
+
+    def __init__(self, sha: str, text: bool) -> None:
+        self.sha = sha
+        self.text = text  # keep the changed lines (symbols are read from them)
+        self.raw: list[tuple[str, FileDelta]] = []
+        self.hunks: dict[str, list[Hunk]] = {}
+        self.spans: dict[str, list[LineHunk]] = {}
+        self.count = 0
+        self.path: str | None = None
+        self.hunk: tuple[str, list[str], list[str]] | None = None
+
+    def _flush(self) -> None:
+        if self.path is not None and self.hunk is not None:
+            hunk = self.hunk
+            self.hunks.setdefault(self.path, []).append(Hunk(hunk[0], tuple(hunk[1]), tuple(hunk[2])))
+        self.hunk = None
+
+    def read(self, line: str) -> None:
         if line.startswith(":"):
             m = _RAW.match(line)
             if m:
@@ -226,55 +248,53 @@ def commit_changes_many(
                 name = _unquote(name)
                 old = None if status == "A" else (pygit2.Oid(hex=old_id), int(old_mode, 8))
                 new = None if status == "D" else (pygit2.Oid(hex=new_id), int(new_mode, 8))
-                raw[current].append((name, FileDelta(name, old, new)))
-            continue
+                self.raw.append((name, FileDelta(name, old, new)))
+            return
         if line.startswith("diff --git "):
-            flush()
-            path = _diff_path(line[len("diff --git ") :])
+            self._flush()
+            self.path = _diff_path(line[len("diff --git ") :])
         elif line.startswith("@@"):
-            flush()
+            self._flush()
             span = _SPAN.match(line)
-            if span and path is not None:
+            if span and self.path is not None:
                 a, b, c, d = span.groups()
-                spans[current].setdefault(path, []).append(
+                self.spans.setdefault(self.path, []).append(
                     LineHunk(int(a), 1 if b is None else int(b), int(c), 1 if d is None else int(d))
                 )
             context = line.split("@@", 2)[2].lstrip(" ") if line.count("@@") >= 2 else ""
-            hunk = (context, [], [])
-        elif hunk is not None and line.startswith("+"):
-            if text:
-                hunk[1].append(line[1:])
-            counts[current] += 1
-        elif hunk is not None and line.startswith("-"):
-            if text:
-                hunk[2].append(line[1:])
-            counts[current] += 1
-    flush()
+            self.hunk = (context, [], [])
+        elif self.hunk is not None and line.startswith("+"):
+            if self.text:
+                self.hunk[1].append(line[1:])
+            self.count += 1
+        elif self.hunk is not None and line.startswith("-"):
+            if self.text:
+                self.hunk[2].append(line[1:])
+            self.count += 1
 
-    result: dict[str, CommitChanges] = dict(merges)
-    for sha, c in commits.items():
+    def finish(self, repo: pygit2.Repository, c: pygit2.Commit, stop: frozenset[str]) -> CommitChanges:
+        self._flush()
         parent_tree = c.parents[0].tree.id if c.parents else empty_tree(repo)
         symbols: set[str] = set()
         defs = []
-        if analyse is None or sha in analyse:
-            for name, file_hunks in hunks[sha].items():
+        if self.text:
+            for name, file_hunks in self.hunks.items():
                 symbols |= file_symbols(name, file_hunks, stop)
                 defs.append(file_definitions(name, file_hunks, stop))
-        deltas = dict(raw[sha])  # one entry per path, whatever git lists
+        deltas = dict(self.raw)  # one entry per path, whatever git lists
         ranges = [
-            FileRanges(p, tuple(spans[sha].get(p, ())), whole=not spans[sha].get(p)) for p in sorted(deltas)
+            FileRanges(p, tuple(self.spans.get(p, ())), whole=not self.spans.get(p)) for p in sorted(deltas)
         ]
-        result[sha] = CommitChanges(
-            sha=sha,
+        return CommitChanges(
+            sha=self.sha,
             parent_tree=parent_tree,
             tree=c.tree.id,
             deltas=tuple(deltas[k] for k in sorted(deltas)),
-            lines=counts[sha],
+            lines=self.count,
             symbols=frozenset(symbols),
             ranges=tuple(ranges),
             **_union(defs),
         )
-    return result
 
 
 def _unquote(name: str) -> str:

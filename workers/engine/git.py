@@ -6,7 +6,8 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,10 @@ class Repository:
     ) -> bytes:
         """Run ``git -C path ARGS`` and return its stdout; raise :class:`GitError` on failure."""
         return run_git(self.path, args, input=input, check=check, env=env)
+
+    def stream(self, *args: str, input: bytes | None = None) -> Iterator[bytes]:
+        """Like :meth:`git`, yielding stdout line by line while git runs (:func:`stream_git`)."""
+        return stream_git(self.path, args, input=input)
 
     def text(self, *args: str, env: Mapping[str, str] | None = None) -> str:
         """Like :meth:`git`, decoded (UTF-8, replacing bad bytes), trailing newline stripped."""
@@ -116,6 +121,91 @@ def network_timeout_s() -> float:
         return float(raw) if raw else DEFAULT_NETWORK_TIMEOUT_S
     except ValueError:
         return DEFAULT_NETWORK_TIMEOUT_S
+
+
+class RunningGit:
+    """A local git command started by :func:`start_git`, still running: :meth:`wait` collects it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], shown: Sequence[str], check: bool) -> None:
+        self._proc = proc
+        self._shown = list(shown)
+        self._check = check
+
+    def wait(self) -> bytes:
+        """Its stdout once it exits (what :func:`run_git` returns); raises :class:`GitError` as it does."""
+        out, err = self._proc.communicate()
+        if self._check and self._proc.returncode != 0:
+            raise GitError(self._shown, self._proc.returncode, err.decode("utf-8", "replace"))
+        return out
+
+
+def start_git(cwd: Path | str, args: Sequence[str], *, check: bool = True) -> RunningGit:
+    """Start a local git command (no stdin) and return at once: the caller works on, then waits.
+
+    For work that overlaps: a process, not a thread, so nothing is shared but the object
+    database git writes to. Network commands go through :func:`run_git` (its timeout).
+    """
+    if _verb(args) in NETWORK_VERBS:
+        raise ValueError(f"git {_verb(args)} talks to a remote: use run_git")
+    argv = ["git", "-C", str(cwd), *args]
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(None),
+        )
+    except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
+        raise ForksyncError("git is not installed or not on PATH", "install git 2.38 or newer") from exc
+    return RunningGit(proc, args, check)
+
+
+def stream_git(cwd: Path | str, args: Sequence[str], *, input: bytes | None = None) -> Iterator[bytes]:
+    """Run a local git command and yield its stdout line by line (each with its ``\\n``) as git
+    writes it, so the caller works on the first lines while git computes the rest; raises
+    :class:`GitError` at the end when git failed. ``input`` is fed from a thread (a long input
+    and a long output must not wait on each other)."""
+    if _verb(args) in NETWORK_VERBS:
+        raise ValueError(f"git {_verb(args)} talks to a remote: use run_git")
+    argv = ["git", "-C", str(cwd), *args]
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(None),
+        )
+    except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
+        raise ForksyncError("git is not installed or not on PATH", "install git 2.38 or newer") from exc
+    assert proc.stdout is not None and proc.stderr is not None
+    errors: list[bytes] = []
+    drain = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+    drain.start()
+    feeder: threading.Thread | None = None
+    if input is not None:
+        feeder = threading.Thread(target=_feed, args=(proc, input), daemon=True)
+        feeder.start()
+    try:
+        yield from proc.stdout
+    finally:
+        proc.stdout.close()
+        if feeder is not None:
+            feeder.join()
+        returncode = proc.wait()
+        drain.join()
+        proc.stderr.close()
+    if returncode != 0:
+        raise GitError(list(args), returncode, b"".join(errors).decode("utf-8", "replace"))
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.write(data)
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.close()
 
 
 def run_git(

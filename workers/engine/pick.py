@@ -28,6 +28,7 @@ A conflicting pick leaves the target unchanged and reports the conflicting paths
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ import pygit2
 from pygit2.index import MergeFileResult
 
 from workers.engine.changes import CommitChanges, Entry, FileDelta
-from workers.engine.git import run_git
+from workers.engine.git import RunningGit, run_git, start_git
 
 # Files git compares for renames in one merge (``merge.renameLimit``): renames among more
 # added/deleted files than this are not detected, and the pick is judged without them.
@@ -80,6 +81,10 @@ class TreeMerger(Protocol):
 
     def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome: ...
 
+    def prefetch(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> None:
+        """A hint: this merge is likely asked for soon (a merger may start it now, or ignore it)."""
+        ...
+
 
 _MERGE_OPTIONS = (
     "-c",
@@ -99,6 +104,10 @@ class GitMerger:
     exactly a cherry-pick's. Nothing but objects is written; no ref, index or work tree.
     With a :class:`MergeCache`, a merge already made (in this run or an earlier one) is read back
     instead of run again: ``calls`` counts the git runs, ``hits`` the merges read back.
+
+    :meth:`prefetch` starts a merge that will probably be asked for next, as a git process of its
+    own, while the caller goes on (another merge, the partition's own work); :meth:`merge` then
+    collects it instead of starting it. The outcome is git's either way: only when it runs differs.
     """
 
     _SIG = pygit2.Signature("forksync", "forksync@users.noreply.github.com", 0, 0)
@@ -109,18 +118,55 @@ class GitMerger:
         self.cache = cache
         self.calls = 0
         self.hits = 0
+        self.prefetched = 0  # git runs started ahead by prefetch (counted in calls once collected)
+        self.unclaimed = 0  # prefetched merges nobody asked for (collected into the cache)
+        self._running: dict[tuple[str, str, str], RunningGit] = {}
+        self._roots: dict[pygit2.Oid, pygit2.Oid] = {}  # ancestor tree → its throwaway root commit
 
     def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome:
+        key = (str(base), str(ours), str(theirs))
+        running = self._running.pop(key, None)
+        if running is not None:
+            self.calls += 1
+            self.prefetched += 1
+            return self._collect(base, ours, theirs, running)
         if self.cache is not None:
             known = self.cache.get(self.repo, base, ours, theirs)
             if known is not None:
                 self.hits += 1
                 return known
         self.calls += 1
-        root = self.repo.create_commit(None, self._SIG, self._SIG, "base", base, [])
+        return self._collect(base, ours, theirs, self._start(base, ours, theirs))
+
+    def prefetch(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> None:
+        """Start this merge now, unless it is known or already running (at most
+        :data:`PREFETCH_LIMIT` at once: an unclaimed one is collected into the cache first)."""
+        key = (str(base), str(ours), str(theirs))
+        if key in self._running or (self.cache is not None and self.cache.get(self.repo, base, ours, theirs)):
+            return
+        while len(self._running) >= PREFETCH_LIMIT:
+            self._settle(next(iter(self._running)))
+        self._running[key] = self._start(base, ours, theirs)
+
+    def close(self) -> None:
+        """Collect every prefetched merge nobody asked for (into the cache, when there is one)."""
+        while self._running:
+            self._settle(next(iter(self._running)))
+
+    def _settle(self, key: tuple[str, str, str]) -> None:
+        running = self._running.pop(key)
+        self.unclaimed += 1
+        base, ours, theirs = (pygit2.Oid(hex=k) for k in key)
+        with contextlib.suppress(pygit2.GitError, ValueError):  # a merge nobody asked for:
+            self._collect(base, ours, theirs, running)  # its failure is nobody's answer
+
+    def _start(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> RunningGit:
+        root = self._roots.get(base)
+        if root is None:
+            root = self._roots[base] = self.repo.create_commit(None, self._SIG, self._SIG, "base", base, [])
         one = self.repo.create_commit(None, self._SIG, self._SIG, "ours", ours, [root])
         two = self.repo.create_commit(None, self._SIG, self._SIG, "theirs", theirs, [root])
-        out = run_git(
+        return start_git(
             self.path,
             [
                 *_MERGE_OPTIONS,
@@ -132,7 +178,12 @@ class GitMerger:
                 str(two),
             ],
             check=False,
-        ).decode("utf-8", "surrogateescape")
+        )
+
+    def _collect(
+        self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid, running: RunningGit
+    ) -> MergeOutcome:
+        out = running.wait().decode("utf-8", "surrogateescape")
         lines = [line for line in out.split("\n") if line]
         if not lines:
             raise pygit2.GitError("git merge-tree gave no result")
@@ -142,6 +193,10 @@ class GitMerger:
         if self.cache is not None:
             self.cache.put(base, ours, theirs, outcome)
         return outcome
+
+
+# Prefetched merges running at once (each a git process): the next pick's, and one spare.
+PREFETCH_LIMIT = 2
 
 
 class MergeCache:
@@ -301,8 +356,21 @@ class PickTarget:
         return self._tree.id
 
     def scratch(self) -> PickTarget:
-        """A copy to try picks on without moving this target."""
-        return PickTarget(self.repo, self.tree(), self.merger)
+        """A copy to try picks on without moving this target (no tree is written for it: a pick
+        that needs no whole-tree merge never needs one)."""
+        copy = PickTarget(self.repo, self._tree.id, self.merger)
+        copy._tree = self._tree
+        copy._pending = dict(self._pending)
+        copy._looked_up = dict(self._looked_up)
+        copy._dirs = dict(self._dirs)
+        return copy
+
+    def prefetch(self, change: CommitChanges) -> None:
+        """Tell the merger that ``change`` will probably be picked onto this target next, so that
+        git's merge, when the pick needs one, runs while the caller does other work. Nothing moves."""
+        if self.merger is None or self._trivial(change):
+            return
+        self.merger.prefetch(change.parent_tree, self.tree(), change.tree)
 
     def pick(self, change: CommitChanges) -> PickResult:
         """Cherry-pick ``change`` onto the target; advance it when clean."""

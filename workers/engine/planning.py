@@ -47,6 +47,8 @@ class Planned:
     store: ChainStore
     ledger: Ledger
     notes: tuple[HealNote, ...] = ()  # what healing did to the recorded chains this run
+    # git's merge outcomes of the trial picks: the build makes the same picks onto the trunk again
+    merges: MergeCache | None = None
 
 
 class TipTrial:
@@ -59,6 +61,7 @@ class TipTrial:
         self.changes = changes
         self.trunk = target.tree()
         self.alone: PickTarget | None = None  # the trunk plus the current bundle (partition.BundleTrial)
+        self._trunk_target: PickTarget | None = None  # the trunk, never picked onto (prefetch only)
         # Chain targets are built lazily: only a conflicting commit asks for one (the pick rule),
         # so most chains never pay for picking their members a second time.
         self.chains: dict[str, PickTarget] = {}
@@ -66,7 +69,18 @@ class TipTrial:
         self.started: dict[str, pygit2.Oid] = {}  # chain → the running bundle's tree at its first member
 
     def try_pick(self, sha: str) -> tuple[str, ...]:
-        return _conflicts(self.target, self.changes[sha])
+        change = self.changes[sha]
+        # A commit that picks cleanly here is bundled next, and picked onto the trunk plus the
+        # current bundle (bundle_add, picks_alone): start that merge now, beside this one.
+        self._next_bundle_target().prefetch(change)
+        return _conflicts(self.target, change)
+
+    def _next_bundle_target(self) -> PickTarget:
+        if self.alone is not None:
+            return self.alone
+        if self._trunk_target is None:
+            self._trunk_target = PickTarget(self.target.repo, self.trunk, self.target.merger)
+        return self._trunk_target
 
     def picks_alone(self, sha: str, fresh: bool) -> bool:
         if fresh or self.alone is None:
@@ -251,14 +265,17 @@ def make_plan(
         sha for r in store.records for sha in r.commits if (e := ledger.entry(sha)) is not None and e.carriers
     )
     records, notes = heal(store.records, {c.sha: c for c in walk_changes}, walk, config.risk.link, carried)
-    plan = partition(walk_changes, config, trial, records, history, deferred, declined)
+    try:
+        plan = partition(walk_changes, config, trial, records, history, deferred, declined)
+    finally:
+        merger.close()
     assert merger.cache is not None
     merger.cache.save()
     hurried = tuple(
         Urgent(f"urgent-{short(s)}", s, urgent_trial(repo, pair.fork_tip, changes[s])) for s in urgent
     )
     plan = dataclasses.replace(plan, urgent=hurried)
-    return Planned(plan, walk, changes, store, ledger, notes)
+    return Planned(plan, walk, changes, store, ledger, notes, merger.cache)
 
 
 def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:
@@ -311,7 +328,10 @@ def build_and_record(
         style,
         resolver=resolver or resolve_pick,
         resolver_config=config,
+        merges=planned.merges,
     )
+    if planned.merges is not None:
+        planned.merges.save()
     records = _records(planned, [c.record() for c in result.open_chains])
     updates: list[tuple[str, str, bool]] = [
         (b.head, f"refs/heads/{b.branch}", True) for b in (*result.bundles, *result.chains)

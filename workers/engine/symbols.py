@@ -16,6 +16,7 @@ while a missed symbol is still caught by file links and by the trial pick.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -243,10 +244,17 @@ def file_symbols(path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BUILTI
     return frozenset(s for s in found if _keep(s, stop))
 
 
+# The per-line readers below are pure functions of their text, and the same lines recur (in
+# both readers of one file, across files and commits): each is memoised.
+_MEMO = 1 << 16
+_QUALIFIER = re.compile(r"::|\.")
+
+
+@functools.lru_cache(maxsize=_MEMO)
 def _keep(symbol: str, stop: frozenset[str]) -> bool:
     if symbol in stop:
         return False
-    last = re.split(r"::|\.", symbol)[-1].lstrip("~")
+    last = _QUALIFIER.split(symbol)[-1].lstrip("~")
     if len(last) < MIN_SYMBOL_LENGTH:
         return False
     # A qualified name (`Foo::run`) is specific even when its last part is generic; a bare one is not.
@@ -256,23 +264,25 @@ def _keep(symbol: str, stop: frozenset[str]) -> bool:
 # --------------------------------------------------------------------------- C / C++
 
 
-def _cpp_context(context: str) -> list[str]:
+@functools.lru_cache(maxsize=_MEMO)
+def _cpp_context(context: str) -> tuple[str, ...]:
     line = context.strip()
     if not line or line.startswith("namespace") or line.startswith("}"):
-        return []
-    return _cpp_definitions(line, declarations=True)
+        return ()
+    return tuple(_cpp_definitions(line, declarations=True))
 
 
-def _cpp_line(line: str, header: bool) -> list[str]:
+@functools.lru_cache(maxsize=_MEMO)
+def _cpp_line(line: str, header: bool) -> tuple[str, ...]:
     stripped = line.strip()
     if not stripped or stripped.startswith(("//", "/*", "*")):
-        return []
+        return ()
     macro = _CPP_MACRO.match(line)
     if macro:
-        return [macro.group("name")]
+        return (macro.group("name"),)
     # In a .cpp, `Type name(args);` inside a body is far more often a local object than a
     # declaration; in a header it is the declaration of an API.
-    return _cpp_definitions(line, declarations=header or not stripped.endswith(";"))
+    return tuple(_cpp_definitions(line, declarations=header or not stripped.endswith(";")))
 
 
 def _cpp_definitions(line: str, declarations: bool) -> list[str]:
@@ -327,31 +337,33 @@ def _py_context(context: str) -> list[str]:
     return []
 
 
-def _py_line(line: str, cls: str | None) -> list[str]:
+@functools.lru_cache(maxsize=_MEMO)
+def _py_line(line: str, cls: str | None) -> tuple[str, ...]:
     match = _PY_DEF.match(line)
     if match:
         name = match.group("name")
         # A method inside a hunk whose context is `class Foo:` is `Foo.name`: a generic method
         # name stays specific to its class instead of linking every class that has one.
-        return [f"{cls}.{name}" if cls and match.group("indent") else name]
+        return (f"{cls}.{name}" if cls and match.group("indent") else name,)
     match = _PY_CLASS.match(line)
     if match:
-        return [match.group("name")]
+        return (match.group("name"),)
     match = _PY_ASSIGN.match(line)
     if match and not line.startswith((" ", "\t")):
-        return [match.group("name")]
-    return []
+        return (match.group("name"),)
+    return ()
 
 
 # --------------------------------------------------------------------------- TableGen
 
 
-def _td_line(line: str) -> list[str]:
+@functools.lru_cache(maxsize=_MEMO)
+def _td_line(line: str) -> tuple[str, ...]:
     defset = _TD_DEFSET.match(line)
     if defset:
-        return [defset.group("name")]
+        return (defset.group("name"),)
     match = _TD_RECORD.match(line)
-    return [match.group("name")] if match else []
+    return (match.group("name"),) if match else ()
 
 
 # --------------------------------------------------------------------------- unified diff text
@@ -444,7 +456,7 @@ _USE_KEYWORDS = _CPP_KEYWORDS | frozenset(
 )
 
 
-def _line_definitions(lang: str, line: str, header: bool, cls: str | None) -> list[str]:
+def _line_definitions(lang: str, line: str, header: bool, cls: str | None) -> Iterable[str]:
     """Definitions on one changed line that can matter outside the file: a macro of a .cpp, a
     Python name that is private (``_x``) or nested (an indented ``def`` whose class is unknown)
     is local to its file, where line links see it already."""
