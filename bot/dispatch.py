@@ -165,7 +165,7 @@ class _Waiting:
 
     def __init__(self, record: Any) -> None:
         self.record = record
-        self.ready = threading.Event()
+        self.ready: threading.Event | None = None  # only a thread that waits needs one
         self.done = False
         self.lead = False  # handed the writing of the next batch
         self.first = False
@@ -194,10 +194,13 @@ class GroupCommit:
     def accept(self, record: Any) -> bool:
         me = _Waiting(record)
         with self._lock:
-            self._queue.append(me)
             lead = me.lead = not self._writing
+            if not lead:
+                me.ready = threading.Event()
+            self._queue.append(me)
             self._writing = True
         while not lead:
+            assert me.ready is not None
             me.ready.wait()
             me.ready.clear()
             if me.done:
@@ -228,9 +231,9 @@ class GroupCommit:
                     following.lead = True  # still "writing": no other thread starts a batch
             for waiting in batch:
                 waiting.done = True
-                if waiting is not me:
+                if waiting.ready is not None:
                     waiting.ready.set()
-            if following is not None:
+            if following is not None and following.ready is not None:
                 following.ready.set()
 
 

@@ -495,3 +495,21 @@ def test_pipeline_gives_strategies_the_whole_files() -> None:
     ours_uses = ours + "\n\ndef g(m: Mapping) -> None:\n    pass\n"
     outcome, _ = resolve_text(Conflict("m.py", base, ours_uses, theirs))
     assert outcome.entry is None and outcome.waiting is not None
+
+
+def test_token_merge_declines_a_side_that_pins_a_dependency_lower() -> None:
+    """The branch pins black lower while upstream edits the repo URL above it: which pin wins is the maintainer's.
+
+    Real block (sqlalchemy/sqlalchemy, MIT: backport f3cd75c228 of f8a037aa82 onto rel_1_2, .pre-commit-config.yaml):
+    the maintainer took upstream's block, newer ``rev`` included; the token merge kept the older pin.
+    """
+    h = _hunk(
+        "-   repo: https://github.com/python/black/\n    rev: 19.3b0\n",
+        "-   repo: https://github.com/python/black/\n    rev: 19.10b0\n",
+        "-   repo: https://github.com/python/black\n    rev: 19.10b0\n",
+    )
+    assert token_merge(h, HunkContext(".pre-commit-config.yaml")) is None
+    # A pin moved to a newer version beside the other side's edit still merges.
+    h = _hunk("a==1.0\nb = 1\n", "a==1.0\nb = 0\n", "a==1.2\nb = 0\n")
+    res = token_merge(h, CTX)
+    assert res is not None and res.lines == ("a==1.2\n", "b = 1\n")

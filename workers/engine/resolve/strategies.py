@@ -466,6 +466,27 @@ _MIN_GAP = 2
 _SAME_LINE_GUARD = True
 
 
+def _lowers_a_pin(side: Sequence[str], base: Sequence[str]) -> bool:
+    """``side`` moves a dependency pin of ``base`` to an older version (a branch pinning lower).
+
+    Whether the branch keeps its older pin beside the other side's edit, or takes the newer one
+    as ``dependency-pins`` would, is the maintainer's call; a token merge would silently keep it.
+    """
+    ops = SequenceMatcher(None, list(base), list(side), autojunk=False).get_opcodes()
+    for op, i1, i2, j1, j2 in ops:
+        if op != "replace" or i2 - i1 != j2 - j1:
+            continue
+        for b, s in zip(base[i1:i2], side[j1:j2], strict=True):
+            if (
+                _PIN.match(b)
+                and _PIN.match(s)
+                and _VERSION.sub("#", b) == _VERSION.sub("#", s)
+                and _version_key(s) < _version_key(b)
+            ):
+                return True
+    return False
+
+
 def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     """The sides change different words or lines of the block: merge them token by token.
 
@@ -474,7 +495,8 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     changed signature below it. Guards, from the cases where humans did otherwise: a side that
     inserts whole lines around the other's edit, or deletes whole lines, is ambiguous (does the
     neighbouring edit belong to it?) and declines; so does a side that inserts lines inside the
-    other's rewrite, or whose change is layout only (re-indented, re-wrapped).
+    other's rewrite, whose change is layout only (re-indented, re-wrapped), or that moves a
+    dependency pin to an older version.
     """
     ours, base, theirs = _bare(hunk.ours), _bare(hunk.base), _bare(hunk.theirs)
     if not base:
@@ -486,6 +508,8 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     if _inserts_inside_edit(ours, base, theirs) or _inserts_inside_edit(theirs, base, ours):
         return None
     if _layout_only(ours, base) or _layout_only(theirs, base):
+        return None
+    if _lowers_a_pin(ours, base) or _lowers_a_pin(theirs, base):
         return None
     text = ["".join(side) for side in (hunk.ours, hunk.base, hunk.theirs)]
     if _SAME_LINE_GUARD and _edits_clash_on_a_line(text[1], text[0], text[2]):
