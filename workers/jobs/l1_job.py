@@ -26,8 +26,8 @@ from typing import Any
 
 from core import tasknames
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, Suite, load_repo_config
-from core.github.errors import GitHubPermissionError, GitHubValidationError
-from core.github.records import Annotation, CheckOutput, CheckRunInfo, PullRequestInfo
+from core.github.errors import GitHubValidationError
+from core.github.records import CheckOutput, PullRequestInfo
 from core.github.roles import GitHubPort
 from core.render import l1 as render
 from core.render import marker
@@ -36,6 +36,7 @@ from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
 from workers.adapters.state import LocalState, SeriesStore, StateStore
 from workers.engine.git import GitError, Repository
 from workers.jobs.ingest_plan import approvers
+from workers.jobs.l1_checks import check_output, publish_coverage, required_checks_for, upsert_check
 from workers.jobs.l1_split import Eject, SplitOutcome, split_bundle
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, L1Run, run_l1_for_ref
@@ -81,7 +82,7 @@ from workers.testing.pools import PoolResult, as_point, compare, from_point, poo
 from workers.testing.red_bundle import DEFAULT_MAX_RUNS
 from workers.testing.staleness import PendingCheck, PendingChecks, deadline_for
 from workers.testing.triage import TrunkResults
-from workers.testing.watchdog import CheckRunState, RequiredChecks, coverage, cross_check
+from workers.testing.watchdog import RequiredChecks
 
 log = logging.getLogger(__name__)
 
@@ -406,7 +407,7 @@ def _start(
         if isinstance(action, Skip):
             return _Started(check_id, L1JobResult(action.status, check_id, message=action.message))
         if isinstance(action, UpsertCheck):
-            check_id = _upsert_check(
+            check_id = upsert_check(
                 github, job.repo, job.head_sha, action.output, external_id=action.external_id
             ).id
         elif isinstance(action, RememberPending):
@@ -455,7 +456,7 @@ def _report(
             )
         elif isinstance(action, PublishRetest):
             assert job.pr_number is not None
-            _upsert_check(github, job.repo, action.head_sha, action.output, external_id=action.external_id)
+            upsert_check(github, job.repo, action.head_sha, action.output, external_id=action.external_id)
             pull = github.get_pull_request(job.repo, job.pr_number)
             github.edit_pull_request(
                 job.repo, job.pr_number, body=render.with_split_section(pull.body, action.note)
@@ -469,7 +470,7 @@ def _report(
                 action.check_run_id,
                 status=out.status,
                 conclusion=out.conclusion if out.status == "completed" else None,
-                output=_output(out),
+                output=check_output(out),
             )
         elif isinstance(action, ForgetPending):
             pending.forget(job.repo, action.check_run_id)
@@ -503,7 +504,7 @@ def _dispatch_pools(
     jobs: list[L1Job] = []
     for action in actions:
         if isinstance(action, UpsertCheck):
-            check_id = _upsert_check(
+            check_id = upsert_check(
                 github, job.repo, job.head_sha, action.output, external_id=action.external_id
             ).id
         elif isinstance(action, RememberPending):
@@ -578,7 +579,7 @@ def _run_pool(
         )
         out = render.pools_check_run(job.head_sha, comparison)
         out = replace(out, summary=render.pool_run_mark(job.pool_run) + out.summary)
-        check = _upsert_check(github, job.repo, job.head_sha, out)
+        check = upsert_check(github, job.repo, job.head_sha, out)
         if out.status == "completed":
             PendingChecks(store).forget(job.repo, check.id)
     return L1JobResult("done", check.id, run, message=comparison.conclusion, max_infra_retries=retries)
@@ -678,7 +679,7 @@ def _refuse(
     details_url: str | None = None,
 ) -> L1JobResult:
     """Complete ``forksync / L1`` without running anything, saying why and what to do."""
-    check = _upsert_check(
+    check = upsert_check(
         github,
         job.repo,
         job.head_sha,
@@ -872,92 +873,3 @@ def _config_at(cache: Repository, sha: str) -> RepoConfig:
     return load_repo_config(
         cache.git("show", spec).decode("utf-8", "replace"), f"{CONFIG_PATH} at {sha[:12]}"
     )
-
-
-def _upsert_check(
-    github: GitHubPort, repo: str, sha: str, out: render.CheckRunOutput, external_id: str | None = None
-) -> CheckRunInfo:
-    """Update our check run of this name on this commit in place (reruns), or create it."""
-    existing = [r for r in github.list_check_runs(repo, sha, name=out.name) if r.head_sha == sha]
-    conclusion = out.conclusion if out.status == "completed" else None
-    if existing:
-        newest = max(existing, key=lambda r: r.id)
-        return github.update_check_run(
-            repo, newest.id, status=out.status, conclusion=conclusion, output=_output(out)
-        )
-    return github.create_check_run(
-        repo,
-        name=out.name,
-        head_sha=sha,
-        status=out.status,
-        conclusion=conclusion,
-        output=_output(out),
-        details_url=out.details_url,
-        external_id=external_id,
-    )
-
-
-def _output(out: render.CheckRunOutput) -> CheckOutput:
-    notes = tuple(
-        Annotation(a.path, a.start_line, a.end_line, a.annotation_level, a.message, a.title or None)
-        for a in out.annotations
-    )
-    return CheckOutput(out.title, out.summary, out.text or None, notes)
-
-
-OWN_CHECKS = (render.L1_CHECK, render.COVERAGE_CHECK)
-
-
-def coverage_from_github(github: GitHubPort, repo: str, sha: str) -> CheckRunInfo | None:
-    """``forksync / coverage`` with the required checks of the trunk (the default branch's config)
-    and of the config at ``sha`` together, cross-checked against the trunk branch's protection: a
-    PR cannot drop a required check by editing its own config (None: none required anywhere)."""
-    required: list[str] = []
-    branch = "main"
-    for ref in (None, sha):
-        text = github.read_file(repo, CONFIG_PATH, ref=ref)
-        where = f"{CONFIG_PATH} at {(ref or 'the default branch')[:12]}"
-        config = load_repo_config(text, where) if text else RepoConfig()
-        if ref is None:
-            branch = config.fork.branch
-        required += [c for c in config.l1.required_checks if c.lower() not in {r.lower() for r in required}]
-    checks = required_checks_for(github, repo, branch, required)
-    if not checks.checks and not checks.only_in_config:
-        return None
-    return publish_coverage(github, repo, sha, checks)
-
-
-def required_checks_for(
-    github: GitHubPort, repo: str, branch: str, configured: Sequence[str]
-) -> RequiredChecks:
-    """``configured`` cross-checked against ``branch``'s protection rules (read from GitHub); when
-    GitHub refuses to show them (403: no ``Administration: read``), the configured checks alone,
-    with the refusal kept for the check runs to say."""
-    try:
-        protection = github.required_status_checks(repo, branch)
-    except GitHubPermissionError as exc:
-        log.warning("%s: cannot read %s's branch protection: %s", repo, branch, exc)
-        return replace(
-            cross_check(configured, None, branch=branch, own=OWN_CHECKS),
-            unreadable=f"GitHub answered {exc.status or 403}: the App lacks Administration: read",
-        )
-    return cross_check(configured, protection, branch=branch, own=OWN_CHECKS)
-
-
-def publish_coverage(
-    github: GitHubPort, repo: str, sha: str, required: Sequence[str] | RequiredChecks
-) -> CheckRunInfo:
-    """Compute ``forksync / coverage`` from the check runs on ``sha`` and create or update it;
-    with :class:`RequiredChecks`, the summary says where config and branch protection disagree."""
-    checks = required if isinstance(required, RequiredChecks) else RequiredChecks(tuple(required))
-    runs = [
-        CheckRunState(r.name, r.status, r.conclusion)
-        for r in github.list_check_runs(repo, sha)
-        if r.name not in OWN_CHECKS
-    ]
-    result = coverage(checks.checks, runs)
-    out = render.coverage_check_run(sha, result)
-    note = render.protection_note(
-        checks.branch, checks.only_in_protection, checks.only_in_config, checks.unreadable
-    )
-    return _upsert_check(github, repo, sha, replace(out, summary=out.summary + note) if note else out)

@@ -17,7 +17,8 @@ from workers.adapters.gitcache import GitCache
 from workers.adapters.state import open_state
 from workers.app import celery_app, runtime
 from workers.app.handlers import handles
-from workers.jobs.l1_job import L1Job, coverage_from_github, run_l1_job
+from workers.jobs.l1_checks import coverage_from_github
+from workers.jobs.l1_job import L1Job, run_l1_job
 
 log = logging.getLogger(__name__)
 
