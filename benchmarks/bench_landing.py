@@ -11,9 +11,13 @@ with ``risk.link: line``:
    alone (the dependency only the stacked trial pick saw). Side by side: the same bundles picked
    STACKED (bundle k onto bundle k-1, what the trial picks assume), where a failure would show the
    plan disagreeing with its own trial.
-2. Land bundle 2 first: the fork's trunk moves to bundle 2's built head; the plan is made again
-   from the new trunk and every bundle rebuilt: are the other bundles' ids (so their branches and
-   PRs) kept, how many commits eject now, and where did bundle 2's commits go (picked, none placed).
+   Bundles that dependencies carry past the bound are split into stacked bundles (``stacked``,
+   ``stack_depth``; ``over_bound`` counts bundles still past ``bundle.max_commits``).
+2. Land the first bundle others are stacked on (else bundle 2, out of order): the fork's trunk
+   moves to its built head; the plan is made again from the new trunk and every bundle rebuilt:
+   are the other bundles' ids (so their branches and PRs) kept, are the ones stacked on it now on
+   the trunk (the ingest re-targets their PRs), how many commits eject now, and where did the
+   landed commits go (picked, none placed).
 
     python -m benchmarks.bench_landing --mirror /work/.mirror/facebookexperimental+triton/repo --work /tmp/landing-replay
 """
@@ -59,6 +63,22 @@ def _stacked_failures(pg: pygit2.Repository, tip: str, planned: Planned) -> int:
     return sum(not target.pick(planned.changes[sha]).clean for b in planned.plan.bundles for sha in b.commits)
 
 
+BOUND = 30  # bundle.max_commits of the replay's config
+
+
+def planned_bound(_planned: Planned) -> int:
+    return BOUND
+
+
+def _depth(plan: Any, bundle_id: str) -> int:
+    """How many bundles are under ``bundle_id`` in its stack (0: on the trunk)."""
+    by_id = {b.id: b for b in plan.bundles}
+    depth, at = 0, by_id[bundle_id].stacked_on
+    while at is not None:
+        depth, at = depth + 1, by_id[at].stacked_on
+    return depth
+
+
 def _figures(pair: Any, planned: Planned, seconds: float) -> tuple[dict[str, Any], Any]:
     pg = pygit2.Repository(str(pair.repo.path))
     started = time.monotonic()
@@ -69,6 +89,9 @@ def _figures(pair: Any, planned: Planned, seconds: float) -> tuple[dict[str, Any
         "placed": len(planned.order),
         "bundled": sum(len(b.commits) for b in plan.bundles),
         "bundles": [len(b.commits) for b in plan.bundles],
+        "over_bound": sum(len(b.commits) > planned_bound(planned) for b in plan.bundles),
+        "stacked": sum(b.stacked_on is not None for b in plan.bundles),
+        "stack_depth": max((_depth(plan, b.id) for b in plan.bundles), default=0),
         "joined_by_dependency": sum(len(b.joined) for b in plan.bundles),
         "joined_kinds": {
             k: sum(r.kind == k for b in plan.bundles for r in b.joined) for k in ("line", "symbol")
@@ -101,32 +124,39 @@ def main() -> None:
         out["note"] = "fewer than two bundles: nothing to land out of order"
         print(json.dumps(out, indent=1))
         return
-    second = result.bundles[1]
+    # Land the first bundle that others are stacked on (else the second bundle, out of order): the
+    # trunk moves to its built head, as a merge of its PR does.
+    bases = {b.stacked_on for b in planned.plan.bundles if b.stacked_on is not None}
+    landing = next((b for b in result.bundles if b.id in bases), result.bundles[1])
     ids_before = [b.id for b in planned.plan.bundles]
-    # Land bundle 2 first: the trunk moves to its built head (a fast-forward merge of its PR).
-    pair.repo.git("update-ref", "refs/forksync/landed", second.head)
+    on_it = [b.id for b in planned.plan.bundles if b.stacked_on == landing.id]
+    pair.repo.git("update-ref", "refs/forksync/landed", landing.head)
     subprocess.run(
         ["git", "-C", str(fork), "fetch", "-q", str(pair.repo.path), "refs/forksync/landed"], check=True
     )
     trunk_before = subprocess.run(
         ["git", "-C", str(fork), "rev-parse", "main"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    subprocess.run(["git", "-C", str(fork), "update-ref", "refs/heads/main", second.head], check=True)
+    subprocess.run(["git", "-C", str(fork), "update-ref", "refs/heads/main", landing.head], check=True)
     try:
         pair2, _config2, planned2, seconds2 = _plan(args.work)
         after, _ = _figures(pair2, planned2, seconds2)
-        ids_after = [b.id for b in planned2.plan.bundles]
-        landed = set(second.commits)
+        by_id = {b.id: b for b in planned2.plan.bundles}
+        landed = set(landing.commits)
         after["landed_bundle"] = {
-            "id": second.id,
-            "commits": len(second.commits),
+            "id": landing.id,
+            "commits": len(landing.commits),
+            "was_a_base": landing.id in bases,
             "placed_again": len(landed & set(planned2.order)),
         }
-        after["other_bundle_ids_kept"] = sum(i in ids_after for i in ids_before if i != second.id)
+        after["other_bundle_ids_kept"] = sum(i in by_id for i in ids_before if i != landing.id)
         after["other_bundles_before"] = len(ids_before) - 1
+        after["stacked_on_it_kept"] = sum(i in by_id for i in on_it)
+        after["stacked_on_it_now_on_trunk"] = sum(i in by_id and by_id[i].stacked_on is None for i in on_it)
+        after["stacked_on_it_before"] = len(on_it)
         after["picked"] = planned2.ledger.metrics.picked
         after["backlog"] = planned2.ledger.metrics.backlog
-        out["after_landing_bundle_2_first"] = after
+        out["after_landing"] = after
     finally:
         subprocess.run(["git", "-C", str(fork), "update-ref", "refs/heads/main", trunk_before], check=True)
     out["load_after"] = _load()

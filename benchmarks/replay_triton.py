@@ -324,6 +324,7 @@ def snapshot(
             "bundled": bundled,
             "share": round(bundled / placed, 3) if placed else 0,
             "bundles": [len(b.commits) for b in plan.bundles],
+            "stacked": sum(getattr(b, "stacked_on", None) is not None for b in plan.bundles),
             "chains": sorted((len(c.commits) for c in plan.chains), reverse=True),
             "reasons": kinds,
             "plan_seconds": round(seconds, 2),
@@ -426,6 +427,8 @@ def weekly(
         week = datetime.fromtimestamp(c.commit_time, UTC).strftime("%G-W%V")
         weeks.setdefault(week, []).append(sha)
     ours_b = oracle_b = total = 0
+    bundle_sizes: list[int] = []
+    stacked = 0
     chain_sizes: list[int] = []
     oracle_sizes: list[int] = []
     conflicts = left_out = 0
@@ -459,6 +462,8 @@ def weekly(
         plan = partition(walk, config, trial)
         total += len(shas)
         ours_b += sum(len(b.commits) for b in plan.bundles)
+        bundle_sizes += [len(b.commits) for b in plan.bundles]
+        stacked += sum(getattr(b, "stacked_on", None) is not None for b in plan.bundles)
         chain_sizes += [len(c.commits) for c in plan.chains]
         for c in plan.chains:
             seeds[c.reasons[0].kind] = seeds.get(c.reasons[0].kind, 0) + 1
@@ -480,6 +485,10 @@ def weekly(
         "commits": total,
         "bundled": ours_b,
         "share": round(ours_b / total, 3),
+        "bundles": len(bundle_sizes),
+        "largest_bundles": sorted(bundle_sizes, reverse=True)[:6],
+        "bundles_over_bound": sum(n > config.bundle.max_commits for n in bundle_sizes),
+        "stacked": stacked,
         "chains": len(chain_sizes),
         "median_chain": statistics.median(chain_sizes) if chain_sizes else 0,
         "largest_chains": sorted(chain_sizes, reverse=True)[:6],

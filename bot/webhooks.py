@@ -27,6 +27,8 @@ from urllib.parse import parse_qs
 
 from flask import Blueprint, Flask, Response, current_app, request
 from werkzeug.exceptions import ClientDisconnected
+from werkzeug.http import HTTP_STATUS_CODES
+from werkzeug.wsgi import get_content_length, get_input_stream
 
 from bot.dispatch import AtomicSender, DeliveryStore, DispatchError, StoreDeliveryLog, TaskSender
 from bot.events import (
@@ -49,6 +51,8 @@ from core.config import Settings
 from core.logsafe import one_line
 
 log = logging.getLogger("forksync.webhooks")
+
+Environ = dict[str, Any]  # a WSGI environ
 
 blueprint = Blueprint("webhooks", __name__)
 
@@ -227,7 +231,13 @@ def _read_slots(count: int) -> threading.BoundedSemaphore:
 class _Watchdog:
     """One thread per process that fires read deadlines (a thread started per request cost
     ~0.1 ms of CPU and a context switch on every delivery). ``arm`` registers a callback for a
-    time; ``disarm`` (when the body arrived in time) removes it."""
+    time; ``disarm`` (when the body arrived in time) removes it.
+
+    The thread sleeps until the earliest deadline and is woken only when a new one comes before
+    it: every request's deadline is "now + the same timeout", so after the first it never is, and
+    a delivery costs a heap push and a set update, not a thread switch (waking the thread on each
+    arm cost ~80 us of CPU per delivery). Disarmed entries leave the heap when they reach its top,
+    or all at once when they outnumber the live ones."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -240,12 +250,17 @@ class _Watchdog:
         with self._cond:
             self._seq += 1
             token = self._seq
-            heapq.heappush(self._heap, (time.monotonic() + seconds, token, fire))
+            if len(self._heap) > 2 * len(self._live) + 64:  # mostly disarmed entries: drop them
+                self._heap = [entry for entry in self._heap if entry[1] in self._live]
+                heapq.heapify(self._heap)
+            entry = (time.monotonic() + seconds, token, fire)
+            heapq.heappush(self._heap, entry)
             self._live.add(token)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="webhook-read-deadlines", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if self._heap[0] is entry:  # earlier than what the thread sleeps towards
+                self._cond.notify()
             return token
 
     def disarm(self, token: int) -> None:
@@ -276,11 +291,11 @@ _WATCHDOG = _Watchdog()
 
 
 @contextlib.contextmanager
-def _deadline(seconds: float) -> Iterator[threading.Event]:
+def _deadline(environ: Environ, seconds: float) -> Iterator[threading.Event]:
     """Shut the client's socket when ``seconds`` pass (gunicorn gives the app its socket), so a
     sender that trickles its body cannot hold a thread for longer; the event says it fired."""
     fired = threading.Event()
-    sock = request.environ.get("gunicorn.socket") or request.environ.get("werkzeug.socket")
+    sock = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
     token = None
     if sock is not None and seconds > 0:
 
@@ -297,19 +312,24 @@ def _deadline(seconds: float) -> Iterator[threading.Event]:
             _WATCHDOG.disarm(token)
 
 
-def _read_verified(secret: str, header: str | None, limit: int, timeout_s: float) -> bytes:
+def _read_verified(environ: Environ, secret: str, header: str | None, limit: int, timeout_s: float) -> bytes:
     """The request body, read in chunks through HMAC-SHA256, returned only when the signature
     matches. While unchecked, it is kept on disk past a small buffer: an unsigned 25 MB body never
     sits in memory. Refuses (before and while reading) anything over ``limit`` bytes."""
-    length = request.content_length
+    length = get_content_length(environ)
     if length is not None and length > limit:
         raise _TooLarge
     if not header or not _SIGNATURE.match(header.strip()):
         raise _BadSignature
     mac = hmac.new(secret.encode(), digestmod=hashlib.sha256)
-    stream = request.stream
+    # What Flask's request.stream is: bounded by Content-Length, or the server's own end of a
+    # chunked body (wsgi.input_terminated), else empty.
+    stream = get_input_stream(environ)
     total = 0
-    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool, _deadline(timeout_s) as fired:
+    with (
+        tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES) as spool,
+        _deadline(environ, timeout_s) as fired,
+    ):
         try:
             while True:
                 chunk = stream.read(_READ_CHUNK)
@@ -388,14 +408,62 @@ def _app_id(settings: Settings) -> int | None:
 
 @blueprint.post("/webhook")
 def webhook() -> Response:
-    with logs.bound(delivery=request.headers.get("X-GitHub-Delivery") or None):
-        answer = _webhook()
-    event = request.headers.get("X-GitHub-Event", "")
-    telemetry.WEBHOOK_DELIVERIES.labels(
-        event=event if event in COUNTED_EVENTS else "other",
-        answer=telemetry.answer_kind(answer.get_data(as_text=True)),
-    ).inc()
-    return answer
+    """The same intake as :class:`WebhookIntake` (which answers POST /webhook before Flask does
+    in the app that :func:`bot.create_app` builds), for an app that mounts only the blueprint."""
+    status, text = intake(state(), request.environ)
+    return _answer(status, text)
+
+
+class WebhookIntake:
+    """WSGI middleware that answers ``POST /webhook`` itself, without Flask's request machinery
+    (request context, session, URL routing, response object: ~2/3 of the CPU of a bare Flask view,
+    benchmarks/README.md); every other request goes on to Flask. The answers, headers included, are
+    those of the Flask view above: the two call the same :func:`intake`."""
+
+    def __init__(self, app: Flask, downstream: Callable[..., Any]) -> None:
+        self.app = app
+        self.downstream = downstream
+
+    def __call__(self, environ: Environ, start_response: Callable[..., Any]) -> Any:
+        if environ.get("PATH_INFO") != "/webhook" or environ.get("REQUEST_METHOD") != "POST":
+            return self.downstream(environ, start_response)
+        try:
+            status, text = intake(self.app.extensions["forksync"], environ)
+        except Exception:
+            if self.app.testing or self.app.config.get("PROPAGATE_EXCEPTIONS"):
+                raise
+            log.exception("webhook delivery %s failed", environ.get("HTTP_X_GITHUB_DELIVERY", ""))
+            status, text = 500, "error: the server failed on this delivery; GitHub may redeliver it"
+        data = (one_line(text) + "\n").encode()
+        start_response(
+            _STATUS_LINES[status], [(_CONTENT_TYPE, _TEXT_PLAIN), ("Content-Length", str(len(data)))]
+        )
+        return [data]
+
+
+# What werkzeug's Response writes for a text/plain answer (status line, Content-Type).
+_STATUS_LINES = {code: f"{code} {name.upper()}" for code, name in HTTP_STATUS_CODES.items()}
+_CONTENT_TYPE, _TEXT_PLAIN = "Content-Type", "text/plain; charset=utf-8"
+
+
+def _header(environ: Environ, key: str) -> str | None:
+    """A request header from the environ (``HTTP_X_GITHUB_EVENT``...) as werkzeug's ``headers.get``
+    gives it: the server's latin-1 string re-read as UTF-8."""
+    value: str | None = environ.get(key)
+    if value is None:
+        return None
+    return value if value.isascii() else value.encode("latin1").decode(errors="replace")
+
+
+def intake(bot: BotState, environ: Environ) -> tuple[int, str]:
+    """One webhook delivery, from its WSGI environ to the answer (HTTP status, one line of text);
+    counted in ``/metrics`` by event and answer."""
+    delivery = _header(environ, "HTTP_X_GITHUB_DELIVERY") or ""
+    with logs.bound(delivery=delivery or None):
+        status, text = _webhook(bot, environ, delivery)
+    event = _header(environ, "HTTP_X_GITHUB_EVENT") or ""
+    _count(event if event in COUNTED_EVENTS else "other", telemetry.answer_kind(one_line(text)))
+    return status, text
 
 
 # Events counted by name in /metrics; anything else (or a forged header) is "other", so a
@@ -413,69 +481,76 @@ COUNTED_EVENTS = frozenset(
         "ping",
     }
 )
+_COUNTERS: dict[tuple[str, str], Any] = {}
 
 
-def _webhook() -> Response:
-    bot = state()
+def _count(event: str, answer: str) -> None:
+    # The labelled child is looked up once per (event, answer); both label sets are bounded
+    # (COUNTED_EVENTS, and the outcome words this module writes).
+    child = _COUNTERS.get((event, answer))
+    if child is None:
+        child = _COUNTERS[(event, answer)] = telemetry.WEBHOOK_DELIVERIES.labels(event=event, answer=answer)
+    child.inc()
+
+
+def _webhook(bot: BotState, environ: Environ, delivery: str) -> tuple[int, str]:
     settings = bot.settings
-    delivery = request.headers.get("X-GitHub-Delivery", "")
-    event_name = request.headers.get("X-GitHub-Event", "")
+    event_name = _header(environ, "HTTP_X_GITHUB_EVENT") or ""
     if not settings.webhook_secret:
         log.error("webhook refused: FORKSYNC_WEBHOOK_SECRET is not set")
-        return _answer(503, "unavailable: the server has no webhook secret; set FORKSYNC_WEBHOOK_SECRET")
+        return 503, "unavailable: the server has no webhook secret; set FORKSYNC_WEBHOOK_SECRET"
     slots = _read_slots(settings.max_concurrent_reads)
     if not slots.acquire(timeout=0.5):
         log.warning(
             "delivery %s refused: %d bodies are being read already", delivery, settings.max_concurrent_reads
         )
-        return _answer(503, "busy: too many webhook bodies are being read at once; GitHub may redeliver it")
+        return 503, "busy: too many webhook bodies are being read at once; GitHub may redeliver it"
     try:
         body = _read_verified(
+            environ,
             settings.webhook_secret,
-            request.headers.get("X-Hub-Signature-256"),
+            _header(environ, "HTTP_X_HUB_SIGNATURE_256"),
             settings.max_body_bytes,
             settings.body_read_timeout_s,
         )
     except _TooLarge:
         log.warning("delivery %s refused: body over %d bytes", delivery, settings.max_body_bytes)
-        return _answer(413, f"too large: webhook bodies are limited to {settings.max_body_bytes} bytes")
+        return 413, f"too large: webhook bodies are limited to {settings.max_body_bytes} bytes"
     except _TooSlow:
         log.warning(
             "delivery %s refused: body not received within %s s", delivery, settings.body_read_timeout_s
         )
-        return _answer(408, f"timeout: the body did not arrive within {settings.body_read_timeout_s:g} s")
+        return 408, f"timeout: the body did not arrive within {settings.body_read_timeout_s:g} s"
     except _BadSignature:
         log.warning("delivery %s refused: missing or wrong X-Hub-Signature-256", delivery)
-        return _answer(
-            401, "unauthorized: missing or wrong X-Hub-Signature-256; check the App's webhook secret"
-        )
+        return 401, "unauthorized: missing or wrong X-Hub-Signature-256; check the App's webhook secret"
     finally:
         slots.release()
     if not event_name:
-        return _answer(400, "bad request: missing X-GitHub-Event header")
+        return 400, "bad request: missing X-GitHub-Event header"
     try:
-        payload = _decode(body, request.content_type or "")
+        payload = _decode(body, _header(environ, "CONTENT_TYPE") or "")
         event = parse_event(event_name, payload)
     except ValueError as exc:
-        return _answer(400, f"bad request: {exc}")
+        return 400, f"bad request: {exc}"
     except PayloadError as exc:
-        return _answer(400, f"bad request: {exc.problem}")
+        return 400, f"bad request: {exc.problem}"
     if isinstance(event, PingEvent):
         log.info("ping %s: %s", delivery, event.zen)
-        return _answer(200, f"pong: {event.zen}" if event.zen else "pong")
+        return 200, f"pong: {event.zen}" if event.zen else "pong"
     call = task_for(event, delivery, _app_id(settings))
     if isinstance(call, str):
         log.info("delivery %s (%s) ignored: %s", delivery, event_name, call)
-        return _answer(202, f"ignored: {call}")
+        return 202, f"ignored: {call}"
     if not delivery:
-        return _answer(400, "bad request: missing X-GitHub-Delivery header")
+        return 400, "bad request: missing X-GitHub-Delivery header"
     if len(delivery) > 100:  # GitHub's are 36-character GUIDs; the delivery log keys on it
-        return _answer(400, "bad request: X-GitHub-Delivery is longer than 100 characters")
+        return 400, "bad request: X-GitHub-Delivery is longer than 100 characters"
     with logs.bound(repo=call.kwargs.get("repo"), installation=call.kwargs.get("installation_id")):
         return _enqueue(bot, call, delivery, event_name)
 
 
-def _enqueue(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> Response:
+def _enqueue(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> tuple[int, str]:
     if bot.deliveries is not None:
         installation = call.kwargs.get("installation_id")
         try:
@@ -489,41 +564,41 @@ def _enqueue(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> R
             )
         except DispatchError as exc:
             log.error("delivery %s not accepted: %s", delivery, exc)
-            return _answer(503, f"unavailable: {exc}")
+            return 503, f"unavailable: {exc}"
         if not first:
             log.info("delivery %s (%s) is a duplicate (delivery log)", delivery, event_name)
-            return _answer(200, f"duplicate: delivery {delivery} was already accepted")
+            return 200, f"duplicate: delivery {delivery} was already accepted"
     answer = _send(bot, call, delivery, event_name)
-    if answer.status_code >= 500 and bot.deliveries is not None:
+    if answer[0] >= 500 and bot.deliveries is not None:
         bot.deliveries.forget(delivery)  # not enqueued: GitHub's redelivery must be processed
     return answer
 
 
-def _send(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> Response:
+def _send(bot: BotState, call: TaskCall, delivery: str, event_name: str) -> tuple[int, str]:
     if isinstance(bot.sender, AtomicSender):
         try:
             fresh = bot.sender.send_once(delivery, call.name, call.kwargs)
         except DispatchError as exc:
             log.error("delivery %s not enqueued: %s", delivery, exc)
-            return _answer(503, f"unavailable: {exc}")
+            return 503, f"unavailable: {exc}"
     else:
         try:
             fresh = bot.dedup.claim(delivery)
         except DispatchError as exc:
             log.error("delivery %s not accepted: %s", delivery, exc)
-            return _answer(503, f"unavailable: {exc}")
+            return 503, f"unavailable: {exc}"
         if fresh:
             try:
                 bot.sender.send(call.name, call.kwargs)
             except DispatchError as exc:
                 bot.dedup.release(delivery)  # so that GitHub's redelivery is processed
                 log.error("delivery %s not enqueued: %s", delivery, exc)
-                return _answer(503, f"unavailable: {exc}")
+                return 503, f"unavailable: {exc}"
     if not fresh:
         log.info("delivery %s (%s) is a duplicate", delivery, event_name)
-        return _answer(200, f"duplicate: delivery {delivery} was already accepted")
+        return 200, f"duplicate: delivery {delivery} was already accepted"
     log.info("delivery %s (%s) accepted: %s", delivery, event_name, call.name)
-    return _answer(202, f"accepted: {call.name}")
+    return 202, f"accepted: {call.name}"
 
 
 @blueprint.get("/healthz")
@@ -565,3 +640,4 @@ def index() -> Response:
 def register(app: Flask, bot: BotState) -> None:
     app.extensions["forksync"] = bot
     app.register_blueprint(blueprint)
+    app.wsgi_app = WebhookIntake(app, app.wsgi_app)  # type: ignore[method-assign]

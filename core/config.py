@@ -403,6 +403,8 @@ RESOLVE_RULES = (
     "fork-unchanged",
     "dependency-pins",
     "list-union",
+    "import-merge",
+    "fork-lacks-region",
     "upstream-inserts",
     "token-merge",
 )

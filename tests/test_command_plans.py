@@ -144,6 +144,21 @@ def test_approve_posts_and_labels_only_for_outside_prs_that_need_it() -> None:
     )
 
 
+def test_approve_on_a_pick_pr_learns_its_resolutions_and_records_the_head() -> None:
+    """/approve on forksync's own pick PR: its resolutions go to the memory (the answer comes from
+    that step), then a marked record names the approved head; nothing is labelled."""
+    pick = plan.PullState(**{**INSIDE.__dict__, "head_ref": "forksync/chain/3", "author": "forksync[bot]"})
+    assert pick.is_pick and not INSIDE.is_pick
+    assert not plan.PullState(**{**OUTSIDE.__dict__, "head_ref": "forksync/chain/3"}).is_pick
+    learn, record = plan.plan_approve_resolution(cmd("/approve"), pick, "alice")
+    assert learn == plan.LearnResolutions(
+        cmd("/approve"), 5, "forksync/chain/3", pick.head_sha, "approved #5 by @alice"
+    )
+    assert isinstance(record, plan.PostMarked) and record.marker == plan.resolution_marker(5)
+    assert record.body.startswith(plan.resolution_marker(5))
+    assert f"Approved head: `{pick.head_sha}`" in record.body and "@alice" in record.body
+
+
 def _ctx(services: Any = None) -> Any:
     task = SimpleNamespace(installation_id=7, repo="acme/fork", delivery="d-1", issue_number=3)
     return SimpleNamespace(

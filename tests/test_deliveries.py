@@ -79,3 +79,18 @@ def test_recent_repositories_and_prune(store_url: str) -> None:
     assert log.recent_repositories(store, 150.0) == [("o/a", 1), ("o/b", 2)]
     assert log.prune(store, 250.0) == 2
     assert log.recent_repositories(store, 0.0) == [("o/a", 1)]
+
+
+def test_accept_is_once_per_id_and_a_duplicate_leaves_the_connection_usable(store_url: str) -> None:
+    """accept: True, then False for the same id (the primary key), then True for the next id on the
+    same pooled connections (a refused INSERT is rolled back, so PostgreSQL's transaction is not
+    left aborted); the row holds what was given."""
+    store = open_store(store_url, ".")
+    record = log.AcceptedDelivery("acc-1", "push", "o/r", 2**40, 123.5, "forksync.on_push", '{"a": 1}')
+    assert log.accept(store, record) is True
+    for _ in range(3):
+        assert log.accept(store, record) is False
+    assert log.accept(store, log.AcceptedDelivery("acc-2", "ping", "", None, 124.0)) is True
+    assert log.get(store, "acc-1") == record
+    assert log.get(store, "acc-2") == log.AcceptedDelivery("acc-2", "ping", "", None, 124.0)
+    assert log.outcome(store, "acc-1") == ("", 0)

@@ -16,9 +16,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -> None:
     """The demo (a real process, no REDIS_URL, no GitHub settings) exits 0 and tells the whole loop:
-    the bundle and chain PRs, one conflict resolved behind the rails and approved (``/approve``
-    through the command path) before it lands, and the backlog going to 0 once the maintainer
-    decides the deferred commit (``/skip``); what is simulated is said."""
+    the bundle and chain PRs, L1 on the bundle PR (a real CPU suite, the check concluded), the
+    nightly L2 on the trunk after the landing, one conflict resolved behind the rails and approved
+    (``/approve`` through the command path) before it lands, and the backlog going to 0 once the
+    maintainer decides the deferred commit (``/skip``); what is simulated is said."""
     env = {
         k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY")
     }
@@ -59,6 +60,16 @@ def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -
         and ": success: 0.0 days behind upstream, backlog 4," in loop
     )
     assert "why the backlog is 4:" in loop
+    # L1 on the bundle PR: the opened webhook, the fork's real CPU suite on its head, the check
+    # concluded and said in words; then the nightly L2 on the new trunk, recorded and judged.
+    l1 = loop.split(
+        "L1 on bundle PR #1: webhook pull_request opened -> 202 accepted: forksync.on_pull_request"
+    )[1]
+    assert "check run 'forksync / L1' on" in l1 and ": success: All 1 suite(s) passed (2 tests)" in l1
+    assert "in words: every test passed and none is missing: the bundle may land" in l1
+    l2 = loop.split("L2 on the trunk after the landing")[1].split("landing the chain PRs")[0]
+    assert "benchmark compile-python (python3 ci/bench_compile.py) on" in l2 and ": pass, files=8" in l2
+    assert "recorded in the store, verdict: ok" in l2
     assert "ledger moved:" in out and "pending 0" in out.split("ledger moved:")[1]
     # Then the chain PRs land out of order, newest first: the others are rebuilt onto the new trunk
     # in their same PRs. The resolved chain waits for the maintainer's /approve (through the real

@@ -40,6 +40,36 @@ def test_send_once_enqueues_once_per_delivery(queue: RedisTaskQueue, url: str) -
     assert 0 < client.ttl(queue.prefix + "d-1") <= 60
 
 
+def test_send_once_survives_a_flushed_script_cache_and_a_dropped_connection(
+    queue: RedisTaskQueue, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim-and-push script is sent whole when the server forgot it (SCRIPT FLUSH, as after a
+    restart), a pooled connection the server dropped is replaced, and a connection that breaks
+    during the call is dropped and the call made once more: each delivery is still queued exactly
+    once, and a repeat is still "seen"."""
+    client = redis.Redis.from_url(url)
+    assert queue.send_once("d-a", tasknames.ON_PUSH, {"delivery": "d-a"}) is True
+    client.script_flush()
+    assert queue.send_once("d-b", tasknames.ON_PUSH, {"delivery": "d-b"}) is True
+    assert queue.send_once("d-b", tasknames.ON_PUSH, {"delivery": "d-b"}) is False
+    client.client_kill_filter(_type="normal", skipme=True)  # every connection but this one
+    assert queue.send_once("d-c", tasknames.ON_PUSH, {"delivery": "d-c"}) is True
+    assert queue.send_once("d-a", tasknames.ON_PUSH, {"delivery": "d-a"}) is False
+    real_send = redis.connection.Connection.send_packed_command
+    breaks = [redis.ConnectionError("Error 104 while writing to socket. Connection reset by peer.")]
+
+    def send_breaking_once(conn: Any, command: Any, check_health: bool = True) -> None:
+        if breaks:
+            conn.disconnect()
+            raise breaks.pop()
+        real_send(conn, command, check_health)
+
+    monkeypatch.setattr(redis.connection.Connection, "send_packed_command", send_breaking_once)
+    assert queue.send_once("d-d", tasknames.ON_PUSH, {"delivery": "d-d"}) is True
+    assert breaks == []
+    assert client.llen(tasknames.Q_GITHUB) == 4
+
+
 def test_message_runs_on_a_real_celery_worker(
     queue: RedisTaskQueue, url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

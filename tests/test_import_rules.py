@@ -25,6 +25,8 @@ FRAMEWORKS = {
     "kombu": "Celery",
 }
 ENGINE = ("workers.engine", "workers.testing")
+# The pure planners outside the engine (the engine's own, e.g. workers/testing/l1_plan.py, are in ENGINE).
+PLANNERS = ("workers.jobs.ingest_plan", "workers.commands.plan")
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -174,6 +176,19 @@ def test_engine_imports_no_framework(graph: dict[str, set[str]], framework: str)
     assert violations(graph, ENGINE, names) == []
 
 
+@pytest.mark.parametrize("planner", PLANNERS)
+def test_planners_import_no_framework(graph: dict[str, set[str]], planner: str) -> None:
+    """The pure planners of ingestion and the comment commands reach none of Flask, PyGithub or
+    Celery, nor the bot, nor their own executors (plans are plain data)."""
+    assert planner in graph
+    assert violations(graph, [planner], [*FRAMEWORKS, "bot"]) == []
+    executors = {
+        "workers.jobs.ingest_plan": "workers.jobs.ingestion",
+        "workers.commands.plan": "workers.commands.execute",
+    }
+    assert violations(graph, [planner], [executors[planner]]) == []
+
+
 def test_engine_imports_no_bot(graph: dict[str, set[str]]) -> None:
     """The engine imports core, never the Flask process (bot)."""
     assert violations(graph, ENGINE, ["bot"]) == []
@@ -192,6 +207,47 @@ def test_bot_reaches_workers_only_by_task_name(graph: dict[str, set[str]]) -> No
 def test_no_import_cycles(graph: dict[str, set[str]]) -> None:
     """No two first-party modules import each other, directly or through others."""
     assert cycles(graph) == []
+
+
+# The HTTP clients beside PyGithub, each said in core/github/__init__.py: the adapter (PyGithub's
+# own ``requests`` exceptions, classified), the outgoing webhook and the conflict agent's endpoint.
+HTTP_ALLOWED = {"core.github.adapter", "workers.adapters.notify", "workers.engine.resolve.agent"}
+
+
+def http_clients(root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the HTTP client modules it imports (requests, httpx, aiohttp, urllib3, urllib.request, http.client)."""
+    found: dict[str, set[str]] = {}
+    for pkg in FIRST_PARTY:
+        for path in sorted((root / pkg).rglob("*.py")):
+            module = module_name(path, root)
+            names = set(_imports(ast.parse(path.read_text(), str(path)), module, path.name == "__init__.py"))
+            hits = {
+                n
+                for n in names
+                if n.split(".")[0] in ("requests", "httpx", "aiohttp", "urllib3")
+                or n.startswith(("urllib.request", "http.client"))
+            }
+            if hits:
+                found[module] = hits
+    return found
+
+
+def test_no_raw_http_beside_pygithub() -> None:
+    """GitHub is reached through PyGithub only: the modules with another HTTP client are the
+    documented ones (none of them talks to GitHub's API), and the GitHub package names them."""
+    found = http_clients()
+    assert set(found) <= HTTP_ALLOWED, sorted(set(found) - HTTP_ALLOWED)
+    said = (ROOT / "core" / "github" / "__init__.py").read_text()
+    assert all(f"{m.replace('.', '/')}.py" in said for m in HTTP_ALLOWED - {"core.github.adapter"})
+
+
+def test_the_http_probe_sees_an_import(tmp_path: Path) -> None:
+    """A made-up module with a lazy ``import requests`` is found (the probe above can fail)."""
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "views.py").write_text(
+        "def f():\n    import requests\n    from urllib.parse import x\n"
+    )
+    assert http_clients(tmp_path) == {"bot.views": {"requests"}}
 
 
 def test_the_rules_catch_a_breach(tmp_path: Path) -> None:

@@ -156,3 +156,66 @@ def test_an_ingest_rewriting_a_bundles_body_keeps_the_l1_splits_section() -> Non
     assert "**Red bundle split**: ejected `abc`" in edit.new_body and "old body" not in edit.new_body
     again = plan(facts((bundle(),), {BUNDLE: found(body=edit.new_body)}, {BUNDLE: NEW}))
     assert [a.new_body for a in again if isinstance(a, EditPull)] == [None]
+
+
+# ---- stacked bundles
+
+BASE = "forksync/bundle/3333333"
+
+
+def stacked(**kw: object) -> Wanted:
+    from core.render.ingest import STACK_REF
+
+    fields: dict[str, object] = {
+        "kind": "bundle",
+        "key": "bundle-1111111",
+        "title": "[Cherry-pick][BUNDLE] x",
+        "body": f"Stacked on {STACK_REF}",
+        "commits": 2,
+        "head": BUNDLE,
+        "base": BASE,
+        "head_sha": NEW,
+        "stacked_on": BASE,
+    }
+    return Wanted(**{**fields, **kw})  # type: ignore[arg-type]
+
+
+def test_a_stacked_pr_is_opened_on_its_base_branch_naming_the_base_pr() -> None:
+    """Stacked: the PR targets the base bundle's branch and its body names the base PR's number
+    when the base PR exists; when it is opened in the same run the executor fills it in."""
+    base_pull = found(number=3, head=BASE)
+    (opened,) = [a for a in plan(facts((stacked(),), {BASE: base_pull})) if isinstance(a, OpenPull)]
+    assert (opened.base, opened.body, opened.stacked_on) == (BASE, "Stacked on #3", BASE)
+    (later,) = [a for a in plan(facts((stacked(),))) if isinstance(a, OpenPull)]
+    assert later.body == "Stacked on <!-- forksync:stack-base -->" and later.stacked_on == BASE
+
+
+def test_a_stacked_pr_whose_base_is_gone_is_retargeted_to_the_trunk_saying_the_base_landed() -> None:
+    w = stacked(body="Built on main alone", base="main", stacked_on=None)
+    actions = plan(facts((w,), {BUNDLE: found(base=BASE)}, {BUNDLE: OLD}))
+    (edit,) = [a for a in actions if isinstance(a, EditPull)]
+    assert edit.base == "main" and edit.number == 7
+    (note,) = [a for a in actions if isinstance(a, Comment)]
+    assert f"from `{BASE}` to `main`" in note.body and "no longer open (it landed" in note.body
+
+
+def test_a_pr_unstacked_from_a_declined_base_says_which_pr_was_closed_and_what_left() -> None:
+    w = stacked(body="b", base="main", stacked_on=None, unstacked_from=BASE, left_behind=2)
+    f = facts((w,), {BUNDLE: found(base=BASE)}, {BUNDLE: OLD})
+    f = IngestFacts(**{**f.__dict__, "declined": {BASE: 3}})
+    (note,) = [a for a in plan(f) if isinstance(a, Comment)]
+    assert f"#3 (`{BASE}`), a bundle it was stacked on, was closed unmerged" in note.body
+    assert "2 commit(s) of this PR need it" in note.body
+
+
+def test_a_declined_branch_is_kept_and_an_emptied_stacked_pr_is_closed_saying_why() -> None:
+    """The declined bundle's branch is neither deleted nor reopened; a stacked branch whose commits
+    all went with it is closed with the reason, then deleted."""
+    f = facts((), before={BASE: OLD, BUNDLE: OLD})
+    f = IngestFacts(**{**f.__dict__, "declined": {BASE: 3}, "emptied": {BUNDLE: BASE}})
+    actions = plan(f)
+    (close,) = [a for a in actions if isinstance(a, ClosePull)]
+    assert close.head == BUNDLE and "every commit of this PR needs #3" in close.comment
+    (delete,) = [a for a in actions if isinstance(a, DeleteBranches)]
+    assert delete.branches == (BUNDLE,)
+    assert not [a for a in actions if isinstance(a, OpenPull)]

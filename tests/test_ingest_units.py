@@ -120,8 +120,8 @@ def test_push_triggers_an_ingest_unless_it_is_ours(
         assert sent[0]["repo"] == "o/f" and sent[0]["delivery"] == "d"
 
 
-def test_only_a_merged_pr_triggers_an_ingest(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pull_request closed+merged enqueues an ingest; closed without merge, or opened, does not."""
+def test_a_merged_pr_triggers_an_ingest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pull_request closed+merged enqueues an ingest; closed without merge (not a bundle), or opened, does not."""
     from workers.tasks import ingest as ingest_tasks
 
     sent: list[dict[str, Any]] = []
@@ -132,3 +132,25 @@ def test_only_a_merged_pr_triggers_an_ingest(monkeypatch: pytest.MonkeyPatch) ->
     ingest_tasks.ingest_on_merge(installation_id=1, repo="o/f", number=5, action="closed", merged=True)
     assert sent and sent[0]["reason"] == "PR #5 merged"
     assert tasknames.ON_PULL_REQUEST in {name for name in tasknames.WEBHOOK_TASKS}
+
+
+def test_a_bundle_pr_closed_unmerged_triggers_an_ingest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bundle PR closed without merging is declined: an ingest re-bases what is stacked on it now;
+    another PR closed unmerged triggers nothing."""
+    from workers.tasks import ingest as ingest_tasks
+
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(ingest_tasks.ingest, "delay", lambda **kw: sent.append(kw))
+    ingest_tasks.ingest_on_merge(
+        installation_id=1, repo="o/f", number=6, action="closed", merged=False, head_ref="feature/x"
+    )
+    assert sent == []
+    ingest_tasks.ingest_on_merge(
+        installation_id=1,
+        repo="o/f",
+        number=7,
+        action="closed",
+        merged=False,
+        head_ref="forksync/bundle/abc1234",
+    )
+    assert [s["reason"] for s in sent] == ["PR #7 closed unmerged"]

@@ -9,7 +9,8 @@ from typing import Any
 from tests.fixtures.l1 import config_yaml, flow_suite, passing_tests
 from tests.loopback_github import LoopbackGitHub
 from workers.adapters.gitcache import GitCache
-from workers.jobs.l1_job import L1Job, coverage_from_github, run_l1_job
+from workers.jobs.l1_checks import coverage_from_github
+from workers.jobs.l1_job import L1Job, run_l1_job
 
 REPO = "acme/fork"
 

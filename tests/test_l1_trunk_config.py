@@ -10,7 +10,8 @@ from typing import Any
 from tests.fixtures.l1 import FAILING_TEST, config_yaml, flow_suite, passing_tests
 from tests.loopback_github import LoopbackGitHub
 from workers.adapters.gitcache import GitCache
-from workers.jobs.l1_job import L1Job, L1JobResult, coverage_from_github, run_l1_job
+from workers.jobs.l1_checks import coverage_from_github
+from workers.jobs.l1_job import L1Job, L1JobResult, run_l1_job
 
 REPO = "acme/fork"
 TWO_SUITES = config_yaml(flow_suite("unit", "tests"), flow_suite("lit", "lit"))

@@ -13,7 +13,8 @@ from core.render.l3 import parse_state
 from core.tasknames import RUN_L3, queue_for
 from tests.gitrepo import GitRepo
 from tests.loopback_github import LoopbackGitHub
-from workers.testing.l3 import request_l3, reset_l3_on_push, run_l3_workload, signoff_l3
+from workers.testing.l3 import request_l3, reset_l3_on_push, signoff_l3
+from workers.testing.l3_run import run_l3_workload
 
 REPO = "acme/fork"
 HEAD, NEXT = "a" * 40, "b" * 40

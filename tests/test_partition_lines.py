@@ -230,8 +230,9 @@ def test_a_cpp_member_call_is_no_use_of_a_new_free_function() -> None:
 SMALL = RepoConfig(bundle=BundleConfig(max_commits=2, max_lines=100), risk=RiskConfig(max_lines=50))
 
 
-def test_commit_depending_on_an_earlier_bundle_joins_it_past_the_bound() -> None:
-    """Bundle 2 never needs bundle 1: a commit over bundle 1's lines joins bundle 1, saying which lines."""
+def test_commit_depending_on_an_earlier_bundle_is_stacked_on_it_within_the_bound() -> None:
+    """Bundle 2 never needs bundle 1: a commit over bundle 1's lines, with bundle 1 full, goes into a
+    bundle of its own stacked on bundle 1 (it lands after it), saying which lines; the bound holds."""
     commits = [
         change(1, "a.py"),
         change(2, "b.py"),
@@ -240,18 +241,23 @@ def test_commit_depending_on_an_earlier_bundle_joins_it_past_the_bound() -> None
         change(5, "d.py"),
     ]
     plan = partition(commits, SMALL, ChainFakeTrial({}))
-    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2), sha(4)), (sha(3), sha(5))]
-    (joined,) = plan.bundles[0].joined
-    assert joined == Reason(
-        sha(4), "line", f"lines 3-4 of a.py last changed by {sha(1)[:7]} of bundle-{sha(1)[:7]}"
-    )
+    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2)), (sha(3), sha(5)), (sha(4),)]
+    first, second, stacked = plan.bundles
+    assert first.stacked_on is None and second.stacked_on is None  # independent: on the trunk
+    assert stacked.stacked_on == f"bundle-{sha(1)[:7]}"
+    detail = f"lines 3-4 of a.py last changed by {sha(1)[:7]} of bundle-{sha(1)[:7]}"
+    assert stacked.joined == (Reason(sha(4), "line", detail),)
+    assert stacked.needs == (Reason(sha(4), "line", detail),)
     assert plan.chains == ()
-    assert plan.as_json()["bundles"][0]["joined"] == [joined.as_json()]
-    assert "joined" not in plan.as_json()["bundles"][1]
+    out = plan.as_json()["bundles"]
+    assert out[2]["stacked_on"] == f"bundle-{sha(1)[:7]}" and out[2]["needs"] == [stacked.needs[0].as_json()]
+    assert "stacked_on" not in out[0] and "joined" not in out[1]
 
 
-def test_commit_depending_on_two_bundles_merges_them() -> None:
-    """Depending on two bundles (lines of one, a name the other introduces) merges them into the oldest."""
+def test_commit_depending_on_two_bundles_merges_them_and_the_split_stacks_the_part() -> None:
+    """Depending on two bundles (lines of one, a name the other introduces) ties them into one group;
+    split at the bound, the part holding the commit is stacked on the part it needs last, whose stack
+    holds the other."""
     commits = [
         change(1, "a.py"),
         change(2, "b.py"),
@@ -261,8 +267,16 @@ def test_commit_depending_on_two_bundles_merges_them() -> None:
         change(6, "a.py", depends=[(1, "a.py", 1, 1)], used=["make_widget"]),
     ]
     plan = partition(commits, SMALL, ChainFakeTrial({}))
-    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2), sha(3), sha(4), sha(6)), (sha(5),)]
-    assert "links and merges" in plan.bundles[0].joined[-1].detail
+    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2)), (sha(3), sha(4)), (sha(5),), (sha(6),)]
+    # sha(6) needs parts 1 and 2, and part 2 needs nothing: no single stack holds both, so in line.
+    assert [b.stacked_on for b in plan.bundles] == [
+        None,
+        f"bundle-{sha(1)[:7]}",
+        None,
+        f"bundle-{sha(3)[:7]}",
+    ]
+    assert "links and merges" in plan.bundles[3].joined[-1].detail
+    assert all(len(b.commits) <= 2 for b in plan.bundles)
 
 
 def test_a_shared_file_alone_does_not_tie_bundles() -> None:
@@ -304,6 +318,140 @@ def test_near_lines_that_apply_without_the_earlier_bundle_do_not_tie_it() -> Non
     ]
     trial = AloneTrial(alone_fails={sha(5)})
     plan = partition(commits, SMALL, trial)
-    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2), sha(5)), (sha(3), sha(4))]
-    assert [r.commit for r in plan.bundles[0].joined] == [sha(5)] and plan.bundles[1].joined == ()
+    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2)), (sha(3), sha(4)), (sha(5),)]
+    assert plan.bundles[2].stacked_on == f"bundle-{sha(1)[:7]}" and plan.bundles[1].stacked_on is None
+    assert [r.commit for r in plan.bundles[2].joined] == [sha(5)] and plan.bundles[1].joined == ()
     assert trial.current == [sha(3), sha(4)] and trial.closed == 1
+
+
+# ---- stacks: a bundle dependencies carry past the bound is split; each part on the one it needs
+
+
+def _dense() -> list[Change]:
+    """Seven commits, each after the first over lines of an earlier one: one group of 7 (bound 2)."""
+    return [
+        change(1, "a.py"),
+        change(2, "a.py", depends=[(1, "a.py", 1, 2)]),
+        change(3, "b.py", depends=[(1, "a.py", 5, 5)]),
+        change(4, "c.py", depends=[(2, "a.py", 7, 8)]),
+        change(5, "d.py", depends=[(1, "a.py", 9, 9)]),
+        change(6, "e.py", depends=[(5, "d.py", 1, 3)]),
+        change(7, "f.py", depends=[(1, "a.py", 12, 12)]),
+    ]
+
+
+def test_a_group_past_the_bound_is_split_in_upstream_order_into_a_tree_of_stacks() -> None:
+    """Split at bundle.max_commits in upstream order; each part is stacked on the latest part it needs
+    (not simply the one before), and says which member needs which lines of which bundle."""
+    plan = partition(_dense(), SMALL, ChainFakeTrial({}))
+    assert [b.commits for b in plan.bundles] == [
+        (sha(1), sha(2)),
+        (sha(3), sha(4)),
+        (sha(5), sha(6)),
+        (sha(7),),
+    ]
+    first = f"bundle-{sha(1)[:7]}"
+    assert [b.stacked_on for b in plan.bundles] == [None, first, first, first]
+    third = plan.bundles[2]
+    # sha(6) needs sha(5), in its own part: only sha(5) names what the stack gives it.
+    assert third.needs == (Reason(sha(5), "line", f"line 9 of a.py last changed by {sha(1)[:7]} of {first}"),)
+    assert all(len(b.commits) <= SMALL.bundle.max_commits for b in plan.bundles)
+    assert sorted(s for b in plan.bundles for s in b.commits) == [sha(n) for n in range(1, 8)]
+
+
+def test_a_part_that_needs_no_earlier_part_stays_on_the_trunk() -> None:
+    """A part of a split group whose members depend only on each other is independent: no base."""
+    commits = [
+        change(1, "a.py"),
+        change(2, "b.py"),
+        change(3, "a.py", depends=[(1, "a.py", 1, 1)]),  # joins bundle 1 (3 > bound 2)
+        change(4, "c.py", depends=[(3, "a.py", 4, 4)]),  # needs sha(3) only
+    ]
+    plan = partition(commits, SMALL, ChainFakeTrial({}))
+    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2)), (sha(3), sha(4))]
+    assert plan.bundles[1].stacked_on == f"bundle-{sha(1)[:7]}"  # sha(3) needs sha(1)
+    commits[2] = change(3, "a.py", depends=[(2, "b.py", 1, 1)])
+    commits[3] = change(4, "c.py", depends=[(3, "a.py", 4, 4)])
+    commits.insert(2, change(9, "z.py", depends=[(1, "a.py", 1, 1)]))
+    plan = partition(commits, SMALL, ChainFakeTrial({}))
+    # Group [1, 2, 9, 3, 4]: parts [1, 2], [9, 3], [4]; [4] needs sha(3) of part 2 only.
+    assert [b.commits for b in plan.bundles] == [(sha(1), sha(2)), (sha(9), sha(3)), (sha(4),)]
+    assert [b.stacked_on for b in plan.bundles] == [None, f"bundle-{sha(1)[:7]}", f"bundle-{sha(9)[:7]}"]
+
+
+def _far(n: int) -> str:
+    """A sha whose first seven digits differ from the others' (bundle ids name seven digits)."""
+    return f"{n:07x}" + "0" * 33
+
+
+def _fchange(n: int, path: str, needs: int | None = None, at: int = 1) -> Change:
+    deps = (LineDep(_far(needs), "a.py", at, at),) if needs is not None else ()
+    return Change(_far(n), (path,), frozenset(), 5, depends=deps)
+
+
+def test_nothing_stays_stacked_on_a_declined_bundle() -> None:
+    """A bundle whose PR was closed unmerged is no base: the members stacked on it that need it
+    (directly or through another member) move to it, the rest of the part is re-based without it,
+    and both are said (unstacked_from, left_behind)."""
+    commits = [
+        _fchange(1, "a.py"),
+        _fchange(2, "b.py"),
+        _fchange(3, "a.py", needs=1),
+        _fchange(4, "c.py"),
+        _fchange(5, "c.py", needs=3, at=2),
+        _fchange(6, "e.py", needs=3, at=3),
+        _fchange(7, "f.py", needs=6, at=4),
+    ]
+    # The walk: [1, 2] is full when 3 needs 1, so 3 joins it; 4 opens a bundle; 5 and 6 need 3.
+    plan = partition(commits, SMALL, ChainFakeTrial({}))
+    first = f"bundle-{_far(1)[:7]}"
+    assert [b.commits for b in plan.bundles] == [
+        (_far(1), _far(2)),
+        (_far(3), _far(5)),
+        (_far(4), _far(7)),
+        (_far(6),),
+    ] or [b.stacked_on for b in plan.bundles]
+    by_first = {b.commits[0]: b for b in plan.bundles}
+    assert by_first[_far(3)].stacked_on == first
+    plan = partition(commits, SMALL, ChainFakeTrial({}), declined={first})
+    by_first = {b.commits[0]: b for b in plan.bundles}
+    # 3 needs 1, and 5, 6 need 3, 7 needs 6: all move to the declined bundle; nothing is stacked on it.
+    assert by_first[_far(1)].commits == (_far(1), _far(2), _far(3), _far(5), _far(6), _far(7))
+    assert all(b.stacked_on != first for b in plan.bundles)
+    assert sorted(s for b in plan.bundles for s in b.commits) == sorted(c.sha for c in commits)
+
+
+def test_a_part_re_based_off_a_declined_bundle_keeps_what_does_not_need_it() -> None:
+    """Members of a part stacked on a declined bundle that do not need it stay, re-based on the
+    trunk under the same id (same branch, same PR); the part names the declined bundle and the
+    members that left for it."""
+    commits = [
+        _fchange(1, "a.py"),
+        _fchange(2, "b.py"),
+        _fchange(3, "a.py", needs=1),  # [1, 2] is full: joins it past the bound
+        _fchange(4, "c.py"),
+        _fchange(5, "d.py"),
+        Change(
+            _far(6),
+            ("a.py",),
+            frozenset(),
+            5,
+            depends=(LineDep(_far(1), "a.py", 3, 3), LineDep(_far(4), "c.py", 1, 1)),
+        ),
+    ]
+    plan = partition(commits, SMALL, ChainFakeTrial({}))
+    first, third = f"bundle-{_far(1)[:7]}", f"bundle-{_far(3)[:7]}"
+    assert [b.commits for b in plan.bundles] == [(_far(1), _far(2)), (_far(3), _far(4)), (_far(5), _far(6))]
+    assert [b.stacked_on for b in plan.bundles] == [None, first, third]
+    plan = partition(commits, SMALL, ChainFakeTrial({}), declined={first})
+    assert [(b.id, b.commits) for b in plan.bundles] == [
+        (first, (_far(1), _far(2), _far(3), _far(6))),
+        (third, (_far(4),)),
+        (f"bundle-{_far(5)[:7]}", (_far(5),)),
+    ]
+    assert [b.stacked_on for b in plan.bundles] == [None, None, None]
+    rebased = plan.bundles[1]
+    assert rebased.unstacked_from == first
+    (left,) = rebased.left_behind
+    assert left.commit == _far(3) and f"of {first}" in left.detail and "closed unmerged" in left.detail
+    assert plan.as_json()["bundles"][1]["unstacked_from"] == first

@@ -31,3 +31,19 @@ def test_plan_summary_comes_first_and_no_line_is_too_long() -> None:
     assert lines.index("Details") > 3
     assert max(len(line) for line in lines) <= WIDTH
     assert len(fit("y" * 500)) == WIDTH
+
+
+def test_stacked_bundles_are_named_with_their_base_in_the_summary_and_details() -> None:
+    """A stacked bundle says what it lands after, in the summary and in its details line."""
+    plan = Plan(
+        (
+            Bundle("bundle-aaaaaaa", ("a" * 40,), 3),
+            Bundle("bundle-bbbbbbb", ("b" * 40,), 4, stacked_on="bundle-aaaaaaa"),
+        ),
+        (),
+    )
+    text = plan_text(plan, {})
+    assert "stacked (each lands after the bundle it needs): 1: bundle-bbbbbbb on bundle-aaaaaaa" in text
+    assert "bundle-bbbbbbb  1 commit(s), 4 changed lines, stacked on bundle-aaaaaaa" in text
+    assert "bundle-aaaaaaa  1 commit(s), 3 changed lines\n" in text
+    assert all(len(line) <= WIDTH for line in text.splitlines())

@@ -74,8 +74,17 @@ def test_token_merge_declines_overlapping_words() -> None:
 
 def test_whitespace_only_keeps_the_fork_formatting() -> None:
     """Sides equal but for indentation and blank lines: the fork's text is kept."""
-    res = whitespace_only(_hunk("  a(1)\n\n", "a(0)\n", "a(1)\n"), CTX)
-    assert res is not None and res.lines == ("  a(1)\n", "\n")
+    res = whitespace_only(_hunk("  a(1);\n\n", "a(0);\n", "a(1);\n"), HunkContext("x.c"))
+    assert res is not None and res.lines == ("  a(1);\n", "\n")
+    # Blank lines and trailing spaces only: also in Python.
+    res = whitespace_only(_hunk("a(1)  \n\n", "a(0)\n", "a(1)\n"), CTX)
+    assert res is not None and res.lines == ("a(1)  \n", "\n")
+
+
+def test_whitespace_only_respects_indentation_where_it_is_meaning() -> None:
+    """In Python or YAML a re-indented line is another statement or key: not a whitespace-only difference."""
+    assert whitespace_only(_hunk("    a(1)\n", "a(0)\n", "a(1)\n"), CTX) is None
+    assert whitespace_only(_hunk("  key: 1\n", "key: 0\n", "key: 1\n"), HunkContext("x.yml")) is None
 
 
 def test_already_applied_keeps_the_fork_side() -> None:
@@ -304,3 +313,203 @@ def test_token_merge_declines_edits_that_clash_on_one_line() -> None:
     assert token_merge(h, CTX) is None
     # One word apart on a line ("f(a, b)": the fork renames a, upstream renames b) is too close: declined.
     assert token_merge(_hunk("f(x, b)\n", "f(a, b)\n", "f(a, y)\n"), CTX) is None
+
+
+def test_list_union_orders_python_imports_as_isort_does() -> None:
+    """``import x`` lines come before ``from x import y`` lines when both sides add one of each.
+
+    Real block (sqlalchemy/sqlalchemy, MIT: backport a0e7cab4d1 of f0537442eb onto rel_2_0,
+    test/sql/test_resultset.py): the maintainer wrote ``import collections`` above
+    ``from collections import defaultdict``; a plain text sort put the ``from`` line first.
+    """
+    h = _hunk("import collections\n", "", "from collections import defaultdict\n")
+    res = list_union(h, CTX)
+    assert res is not None and res.lines == ("import collections\n", "from collections import defaultdict\n")
+
+
+def test_token_merge_declines_a_side_that_only_rewraps_with_a_backslash() -> None:
+    """The fork breaks a long line with a backslash continuation, upstream edits the next line: layout only, declined.
+
+    Real block (sqlalchemy/sqlalchemy, MIT: backport 15b5e9330b of 1ec2f7cfd6 onto rel_1_1,
+    lib/sqlalchemy/dialects/oracle/cx_oracle.py): the maintainer took upstream's block, not the fork's re-wrap
+    with upstream's new URL; the token merge kept the re-wrap.
+    """
+    h = _hunk(
+        "    :connectstring: oracle+cx_oracle://user:pass@host:port/dbname\\\n[?key=value&key=value...]\n"
+        "    :url: http://cx-oracle.sourceforge.net/\n",
+        "    :connectstring: oracle+cx_oracle://user:pass@host:port/dbname[?key=value&key=value...]\n"
+        "    :url: http://cx-oracle.sourceforge.net/\n",
+        "    :connectstring: oracle+cx_oracle://user:pass@host:port/dbname[?key=value&key=value...]\n"
+        "    :url: https://oracle.github.io/python-cx_Oracle/\n",
+    )
+    assert token_merge(h, CTX) is None
+    # A backslash that is part of the words (an escape, not a line end) is not layout: the merge still happens.
+    res = token_merge(_hunk('s = "a\\\\tb"\nx = 0\n', 's = "a b"\nx = 0\n', 's = "a b"\nx = 1\n'), CTX)
+    assert res is not None and res.lines == ('s = "a\\\\tb"\n', "x = 1\n")
+
+
+# Real block (sqlalchemy/sqlalchemy, MIT): backport fb213ed536 of 4009b58467 onto rel_2_0,
+# lib/sqlalchemy/orm/session.py. The branch's Session.get has no populate_existing handling; upstream
+# only drops a "type: ignore" comment inside it. The maintainer kept the branch's code as it was.
+_SESSION_GET_BASE = (
+    "        # set populate_existing value; direct parameter\n"
+    "        # takes precedence over execution_options\n"
+    "        if populate_existing is not None:\n"
+    "            execution_options = {\n"
+    "                **execution_options,  # type: ignore[typeddict-item]\n"
+    '                "populate_existing": populate_existing,\n'
+    "            }\n"
+    "        else:\n"
+    "            populate_existing = execution_options.get(\n"
+    '                "populate_existing", False\n'
+    "            )\n"
+    "\n"
+)
+_SESSION_GET_THEIRS = _SESSION_GET_BASE.replace("  # type: ignore[typeddict-item]", "")
+
+
+def test_fork_lacks_region_keeps_the_fork_where_upstream_edits_code_it_does_not_have() -> None:
+    """The fork has no such region and upstream only edits a line of it: the fork's side (nothing) is kept."""
+    from workers.engine.resolve.strategies import fork_lacks_region
+
+    h = _hunk("", _SESSION_GET_BASE, _SESSION_GET_THEIRS)
+    res = fork_lacks_region(h, HunkContext("lib/sqlalchemy/orm/session.py", "def get(self):\n    pass\n"))
+    assert res is not None and res.lines == () and res.strategy == model.FORK_LACKS_REGION
+    assert "does not have this region" in res.reason
+
+
+def test_fork_lacks_region_declines_new_lines_small_regions_and_moved_code() -> None:
+    """Upstream adding lines (an import the pick needs), a short region, or code the fork has elsewhere: declined."""
+    from workers.engine.resolve.strategies import fork_lacks_region
+
+    ctx = HunkContext("lib/sqlalchemy/orm/session.py", "def get(self):\n    pass\n")
+    # Upstream inserts a line inside the region: the new line may be needed by the rest of the pick.
+    grown = _SESSION_GET_THEIRS.replace("        else:\n", "        else:\n            warn()\n")
+    assert fork_lacks_region(_hunk("", _SESSION_GET_BASE, grown), ctx) is None
+    # Upstream's replacement brings an import with it.
+    imported = _SESSION_GET_BASE.replace("        # takes precedence", "        import asyncio  # precedence")
+    assert fork_lacks_region(_hunk("", _SESSION_GET_BASE, imported), ctx) is None
+    # Fewer than 10 non-blank lines: a few lines absent from the fork are often lines it rewrote.
+    short = "".join(_SESSION_GET_BASE.splitlines(keepends=True)[:7])
+    assert (
+        fork_lacks_region(_hunk("", short, short.replace("  # type: ignore[typeddict-item]", "")), ctx)
+        is None
+    )
+    # The fork has the region elsewhere (moved): upstream's edit should follow it there.
+    moved = HunkContext("lib/sqlalchemy/orm/session.py", "class S:\n    def get(self):\n" + _SESSION_GET_BASE)
+    assert fork_lacks_region(_hunk("", _SESSION_GET_BASE, _SESSION_GET_THEIRS), moved) is None
+    # The fork has a version of the region: not this rule's case.
+    assert fork_lacks_region(_hunk("x = 1\n", _SESSION_GET_BASE, _SESSION_GET_THEIRS), ctx) is None
+
+
+def _import_ctx(path: str, fork: str, upstream: str, base: str) -> HunkContext:
+    return HunkContext(path, fork_text=fork, upstream_text=upstream, base_text=base)
+
+
+def test_import_merge_merges_both_sides_imports_by_name() -> None:
+    """The fork and upstream each edit one import line: the result imports every name either added.
+
+    Real blocks (aio-libs/aiohttp, Apache-2.0). Backport f82bc8aad2 of 67fa1f5e64 onto 3.14,
+    aiohttp/payload.py: the maintainer wrote ``JSONBytesEncoder, JSONEncoder, _CIMultiDict``.
+    Backport eb685564f3 of f95bcaf4e0 onto 3.11, tests/test_client_ws.py: the branch had replaced
+    ``Mapping`` by ``Any``, upstream added ``Type``; the maintainer wrote ``from typing import Any, Type``.
+    """
+    from workers.engine.resolve.strategies import import_merge
+
+    h = _hunk(
+        "from .typedefs import JSONEncoder, _CIMultiDict\n",
+        "from .typedefs import JSONEncoder\n",
+        "from .typedefs import JSONBytesEncoder, JSONEncoder\n",
+    )
+    res = import_merge(h, _import_ctx("aiohttp/payload.py", "", "", ""))
+    assert res is not None and res.lines == (
+        "from .typedefs import JSONBytesEncoder, JSONEncoder, _CIMultiDict\n",
+    )
+    h = _hunk(
+        "from typing import Any\n", "from typing import Mapping\n", "from typing import Mapping, Type\n"
+    )
+    fork = "from typing import Any\n\ndef f(x: Any) -> None: ...\n"
+    upstream = (
+        "from typing import Mapping, Type\n\ndef f(x: Mapping) -> None: ...\ndef g(t: Type) -> None: ...\n"
+    )
+    base = "from typing import Mapping\n\ndef f(x: Mapping) -> None: ...\n"
+    res = import_merge(h, _import_ctx("tests/test_client_ws.py", fork, upstream, base))
+    assert res is not None and res.lines == ("from typing import Any, Type\n",)
+    assert res.strategy == model.IMPORT_MERGE and "Type" in res.reason and "Mapping" in res.reason
+
+
+def test_import_merge_keeps_a_name_the_other_side_still_uses() -> None:
+    """A name one side drops while the other side's code uses it: declined, not silently dropped."""
+    from workers.engine.resolve.strategies import import_merge
+
+    h = _hunk(
+        "from typing import Any\n", "from typing import Mapping\n", "from typing import Mapping, Type\n"
+    )
+    base = "from typing import Mapping\n\ndef f(x: Mapping) -> None: ...\n"
+    # Upstream's new code uses Mapping, which the fork dropped.
+    upstream = base.replace("Mapping\n", "Mapping, Type\n") + "def g(m: Mapping, t: Type) -> None: ...\n"
+    assert import_merge(h, _import_ctx("t.py", "from typing import Any\n", upstream, base)) is None
+    # Upstream drops os, which the fork's own code still calls.
+    h = _hunk("import os\nimport re\n", "import os\n", "import sys\n")
+    fork = "import os\nimport re\n\nos.getcwd()\n"
+    assert import_merge(h, _import_ctx("t.py", fork, "import sys\n", "import os\n")) is None
+
+
+def test_import_merge_declines_outside_plain_python_import_blocks() -> None:
+    """Not Python, a side without imports, anything but one-line imports, or no order both sides follow: declined."""
+    from workers.engine.resolve.strategies import import_merge
+
+    ctx = _import_ctx("t.py", "", "", "")
+    h = _hunk("from a import b, c\n", "from a import b\n", "from a import b, d\n")
+    assert import_merge(h, _import_ctx("t.c", "", "", "")) is None
+    assert import_merge(_hunk("", "from a import b\n", "from a import b, d\n"), ctx) is None
+    assert (
+        import_merge(_hunk("from a import b, c\nx = 1\n", "from a import b\n", "from a import b, d\n"), ctx)
+        is None
+    )
+    assert (
+        import_merge(_hunk("from a import (b, c)\n", "from a import b\n", "from a import b, d\n"), ctx)
+        is None
+    )
+    # The fork lists names unsorted: no convention all sides follow.
+    assert (
+        import_merge(_hunk("from a import c, b\n", "from a import b\n", "from a import b, d\n"), ctx) is None
+    )
+    res = import_merge(h, ctx)
+    assert res is not None and res.lines == ("from a import b, c, d\n",)
+
+
+def test_pipeline_gives_strategies_the_whole_files() -> None:
+    """Through the pipeline the import merge sees the whole files: a name upstream drops goes only if the fork
+    no longer uses it once upstream's own changes are in."""
+    base = "from typing import Mapping\n\n\ndef f(x: Mapping) -> None:\n    pass\n"
+    ours = "from typing import Any, Mapping\n\n\ndef f(x: Mapping) -> None:\n    pass\n"
+    theirs = "from typing import Sequence\n\n\ndef f(x: Sequence) -> None:\n    pass\n"
+    outcome, _ = resolve_text(Conflict("m.py", base, ours, theirs))
+    assert outcome.entry is not None and outcome.entry.strategy == model.IMPORT_MERGE, outcome.waiting
+    assert (
+        outcome.entry.content
+        == ours.replace("Any, Mapping", "Any, Sequence").replace("x: Mapping", "x: Sequence").encode()
+    )
+    # The fork also uses Mapping in code of its own: upstream's removal of the import would break it.
+    ours_uses = ours + "\n\ndef g(m: Mapping) -> None:\n    pass\n"
+    outcome, _ = resolve_text(Conflict("m.py", base, ours_uses, theirs))
+    assert outcome.entry is None and outcome.waiting is not None
+
+
+def test_token_merge_declines_a_side_that_pins_a_dependency_lower() -> None:
+    """The branch pins black lower while upstream edits the repo URL above it: which pin wins is the maintainer's.
+
+    Real block (sqlalchemy/sqlalchemy, MIT: backport f3cd75c228 of f8a037aa82 onto rel_1_2, .pre-commit-config.yaml):
+    the maintainer took upstream's block, newer ``rev`` included; the token merge kept the older pin.
+    """
+    h = _hunk(
+        "-   repo: https://github.com/python/black/\n    rev: 19.3b0\n",
+        "-   repo: https://github.com/python/black/\n    rev: 19.10b0\n",
+        "-   repo: https://github.com/python/black\n    rev: 19.10b0\n",
+    )
+    assert token_merge(h, HunkContext(".pre-commit-config.yaml")) is None
+    # A pin moved to a newer version beside the other side's edit still merges.
+    h = _hunk("a==1.0\nb = 1\n", "a==1.0\nb = 0\n", "a==1.2\nb = 0\n")
+    res = token_merge(h, CTX)
+    assert res is not None and res.lines == ("a==1.2\n", "b = 1\n")

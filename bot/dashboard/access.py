@@ -6,10 +6,10 @@ any other page needs a GitHub login by a user who can read that repository. A vi
 look gets the same 404 as for a fork that does not exist: a stranger learns nothing, not even
 the name.
 
-The login uses the App's OAuth client (user-to-server token). The token is used once, at
-login, to read ``GET /user`` and ``GET /repos/{owner}/{repo}`` for each installed fork; the
-session keeps only the login and the set of readable forks (signed cookie, short-lived), never
-the token.
+The login uses the App's OAuth client (user-to-server token), through PyGithub
+(``core/github/oauth.py``). The token is used once, at login, to read ``GET /user`` and
+``GET /repos/{owner}/{repo}`` for each installed fork; the session keeps only the login and the
+set of readable forks (signed cookie, short-lived), never the token.
 """
 
 from __future__ import annotations
@@ -79,70 +79,40 @@ class GitHubOAuth:
         return f"{self.web_url}/login/oauth/authorize?{query}"
 
     def exchange(self, code: str, redirect_uri: str) -> str:
-        """The user-to-server token for ``code`` (GitHub answers 200 with an ``error`` field on failure)."""
-        import requests
+        """The user-to-server token for ``code`` (PyGithub's OAuth code exchange, ``core.github.oauth``)."""
+        from core.github import oauth
+        from core.github.errors import GitHubError
 
         try:
-            answer = requests.post(
-                f"{self.web_url}/login/oauth/access_token",
-                data={
-                    "client_id": self.client_id,
-                    "client_secret": self.client_secret,
-                    "code": code,
-                    "redirect_uri": redirect_uri,
-                },
-                headers={"Accept": "application/json"},
-                timeout=self.timeout_s,
-            )
-            data = answer.json()
-        except (requests.RequestException, ValueError) as exc:
-            raise OAuthError(
-                f"GitHub did not answer the login ({type(exc).__name__})", "try logging in again"
-            ) from None
-        token = data.get("access_token") if isinstance(data, dict) else None
-        if not token:
-            error = (
-                data.get("error_description") or data.get("error") if isinstance(data, dict) else "no token"
-            )
-            raise OAuthError(
-                f"GitHub refused the login: {error}", "log in again; check GITHUB_OAUTH_CLIENT_ID/SECRET"
-            )
-        return str(token)
-
-    def _get(self, token: str, path: str) -> tuple[int, Any]:
-        import requests
-
-        try:
-            answer = requests.get(
-                f"{self.api_url}{path}",
-                headers={"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json"},
-                timeout=self.timeout_s,
-            )
-        except requests.RequestException as exc:
-            raise OAuthError(
-                f"GitHub did not answer {path} ({type(exc).__name__})", "try logging in again"
-            ) from None
-        try:
-            body = answer.json()
-        except ValueError:
-            body = None
-        return answer.status_code, body
+            return oauth.exchange_code(self.api_url, self.client_id, self.client_secret, code, self.timeout_s)
+        except oauth.LoginRefused as exc:
+            raise OAuthError(f"GitHub refused the login: {exc.problem}", exc.remedy) from None
+        except GitHubError:
+            raise OAuthError("GitHub did not answer the login", "try logging in again") from None
 
     def user(self, token: str) -> str:
-        status, body = self._get(token, "/user")
-        if status != 200 or not isinstance(body, dict) or not body.get("login"):
+        from core.github import oauth
+        from core.github.errors import GitHubError
+
+        try:
+            return oauth.user_login(self.api_url, token, self.timeout_s)
+        except GitHubError as exc:
             raise OAuthError(
-                f"GitHub did not say who logged in (GET /user answered {status})", "log in again"
-            )
-        return str(body["login"])
+                f"GitHub did not say who logged in (GET /user answered {exc.status or 'nothing'})",
+                "log in again",
+            ) from None
 
     def can_read(self, token: str, repo: str) -> bool:
         """GitHub answers 404 for a repository the user cannot see; 200 with ``permissions.pull`` otherwise."""
-        status, body = self._get(token, f"/repos/{repo}")
-        if status != 200 or not isinstance(body, dict):
-            return False
-        perms = body.get("permissions")
-        return bool(perms.get("pull", True)) if isinstance(perms, dict) else True
+        from core.github import oauth
+        from core.github.errors import GitHubError
+
+        try:
+            return oauth.can_read(self.api_url, token, repo, self.timeout_s)
+        except GitHubError as exc:
+            raise OAuthError(
+                f"GitHub did not answer GET /repos/{repo}: {exc.problem}", "try logging in again"
+            ) from None
 
 
 def viewer_for(oauth: GitHubOAuth, token: str, repos: list[str], now: float) -> Viewer:

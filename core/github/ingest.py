@@ -39,6 +39,16 @@ class LiveGitHub:
     def find_pull(self, repo: str, head: str) -> PullRequestInfo | None:
         return self.adapter.find_pull_request(repo, head)
 
+    def closed_unmerged(self, repo: str, head: str) -> int | None:
+        pulls = self.adapter.pull_requests_from(repo, head)
+        newest = pulls[0] if pulls else None
+        if newest is None or newest.state != "closed" or newest.merged:
+            return None
+        # A listing says "merged" by merged_at only: read the PR itself before calling it declined.
+        if self.adapter.get_pull_request(repo, newest.number).merged:
+            return None
+        return newest.number
+
     def open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> Posted:
         info, created = self.adapter.ensure_pull_request(repo, head=head, base=base, title=title, body=body)
         return Posted(info.number, info.html_url, created)
@@ -225,6 +235,12 @@ class DryGitHub:
             }
         )
         return Posted(len(self.checks), f"dry://{repo}/checks/{len(self.checks)}", created=True)
+
+    def closed_unmerged(self, repo: str, head: str) -> int | None:
+        entry = self.pulls.get((repo, head))
+        if entry is None or entry.get("state") != "closed" or entry.get("merged"):
+            return None
+        return int(str(entry["number"]))
 
     def close_pull(self, repo: str, *, head: str, comment: str) -> int | None:
         return self._close(self.pulls, repo, head, comment)

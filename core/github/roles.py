@@ -231,6 +231,10 @@ class IngestGitHub(Protocol):
         """The open PR whose head is the branch ``head`` of ``repo``, whatever its base."""
         ...
 
+    def closed_unmerged(self, repo: str, head: str) -> int | None:
+        """The newest PR from the branch ``head``, when a maintainer closed it without merging; else None."""
+        ...
+
     def open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> Posted:
         """Open a PR from ``head`` into ``base`` (a create that races another finds the first)."""
         ...

@@ -696,6 +696,11 @@ def resolution_approval_record(record_marker: str, head_sha: str, by: str) -> st
     )
 
 
+def learned_resolutions_message(count: int, pr: int) -> str:
+    """The commit message of the resolution memory's commit for an approved pick PR."""
+    return f"forksync: learn {count} resolution(s) approved in #{pr}"
+
+
 def resolution_approved_answer(command: Command, head_sha: str, learned: int) -> Outcome:
     return done(
         command,

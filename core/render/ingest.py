@@ -30,10 +30,15 @@ class CommitRow:
 class BundleView:
     key: str  # stable bundle id; also the marker key
     branch: str
-    base_branch: str  # what the PR targets: the fork trunk (bundles are independent, never stacked)
+    base_branch: str  # what the PR targets: the fork trunk, or the branch of the bundle it is stacked on
     commits: tuple[CommitRow, ...]
     plan_id: str
     ejected: tuple[CommitRow, ...] = ()  # failed at build time, moved to a chain
+    stacked_on: str | None = None  # the bundle (id) it is stacked on; its branch is base_branch
+    stack_commits: int = 0  # stacked: the commits of the bundles under it (what it needs landed first)
+    needs: tuple[CommitRow, ...] = ()  # stacked: its members that need the stack under it, and why
+    unstacked_from: str | None = None  # the declined bundle's branch it was stacked on
+    left_behind: tuple[CommitRow, ...] = ()  # members that need the declined bundle and moved to it
 
 
 @dataclass(frozen=True)
@@ -117,17 +122,62 @@ def _commit_table(rows: tuple[CommitRow, ...], upstream_url: str | None, note_he
     return lines
 
 
+# Where a stacked bundle's body names its base PR: the ingestion planner (or, for a base opened in
+# the same run, its executor) puts the PR's number in its place (``fill_stack_ref``).
+STACK_REF = "<!-- forksync:stack-base -->"
+
+
+def fill_stack_ref(body: str, number: int | None) -> str:
+    """``body`` with its base PR named (``#N``), or unchanged while the base has no PR yet."""
+    return body if number is None else body.replace(STACK_REF, f"#{number}")
+
+
 def bundle_body(bundle: BundleView, upstream_url: str | None) -> str:
     lines = [
         marker("bundle", bundle.key),
         marker("plan", bundle.plan_id),
         f"Cherry-picks {len(bundle.commits)} low-risk upstream commits, in upstream order, "
         f"on branch `{bundle.branch}`. Each keeps its author and names the upstream commit in a trailer.",
-        f"Built on `{bundle.base_branch}` alone: it lands on its own, in any order with the other bundles and "
-        "chains. When another lands first, forksync rebuilds this one onto the new trunk in this same PR.",
-        "",
-        *_commit_table(bundle.commits, upstream_url, "risk notes"),
     ]
+    if bundle.stacked_on is not None:
+        why = (
+            "Its commits depend on that bundle's (below: which lines or symbols)"
+            if bundle.needs
+            else "It was cut from one group of dependent commits whose needs cross, so the group's "
+            "bundles are stacked in line"
+        )
+        lines += [
+            f"**Stacked on {STACK_REF}** (`{bundle.base_branch}`, {bundle.stack_commits} commits it needs); "
+            f"lands after it. {why}, and bundles are kept to `bundle.max_commits`, so it is built on that "
+            "branch and targets it. When that PR lands, forksync re-targets this one to the trunk and "
+            "rebuilds it, in this same PR.",
+        ]
+    else:
+        lines += [
+            f"Built on `{bundle.base_branch}` alone: it lands on its own, in any order with the other bundles "
+            "and chains. When another lands first, forksync rebuilds this one onto the new trunk in this same PR.",
+        ]
+    lines += ["", *_commit_table(bundle.commits, upstream_url, "risk notes")]
+    if bundle.needs:
+        lines += [
+            "",
+            f"**Why stacked** ({len(bundle.needs)}): these commits need the bundle it is stacked on.",
+            "",
+            *_commit_table(bundle.needs, upstream_url, "needs"),
+        ]
+    if bundle.unstacked_from is not None:
+        lines += [
+            "",
+            f"Was stacked on `{bundle.unstacked_from}`, whose PR was closed unmerged: rebuilt on "
+            f"`{bundle.base_branch}` without it"
+            + (
+                f"; {len(bundle.left_behind)} commit(s) that need it left this PR for it:"
+                if bundle.left_behind
+                else "."
+            ),
+        ]
+        if bundle.left_behind:
+            lines += ["", *_commit_table(bundle.left_behind, upstream_url, "needs")]
     if bundle.ejected:
         lines += [
             "",
@@ -382,6 +432,56 @@ def retarget_note(branch: str, old_base: str, new_base: str) -> str:
     return (
         f"forksync re-targeted this PR from `{old_base}` to `{new_base}`: every bundle and chain is now built "
         f"on `{new_base}` alone and lands on its own, and `{branch}` was rebuilt onto it. Same PR, same branch.\n"
+    )
+
+
+def stack_landed_note(branch: str, old_base: str, new_base: str, still_open: bool = False) -> str:
+    """Said on a stacked PR re-targeted to the trunk: the bundle it was stacked on landed (or went),
+    or, ``still_open``, its commits no longer need that bundle."""
+    why = (
+        f"its commits no longer need `{old_base}` (re-planned: the body says what it holds)"
+        if still_open
+        else "the bundle it was stacked on is no longer open (it landed, or was re-planned)"
+    )
+    return (
+        f"forksync re-targeted this PR from `{old_base}` to `{new_base}`: {why}, so `{branch}` was rebuilt "
+        f"onto `{new_base}`. Same PR, same branch.\n"
+    )
+
+
+def restack_note(branch: str, old_base: str, new_base: str) -> str:
+    """Said on a stacked PR re-targeted onto another bundle's branch (the one its commits need now)."""
+    return (
+        f"forksync re-targeted this PR from `{old_base}` to `{new_base}`: its commits need the bundle on "
+        f"`{new_base}` now (the body says which lines or symbols), so `{branch}` was rebuilt onto it and "
+        "lands after it. Same PR, same branch.\n"
+    )
+
+
+def unstacked_note(
+    branch: str, old_base: str, new_base: str, declined: str, number: int | None, left: int
+) -> str:
+    """Said on a stacked PR re-based because a bundle under it (``declined``) was closed unmerged."""
+    which = f"#{number} (`{declined}`)" if number is not None else f"the PR of `{declined}`"
+    moved = (
+        f" {left} commit(s) of this PR need it: they left this PR and stay with that bundle (listed in the body)."
+        if left
+        else " None of this PR's commits need it."
+    )
+    return (
+        f"forksync re-targeted this PR from `{old_base}` to `{new_base}`: {which}, a bundle it was stacked "
+        f"on, was closed unmerged, so `{branch}` was rebuilt onto `{new_base}` without it.{moved} "
+        "Same PR, same branch.\n"
+    )
+
+
+def unstacked_closed_comment(branch: str, declined: str, number: int | None) -> str:
+    """Closing a stacked PR all of whose commits need a bundle whose PR was closed unmerged."""
+    which = f"#{number} (`{declined}`)" if number is not None else f"the PR of `{declined}`"
+    return (
+        f"Closed: every commit of this PR needs {which}, the bundle it was stacked on, which was closed "
+        f"unmerged. They stay with that bundle (its branch is kept: reopening that PR takes them back), so "
+        f"forksync closed this one and deleted `{branch}`."
     )
 
 

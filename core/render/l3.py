@@ -150,3 +150,42 @@ def requested(workload: str, owners: tuple[str, ...], head_sha: str, *, has_run:
 
 def signed_off(signer: str, workload: str, head_sha: str) -> str:
     return f"@{signer} signed off L3 **{workload}** on {head_sha[:12]}."
+
+
+# --------------------------------------------------------------------------- a workload's run (l2 queue)
+
+
+def no_run_command(workload: str) -> str:
+    return f"L3 **{workload}** has no `run` command to run."
+
+
+def no_l3_check(workload: str, head_sha: str) -> str:
+    return f"no L3 check for **{workload}** on {head_sha[:12]}: comment `/l3 {workload}` first."
+
+
+def head_not_on_branch(head_sha: str, repo: str, workload: str) -> str:
+    """Why a workload's command cannot run: its head is on no branch of the repository."""
+    return (
+        f"{head_sha[:12]} is not on a branch of {repo}; a maintainer can push it here "
+        f"and comment /l3 {workload} again"
+    )
+
+
+def run_did_not_start(workload: str, detail: str) -> str:
+    return f"L3 **{workload}** command did not run: {detail}."
+
+
+def run_detail(
+    exit_code: int | None, timed_out: bool, last_line: str, timeout_s: float, tail_chars: int
+) -> str:
+    """What the check says of the command's end: ``exit 0``, a timeout, or the exit status and last line."""
+    if exit_code == 0:
+        return "exit 0"
+    if timed_out:
+        return f"timed out after {timeout_s:.0f}s"
+    return f"exit {exit_code}: {last_line[:tail_chars]}".rstrip(": ")
+
+
+def run_finished(workload: str, run: str, detail: str, metrics: Mapping[str, float]) -> str:
+    shown = ", ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())) or "no metrics"
+    return f"L3 **{workload}** command {run} ({detail}); {shown}."

@@ -40,6 +40,8 @@ class _Bundle(Protocol):
     def commits(self) -> tuple[str, ...]: ...
     @property
     def lines(self) -> int: ...
+    @property
+    def stacked_on(self) -> str | None: ...
 
 
 class _Urgent(Protocol):
@@ -108,6 +110,14 @@ def plan_text(plan: _Plan, subjects: Mapping[str, str], notes: Sequence[str] = (
     )
     if plan.bundles:
         out.append(fit("  bundles: " + ", ".join(f"{b.id} {len(b.commits)}" for b in plan.bundles)))
+        stacked = [b for b in plan.bundles if b.stacked_on is not None]
+        if stacked:
+            out.append(
+                fit(
+                    f"  stacked (each lands after the bundle it needs): {len(stacked)}: "
+                    + ", ".join(f"{b.id} on {b.stacked_on}" for b in stacked)
+                )
+            )
     blocking = []
     for chain in plan.chains:
         seeds = [r for r in chain.reasons if r.kind == "conflict"]
@@ -135,7 +145,7 @@ def plan_text(plan: _Plan, subjects: Mapping[str, str], notes: Sequence[str] = (
     for note in notes:
         out.append(fit(f"Healed: {note}"))
     out.append(
-        "Next: `forksync bundle` builds the bundle branches (landable in any order) and builds chains "
+        "Next: `forksync bundle` builds the bundle branches (landable in any order, a stacked one after its base) and builds chains "
         "through their conflicts;"
     )
     out.append(
@@ -147,7 +157,8 @@ def plan_text(plan: _Plan, subjects: Mapping[str, str], notes: Sequence[str] = (
         out.append(fit(f"{hurried.id}  urgent"))
         out.append(fit(f"  {hurried.commit[:12]}  {subjects.get(hurried.commit, '')}"))
     for bundle in plan.bundles:
-        out.append(f"{bundle.id}  {len(bundle.commits)} commit(s), {bundle.lines} changed lines")
+        on = f", stacked on {bundle.stacked_on}" if bundle.stacked_on is not None else ""
+        out.append(f"{bundle.id}  {len(bundle.commits)} commit(s), {bundle.lines} changed lines{on}")
         out.extend(fit(f"  {sha[:12]}  {subjects.get(sha, '')}") for sha in bundle.commits)
     for chain in plan.chains:
         out.append(f"{chain.id}  {len(chain.commits)} commit(s), risky chain")

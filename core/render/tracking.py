@@ -222,6 +222,22 @@ def parse_facts(body: str | None) -> IssueFacts | None:
         return None
 
 
+def cannot_bisect(benchmark: str, why: str) -> str:
+    """The reply to ``/bisect`` when it cannot start: why, and how to ask."""
+    return f"Cannot bisect `{benchmark}`: {why}"
+
+
+def bisect_not_configured(benchmark: str, config_path: str) -> str:
+    return cannot_bisect(benchmark, f"no L2 benchmark named `{benchmark}` in {config_path}.")
+
+
+def bisect_without_runs(benchmark: str) -> str:
+    return cannot_bisect(
+        benchmark,
+        "no good and bad trunk runs recorded yet; give both commits: `/bisect BENCHMARK GOOD BAD`.",
+    )
+
+
 def bisect_comment(
     benchmark: str,
     good: str,

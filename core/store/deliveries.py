@@ -13,11 +13,12 @@ deliveries again (:func:`mark_replayed`). Command recovery reads :func:`recent_r
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine, and_, delete, func, insert, or_, select, update
 
 from core.store.db import Store
 from core.store.models import AcceptedDeliveryRow
@@ -58,26 +59,135 @@ UNKNOWN = "unknown"  # not in the log (sent by something other than the web proc
 
 def accept(store: Store, record: AcceptedDelivery) -> bool:
     """Record ``record``; True the first time, False when its delivery id was accepted before."""
-    try:  # one Core INSERT on a pooled connection: the web request's only store round trip
-        with store.engine.begin() as conn:
-            conn.execute(
-                _INSERT,
-                {
-                    "delivery": record.delivery,
-                    "event": record.event,
-                    "repo": record.repo,
-                    "installation_id": record.installation_id,
-                    "accepted_at": record.accepted_at,
-                    "task": record.task,
-                    "kwargs": record.kwargs,
-                    "touched_at": record.accepted_at,
-                    "outcome": "",
-                    "replays": 0,
-                },
-            )
-    except IntegrityError:
+    return accept_many(store, [record])[0]
+
+
+def accept_many(store: Store, records: list[AcceptedDelivery]) -> list[bool]:
+    """Record ``records`` in one transaction (the web process's group commit, bot/dispatch.py);
+    for each, True the first time, False when its delivery id was accepted before (earlier in the
+    list included). Nothing is recorded when it raises."""
+    insert = _insert_for(store)
+    if not insert.ignores_conflicts:  # a dialect without ON CONFLICT DO NOTHING: one at a time
+        return [_accept_one(store, insert, record) for record in records]
+    # One INSERT per record and one COMMIT, on a pooled DBAPI connection (the same pool,
+    # connect-time pragmas and pre-ping as the engine's): SQLAlchemy's Core execution around the
+    # same statements cost as much CPU as SQLite itself (benchmarks/README.md, webhook intake).
+    conn = store.engine.raw_connection()
+    try:
+        cursor = conn.cursor()
+        try:
+            firsts = []
+            for record in records:
+                cursor.execute(insert.sql, insert.params(_values(record)))
+                firsts.append(cursor.rowcount == 1)  # 0: the id was there (DO NOTHING)
+        finally:
+            cursor.close()
+        conn.commit()
+    finally:
+        conn.close()  # back to the pool, which rolls back what was not committed
+    return firsts
+
+
+def _accept_one(store: Store, insert: _CompiledInsert, record: AcceptedDelivery) -> bool:
+    conn = store.engine.raw_connection()
+    try:
+        cursor = conn.cursor()
+        try:
+            cursor.execute(insert.sql, insert.params(_values(record)))
+        finally:
+            cursor.close()
+        conn.commit()
+    except insert.integrity_error:
+        conn.rollback()
         return False
+    finally:
+        conn.close()
     return True
+
+
+def _values(record: AcceptedDelivery) -> dict[str, Any]:
+    return {
+        "delivery": record.delivery,
+        "event": record.event,
+        "repo": record.repo,
+        "installation_id": record.installation_id,
+        "accepted_at": record.accepted_at,
+        "task": record.task,
+        "kwargs": record.kwargs,
+        "touched_at": record.accepted_at,
+        "started_by": "",
+        "outcome": "",
+        "replays": 0,
+    }
+
+
+@dataclass(frozen=True)
+class _CompiledInsert:
+    """The accepted-delivery INSERT compiled for one engine's dialect (its paramstyle; ``ON
+    CONFLICT DO NOTHING`` on SQLite and PostgreSQL), with the dialect's bind processors for the
+    columns that have one."""
+
+    sql: str
+    keys: tuple[str, ...]
+    positional: bool
+    processors: tuple[tuple[str, Callable[[Any], Any]], ...]
+    integrity_error: type[Exception]
+    ignores_conflicts: bool
+
+    def params(self, values: dict[str, Any]) -> Any:
+        for key, process in self.processors:
+            values[key] = process(values[key])
+        return tuple(values[k] for k in self.keys) if self.positional else values
+
+
+_COMPILED: weakref.WeakKeyDictionary[Engine, _CompiledInsert] = weakref.WeakKeyDictionary()
+
+
+def _insert_for(store: Store) -> _CompiledInsert:
+    found = _COMPILED.get(store.engine)
+    if found is None:
+        dialect = store.engine.dialect
+        keys = (
+            "delivery",
+            "event",
+            "repo",
+            "installation_id",
+            "accepted_at",
+            "task",
+            "kwargs",
+            "touched_at",
+            "started_by",
+            "outcome",
+            "replays",
+        )
+        statement: Any = _INSERT
+        if dialect.name == "sqlite":
+            from sqlalchemy.dialects import sqlite
+
+            statement = sqlite.insert(AcceptedDeliveryRow).on_conflict_do_nothing(index_elements=["delivery"])
+        elif dialect.name == "postgresql":
+            from sqlalchemy.dialects import postgresql
+
+            statement = postgresql.insert(AcceptedDeliveryRow).on_conflict_do_nothing(
+                index_elements=["delivery"]
+            )
+        compiled = statement.compile(dialect=dialect, column_keys=list(keys))
+        columns = AcceptedDeliveryRow.__table__.c
+        processors = tuple(
+            (key, process)
+            for key in keys
+            if (process := columns[key].type.dialect_impl(dialect).bind_processor(dialect)) is not None
+        )
+        found = _CompiledInsert(
+            str(compiled),
+            tuple(compiled.positiontup or keys) if compiled.positional else keys,
+            bool(compiled.positional),
+            processors,
+            dialect.loaded_dbapi.IntegrityError,
+            statement is not _INSERT,
+        )
+        _COMPILED[store.engine] = found
+    return found
 
 
 def begin(

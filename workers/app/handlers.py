@@ -59,8 +59,8 @@ def dispatch(event_task: str, kwargs: dict[str, Any]) -> int:
 def only_from(*modules: str) -> Iterator[None]:
     """Within the block, run only the handlers defined in ``modules`` (this process only).
 
-    ``forksync demo`` uses it to show the ingestion loop and comment commands alone: the L1/L2
-    handlers need a real GitHub App and runners, which the offline demo does not have.
+    ``forksync demo`` uses it to run the ingestion, comment-command and L1 handlers alone (the
+    others need what the offline demo leaves out: a resolution agent, L3 workloads).
     """
     saved = {name: list(fns) for name, fns in _HANDLERS.items()}
     for fns in _HANDLERS.values():

@@ -299,6 +299,7 @@ def pull_state(ctx: Context, *, with_approval: bool = False) -> plan.PullState:
         pull.from_outside(ctx.repo),
         needs,
         approved_head,
+        pull.head_ref,
     )
 
 
@@ -351,8 +352,12 @@ def l3(ctx: Context, command: Command) -> render.Outcome:
 
 
 def approve(ctx: Context, command: Command) -> render.Outcome:
-    """Record that this outside PR may run on self-hosted runners, at its current head."""
+    """/approve: on forksync's own pick PR, the resolution at its head (learned into the fork's
+    memory, ``plan.plan_approve_resolution``); on an outside PR, that it may run on self-hosted
+    runners at its current head."""
     pull = pull_state(ctx) if ctx.task.is_pull_request else None
+    if pull is not None and pull.is_pick:
+        return execute(ctx, plan.plan_approve_resolution(command, pull, ctx.author), open_fork(ctx))
     body = approval_body(pull.number, pull.head_sha, ctx.author) if pull is not None else ""
     marker = approval_marker(pull.number) if pull is not None else ""
     return execute(

@@ -21,13 +21,14 @@ from workers.commands.plan import (
     ApplyL3,
     EditPull,
     Enqueue,
+    LearnResolutions,
     MarkCommit,
     MoveCommit,
     PostMarked,
     PushBranch,
     Reply,
 )
-from workers.commands.services import Services, fork_auth, send_task
+from workers.commands.services import Services, fetch_pull_branch, fork_auth, send_task
 from workers.engine.decisions import Disposition, write_decision
 from workers.engine.pair import FORK_NOTES_REF
 
@@ -59,6 +60,8 @@ def execute(ctx: Context, actions: Sequence[Action], pair: Pair | None = None) -
             _mark(ctx, _need(pair, action), action)
         elif isinstance(action, MoveCommit):
             answer = _move(ctx, _need(pair, action), action)
+        elif isinstance(action, LearnResolutions):
+            answer = _learn(ctx, _need(pair, action), action)
         elif isinstance(action, PostMarked):
             existing = bot_comment(ctx.gh, ctx.repo, action.number, action.marker, ctx.own_login)
             post_comment(ctx.gh, ctx.repo, action.number, action.body, existing)
@@ -117,6 +120,29 @@ def _move(ctx: Context, pair: Pair, action: MoveCommit) -> render.Outcome:
     if record is None:
         return render.unchained(action.command, action.shown)
     return render.chained(action.command, action.shown, record.id, len(record.commits))
+
+
+def _learn(ctx: Context, pair: Pair, action: LearnResolutions) -> render.Outcome:
+    """The PR's branch fetched, the resolutions on it read (``learn_branch``) and pushed onto the
+    fork's resolution memory ref."""
+    import pygit2
+
+    from workers.engine.resolve.learning import learn_branch, record_in_fork
+
+    head = fetch_pull_branch(ctx, pair, action.number, action.branch)
+    repo = pygit2.Repository(str(pair.repo.path))
+    records = learn_branch(repo, pair.fork_tip, head, ctx.config.ledger.trailer_patterns, action.source)
+    with fork_auth(ctx):
+        learned = record_in_fork(
+            pair,
+            records,
+            render.learned_resolutions_message(len(records), action.number),
+            ctx.config.resolve.memory_ref,
+        )
+    log.info(
+        "%s: %d resolution(s) of #%d learned (/approve by %s)", ctx.repo, learned, action.number, ctx.author
+    )
+    return render.resolution_approved_answer(action.command, action.head_sha, learned)
 
 
 def _apply_l3(ctx: Context, action: ApplyL3) -> None:

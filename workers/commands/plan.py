@@ -22,6 +22,8 @@ The actions, in the order a plan lists them:
 * :class:`EditPull`: retitle the PR and replace its sections in place.
 * :class:`ApplyL3`: write the L3 check runs and queue the runs that ``/l3`` and ``/signoff`` planned
   (``workers.testing.l3``'s planners, on the PR head).
+* :class:`LearnResolutions`: put the resolutions a pick PR's branch carries into the fork's
+  resolution memory (``/approve`` on a pick PR); answered with how many were learned.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from core.commands import Command
 from core.config import RepoConfig
 from core.github.records import CheckRunInfo
 from core.render import commands as render
+from core.render import marker as marker_of
 from core.render import resolution as show
 from core.render.l3 import L3State
 from workers.testing import l3
@@ -104,7 +107,30 @@ class EditPull:
     body: str
 
 
-Action = Reply | Enqueue | MarkCommit | MoveCommit | PostMarked | AddLabels | ApplyL3 | PushBranch | EditPull
+@dataclass(frozen=True)
+class LearnResolutions:
+    """Fetch pick PR #number's ``branch`` and record the resolutions it carries in the fork's
+    resolution memory, their source ``source``; answered for ``head_sha`` with how many."""
+
+    command: Command
+    number: int
+    branch: str
+    head_sha: str
+    source: str
+
+
+Action = (
+    Reply
+    | Enqueue
+    | MarkCommit
+    | MoveCommit
+    | PostMarked
+    | AddLabels
+    | ApplyL3
+    | PushBranch
+    | EditPull
+    | LearnResolutions
+)
 
 
 # --------------------------------------------------------------------------- plain state
@@ -131,6 +157,12 @@ class PullState:
     from_outside: bool  # its branch is not in this repository
     needs_approval: bool  # workers.commands.approval.needs_approval
     approved_head: str | None = None  # the head a maintainer's /approve recorded, if any
+    head_ref: str = ""  # its branch
+
+    @property
+    def is_pick(self) -> bool:
+        """forksync's own pick PR (a bundle, chain or pick branch of this repository)."""
+        return not self.from_outside and self.head_ref.startswith(PICK_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -157,6 +189,8 @@ L3Found = tuple[CheckRunInfo, L3State | None] | None  # l3.current: the workload
 
 # --------------------------------------------------------------------------- planners (pure)
 
+
+PICK_PREFIX = "forksync/"  # forksync's pick branches
 
 VERB = {"skip": "wont_port", "defer": "deferred", "urgent": "urgent"}
 
@@ -292,7 +326,8 @@ def plan_digest(command: Command) -> list[Action]:
 def plan_approve(
     command: Command, is_pull: bool, pull: PullState | None, marker: str, body: str, label: str
 ) -> list[Action]:
-    """/approve on an outside PR: record the approval of its head (a marked comment and a label)."""
+    """/approve on an outside PR: record the approval of its head (a marked comment and a label).
+    (On forksync's own pick PR it approves the resolution instead: :func:`plan_approve_resolution`.)"""
     if not is_pull or pull is None:
         return [Reply(render.approve_on_issue(command))]
     if not pull.from_outside:
@@ -303,6 +338,24 @@ def plan_approve(
         PostMarked(pull.number, marker, body),
         AddLabels(pull.number, (label,)),
         Reply(render.approved(command, pull.author, pull.head_sha)),
+    ]
+
+
+def resolution_marker(pr: int) -> str:
+    """The hidden marker of the bot's record of a resolution's approval on PR #pr."""
+    return marker_of("resolution-approval", str(pr))
+
+
+def plan_approve_resolution(command: Command, pull: PullState, author: str) -> list[Action]:
+    """/approve on a pick PR: the maintainer's word on its resolution at the current head. Its
+    resolutions go into the fork's memory at once ("approved proposals"), and a marked bot comment
+    records the head (a later push needs a new approval)."""
+    record = resolution_marker(pull.number)
+    return [
+        LearnResolutions(
+            command, pull.number, pull.head_ref, pull.head_sha, f"approved #{pull.number} by @{author}"
+        ),
+        PostMarked(pull.number, record, render.resolution_approval_record(record, pull.head_sha, author)),
     ]
 
 
@@ -337,9 +390,6 @@ def plan_l3(
     else:
         outcome = render.done(command, answer.text)
     return [ApplyL3(head_sha, tuple(steps)), Reply(outcome)] if len(steps) > 1 else [Reply(outcome)]
-
-
-PICK_PREFIX = "forksync/"  # forksync's pick branches
 
 
 def resolve_refusal(

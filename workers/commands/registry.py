@@ -21,7 +21,7 @@ def default_actions() -> dict[str, Action]:
         "skip": decide,
         "defer": decide,
         "urgent": decide,
-        "approve": _approve,
+        "approve": approve,
         "chain": chain,
         "unchain": chain,
         "bundle": bundle,
@@ -38,14 +38,3 @@ def _resolve_action(ctx: Context, command: Command) -> render.Outcome:
     from workers.commands.resolution import resolve_action  # the engine's resolver loads on first use
 
     return resolve_action(ctx, command)
-
-
-def _approve(ctx: Context, command: Command) -> render.Outcome:
-    """/approve: on forksync's own pick PR it approves the resolution; elsewhere, outside PRs for the runners."""
-    if ctx.task.is_pull_request:
-        pull = ctx.pull()
-        if not pull.from_outside(ctx.repo) and pull.head_ref.startswith("forksync/"):
-            from workers.commands.resolution import approve_resolution
-
-            return approve_resolution(ctx, command)
-    return approve(ctx, command)

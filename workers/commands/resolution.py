@@ -1,4 +1,5 @@
-"""``/resolve [agent]`` and ``/resolve show FILE`` on a forksync pick PR.
+"""``/resolve [agent]`` and ``/resolve show FILE`` on a forksync pick PR, and whether its
+resolution was approved (``/approve`` on a pick PR is planned in ``plan.plan_approve_resolution``).
 
 ``/resolve`` rebuilds the PR's branch: each upstream commit the branch carries (its trailers) is
 cherry-picked again onto the fork's trunk in memory and resolved (memory from the fork's
@@ -16,22 +17,19 @@ import pygit2
 from core.commands import Command
 from core.github.roles import Comments
 from core.render import commands as render
-from core.render import marker as render_marker
 from workers.commands import plan
 from workers.commands.actions import open_fork
 from workers.commands.execute import execute
-from workers.commands.handler import Context, bot_comment, post_comment
-from workers.commands.services import fork_auth
+from workers.commands.handler import Context, bot_comment
+from workers.commands.services import fetch_pull_branch
 from workers.engine.bundle import BOT_COMMITTER, PickStyle
 from workers.engine.pair import normalise_web_url
 from workers.engine.resolve.agent import agent_step, from_config
 from workers.engine.resolve.branch import build_through, plan_branch, read_branch
-from workers.engine.resolve.learning import learn_branch, record_in_fork
 from workers.engine.resolve.memory import fetch_memory
 from workers.engine.resolve.pick import AgentStep
 from workers.engine.resolve.rails import Check
 
-PR_HEAD_REF = "refs/forksync/pr-head/"
 BRANCH_PREFIX = plan.PICK_PREFIX
 
 
@@ -57,11 +55,7 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
     assert pull is not None  # a refusal otherwise
     with_agent = command.args[:1] == ("agent",)
     pair = open_fork(ctx)
-    head_ref = f"{PR_HEAD_REF}{pull.number}"
-    with fork_auth(ctx):
-        pair.repo.git(
-            "fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}"
-        )
+    head_ref = fetch_pull_branch(ctx, pair, pull.number, pull.head_ref)
     repo = pygit2.Repository(str(pair.repo.path))
     committer = _committer(ctx)
     branch = plan_branch(
@@ -115,49 +109,11 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
 # --------------------------------------------------------------------------- approval of a resolution
 
 
-def resolution_marker(pr: int) -> str:
-    return render_marker("resolution-approval", str(pr))
-
-
-def approve_resolution(ctx: Context, command: Command) -> render.Outcome:
-    """/approve on a forksync pick PR: the maintainer's word on its resolution, at the current head.
-
-    Recorded as a marked bot comment (naming the head sha: a later push needs a new approval),
-    and the branch's resolutions go into the fork's memory at once ("approved proposals").
-    """
-    pull = ctx.pull()
-    pair = open_fork(ctx)
-    head_ref = f"{PR_HEAD_REF}{pull.number}"
-    with fork_auth(ctx):
-        pair.repo.git(
-            "fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{pull.head_ref}:{head_ref}"
-        )
-    repo = pygit2.Repository(str(pair.repo.path))
-    records = learn_branch(
-        repo,
-        pair.fork_tip,
-        head_ref,
-        ctx.config.ledger.trailer_patterns,
-        f"approved #{pull.number} by @{ctx.author}",
-    )
-    with fork_auth(ctx):
-        learned = record_in_fork(
-            pair,
-            records,
-            f"forksync: learn {len(records)} resolution(s) approved in #{pull.number}",
-            ctx.config.resolve.memory_ref,
-        )
-    body = render.resolution_approval_record(resolution_marker(pull.number), pull.head_sha, ctx.author)
-    existing = bot_comment(ctx.gh, ctx.repo, pull.number, resolution_marker(pull.number), ctx.own_login)
-    post_comment(ctx.gh, ctx.repo, pull.number, body, existing)
-    return render.resolution_approved_answer(command, pull.head_sha, learned)
-
-
 def resolution_approved(
     gh: Comments, repo: str, pr: int, head_sha: str, own_login: str | None = None
 ) -> bool:
     """True when a maintainer approved PR #pr's resolution at ``head_sha`` (for whoever merges)."""
-    comment = bot_comment(gh, repo, pr, resolution_marker(pr), own_login)
+    comment = bot_comment(gh, repo, pr, plan.resolution_marker(pr), own_login)
     return (
         comment is not None
         and comment.author_type == "Bot"

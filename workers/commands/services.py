@@ -16,6 +16,7 @@ from core.errors import ForksyncError
 
 if TYPE_CHECKING:
     from workers.commands.handler import Context
+    from workers.engine.pair import Pair
 
 SendTask = Callable[[str, dict[str, Any]], None]
 
@@ -86,3 +87,16 @@ def send_task(ctx: Context, name: str, extra: dict[str, Any]) -> bool:
         kwargs.setdefault("delivery", ctx.task.delivery)
     services.send_task(name, kwargs)
     return True
+
+
+PR_HEAD_REF = "refs/forksync/pr-head/"
+
+
+def fetch_pull_branch(ctx: Context, pair: Pair, number: int, branch: str) -> str:
+    """Fetch the fork's ``branch`` (PR #number's head) into the pair's repository; the local ref."""
+    local = f"{PR_HEAD_REF}{number}"
+    with fork_auth(ctx):
+        pair.repo.git(
+            "fetch", "--quiet", "--no-tags", "--", pair.fork.remote, f"+refs/heads/{branch}:{local}"
+        )
+    return local

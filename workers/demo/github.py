@@ -1,21 +1,36 @@
-"""The demo's simulated GitHub: the dry ingestion recorder, plus what comment commands need.
+"""The demo's simulated GitHub: the dry ingestion recorder, plus what comment commands and the L1
+and L2 jobs need.
 
 ``forksync demo`` runs a maintainer's comments (``/approve``, ``/skip``) through the real command
 path (webhook view -> Celery -> ``workers.tasks.commands.answer`` -> the handler -> its action).
 That path asks GitHub for the comment, the PR, the user's permission and the fork's config
 (:class:`workers.commands.handler.CommandGitHub`); :class:`DemoGitHub` answers them from what
 the demo recorded (``DryGitHub``'s PRs) and from the fork's bare copy on disk (files, PR heads).
-Nothing here reaches a network.
+The L1 and L2 tasks ask the App (:class:`DemoApp`, through ``workers.app.runtime.app_for``) for
+this same GitHub, and write their check runs here (:attr:`DemoGitHub.runs`, apart from the
+ingestion's ``checks``). Nothing here reaches a network.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 from core.github.errors import GitHubNotFoundError
 from core.github.ingest import DryGitHub
-from core.github.records import CommentInfo, PullRequestInfo, author_type
+from core.github.records import (
+    CheckAction,
+    CheckOutput,
+    CheckRunInfo,
+    CommentInfo,
+    IssueInfo,
+    PullRequestInfo,
+    ReviewInfo,
+    author_type,
+)
+from core.github.roles import GitHubPort
 from core.render import carries_marker
 from workers.engine.git import Repository
 
@@ -29,6 +44,7 @@ class DemoGitHub(DryGitHub):
     permissions: dict[str, str] = field(default_factory=dict)  # login -> role on every demo repo
     reactions: dict[int, list[str]] = field(default_factory=dict)  # comment id -> reactions added
     notes: list[CommentInfo] = field(default_factory=list)  # every comment, users' and the bot's
+    runs: dict[int, CheckRunInfo] = field(default_factory=dict)  # the L1 job's check runs, by id
 
     @property
     def adapter(self) -> DemoGitHub:
@@ -129,3 +145,91 @@ class DemoGitHub(DryGitHub):
             "NONE",
             f"dry://{repo}/{number}",
         )
+
+    # ----------------------------------------------------------------- Checks, reviews (the L1 job)
+
+    def create_check_run(
+        self,
+        repo: str,
+        *,
+        name: str,
+        head_sha: str,
+        status: str = "queued",
+        conclusion: str | None = None,
+        output: CheckOutput | None = None,
+        actions: Sequence[CheckAction] = (),
+        details_url: str | None = None,
+        external_id: str | None = None,
+    ) -> CheckRunInfo:
+        number = len(self.runs) + 1
+        info = CheckRunInfo(
+            number,
+            name,
+            head_sha,
+            "completed" if conclusion else status,
+            conclusion,
+            f"dry://{repo}/runs/{number}",
+            external_id=external_id,
+        )
+        self.runs[number] = _with_output(info, output)
+        return self.runs[number]
+
+    def update_check_run(
+        self,
+        repo: str,
+        check_run_id: int,
+        *,
+        status: str | None = None,
+        conclusion: str | None = None,
+        output: CheckOutput | None = None,
+        actions: Sequence[CheckAction] | None = None,
+    ) -> CheckRunInfo:
+        old = self.runs[check_run_id]
+        new = replace(
+            old,
+            status="completed" if conclusion else (status or old.status),
+            conclusion=conclusion if conclusion else (None if status else old.conclusion),
+        )
+        self.runs[check_run_id] = _with_output(new, output)
+        return self.runs[check_run_id]
+
+    def list_check_runs(self, repo: str, ref: str, *, name: str | None = None) -> list[CheckRunInfo]:
+        return [r for r in self.runs.values() if r.head_sha == ref and name in (None, r.name)]
+
+    def required_status_checks(self, repo: str, branch: str) -> tuple[str, ...] | None:
+        return None  # the demo's trunk is not protected
+
+    def list_reviews(self, repo: str, number: int) -> list[ReviewInfo]:
+        return list(self.reviews.get(number, []))
+
+    def list_issues(self, repo: str, *, labels: Sequence[str] = (), state: str = "open") -> list[IssueInfo]:
+        return []  # no infrastructure issue is open in the demo
+
+
+def _with_output(info: CheckRunInfo, output: CheckOutput | None) -> CheckRunInfo:
+    if output is None:
+        return info
+    return replace(info, title=output.title, summary=output.summary, text=output.text)
+
+
+@dataclass
+class DemoApp:
+    """The GitHub App as the L1 and L2 tasks ask for it (``workers.app.runtime.InstalledApp``):
+    its adapter is the demo's GitHub, its push URLs the bare copies on disk, no token."""
+
+    github: DemoGitHub
+    push_url_template: str  # e.g. /tmp/demo/github/{repo}.git
+
+    def adapter(self, installation_id: int) -> GitHubPort:
+        # The roles the L1 and L2 jobs use in the demo (checks, pulls, reviews, issues listed,
+        # comments, contents); a call outside them fails with AttributeError, never silently.
+        return cast("GitHubPort", self.github)
+
+    def installation_token(self, installation_id: int) -> str:
+        return ""  # local paths: git sends no credentials
+
+    def bot_login(self) -> str:
+        return BOT_LOGIN
+
+    def installed_repositories(self) -> Iterable[tuple[int, str]]:
+        return [(1, repo) for repo in self.github.remotes]

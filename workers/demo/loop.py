@@ -3,14 +3,16 @@
 What is real: git (bare remotes on disk), the engine (ledger, plan, bundle and chain builds, the
 conflict-resolution pipeline), the webhook view (``bot.create_app``, signature and dedup), Celery
 (the embedded SQLite broker and a real worker, in a thread of this process), the comment command
-handler (``/approve``, ``/skip``). What is simulated: GitHub — a recorder (``DemoGitHub``) stands
-in for the API and prints the PRs, issues, check runs and replies forksync would post; pushes go
-to a bare copy of the fork on disk. No network, no Redis, no credentials.
+handler (``/approve``, ``/skip``), the L1 job (the sample fork's CPU suite, ``python3
+ci/unit_tests.py``, run in a clean checkout, its JUnit XML read) and the L2 job (the fork's
+benchmark on the trunk, recorded and judged). What is simulated: GitHub — a recorder
+(``DemoGitHub``) stands in for the API and prints the PRs, issues, check runs and replies forksync
+would post; pushes go to a bare copy of the fork on disk. No network, no Redis, no credentials.
 
 The story: ingest (one bundle, three chain PRs, one of them carrying a conflict the pipeline
-resolved), merge the bundle, land the chains out of order (the resolved one after the
-maintainer's ``/approve``), then the maintainer decides the one deferred commit (``/skip``): the
-backlog ends at 0.
+resolved), L1 on the bundle PR, merge the bundle, the nightly L2 on the new trunk, land the chains
+out of order (the resolved one after the maintainer's ``/approve``), then the maintainer decides
+the one deferred commit (``/skip``): the backlog ends at 0.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from core.github.ingest import DryGitHub
 from core.github.records import cut
 from core.render import commands as render_commands
 from core.settings import WorkerSettings
-from workers.demo.github import DemoGitHub
+from workers.demo.github import DemoApp, DemoGitHub
 from workers.engine.git import Repository, run_git
 
 FORK_REPO = "example-org/triton"
@@ -38,6 +40,7 @@ MAINTAINER = (
 # The deferred commit's fate: the layouts owner decides the fork does not need it (see _clear_deferred).
 DEFERRED_PR = 7005
 DEFERRED_VERDICT = "superseded by the fork MMAv3 layout interface, says the layouts owner"
+L2_BENCHMARK = "compile-python"  # the sample fork's benchmark (workers/demo/sample.py)
 SECRET = "demo-secret"  # the demo's own webhook secret: the deliveries below are signed with it
 
 
@@ -93,13 +96,14 @@ def _push_payload(head: str) -> dict[str, Any]:
     }
 
 
-def _merged_payload(number: int, branch: str, head: str) -> dict[str, Any]:
+def _merged_payload(number: int, branch: str, head: str, action: str = "closed") -> dict[str, Any]:
+    """A pull_request event on the bot's PR #number: merged (``closed``), or ``opened``."""
     repo = {"full_name": FORK_REPO, "name": "triton", "owner": {"login": "example-org"}}
     side = {"ref": branch, "sha": head, "repo": repo, "label": f"example-org:{branch}"}
     pr = {
         "number": number,
-        "state": "closed",
-        "merged": True,
+        "state": "closed" if action == "closed" else "open",
+        "merged": action == "closed",
         "draft": False,
         "head": side,
         "base": {"ref": "main", "sha": head, "repo": repo, "label": "example-org:main"},
@@ -109,7 +113,7 @@ def _merged_payload(number: int, branch: str, head: str) -> dict[str, Any]:
         "body": "",
     }
     return {
-        "action": "closed",
+        "action": action,
         "number": number,
         "pull_request": pr,
         "repository": repo,
@@ -175,7 +179,9 @@ def run_loop_demo(
         "real: git, the engine, the webhook view, Celery (SQLite broker + a worker thread), the comment commands"
     )
     print("simulated: GitHub (a dry recorder prints what would be posted; pushes go to a bare copy on disk)")
-    print("not shown: L1/L2 handlers of the same webhooks (they need a GitHub App and test runners)")
+    print(
+        "real tests: L1 runs the fork's CPU suite on a PR, L2 its benchmark on the trunk (python3, this machine)"
+    )
     print(
         f"the maintainer: @{MAINTAINER}, whose comments go through the real command path (webhook -> worker -> handler)\n"
     )
@@ -187,7 +193,8 @@ def run_loop_demo(
         {"FORKSYNC_DATA_DIR": str(data), "FORKSYNC_GIT_URL_MAP": json.dumps({upstream_url: str(upstream)})}
     )
     gh = DemoGitHub(remotes={FORK_REPO: str(remote)}, permissions={MAINTAINER: "maintain"})
-    runtime.use(github=lambda _settings, _installation: gh)
+    demo_app = DemoApp(gh, str(root / "github") + "/{repo}.git")
+    runtime.use(github=lambda _settings, _installation: gh, app=lambda _settings: demo_app)
     app = create_celery(settings)
     web = create_app(
         {"FORKSYNC_WEBHOOK_SECRET": SECRET, "FORKSYNC_DATA_DIR": str(data)}, sender=_AppSender(app)
@@ -195,9 +202,10 @@ def run_loop_demo(
     client = web.test_client()
     fork_git = Repository(remote)
     try:
-        # Only the ingestion handlers: L1/L2 react to the same webhooks but need a real App and runners.
+        # The ingestion, command and L1 handlers (the others need what the demo leaves out: a
+        # resolution agent, L3 workloads).
         with (
-            handlers.only_from("workers.tasks.ingest", "workers.tasks.commands"),
+            handlers.only_from("workers.tasks.ingest", "workers.tasks.commands", "workers.tasks.l1"),
             start_worker(app, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30),
         ):
             started = time.monotonic()
@@ -210,6 +218,7 @@ def run_loop_demo(
             if first is not None:
                 branch, number = str(first["head"]), int(str(first["number"]))
                 bundle_head = fork_git.rev_parse(f"refs/heads/{branch}") or ""
+                _l1_on_pull(gh, client, number, branch, bundle_head)
                 fork_git.git("update-ref", "refs/heads/main", bundle_head)  # "merge" the first bundle PR
                 print(
                     f"\nmerging bundle PR #{number} ({branch}) into main, then webhook pull_request closed+merged -> "
@@ -219,6 +228,7 @@ def run_loop_demo(
                 before, after = gh.checks[0]["title"], gh.checks[-1]["title"]
                 print(f"ledger moved: check was '{before}'\n              now       '{after}'")
                 _why_backlog(upstream, remote, gh)
+                _l2_on_trunk(app, settings, fork_git)
                 _land_out_of_order(gh, fork_git, client)
                 _clear_deferred(gh, client, upstream, remote)
     finally:
@@ -237,6 +247,65 @@ def run_loop_demo(
         else "  (not served by this run: forksync demo --serve serves it there until Ctrl-C)"
     )
     return 0
+
+
+def _l1_on_pull(gh: DemoGitHub, client: Any, number: int, branch: str, head: str) -> None:
+    """GitHub tells forksync the bundle PR was opened; the L1 handler sends ``forksync.run_l1``,
+    and the worker runs the suites the trunk's config names on the PR's head (a real process in a
+    clean checkout), then concludes ``forksync / L1``. Prints the check and what it means."""
+    from core.render.l1 import L1_CHECK
+
+    print(
+        f"\nL1 on bundle PR #{number}: webhook pull_request opened -> "
+        f"{_post(client, 'pull_request', _merged_payload(number, branch, head, action='opened'))}"
+    )
+
+    def concluded() -> Any:
+        return next(
+            (
+                r
+                for r in gh.runs.values()
+                if r.name == L1_CHECK and r.head_sha == head and r.status == "completed"
+            ),
+            None,
+        )
+
+    _wait(concluded, 60, f"L1 on PR #{number}")
+    check = concluded()
+    print(
+        f"  the worker ran the suite the trunk's config names (unit: python3 ci/unit_tests.py) on the PR's"
+        f" head {head[:10]}, in a clean checkout, and read its JUnit XML"
+    )
+    print(f"  check run '{check.name}' on {head[:10]}: {check.conclusion}: {_plain(check.title or '')[0]}")
+    verdict = {
+        "success": "every test passed and none is missing: the bundle may land",
+        "failure": "a test failed that passes on the trunk: the bundle would be split (docs/l1.md)",
+    }.get(str(check.conclusion), "see the check's summary")
+    print(f"  in words: {verdict}")
+
+
+def _l2_on_trunk(app: Any, settings: WorkerSettings, fork_git: Repository) -> None:
+    """The nightly L2 (beat sends ``forksync.run_l2``; here the demo sends it after the landing):
+    the worker runs the fork's benchmark on the trunk's tip, records it in the store and judges
+    it against the earlier runs. Prints the recorded run in words."""
+    from core import tasknames
+    from workers.testing.results import ResultStore
+
+    tip = fork_git.rev_parse("refs/heads/main") or ""
+    results = ResultStore(settings.store())
+    print(f"\nL2 on the trunk after the landing ({tip[:10]}): the nightly task, sent as beat sends it")
+    app.send_task(tasknames.RUN_L2, kwargs={"installation_id": 1, "repo": FORK_REPO})
+
+    def recorded() -> Any:
+        return next((r for r in results.history(FORK_REPO, L2_BENCHMARK) if r.sha == tip), None)
+
+    _wait(recorded, 60, "the L2 run on the trunk")
+    run = recorded()
+    shown = ", ".join(f"{k}={v:g}" for k, v in sorted(run.metrics.items())) or "no metrics"
+    print(f"  benchmark {run.benchmark} (python3 ci/bench_compile.py) on {tip[:10]}: {run.status}, {shown}")
+    print(f"  recorded in the store, verdict: {run.verdict or 'none'}")
+    print("  in words: the first run starts the trunk's baseline; a later run whose metric falls past its")
+    print("  threshold opens a tracking issue and is bisected to its culprit (docs/trunk-tests.md)")
 
 
 def _land_out_of_order(gh: DemoGitHub, fork_git: Repository, client: Any) -> None:

@@ -52,6 +52,56 @@ BASE_FILES: dict[str, int] = {
 }
 
 
+# The sample fork's L1 suite: every Python file of the tree compiles, and the TLX helper behaves.
+# Plain python3 (no pytest on a fresh machine), writing the JUnit XML the L1 runner reads.
+UNIT_TESTS = """\
+import pathlib, sys, time, traceback
+from xml.sax.saxutils import escape
+
+def test_every_python_file_compiles():
+    for path in sorted(pathlib.Path(".").rglob("*.py")):
+        compile(path.read_text(), str(path), "exec")
+
+def test_tlx_async_load_returns_its_pointer():
+    scope = {}
+    exec(pathlib.Path("third_party/tlx/language/tlx/async_load.py").read_text(), scope)
+    assert scope["async_load"](42) == 42
+
+cases = []
+for name, fn in [(n, f) for n, f in sorted(globals().items()) if n.startswith("test_")]:
+    start = time.monotonic()
+    try:
+        fn()
+        failure = ""
+    except Exception:
+        failure = traceback.format_exc()
+    cases.append((name, time.monotonic() - start, failure))
+failed = sum(1 for c in cases if c[2])
+with open(sys.argv[1], "w") as out:
+    out.write(f'<testsuite name="unit" tests="{len(cases)}" failures="{failed}">')
+    for name, seconds, failure in cases:
+        body = f'<failure message="failed">{escape(failure)}</failure>' if failure else ""
+        out.write(f'<testcase classname="ci.unit_tests" name="{name}" time="{seconds:.3f}">{body}</testcase>')
+    out.write("</testsuite>")
+print(f"{len(cases) - failed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
+"""
+
+# The sample fork's L2 benchmark: how many Python files of the tree compile (its metric, higher is
+# better: a file that stops compiling is a regression), printed as the last line of stdout.
+BENCH_COMPILE = """\
+import json, pathlib
+files = 0
+for path in sorted(pathlib.Path(".").rglob("*.py")):
+    try:
+        compile(path.read_text(), str(path), "exec")
+        files += 1
+    except SyntaxError:
+        pass
+print(json.dumps({"metrics": {"files": files}}))
+"""
+
+
 def _initial(path: str, lines: int) -> list[str]:
     if path == "cmake/llvm-hash.txt":
         return ["4c4a9a2d0f3e8b1c5d6e7f8091a2b3c4d5e6f708"]
@@ -372,8 +422,26 @@ def make_sample(root: Path) -> Sample:
         '    - "lib/Dialect/TritonGPU/IR/Dialect.cpp"\n'
         "  risky_paths:\n"
         '    - "cmake/llvm-hash.txt"\n'
+        # A real CPU suite (L1, on every PR) and a real trunk benchmark (L2), both plain python3.
+        "l1:\n"
+        "  suites:\n"
+        '    - {name: unit, run: [python3, ci/unit_tests.py, "{junit}"], timeout: 120, min_tests: 2}\n'
+        "l2:\n"
+        "  benchmarks:\n"
+        "    - name: compile-python\n"
+        "      run: [python3, ci/bench_compile.py]\n"
+        "      timeout: 120\n"
+        "      metrics:\n"
+        "        - {name: files, direction: higher, threshold: 5.0}\n"
     )
-    fork_commit(f"Add forksync config (#{next_pr()})", {".github/forksync.yml": config})
+    fork_commit(
+        f"Add forksync config, the CPU unit suite and the compile benchmark (#{next_pr()})",
+        {
+            ".github/forksync.yml": config,
+            "ci/unit_tests.py": UNIT_TESTS,
+            "ci/bench_compile.py": BENCH_COMPILE,
+        },
+    )
     fork_commit(
         f"[TLX] Add tlx.async_load and barrier helpers (#{next_pr()})",
         {"third_party/tlx/language/tlx/async_load.py": "def async_load(ptr):\n    return ptr\n"},

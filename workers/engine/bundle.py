@@ -4,6 +4,8 @@ Every branch is built on the fork tip (the trunk) alone: bundles, chains and urg
 independent PRs, each landable on its own and in any order; when one lands, the next run
 re-plans and rebuilds the others onto the new trunk (same branches, so the same PRs). The
 partition keeps bundles independent (a commit that depends on an earlier bundle joins it);
+a **stacked** bundle (``Bundle.stacked_on``: part of a group dependencies carried past the bound)
+is built on the built head of the bundle it needs, and its PR targets that bundle's branch;
 each urgent commit (``Plan.urgent``) is built alone on ``forksync/urgent/<sha7>``. Every built commit keeps the upstream author and author date,
 carries the upstream message, the upstream PR link and the configured trailer, and is
 committed by the bot at the upstream commit's committer time: the same plan gives the same
@@ -113,7 +115,7 @@ class Built:
     id: str
     branch: str
     base: str  # the commit it is built on
-    base_branch: str  # what a PR of it targets: the fork branch (every branch is built on the trunk)
+    base_branch: str  # what a PR of it targets: the fork trunk, or the branch of the bundle it is stacked on
     head: str
     commits: tuple[str, ...]  # upstream shas carried, in order
     picks: tuple[str, ...]  # the fork commits made, one per carried upstream commit
@@ -365,6 +367,11 @@ class _Builder:
         return head, carried, picks, failures
 
 
+def bundle_branch(bundle: Bundle) -> str:
+    """``forksync/bundle/<sha7>``: named by the bundle's id, which a re-based part keeps."""
+    return BUNDLE_BRANCH + bundle.id.removeprefix("bundle-")
+
+
 def build(
     repo: pygit2.Repository,
     plan: Plan,
@@ -394,18 +401,24 @@ def build(
     ejected_chains: list[_Ejected] = []
     taken = {c.id for c in plan.chains}
     touched: dict[str, list[str]] = {}  # path → ids of the bundles built so far that change it
+    built: dict[str, tuple[str, str, pygit2.Oid]] = {}  # bundle id → (branch, head, tree) as built
     for bundle in plan.bundles:
-        branch = BUNDLE_BRANCH + short(bundle.commits[0])
-        # Each bundle alone on the trunk: it must land on its own, in any order.
-        _head, carried, picks, failures = builder.run(
-            PickTarget(repo, tip.tree.id, merger), fork_tip, bundle.commits, stop_at_conflict=False
-        )
+        if bundle.declined:
+            continue  # its PR was closed unmerged: its branch stays as it was, nothing is built on it
+        branch = bundle_branch(bundle)
+        # Each bundle alone on the trunk, so it lands on its own, in any order; a stacked one on the
+        # bundle it needs (built before it: bases come first in upstream order), landing after it.
+        base, base_name, tree = fork_tip, fork_branch, tip.tree.id
+        if bundle.stacked_on is not None and bundle.stacked_on in built:
+            base_name, base, tree = built[bundle.stacked_on]
+        target = PickTarget(repo, tree, merger)
+        head, carried, picks, failures = builder.run(target, base, bundle.commits, stop_at_conflict=False)
+        # A base that carried nothing (every member ejected) is no base: its dependants go on what it was on.
+        built[bundle.id] = (branch, head, target.tree()) if carried else (base_name, base, tree)
         for sha, paths, error in failures:
             needs = sorted({b for path in paths for b in touched.get(path, ())})
             _eject(sha, paths, error, branch, changes, ejected_chains, taken, needs)
-        bundles.append(
-            (bundle, branch, fork_tip, fork_branch, carried, picks, [sha for sha, _, _ in failures])
-        )
+        bundles.append((bundle, branch, base, base_name, carried, picks, [sha for sha, _, _ in failures]))
         for sha in carried:
             for path in changes[sha].paths:
                 if not touched.setdefault(path, []) or touched[path][-1] != bundle.id:

@@ -28,6 +28,18 @@ fork tip plus everything bundled before it?". Each commit, in upstream order:
    with its own bundle) is caught when the bundle is built on the trunk: the commit is ejected to
    a chain that follows the bundle it needs (``bundle.build``).
 
+**Stacks.** A bundle that dependencies carried past ``bundle.max_commits`` (or ``max_lines``) is
+split, in upstream order, into bounded bundles. A split part whose members depend on an earlier
+part is **stacked** on it (``Bundle.stacked_on``: its PR is based on that part's branch, and
+lands after it; ``Bundle.needs`` says which lines or symbols tie it there); a part that depends on
+no earlier part stays on the trunk. A part is stacked on the latest part it depends on when that
+part's own stack holds every other part it needs (else on the first later part whose stack
+does); when none does, the whole group is stacked in line (each part on the one before). A bundle whose PR a maintainer closed unmerged (``declined``) is
+not a base any more: the members of the parts stacked on it that need it (directly, or through
+another member that does) move to it, and those parts are re-based without it
+(``Bundle.unstacked_from``, ``Bundle.left_behind``). A declined bundle stays in the plan
+(``Bundle.declined``) holding its members, and is not rebuilt: its branch stays as it was closed.
+
 Recorded chains (``chains.py``) make the partition durable and idempotent: a recorded member is
 placed in its chain when the walk reaches it (so planning twice gives the same plan); a commit
 removed by hand from a chain (``excluded``) is never linked back into that chain, though it may
@@ -39,13 +51,13 @@ the walk.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from core.config import RepoConfig
 from workers.engine.lines import LineDep
-from workers.engine.links import ChainLinks
+from workers.engine.links import ChainLinks, Link
 from workers.engine.paths import first_match, path_matches
 
 __all__ = ["first_match", "path_matches"]  # re-exported: the globs moved to paths.py
@@ -98,12 +110,21 @@ class Bundle:
     """A low-risk bundle: ``commits`` in upstream order, built on the fork trunk alone.
 
     ``joined`` says, for each member that came in by depending on an earlier bundle (rather than
-    by being next in line), which lines or symbol tie it there."""
+    by being next in line), which lines or symbol tie it there. A **stacked** bundle (part of a
+    bundle that dependencies carried past the bound) is built on ``stacked_on``'s branch and lands
+    after it: ``needs`` gives, for each member that depends on that stack, the lines or symbol and
+    the commit it needs. ``unstacked_from`` names a declined bundle (its PR closed unmerged) this one
+    was stacked on, and ``left_behind`` the members that need it and moved to it."""
 
     id: str
     commits: tuple[str, ...]
     lines: int = 0
     joined: tuple[Reason, ...] = ()
+    stacked_on: str | None = None
+    needs: tuple[Reason, ...] = ()
+    unstacked_from: str | None = None
+    left_behind: tuple[Reason, ...] = ()
+    declined: bool = False  # its PR was closed unmerged: not rebuilt, nothing stacked on it
 
 
 @dataclass(frozen=True)
@@ -150,6 +171,9 @@ class Plan:
     chains: tuple[Chain, ...]
     deferred: tuple[str, ...] = ()
     urgent: tuple[Urgent, ...] = ()
+    # Stacked bundles that no longer exist because all their members need a declined bundle (whose PR
+    # a maintainer closed unmerged) and moved to it: (their id, the declined bundle's id).
+    emptied: tuple[tuple[str, str], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         """The ``plan --json`` contract: every pending or backlog commit in exactly one bundle or
@@ -206,6 +230,14 @@ def _bundle_json(bundle: Bundle) -> dict[str, Any]:
     out: dict[str, Any] = {"id": bundle.id, "commits": list(bundle.commits), "lines": bundle.lines}
     if bundle.joined:
         out["joined"] = [r.as_json() for r in bundle.joined]
+    if bundle.stacked_on is not None:
+        out["stacked_on"] = bundle.stacked_on
+        out["needs"] = [r.as_json() for r in bundle.needs]
+    if bundle.declined:
+        out["declined"] = True
+    if bundle.unstacked_from is not None:
+        out["unstacked_from"] = bundle.unstacked_from
+        out["left_behind"] = [r.as_json() for r in bundle.left_behind]
     return out
 
 
@@ -294,19 +326,21 @@ def partition(
     chains: Sequence[ChainRecord] = (),
     history: Mapping[str, Change] | None = None,
     deferred: Sequence[str] = (),
+    declined: Collection[str] = (),
 ) -> Plan:
     """Place every commit of ``commits`` (upstream order) in exactly one bundle or chain.
 
     ``chains`` are the open chains recorded by earlier runs; ``history`` gives the changes of
     their members that are no longer to place (already picked): with ``risk.link: file`` their
     files and symbols keep linking. Members neither to place nor in ``history`` (won't port,
-    deferred, gone) drop out.
+    deferred, gone) drop out. ``declined``: ids of bundles whose PR a maintainer closed unmerged;
+    nothing stays stacked on them (module docstring, **Stacks**).
     """
     walk = _Walk(commits, config, trial)
     walk.restore(chains, history or {})
     for change in commits:
         walk.place(change)
-    return walk.plan(deferred)
+    return walk.plan(deferred, frozenset(declined))
 
 
 class _Walk:
@@ -331,6 +365,10 @@ class _Walk:
         self.current: _OpenBundle | None = None
         self.bundle_alias: dict[str, str] = {}
         self.bundle_links = ChainLinks("line")  # lines and definitions only: a shared file is no dependency
+        # Each bundled commit as its own "chain": which bundled commits a member needs, for stacks.
+        self.member_links = ChainLinks("line")
+        self.needs: dict[str, dict[str, Link]] = {}  # bundled sha → the bundled shas it depends on
+        self.lines: dict[str, int] = {}  # bundled sha → its changed lines
         self.planned = 0
 
     # ---- chains
@@ -500,6 +538,10 @@ class _Walk:
                         change.sha, [(b, Reason(change.sha, ln.kind, ln.detail)) for b, ln in deps.items()]
                     )
                 )
+            inside = set(keep.members)
+            self.needs[change.sha] = {
+                sha: link for sha, link in self.member_links.links_of(change, _same).items() if sha in inside
+            }
             self.add_to(keep, change)
             return
         if full:
@@ -523,15 +565,35 @@ class _Walk:
             self.bundle_trial.bundle_add(change.sha)
         bundle.members.append(change.sha)
         bundle.lines += change.lines
+        self.lines[change.sha] = change.lines
         self.bundle_links.add(
             bundle.id, change.sha, change.paths, change.symbols, change.defined, change.introduced
+        )
+        self.member_links.add(
+            change.sha, change.sha, change.paths, change.symbols, change.defined, change.introduced
         )
         self.planned += 1
 
     # ---- the result
 
-    def plan(self, deferred: Sequence[str]) -> Plan:
-        bundles = sorted(self.bundled.values(), key=lambda b: self.position[b.members[0]])
+    def plan(self, deferred: Sequence[str], declined: frozenset[str] = frozenset()) -> Plan:
+        groups = sorted(self.bundled.values(), key=lambda b: self.position[b.members[0]])
+        bound = self.config.bundle
+        emptied: list[tuple[str, str]] = []
+        bundles = [
+            part
+            for group in groups
+            for part in _stack(
+                group,
+                self.needs,
+                self.lines,
+                bound.max_commits,
+                bound.max_lines,
+                self.position,
+                declined,
+                emptied,
+            )
+        ]
         out = []
         for chain in self.opened.values():
             if not chain.members:
@@ -550,14 +612,154 @@ class _Walk:
                 )
             )
         out.sort(key=lambda item: item[0])
-        return Plan(
-            tuple(
-                Bundle(f"bundle-{short(b.members[0])}", tuple(b.members), b.lines, tuple(b.joined))
-                for b in bundles
-            ),
-            tuple(chain for _, chain in out),
-            tuple(deferred),
+        bundles.sort(key=lambda b: self.position[b.commits[0]])
+        return Plan(tuple(bundles), tuple(chain for _, chain in out), tuple(deferred), emptied=tuple(emptied))
+
+
+def _same(sha: str) -> str:
+    return sha
+
+
+def _stack(
+    group: _OpenBundle,
+    needs: Mapping[str, Mapping[str, Link]],
+    lines: Mapping[str, int],
+    max_commits: int,
+    max_lines: int,
+    position: Mapping[str, int],
+    declined: frozenset[str],
+    emptied: list[tuple[str, str]],
+) -> list[Bundle]:
+    """One walk bundle as bounded bundles: split in upstream order, each part stacked on the part
+    it depends on, nothing stacked on a declined part (module docstring, **Stacks**). A part whose
+    members all moved to a declined bundle is appended to ``emptied`` as (its id, the declined id)."""
+    members = sorted(group.members, key=position.__getitem__)
+    joined = {r.commit: r for r in group.joined}
+    parts = _split(members, lines, max_commits, max_lines)
+    if len(parts) == 1:
+        only = _bundle_id(members[0])
+        return [Bundle(only, tuple(members), group.lines, tuple(group.joined), declined=only in declined)]
+    ids = [_bundle_id(part[0]) for part in parts]
+    first_of = {sha: k for k, part in enumerate(parts) for sha in part}
+    planned = _bases(parts, needs, set())
+    # Whoever needs a member of a declined part (directly, or through a member that moved) moves to it.
+    home = dict(first_of)
+    left: dict[int, list[Reason]] = {}
+    for k, part in enumerate(parts):
+        if ids[k] in declined:
+            continue
+        for sha in part:
+            for need in sorted(needs.get(sha, {}), key=position.__getitem__):
+                to = home.get(need)
+                if to is not None and to != k and ids[to] in declined:
+                    home[sha] = to
+                    why = _named(needs[sha][need].detail, need, ids[to])
+                    left.setdefault(k, []).append(
+                        Reason(sha, needs[sha][need].kind, f"{why}; moved there: its PR was closed unmerged")
+                    )
+                    break
+    kept = [sorted((s for s in members if home[s] == k), key=position.__getitem__) for k in range(len(parts))]
+    avoid = {k for k in range(len(parts)) if ids[k] in declined or not kept[k]}
+    base = _bases(kept, needs, avoid)
+    out = []
+    for k, part in enumerate(kept):
+        if not part:
+            # Every member moved to a declined bundle: its branch goes, its PR is closed saying so.
+            emptied.append((ids[k], ids[home[parts[k][0]]]))
+            continue
+        on = base[k]
+        stack: set[str] = set()
+        at = on
+        while at is not None:
+            stack.update(kept[at])
+            at = base[at]
+        reasons = []
+        for sha in part:
+            hit = sorted((n for n in needs.get(sha, {}) if n in stack), key=position.__getitem__)
+            if hit:
+                link = needs[sha][hit[0]]
+                reasons.append(Reason(sha, link.kind, _named(link.detail, hit[0], ids[home[hit[0]]])))
+        was, at = None, planned[k]
+        while at is not None and was is None:
+            was = ids[at] if ids[at] in declined and at != on else None
+            at = planned[at]
+        out.append(
+            Bundle(
+                ids[k],
+                tuple(part),
+                sum(lines.get(sha, 0) for sha in part),
+                tuple(joined[sha] for sha in part if sha in joined),
+                stacked_on=ids[on] if on is not None else None,
+                needs=tuple(reasons),
+                unstacked_from=was,
+                left_behind=tuple(left.get(k, ())),
+                declined=ids[k] in declined,
+            )
         )
+    return out
+
+
+def _split(
+    members: Sequence[str], lines: Mapping[str, int], max_commits: int, max_lines: int
+) -> list[list[str]]:
+    """``members`` (upstream order) cut into parts of at most ``max_commits`` commits and
+    ``max_lines`` changed lines (a larger commit is a part alone)."""
+    parts: list[list[str]] = [[]]
+    size = 0
+    for sha in members:
+        if parts[-1] and (len(parts[-1]) + 1 > max_commits or size + lines.get(sha, 0) > max_lines):
+            parts.append([])
+            size = 0
+        parts[-1].append(sha)
+        size += lines.get(sha, 0)
+    return parts
+
+
+def _bases(
+    parts: Sequence[Sequence[str]], needs: Mapping[str, Mapping[str, Link]], avoid: set[int]
+) -> list[int | None]:
+    """Each part's base (the index of an earlier part) or None (the trunk), never a part in ``avoid``.
+
+    A part goes on the latest part it depends on when that part's stack holds every other part
+    it needs, else on the first later part whose stack does (a tree of stacks); when none does,
+    every part goes on the one before it (skipping ``avoid``), which holds all earlier parts."""
+    of = {sha: k for k, part in enumerate(parts) for sha in part}
+    base: list[int | None] = []
+    for k, part in enumerate(parts):
+        wants = {of[n] for sha in part for n in needs.get(sha, {}) if n in of and of[n] < k}
+        if not wants:
+            base.append(None)
+            continue
+        # The first part from the latest one it needs onwards whose stack holds all it needs.
+        for top in range(max(wants), k):
+            if top in avoid:
+                continue
+            stack: set[int] = set()
+            at: int | None = top
+            while at is not None:
+                stack.add(at)
+                at = base[at]
+            if wants <= stack:
+                base.append(top)
+                break
+        else:
+            line: list[int | None] = []
+            previous: int | None = None
+            for j in range(len(parts)):
+                line.append(previous)
+                if j not in avoid:
+                    previous = j
+            return line
+    return base
+
+
+def _bundle_id(first: str) -> str:
+    return f"bundle-{short(first)}"
+
+
+def _named(detail: str, sha: str, bundle_id: str) -> str:
+    """A member-level link's detail, naming the bundle of the commit it needs instead of the commit."""
+    return detail.replace(f" of {sha}", f" of {bundle_id}")
 
 
 def _link_reason(sha: str, links: list[tuple[str, Reason]]) -> Reason:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pygit2
@@ -224,8 +224,11 @@ def make_plan(
     *,
     ledger: Ledger | None = None,
     store: ChainStore | None = None,
+    declined: Collection[str] = (),
 ) -> Planned:
-    """Partition the pair's pending and backlog commits (reads only; writes nothing to the fork)."""
+    """Partition the pair's pending and backlog commits (reads only; writes nothing to the fork).
+
+    ``declined``: ids of bundles whose PR a maintainer closed unmerged (nothing is stacked on them)."""
     ledger = ledger or load_ledger(pair, config.ledger, upstream_url=config.upstream.url)
     store = store if store is not None else read_chains(pair)
     repo = pygit2.Repository(str(pair.repo.path))
@@ -263,7 +266,7 @@ def make_plan(
     )
     records, notes = heal(store.records, {c.sha: c for c in walk_changes}, walk, config.risk.link, carried)
     try:
-        plan = partition(walk_changes, config, trial, records, history, deferred)
+        plan = partition(walk_changes, config, trial, records, history, deferred, declined)
     finally:
         merger.close()
     assert merger.cache is not None

@@ -10,6 +10,7 @@ the same plan id, branches and shas.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Collection, Mapping
 
 from core.config import RepoConfig
 from core.render.ingest import (
@@ -22,11 +23,11 @@ from core.render.ingest import (
 )
 from core.render.resolution import conflict_resolution_section
 from workers.adapters.gitcache import reset
-from workers.engine.bundle import Resolved
+from workers.engine.bundle import Built, Resolved, bundle_branch
 from workers.engine.git import Repository
 from workers.engine.ledger import Ledger
 from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
-from workers.engine.partition import Plan
+from workers.engine.partition import Bundle, Plan, Reason
 from workers.engine.planning import build_and_record, make_plan
 from workers.jobs.dashboard_feed import (
     engine_facts,
@@ -72,7 +73,13 @@ def reset_pair_caches(fork: Repository) -> int:
 
 
 def run_engine(
-    upstream: Repository, fork: Repository, upstream_branch: str, fork_branch: str, config: RepoConfig
+    upstream: Repository,
+    fork: Repository,
+    upstream_branch: str,
+    fork_branch: str,
+    config: RepoConfig,
+    *,
+    declined: Collection[str] = (),
 ) -> EngineOutput:
     reset_pair_caches(fork)
     pair = open_pair(
@@ -81,22 +88,14 @@ def run_engine(
     web_url = normalise_web_url(config.upstream.url) if config.upstream.url else None
     # The fork here is the worker's cache: build_and_record writes the branches and the chain
     # record into it in one atomic push; the executor then pushes them to the real fork.
-    planned = make_plan(pair, config)
+    planned = make_plan(pair, config, declined=declined)
     built = build_and_record(pair, config, planned)
     plan, ledger = planned.plan, planned.ledger
     pid = plan_id(pair, plan)
     reasons = {r.commit: f"{r.kind}: {r.detail}" for c in built.open_chains for r in c.reasons}
+    planned_bundles = {b.id: b for b in plan.bundles}
     bundles = tuple(
-        BundleView(
-            key=b.id,
-            branch=b.branch,
-            base_branch=b.base_branch,
-            commits=tuple(_row(ledger, sha) for sha in b.commits),
-            plan_id=pid,
-            ejected=tuple(
-                _row(ledger, sha, reasons.get(sha, "failed to apply at build time")) for sha in b.ejected
-            ),
-        )
+        _bundle_view(b, planned_bundles, ledger, pid, fork_branch, reasons.get)
         for b in built.bundles
         if b.commits
     )
@@ -153,6 +152,45 @@ def run_engine(
         upstream_web_url=web_url,
         urgent=urgent,
         dashboard=_dashboard_facts_or_none(upstream, fork, ledger, bundles, chains),
+        emptied=tuple(
+            (bundle_branch(Bundle(gone, ())), bundle_branch(Bundle(home, ()))) for gone, home in plan.emptied
+        ),
+    )
+
+
+def _bundle_view(
+    built: Built,
+    planned: Mapping[str, Bundle],
+    ledger: Ledger,
+    pid: str,
+    fork_branch: str,
+    ejection: Callable[[str], str | None],
+) -> BundleView:
+    """A built bundle as its PR shows it: members, ejections, and (stacked) what it needs and why."""
+    bundle = planned[built.id]
+
+    def why(reason: Reason) -> CommitRow:
+        return _row(ledger, reason.commit, f"{reason.kind}: {reason.detail}")
+
+    stacked = built.base_branch != fork_branch  # built on the bundle it needs (bundle.build)
+    under, at = 0, bundle.stacked_on if stacked else None
+    while at is not None and at in planned:  # the commits of the bundles under it
+        under += len(planned[at].commits)
+        at = planned[at].stacked_on
+    return BundleView(
+        key=built.id,
+        branch=built.branch,
+        base_branch=built.base_branch,
+        commits=tuple(_row(ledger, sha) for sha in built.commits),
+        plan_id=pid,
+        ejected=tuple(
+            _row(ledger, sha, ejection(sha) or "failed to apply at build time") for sha in built.ejected
+        ),
+        stacked_on=bundle.stacked_on if stacked else None,
+        stack_commits=under,
+        needs=tuple(why(r) for r in bundle.needs) if stacked else (),
+        unstacked_from=bundle_branch(Bundle(bundle.unstacked_from, ())) if bundle.unstacked_from else None,
+        left_behind=tuple(why(r) for r in bundle.left_behind),
     )
 
 

@@ -7,8 +7,12 @@ the open PRs found by head branch with their approvals and running L1 checks. :f
 decides, without touching anything:
 
 - **one PR per head branch**: found by head, whatever its base; never a second one. A PR based on
-  another branch (a merged or stale bundle, from when bundles were stacked) is re-targeted to the
-  trunk (``PullRequest.edit(base=...)``) and says so;
+  another branch than the one wanted is re-targeted (``PullRequest.edit(base=...)``) and says why:
+  a **stacked** bundle (based on the branch of the bundle it needs) whose base landed goes to the
+  trunk; one whose base PR a maintainer closed unmerged is rebuilt on the trunk without it; a
+  stacked PR's body names its base PR (``#N``, filled in here, or by the executor when the base PR
+  is opened in the same run). A bundle whose PR was closed unmerged is not opened again: its
+  branch is kept (reopening the PR takes it back);
 - **force-pushes are said**: a PR whose branch moves while it has an approval given on its current
   head, or an L1 check queued or running there, gets a comment (``core.render.ingest.force_push_note``)
   and its approvers are asked to review again;
@@ -30,9 +34,14 @@ from core.render import marker
 from core.render.ingest import (
     chain_done_comment,
     chain_emptied_comment,
+    fill_stack_ref,
     force_push_note,
+    restack_note,
     retarget_note,
+    stack_landed_note,
     superseded_comment,
+    unstacked_closed_comment,
+    unstacked_note,
     urgent_done_comment,
 )
 from core.render.l1 import L1_CHECK, carry_split_section
@@ -50,9 +59,12 @@ class Wanted:
     body: str
     commits: int
     head: str | None = None  # the branch to open the PR from; None: an issue instead
-    base: str | None = None  # the fork trunk
+    base: str | None = None  # the fork trunk, or (stacked) the branch of the bundle it needs
     head_sha: str | None = None  # what the branch points at once pushed
     stopped_at: str | None = None  # chain: the member its build stopped at
+    stacked_on: str | None = None  # bundle: the head branch of the bundle it is stacked on (= base)
+    unstacked_from: str | None = None  # bundle: the declined bundle's branch it was stacked on
+    left_behind: int = 0  # bundle: its members that need that declined bundle and moved to it
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,10 @@ class IngestFacts:
     check_title: str
     check_summary: str
     chains_closed: tuple[str, ...] = ()  # chains the engine dropped from the record: every commit placed
+    declined: Mapping[str, int] = field(default_factory=dict)  # bundle branch → its PR closed unmerged
+    emptied: Mapping[str, str] = field(
+        default_factory=dict
+    )  # stacked branch gone → the declined one it needed
 
 
 # --------------------------------------------------------------------------- actions
@@ -105,6 +121,7 @@ class OpenPull:
     title: str
     body: str
     commits: int
+    stacked_on: str | None = None  # the body names this branch's PR (opened earlier in the run)
 
 
 @dataclass(frozen=True)
@@ -120,6 +137,7 @@ class EditPull:
     new_title: str | None = None
     new_body: str | None = None
     base: str | None = None  # re-target
+    stacked_on: str | None = None  # the body names this branch's PR (opened earlier in the run)
 
 
 @dataclass(frozen=True)
@@ -208,12 +226,16 @@ def plan(facts: IngestFacts) -> list[Action]:
             out.add(UpsertIssue(w.key, w.kind, marker(w.kind, w.key), w.title, w.body, w.commits))
             continue
         _pull(out, facts, w)
-    stale = sorted(set(facts.heads_before) - wanted_heads - set(facts.push))
+    # A declined bundle's branch stays as it was closed: reopening its PR takes it back.
+    stale = sorted(set(facts.heads_before) - wanted_heads - set(facts.push) - set(facts.declined))
     for branch in stale:
         if branch.startswith("forksync/urgent/"):
             out.add(ClosePull(branch, urgent_done_comment(branch, facts.plan_id)))
         elif branch.startswith("forksync/chain/") and _chain_key(branch) in facts.chains_closed:
             out.add(ClosePull(branch, chain_done_comment(facts.plan_id)))
+        elif branch in facts.emptied:
+            home = facts.emptied[branch]
+            out.add(ClosePull(branch, unstacked_closed_comment(branch, home, facts.declined.get(home))))
         elif branch.startswith("forksync/chain/") and _chain_key(branch) in issue_chains:
             stopped = next((w.stopped_at for w in facts.wanted if w.key == _chain_key(branch)), None)
             out.add(ClosePull(branch, chain_emptied_comment(branch, facts.plan_id, stopped)))
@@ -236,14 +258,18 @@ def _chain_key(branch: str) -> str:
 def _pull(out: _Plan, facts: IngestFacts, w: Wanted) -> None:
     assert w.head is not None and w.base is not None
     found = facts.pulls.get(w.head)
+    body = w.body
+    if w.stacked_on is not None:
+        base_pull = facts.pulls.get(w.stacked_on)
+        body = fill_stack_ref(body, base_pull.number if base_pull is not None else None)
     if found is None:
-        out.add(OpenPull(w.key, w.kind, w.head, w.base, w.title, w.body, w.commits))
+        out.add(OpenPull(w.key, w.kind, w.head, w.base, w.title, body, w.commits, w.stacked_on))
         if w.kind == "chain":
             # It was a tracking issue while nothing was built: the PR is where it lives now.
             out.add(CloseIssue(marker("chain", w.key), "", chain=w.key, pull_of=w.head))
         return
     retarget = found.base != w.base
-    body = carry_split_section(found.body, w.body)  # the L1 split's section stays (docs/l1.md)
+    body = carry_split_section(found.body, body)  # the L1 split's section stays (docs/l1.md)
     out.add(
         EditPull(
             w.key,
@@ -255,12 +281,13 @@ def _pull(out: _Plan, facts: IngestFacts, w: Wanted) -> None:
             new_title=w.title if w.title != found.title else None,
             new_body=body if body != found.body else None,
             base=w.base if retarget else None,
+            stacked_on=w.stacked_on,
         )
     )
+    if retarget:
+        out.add(Comment(found.number, _retarget_why(facts, w, found.base)))
     before = facts.heads_before.get(w.head)
     moved = before is not None and w.head_sha is not None and before != w.head_sha
-    if retarget:
-        out.add(Comment(found.number, retarget_note(w.head, found.base, w.base)))
     if moved and (found.approvers or found.running):
         assert before is not None and w.head_sha is not None
         out.add(
@@ -273,6 +300,20 @@ def _pull(out: _Plan, facts: IngestFacts, w: Wanted) -> None:
         )
         if found.approvers:
             out.add(RequestReview(found.number, found.approvers))
+
+
+def _retarget_why(facts: IngestFacts, w: Wanted, old_base: str) -> str:
+    """What the comment on a re-targeted PR says: why its base changed."""
+    assert w.head is not None and w.base is not None
+    if w.unstacked_from is not None:
+        declined = w.unstacked_from
+        return unstacked_note(w.head, old_base, w.base, declined, facts.declined.get(declined), w.left_behind)
+    if w.stacked_on is not None:
+        return restack_note(w.head, old_base, w.base)
+    if old_base.startswith("forksync/bundle/"):
+        still_open = any(other.head == old_base for other in facts.wanted)
+        return stack_landed_note(w.head, old_base, w.base, still_open)
+    return retarget_note(w.head, old_base, w.base)
 
 
 # --------------------------------------------------------------------------- facts from records

@@ -14,9 +14,11 @@ redelivered webhook, an overlapping poll or a rerun after a crash converges on t
    (``workers.jobs.ingest_plan.plan``: typed actions, no I/O);
 4. execute the actions in order (:func:`execute`): push the bot-owned refs (``forksync/*``
    branches force, decision notes fast-forward only); one PR per urgent commit first, then one
-   per bundle and per chain with built commits, each based on the trunk, found by head branch
-   (re-targeted if an old one is based elsewhere, a force-push over an approval or a running L1
-   said on the PR and review re-requested); an issue per conflicting urgent pick and per chain
+   per bundle and per chain with built commits, each based on the trunk (a stacked bundle on the
+   branch of the bundle it needs), found by head branch (re-targeted when its base changes, saying
+   why; a force-push over an approval or a running L1 said on the PR and review re-requested); a
+   bundle whose PR was closed unmerged is declined (read before planning: never reopened, its
+   branch kept, nothing stacked on it); an issue per conflicting urgent pick and per chain
    that built nothing; stale PRs closed and their branches deleted; finished chains' issues
    closed; then the check run with the figures, and a metrics point.
 """
@@ -26,13 +28,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
 from core.errors import ForksyncError
-from core.github.records import Posted
+from core.github.records import Posted, PullRequestInfo
 from core.github.roles import IngestGitHub
 from core.render.ingest import (
     CHECK_NAME,
@@ -48,6 +50,7 @@ from core.render.ingest import (
     chain_pr_title,
     chain_title,
     config_error_summary,
+    fill_stack_ref,
     ingest_failure_summary,
     ingestion_summary,
     no_upstream_summary,
@@ -81,6 +84,7 @@ from workers.jobs.ingest_plan import (
 log = logging.getLogger(__name__)
 
 BOT_BRANCH_PREFIX = "forksync/"
+BUNDLE_PREFIX = "forksync/bundle/"
 INGEST_TIME_LIMIT_S = 40 * 60
 
 
@@ -95,11 +99,25 @@ class EngineOutput:
     upstream_web_url: str | None
     urgent: tuple[UrgentView, ...] = ()  # each its own PR on the fork trunk (an issue when it conflicts)
     dashboard: dict[str, Any] = field(default_factory=dict)  # workers/dashboard_feed.engine_facts
+    # Stacked bundles' branches gone because all their commits need a declined bundle: → its branch.
+    emptied: tuple[tuple[str, str], ...] = ()
 
 
-# (upstream cache path, fork cache path, upstream branch, fork branch, config) -> EngineOutput.
-# The engine writes bundle/chain branches and notes into the fork cache; the executor pushes them.
-Engine = Callable[[Repository, Repository, str, str, RepoConfig], EngineOutput]
+class Engine(Protocol):
+    """(upstream cache, fork cache, upstream branch, fork branch, config) -> EngineOutput; ``declined``:
+    ids of the bundles whose PR a maintainer closed unmerged (nothing stays stacked on them). The engine
+    writes bundle/chain branches and notes into the fork cache; the executor pushes them."""
+
+    def __call__(
+        self,
+        upstream: Repository,
+        fork: Repository,
+        upstream_branch: str,
+        fork_branch: str,
+        config: RepoConfig,
+        *,
+        declined: Collection[str] = (),
+    ) -> EngineOutput: ...
 
 
 @dataclass
@@ -311,10 +329,18 @@ def _plan_and_apply(
     upstream_url = env.settings.map_url(config.upstream.url)
     heads_before = bot_branches(fork)
     chains_before = recorded_chain_ids(fork)
+    found, declined = bundle_pulls(env.github, repo, heads_before)
     with env.caches.open(f"upstream:{config.upstream.url}") as upstream:
         branch = config.upstream.branch
         env.caches.fetch(upstream, upstream_url, [f"+refs/heads/{branch}:refs/heads/{branch}"])
-        output = env.engine(upstream, fork, branch, config.fork.branch, config)
+        output = env.engine(
+            upstream,
+            fork,
+            branch,
+            config.fork.branch,
+            config,
+            declined=sorted("bundle-" + b.removeprefix(BUNDLE_PREFIX) for b in declined),
+        )
     facts = gather(
         env.github,
         repo,
@@ -324,6 +350,8 @@ def _plan_and_apply(
         output,
         heads_before,
         chains_before - recorded_chain_ids(fork),
+        found,
+        declined,
     )
     report = IngestReport(repo, "ingested", figures=run_figures(output))
     execute(env.github, repo, fork, fork_url, token, plan(facts), report)
@@ -333,6 +361,24 @@ def _plan_and_apply(
     dash = feed_facts(repo, fork, output, report, env.github)
     feeds.put_facts(repo, landing_times(dash, feeds.facts(repo), time.time()))
     return report
+
+
+def bundle_pulls(
+    gh: IngestGitHub, repo: str, heads_before: dict[str, str]
+) -> tuple[dict[str, PullRequestInfo | None], dict[str, int]]:
+    """Before planning: each bundle branch's open PR (kept for :func:`gather`), and the bundle
+    branches whose newest PR a maintainer closed unmerged (branch → that PR's number)."""
+    found: dict[str, PullRequestInfo | None] = {}
+    declined: dict[str, int] = {}
+    for branch in sorted(heads_before):
+        if not branch.startswith(BUNDLE_PREFIX):
+            continue
+        found[branch] = gh.find_pull(repo, branch)
+        if found[branch] is None:
+            number = gh.closed_unmerged(repo, branch)
+            if number is not None:
+                declined[branch] = number
+    return found, declined
 
 
 def wanted_of(config: RepoConfig, fork: Repository, output: EngineOutput) -> tuple[Wanted, ...]:
@@ -372,6 +418,9 @@ def wanted_of(config: RepoConfig, fork: Repository, output: EngineOutput) -> tup
                 b.branch,
                 b.base_branch,
                 head_of(b.branch),
+                stacked_on=b.base_branch if b.stacked_on is not None else None,
+                unstacked_from=b.unstacked_from,
+                left_behind=len(b.left_behind),
             )
         )
     for c in output.chains:
@@ -412,15 +461,19 @@ def gather(
     output: EngineOutput,
     heads_before: dict[str, str],
     chains_closed: set[str],
+    found: dict[str, PullRequestInfo | None] | None = None,
+    declined: dict[str, int] | None = None,
 ) -> IngestFacts:
     """The planner's facts: what to show, and the open PR of each branch (found by head, whatever
-    its base). Reviews and checks are read only for PRs whose branch this run moves."""
+    its base; ``found``: those already read this run). Reviews and checks are read only for PRs
+    whose branch this run moves."""
     wanted = wanted_of(config, fork, output)
+    found = found or {}
     pulls: dict[str, PullFacts] = {}
     for w in wanted:
         if w.head is None:
             continue
-        info = gh.find_pull(repo, w.head)
+        info = found[w.head] if w.head in found else gh.find_pull(repo, w.head)
         if info is None:
             continue
         before = heads_before.get(w.head)
@@ -452,6 +505,8 @@ def gather(
         title,
         summary,
         tuple(sorted(chains_closed)),
+        dict(declined or {}),
+        dict(output.emptied),
     )
 
 
@@ -482,23 +537,27 @@ def execute(
 ) -> None:
     """Apply the planner's actions in order, recording in ``report`` what was posted and closed."""
     opened: dict[str, str] = {}  # head → URL of the PR opened this run
+    numbers: dict[str, int] = {}  # head → number of the PR opened this run (a stacked body names it)
     for action in actions:
         if isinstance(action, PushRefs):
             push_bot_refs(fork, fork_url, token, action.branches)
         elif isinstance(action, OpenPull):
-            posted = gh.open_pull(
-                repo, head=action.head, base=action.base, title=action.title, body=action.body
-            )
+            body = fill_stack_ref(action.body, numbers.get(action.stacked_on or ""))
+            posted = gh.open_pull(repo, head=action.head, base=action.base, title=action.title, body=body)
             opened[action.head] = posted.url
+            numbers[action.head] = posted.number
             report.pulls.append(_posted(posted, action.key, action.title, action.commits))
             log.info(
                 "%s PR #%d opened: %d commits (%s)", action.kind, posted.number, action.commits, action.head
             )
         elif isinstance(action, EditPull):
             posted = Posted(action.number, action.url, False)
-            if action.new_title is not None or action.new_body is not None or action.base is not None:
+            new_body = action.new_body
+            if new_body is not None:
+                new_body = fill_stack_ref(new_body, numbers.get(action.stacked_on or ""))
+            if action.new_title is not None or new_body is not None or action.base is not None:
                 posted = gh.edit_pull(
-                    repo, action.number, title=action.new_title, body=action.new_body, base=action.base
+                    repo, action.number, title=action.new_title, body=new_body, base=action.base
                 )
             report.pulls.append(_posted(posted, action.key, action.title, action.commits))
             log.info(

@@ -26,8 +26,8 @@ from typing import Any
 
 from core import tasknames
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, Suite, load_repo_config
-from core.github.errors import GitHubPermissionError, GitHubValidationError
-from core.github.records import Annotation, CheckOutput, CheckRunInfo
+from core.github.errors import GitHubValidationError
+from core.github.records import CheckOutput, PullRequestInfo
 from core.github.roles import GitHubPort
 from core.render import l1 as render
 from core.render import marker
@@ -36,6 +36,7 @@ from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
 from workers.adapters.state import LocalState, SeriesStore, StateStore
 from workers.engine.git import GitError, Repository
 from workers.jobs.ingest_plan import approvers
+from workers.jobs.l1_checks import check_output, publish_coverage, required_checks_for, upsert_check
 from workers.jobs.l1_split import Eject, SplitOutcome, split_bundle
 from workers.testing.canary import CanaryResult
 from workers.testing.l1 import CANCELLED, L1Run, run_l1_for_ref
@@ -56,7 +57,6 @@ from workers.testing.l1_plan import (
     ReportFacts,
     RunSuites,
     Skip,
-    StartFacts,
     TrackTrunk,
     UpdateCheck,
     UpdateIssue,
@@ -66,15 +66,23 @@ from workers.testing.l1_plan import (
     plan_gate,
     plan_pools,
     plan_report,
-    plan_start,
     suite_conclusions,
 )
+from workers.testing.l1_run_plan import (
+    JobFacts,
+    JobPlan,
+    RequestReviews,
+    RunPool,
+    plan_after_split,
+    plan_job,
+    plan_split_step,
+    retested_check,
+)
 from workers.testing.pools import PoolResult, as_point, compare, from_point, pool_series
-from workers.testing.red_bundle import DEFAULT_MAX_RUNS, plan_split
+from workers.testing.red_bundle import DEFAULT_MAX_RUNS
 from workers.testing.staleness import PendingCheck, PendingChecks, deadline_for
-from workers.testing.suite_plan import plan_suites
 from workers.testing.triage import TrunkResults
-from workers.testing.watchdog import CheckRunState, RequiredChecks, coverage, cross_check
+from workers.testing.watchdog import RequiredChecks
 
 log = logging.getLogger(__name__)
 
@@ -166,10 +174,16 @@ def run_l1_job(
     ``rebuild()``: how a red bundle's culprits go to chains and the bundle is rebuilt (the task
     wires the chains ref and an ingest); without them a split only reports its culprits.
     ``dispatch_pool(job)``: how a pool job is sent to its pool's queue (the task's; the jobs are
-    also listed in the result); ``state``: whose repository lock serialises the pool reports."""
+    also listed in the result); ``state``: whose repository lock serialises the pool reports.
+
+    Read, plan, act, phase by phase: the gate (``plan_gate``), the facts and the start
+    (``plan_job``), the pools (``plan_pools``), the suites and a red bundle's split
+    (``plan_split_step``, ``plan_after_split``), the report (``plan_report``)."""
     store = store or open_store(None, data_dir)
     if job.after_push and not job.trunk and not job.suite_names and job.pool is None:
-        tested = _retested_by_split(github, job)
+        tested = retested_check(
+            job.head_sha, github.list_check_runs(job.repo, job.head_sha, name=render.L1_CHECK)
+        )
         if tested is not None:
             return L1JobResult(
                 "skipped", tested, message="the L1 split that rebuilt this bundle re-tested it already"
@@ -181,81 +195,34 @@ def run_l1_job(
         refused = _gate(github, caches, cache, job, clone_url, token, clone_url_for, own_login)
         if refused is not None:
             return refused
-        config_error = not_trunk = None
-        try:
-            head_config = _config_at(cache, job.head_sha)
-            trunk_ref = None if job.trunk else _trunk_ref(github, cache, job, head_config)
-            trunk_config = head_config if trunk_ref is None else _config_at(cache, trunk_ref)
-        except ConfigError as exc:
-            config_error, head_config, trunk_ref, trunk_config = (
-                exc.one_line(),
-                RepoConfig(),
-                None,
-                RepoConfig(),
-            )
-        if config_error is None and job.trunk and job.push_ref != f"refs/heads/{head_config.fork.branch}":
-            not_trunk = f"{job.push_ref} is not the trunk branch {head_config.fork.branch}"
-        if config_error is not None or not_trunk is not None:
-            stopped = _start(
-                github,
-                job,
-                plan_start(
-                    StartFacts(job.head_sha, job.trunk, job.gpu_runner, (), {}, None, config_error, not_trunk)
-                ),
-                PendingChecks(store),
-                0,
-            )
-            assert stopped.result is not None
-            return stopped.result
-        plan = plan_suites(trunk_config, head_config, drop_approved_by=_drop_approval(github, job, own_login))
-        trunk_branch = (trunk_ref or f"refs/heads/{head_config.fork.branch}").removeprefix("refs/heads/")
-        config = plan.apply(trunk_config)
-        pooled = [s for s in config.l1.suites if s.pools]
-        if job.pool is not None:
-            if job.trunk or not job.pool_run:
-                return L1JobResult(
-                    "skipped", message="a pool job tests the head its L1 job dispatched it for"
-                )
-            retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
+        facts, pull = _read_facts(github, cache, job, own_login)
+        planned = plan_job(facts)
+        if isinstance(planned, Skip):
+            return L1JobResult(planned.status, message=planned.message)
+        if isinstance(planned, RunPool):
+            retries = planned.config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
+            local = state or LocalState(data_dir, SeriesStore(store))
             return _run_pool(
-                github,
-                cache,
-                job,
-                config,
-                store,
-                data_dir,
-                canary,
-                host_canary,
-                state or LocalState(data_dir, SeriesStore(store)),
-                retries,
+                github, cache, job, planned.config, store, data_dir, canary, host_canary, local, retries
             )
-        if pooled and not job.trunk:  # trunk runs each suite once, as ever: that is its baseline
-            config = replace(
-                config, l1=replace(config.l1, suites=tuple(s for s in config.l1.suites if not s.pools))
+        if planned.unknown:
+            log.info(
+                "L1 %s@%s: /retest names suites not configured here: %s",
+                job.repo,
+                job.head_sha[:12],
+                list(planned.unknown),
             )
-        names = [s.name for s in config.l1.suites]
-        kept: dict[str, str] = {}
-        chosen = names
-        if job.suite_names and not job.trunk:
-            kept, chosen = _partial(github, job, names)
-        suites = tuple(s for s in config.l1.suites if s.name in chosen)
+        config = planned.config
         pending = PendingChecks(store)
-        started = _start(
-            github,
-            job,
-            plan_start(StartFacts(job.head_sha, job.trunk, job.gpu_runner, suites, kept, _external_id(job))),
-            pending,
-            config.l1.stale_margin_minutes,
-        )
-        check_id = started.check_id
+        started = _start(github, job, planned.start, pending, config.l1.stale_margin_minutes)
         if started.result is not None or started.run is None:
             assert started.result is not None
             return started.result
-        to_run = list(started.run.names) if started.run.partial else None
+        check_id = started.check_id
         # Once per L1 run: an infrastructure retry of this job (attempt > 0) leaves its pools be.
         pools = plan_pools(
             job.head_sha,
-            pooled,
+            planned.pooled,
             uuid.uuid4().hex[:16],
             trunk=job.trunk,
             attempt=job.attempt,
@@ -264,51 +231,41 @@ def run_l1_job(
         pool_jobs = _dispatch_pools(
             github, job, pools, pending, config.l1.stale_margin_minutes, dispatch_pool
         )
+        suites = Suites(cache, config, data_dir, store, job.repo, canary, host_canary)
         try:
-            run = run_l1_for_ref(
-                cache.path,
-                job.head_sha,
-                config,
-                data_dir=data_dir,
-                base_ref=config.fork.branch,
-                trunk=job.trunk,
-                canary=canary,
-                host_canary=host_canary,
-                infra_retries=0,
-                suite_names=to_run,
-                results=TrunkResults(store, job.repo),
+            run = suites.run(
+                job.head_sha, list(started.run.names) if started.run.partial else None, trunk=job.trunk
             )
-            split = _split_if_red_bundle(github, cache, job, run, config, store, data_dir, eject, rebuild)
-            retest = None
-            if split is not None and split.rebuilt_head is not None:
-                # Re-tested in the same PR, here: the runner and cache are ours already.
-                retest = run_l1_for_ref(
-                    cache.path,
-                    split.rebuilt_head,
-                    config,
-                    data_dir=data_dir,
-                    base_ref=config.fork.branch,
-                    canary=canary,
-                    host_canary=host_canary,
-                    infra_retries=0,
-                    results=TrunkResults(store, job.repo),
-                )
+            split, retest = _split_step(github, cache, job, run, pull, suites, eject, rebuild)
         except Exception as exc:
-            if check_id is not None:
-                github.update_check_run(
-                    job.repo,
-                    check_id,
-                    conclusion="failure",
-                    output=CheckOutput(
-                        "L1 could not run (forksync error)", f"{type(exc).__name__}: {exc}"[:2000]
-                    ),
-                )
-                pending.forget(job.repo, check_id)
+            _fail(github, job, check_id, pending, exc)
             raise
     retries = config.l1.max_infra_retries if max_infra_retries is None else max_infra_retries
     observe_suites(run)
+    report = _report_facts(
+        github, job, planned, check_id, run, retries, split, retest, bool(pool_jobs), log_url
+    )
+    _report(github, job, plan_report(report), run, pending, config)
+    return L1JobResult("done", check_id, run, max_infra_retries=retries, pool_jobs=pool_jobs)
+
+
+def _report_facts(
+    github: GitHubPort,
+    job: L1Job,
+    planned: JobPlan,
+    check_id: int | None,
+    run: L1Run,
+    retries: int,
+    split: SplitOutcome | None,
+    retest: L1Run | None,
+    dispatched: bool,
+    log_url: Callable[[str], str | None] | None,
+) -> ReportFacts:
+    """What ``plan_report`` decides from: the run and the split, this job, and what GitHub says of
+    the open infrastructure issues and the trunk's required checks (read only when they count)."""
+    config = planned.config
     clean = bool(run.suites) and not any(s.status == "infrastructure" for s in run.suites)
-    report = ReportFacts(
+    return ReportFacts(
         repo=job.repo,
         head_sha=job.head_sha,
         trunk=job.trunk,
@@ -317,28 +274,117 @@ def run_l1_job(
         retries=retries,
         check_run_id=check_id,
         run=run,
-        suite_plan=plan,
+        suite_plan=planned.suite_plan,
         runner=socket.gethostname(),
         # Read only when a clean run may count against them (as before: no listing otherwise).
         infra_issues=tuple(github.list_issues(job.repo, labels=[INFRA_LABEL])) if clean else (),
         recover_after=config.l2.recover_after,
         required=(
-            required_checks_for(github, job.repo, trunk_branch, config.l1.required_checks)
+            required_checks_for(github, job.repo, planned.trunk_branch, config.l1.required_checks)
             if check_id is not None
             else RequiredChecks(())
         ),
         retry_queue=tasknames.Q_L1_GPU if job.gpu_runner else tasknames.Q_L1_CPU,
-        suites=suites,
-        kept=kept,
-        pooled=tuple(s.name for s in pooled) if pool_jobs else (),
+        suites=planned.suites,
+        kept=planned.kept,
+        pooled=tuple(s.name for s in planned.pooled) if dispatched else (),
         split_note=None if split is None else _split_note(split, retest),
         retest=retest,
         rebuilt_head=None if split is None else split.rebuilt_head,
         external_id=_external_id(job),
         log_url=log_url,
     )
-    _report(github, job, plan_report(report), run, pending, config)
-    return L1JobResult("done", check_id, run, max_infra_retries=retries, pool_jobs=pool_jobs)
+
+
+def _read_facts(
+    github: GitHubPort, cache: Repository, job: L1Job, own_login: str | None
+) -> tuple[JobFacts, PullRequestInfo | None]:
+    """What ``plan_job`` decides from: the configs at the head and at the trunk (the PR's base
+    branch, else the head's fork.branch, when the cache has it), the maintainer's approval of a
+    suite drop, the last check's suite results for ``/retest SUITE …``; and the PR as read."""
+    pull = (
+        github.get_pull_request(job.repo, job.pr_number)
+        if job.pr_number is not None and not job.trunk
+        else None
+    )
+    facts = JobFacts(
+        job.head_sha,
+        job.trunk,
+        job.gpu_runner,
+        RepoConfig(),
+        RepoConfig(),
+        None,
+        push_ref=job.push_ref,
+        pool=job.pool,
+        pool_run=job.pool_run,
+        suite_names=job.suite_names,
+        external_id=_external_id(job),
+    )
+    try:
+        head_config = _config_at(cache, job.head_sha)
+        trunk_ref = None
+        if not job.trunk:
+            ref = f"refs/heads/{pull.base_ref if pull is not None else head_config.fork.branch}"
+            trunk_ref = ref if cache.rev_parse(ref) is not None else None
+        trunk_config = head_config if trunk_ref is None else _config_at(cache, trunk_ref)
+    except ConfigError as exc:
+        return replace(facts, config_error=exc.one_line()), pull
+    return replace(
+        facts,
+        head_config=head_config,
+        trunk_config=trunk_config,
+        trunk_ref=trunk_ref,
+        drop_approved_by=_drop_approval(github, job, own_login),
+        previous=_previous_suites(github, job)
+        if job.suite_names and not job.trunk and job.pool is None
+        else {},
+    ), pull
+
+
+@dataclass(frozen=True)
+class Suites:
+    """The runner of this job's suites on a commit of its cache (the job's head, a split's rebuilt head)."""
+
+    cache: Repository
+    config: RepoConfig
+    data_dir: Path
+    store: Store
+    repo: str
+    canary: Callable[[], CanaryResult] | None
+    host_canary: Callable[[], CanaryResult] | None
+
+    def run(self, sha: str, names: Sequence[str] | None = None, *, trunk: bool = False) -> L1Run:
+        return run_l1_for_ref(
+            self.cache.path,
+            sha,
+            self.config,
+            data_dir=self.data_dir,
+            base_ref=self.config.fork.branch,
+            trunk=trunk,
+            canary=self.canary,
+            host_canary=self.host_canary,
+            infra_retries=0,
+            suite_names=names,
+            results=self.results(),
+        )
+
+    def results(self) -> TrunkResults:
+        return TrunkResults(self.store, self.repo)
+
+
+def _fail(
+    github: GitHubPort, job: L1Job, check_id: int | None, pending: PendingChecks, exc: Exception
+) -> None:
+    """Our own error concludes the check with it (never left in progress); the watchdog forgets it."""
+    if check_id is None:
+        return
+    github.update_check_run(
+        job.repo,
+        check_id,
+        conclusion="failure",
+        output=CheckOutput("L1 could not run (forksync error)", f"{type(exc).__name__}: {exc}"[:2000]),
+    )
+    pending.forget(job.repo, check_id)
 
 
 @dataclass(frozen=True)
@@ -361,7 +407,7 @@ def _start(
         if isinstance(action, Skip):
             return _Started(check_id, L1JobResult(action.status, check_id, message=action.message))
         if isinstance(action, UpsertCheck):
-            check_id = _upsert_check(
+            check_id = upsert_check(
                 github, job.repo, job.head_sha, action.output, external_id=action.external_id
             ).id
         elif isinstance(action, RememberPending):
@@ -410,7 +456,7 @@ def _report(
             )
         elif isinstance(action, PublishRetest):
             assert job.pr_number is not None
-            _upsert_check(github, job.repo, action.head_sha, action.output, external_id=action.external_id)
+            upsert_check(github, job.repo, action.head_sha, action.output, external_id=action.external_id)
             pull = github.get_pull_request(job.repo, job.pr_number)
             github.edit_pull_request(
                 job.repo, job.pr_number, body=render.with_split_section(pull.body, action.note)
@@ -424,7 +470,7 @@ def _report(
                 action.check_run_id,
                 status=out.status,
                 conclusion=out.conclusion if out.status == "completed" else None,
-                output=_output(out),
+                output=check_output(out),
             )
         elif isinstance(action, ForgetPending):
             pending.forget(job.repo, action.check_run_id)
@@ -458,7 +504,7 @@ def _dispatch_pools(
     jobs: list[L1Job] = []
     for action in actions:
         if isinstance(action, UpsertCheck):
-            check_id = _upsert_check(
+            check_id = upsert_check(
                 github, job.repo, job.head_sha, action.output, external_id=action.external_id
             ).id
         elif isinstance(action, RememberPending):
@@ -533,7 +579,7 @@ def _run_pool(
         )
         out = render.pools_check_run(job.head_sha, comparison)
         out = replace(out, summary=render.pool_run_mark(job.pool_run) + out.summary)
-        check = _upsert_check(github, job.repo, job.head_sha, out)
+        check = upsert_check(github, job.repo, job.head_sha, out)
         if out.status == "completed":
             PendingChecks(store).forget(job.repo, check.id)
     return L1JobResult("done", check.id, run, message=comparison.conclusion, max_infra_retries=retries)
@@ -554,53 +600,59 @@ def _pending(
     )
 
 
-def _split_if_red_bundle(
+def _split_step(
     github: GitHubPort,
     cache: Repository,
     job: L1Job,
     run: L1Run,
-    config: RepoConfig,
-    store: Store,
-    data_dir: Path,
+    pull: PullRequestInfo | None,
+    suites: Suites,
     eject: Eject | None,
     rebuild: Callable[[], None] | None,
-) -> SplitOutcome | None:
-    """Bisect a bundle PR whose L1 fails on suites trunk passes (None: nothing to split)."""
-    if job.trunk or job.pr_number is None or run.merge_base is None:
-        return None
-    pull = github.get_pull_request(job.repo, job.pr_number)
-    passing = TrunkResults(store, job.repo).passing_suites_at(run.merge_base)
-    chase = plan_split(pull.head_ref, run, passing)
-    if chase is None:
-        return None
-    branch, number = pull.head_ref, job.pr_number
-    approved = approvers(
-        [(r.user, r.state, r.commit_id) for r in github.list_reviews(job.repo, number)], job.head_sha
-    )
-    outcome = split_bundle(
-        cache,
-        job.repo,
-        job.head_sha,
-        run.merge_base,
-        config,
-        chase,
-        pr=number,
-        data_dir=data_dir,
-        results=TrunkResults(store, job.repo),
-        eject=eject,
-        rebuild=rebuild,
-        max_runs=DEFAULT_MAX_RUNS,
-        push=lambda sha: github.push_branch(job.repo, cache, sha, branch, force=True),
-    )
-    if outcome.rebuilt_head is not None and approved:
-        try:
-            github.request_reviewers(job.repo, number, users=approved)
-        except GitHubValidationError as exc:  # an approver who lost access: the note still names them
-            log.warning(
-                "L1 split %s#%d: could not re-request review from %s: %s", job.repo, number, approved, exc
-            )
-        outcome = replace(outcome, overrun_approvals=approved)
-    return outcome
+) -> tuple[SplitOutcome | None, L1Run | None]:
+    """The executor of ``plan_split_step`` and ``plan_after_split``: a red bundle bisected, its
+    culprits ejected, the bundle rebuilt and force-pushed, its approvers asked again, the rebuilt
+    head re-tested here. (None, None) when nothing was split."""
+    passing = suites.results().passing_suites_at(run.merge_base) if run.merge_base else frozenset()
+    steps = plan_split_step(job.trunk, job.pr_number, pull.head_ref if pull else "", run, passing)
+    split: SplitOutcome | None = None
+    retest: L1Run | None = None
+    for step in steps:
+        approved = approvers(
+            [(r.user, r.state, r.commit_id) for r in github.list_reviews(job.repo, step.number)], job.head_sha
+        )
+        assert run.merge_base is not None  # planned only with one
+        split = split_bundle(
+            cache,
+            job.repo,
+            job.head_sha,
+            run.merge_base,
+            suites.config,
+            step.chase,
+            pr=step.number,
+            data_dir=suites.data_dir,
+            results=suites.results(),
+            eject=eject,
+            rebuild=rebuild,
+            max_runs=DEFAULT_MAX_RUNS,
+            push=_pusher(github, job.repo, cache, step.branch),
+        )
+        for after in plan_after_split(step.number, split.rebuilt_head, approved):
+            if isinstance(after, RequestReviews):
+                try:
+                    github.request_reviewers(job.repo, after.number, users=after.users)
+                except GitHubValidationError as exc:  # an approver who lost access: the note still names them
+                    log.warning(
+                        "L1 split %s#%d: could not re-request review from %s: %s",
+                        job.repo,
+                        after.number,
+                        after.users,
+                        exc,
+                    )
+                split = replace(split, overrun_approvals=after.users)
+            else:
+                retest = suites.run(after.head_sha)
+    return split, retest
 
 
 def _split_note(split: SplitOutcome, retest: L1Run | None) -> str:
@@ -617,16 +669,6 @@ def _split_note(split: SplitOutcome, retest: L1Run | None) -> str:
     )
 
 
-def _retested_by_split(github: GitHubPort, job: L1Job) -> int | None:
-    """Our completed check on this head when the split that rebuilt it re-tested it already (the
-    id; None: run as usual)."""
-    mark = render.retested_mark(job.head_sha)
-    for run in github.list_check_runs(job.repo, job.head_sha, name=render.L1_CHECK):
-        if run.head_sha == job.head_sha and run.status == "completed" and mark in (run.summary or ""):
-            return run.id
-    return None
-
-
 def _refuse(
     github: GitHubPort,
     job: L1Job,
@@ -637,7 +679,7 @@ def _refuse(
     details_url: str | None = None,
 ) -> L1JobResult:
     """Complete ``forksync / L1`` without running anything, saying why and what to do."""
-    check = _upsert_check(
+    check = upsert_check(
         github,
         job.repo,
         job.head_sha,
@@ -787,42 +829,31 @@ def observe_suites(run: L1Run) -> None:
         telemetry.L1_SUITE_DURATION.labels(suite=suite.name, status=suite.status).observe(suite.duration_s)
 
 
-def _partial(github: GitHubPort, job: L1Job, names: Sequence[str]) -> tuple[dict[str, str], list[str]]:
-    """(results kept from the last run on this commit, suites to run) for ``/retest SUITE …``.
+def _pusher(github: GitHubPort, repo: str, cache: Repository, branch: str) -> Callable[[str], None]:
+    """Force-push a rebuilt head over the PR's branch."""
 
-    A suite with no result on this commit runs too (nothing to keep), so the check never
-    concludes over suites that did not run; names not configured at this commit are dropped.
-    """
-    previous: dict[str, str] = {}
+    def push(sha: str) -> None:
+        github.push_branch(repo, cache, sha, branch, force=True)
+
+    return push
+
+
+def _previous_suites(github: GitHubPort, job: L1Job) -> dict[str, str]:
+    """Each suite's conclusion as the newest ``forksync / L1`` check on this head recorded it."""
     runs = [
         r
         for r in github.list_check_runs(job.repo, job.head_sha, name=render.L1_CHECK)
         if r.head_sha == job.head_sha
     ]
-    if runs:
-        found = _SUITES_MARK.search(max(runs, key=lambda r: r.id).summary or "")
-        if found:
-            with contextlib.suppress(ValueError):
-                loaded = json.loads(found.group("json"))
-                previous = {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
-    dropped = [n for n in job.suite_names if n not in names]
-    if dropped:
-        log.info(
-            "L1 %s@%s: /retest names suites not configured here: %s", job.repo, job.head_sha[:12], dropped
-        )
-    chosen = [n for n in names if n in job.suite_names or n not in previous]
-    kept = {n: previous[n] for n in names if n not in chosen}
-    return kept, chosen
-
-
-def _trunk_ref(github: GitHubPort, cache: Repository, job: L1Job, head_config: RepoConfig) -> str | None:
-    """The ref whose config decides what L1 runs on ``job``: the PR's base branch, else the trunk
-    branch the commit's own config names (None: no such branch here, the commit's config decides)."""
-    branch = head_config.fork.branch
-    if job.pr_number is not None:
-        branch = github.get_pull_request(job.repo, job.pr_number).base_ref
-    ref = f"refs/heads/{branch}"
-    return ref if cache.rev_parse(ref) is not None else None
+    if not runs:
+        return {}
+    found = _SUITES_MARK.search(max(runs, key=lambda r: r.id).summary or "")
+    if found:
+        with contextlib.suppress(ValueError):
+            loaded = json.loads(found.group("json"))
+            if isinstance(loaded, dict):
+                return {str(k): str(v) for k, v in loaded.items()}
+    return {}
 
 
 def _drop_approval(github: GitHubPort, job: L1Job, own_login: str | None) -> str | None:
@@ -842,92 +873,3 @@ def _config_at(cache: Repository, sha: str) -> RepoConfig:
     return load_repo_config(
         cache.git("show", spec).decode("utf-8", "replace"), f"{CONFIG_PATH} at {sha[:12]}"
     )
-
-
-def _upsert_check(
-    github: GitHubPort, repo: str, sha: str, out: render.CheckRunOutput, external_id: str | None = None
-) -> CheckRunInfo:
-    """Update our check run of this name on this commit in place (reruns), or create it."""
-    existing = [r for r in github.list_check_runs(repo, sha, name=out.name) if r.head_sha == sha]
-    conclusion = out.conclusion if out.status == "completed" else None
-    if existing:
-        newest = max(existing, key=lambda r: r.id)
-        return github.update_check_run(
-            repo, newest.id, status=out.status, conclusion=conclusion, output=_output(out)
-        )
-    return github.create_check_run(
-        repo,
-        name=out.name,
-        head_sha=sha,
-        status=out.status,
-        conclusion=conclusion,
-        output=_output(out),
-        details_url=out.details_url,
-        external_id=external_id,
-    )
-
-
-def _output(out: render.CheckRunOutput) -> CheckOutput:
-    notes = tuple(
-        Annotation(a.path, a.start_line, a.end_line, a.annotation_level, a.message, a.title or None)
-        for a in out.annotations
-    )
-    return CheckOutput(out.title, out.summary, out.text or None, notes)
-
-
-OWN_CHECKS = (render.L1_CHECK, render.COVERAGE_CHECK)
-
-
-def coverage_from_github(github: GitHubPort, repo: str, sha: str) -> CheckRunInfo | None:
-    """``forksync / coverage`` with the required checks of the trunk (the default branch's config)
-    and of the config at ``sha`` together, cross-checked against the trunk branch's protection: a
-    PR cannot drop a required check by editing its own config (None: none required anywhere)."""
-    required: list[str] = []
-    branch = "main"
-    for ref in (None, sha):
-        text = github.read_file(repo, CONFIG_PATH, ref=ref)
-        where = f"{CONFIG_PATH} at {(ref or 'the default branch')[:12]}"
-        config = load_repo_config(text, where) if text else RepoConfig()
-        if ref is None:
-            branch = config.fork.branch
-        required += [c for c in config.l1.required_checks if c.lower() not in {r.lower() for r in required}]
-    checks = required_checks_for(github, repo, branch, required)
-    if not checks.checks and not checks.only_in_config:
-        return None
-    return publish_coverage(github, repo, sha, checks)
-
-
-def required_checks_for(
-    github: GitHubPort, repo: str, branch: str, configured: Sequence[str]
-) -> RequiredChecks:
-    """``configured`` cross-checked against ``branch``'s protection rules (read from GitHub); when
-    GitHub refuses to show them (403: no ``Administration: read``), the configured checks alone,
-    with the refusal kept for the check runs to say."""
-    try:
-        protection = github.required_status_checks(repo, branch)
-    except GitHubPermissionError as exc:
-        log.warning("%s: cannot read %s's branch protection: %s", repo, branch, exc)
-        return replace(
-            cross_check(configured, None, branch=branch, own=OWN_CHECKS),
-            unreadable=f"GitHub answered {exc.status or 403}: the App lacks Administration: read",
-        )
-    return cross_check(configured, protection, branch=branch, own=OWN_CHECKS)
-
-
-def publish_coverage(
-    github: GitHubPort, repo: str, sha: str, required: Sequence[str] | RequiredChecks
-) -> CheckRunInfo:
-    """Compute ``forksync / coverage`` from the check runs on ``sha`` and create or update it;
-    with :class:`RequiredChecks`, the summary says where config and branch protection disagree."""
-    checks = required if isinstance(required, RequiredChecks) else RequiredChecks(tuple(required))
-    runs = [
-        CheckRunState(r.name, r.status, r.conclusion)
-        for r in github.list_check_runs(repo, sha)
-        if r.name not in OWN_CHECKS
-    ]
-    result = coverage(checks.checks, runs)
-    out = render.coverage_check_run(sha, result)
-    note = render.protection_note(
-        checks.branch, checks.only_in_protection, checks.only_in_config, checks.unreadable
-    )
-    return _upsert_check(github, repo, sha, replace(out, summary=out.summary + note) if note else out)

@@ -11,23 +11,32 @@ proposes is planned by ``workers/testing/l2_plan.py`` and executed here (``_appl
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from core.config import CONFIG_PATH, ConfigError, RepoConfig, load_repo_config
 from core.github.roles import GitHubPort
-from core.render.tracking import SuspectFacts, bisect_comment
+from core.render.l3 import head_not_on_branch
 from core.store import Store, open_store
 from workers.adapters.gitcache import GitCache
 from workers.engine.git import Repository
 from workers.jobs.revert import propose_revert
 from workers.testing.l2 import bisect_benchmark, regression_records, run_trunk
 from workers.testing.l2_plan import Action as L2Action
-from workers.testing.l2_plan import StoreRegressions, Track, plan_outcome
-from workers.testing.l3 import Reply, record_run_failure, run_l3_workload
-from workers.testing.regression import judge
+from workers.testing.l2_plan import Answer as BisectAnswer
+from workers.testing.l2_plan import (
+    Bisect,
+    BisectFacts,
+    StoreRegressions,
+    Track,
+    plan_bisect,
+    plan_bisect_answer,
+    plan_outcome,
+)
+from workers.testing.l3 import Reply
+from workers.testing.l3_run import run_l3_workload
 from workers.testing.results import ResultStore
 from workers.testing.tracking import execute as execute_tracking
 from workers.testing.tracking import known_issues
@@ -185,51 +194,53 @@ def run_bisect_job(
     """On-demand bisection of one benchmark (``/bisect``); answers on ``issue_number`` and returns the text.
 
     ``good`` defaults to the newest good run in the result store and ``bad`` to the newest run;
-    a metric regression is judged against the stored baseline as the nightly would.
+    a metric regression is judged against the stored baseline as the nightly would. Read
+    :class:`BisectFacts`, plan (``l2_plan.plan_bisect``, ``plan_bisect_answer``), act.
     """
     results = ResultStore(store or open_store(None, data_dir))
     with caches.open(cache_key(repo)) as cache:
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
-        history = results.history(repo, benchmark)
-        last_good = results.last_good(repo, benchmark)
-        good_sha = good or (last_good.sha if last_good else None)
-        bad_sha = bad or (history[-1].sha if history else None)
-        try:
-            config = config_at(cache, bad_sha) if bad_sha and cache.rev_parse(bad_sha) else None
-        except ConfigError as exc:
-            return _answer(github, repo, issue_number, f"Cannot bisect `{benchmark}`: {exc.one_line()}")
-        bench = next((b for b in config.l2.benchmarks if b.name == benchmark), None) if config else None
-        if config is None or bench is None or not good_sha or not bad_sha:
-            why = (
-                f"no L2 benchmark named `{benchmark}` in {CONFIG_PATH}"
-                if config is not None and bench is None
-                else "no good and bad trunk runs recorded yet; give both commits: `/bisect BENCHMARK GOOD BAD`"
-            )
-            return _answer(github, repo, issue_number, f"Cannot bisect `{benchmark}`: {why}.")
-        bad_runs = [r for r in history if r.sha == bad_sha]
-        verdict = None
-        if bad_runs:
-            before = history[: history.index(bad_runs[-1])]
-            verdict = judge(bad_runs[-1], before, bench, config.l2.baseline_runs)
-        report = bisect_benchmark(cache, bench, good_sha, bad_sha, config, verdict)
-    suspects = tuple(SuspectFacts(s.sha, s.subject, s.score, s.files) for s in report.suspects)
-    text = bisect_comment(
-        benchmark,
-        report.good,
-        report.bad,
-        report.culprit,
-        report.culprit_subject,
-        report.runs,
-        len(report.skipped),
-        report.reason,
-        suspects,
-    )
-    return _answer(github, repo, issue_number, text)
+        facts = _bisect_facts(cache, results, repo, benchmark, good, bad, issue_number)
+        answer = ""
+        for action in plan_bisect(facts):
+            if isinstance(action, Bisect):
+                report = bisect_benchmark(
+                    cache, action.bench, action.good, action.bad, action.config, action.verdict
+                )
+                answer = _answer(github, repo, plan_bisect_answer(benchmark, report, issue_number))
+            else:
+                answer = _answer(github, repo, [action])
+    return answer
 
 
-def _answer(github: GitHubPort, repo: str, issue_number: int | None, text: str) -> str:
-    if issue_number is not None:
-        github.create_comment(repo, issue_number, text)
+def _bisect_facts(
+    cache: Repository,
+    results: ResultStore,
+    repo: str,
+    benchmark: str,
+    good: str | None,
+    bad: str | None,
+    issue_number: int | None,
+) -> BisectFacts:
+    history = tuple(results.history(repo, benchmark))
+    last_good = results.last_good(repo, benchmark)
+    good_sha = good or (last_good.sha if last_good else None)
+    bad_sha = bad or (history[-1].sha if history else None)
+    facts = BisectFacts(benchmark, good_sha, bad_sha, None, history=history, issue_number=issue_number)
+    try:
+        config = config_at(cache, bad_sha) if bad_sha and cache.rev_parse(bad_sha) else None
+    except ConfigError as exc:
+        return replace(facts, config_error=exc.one_line())
+    return replace(facts, config=config)
+
+
+def _answer(github: GitHubPort, repo: str, answers: list[BisectAnswer]) -> str:
+    """The executor of an :class:`l2_plan.Answer`: commented on its issue (when there is one), returned."""
+    text = ""
+    for answer in answers:
+        if answer.issue_number is not None:
+            github.create_comment(repo, answer.issue_number, answer.text)
+        text = answer.text
     return text
 
 
@@ -243,22 +254,23 @@ def run_l3_job(
     clone_url: str,
     token: str | None,
 ) -> Reply:
-    """The l2-queue half of ``/l3``: fetch, read the config at the PR head, run the workload."""
+    """The l2-queue half of ``/l3``: fetch, read the config at the PR head, then plan and run the
+    workload (``workers/testing/l3_run.py``); a head it cannot run is said on the workload's check."""
     with caches.open(cache_key(repo)) as cache:
         # Branches of this repository only: an outside fork's PR code never runs on our runners
         # until a maintainer pushes it here (the same rule as L1).
         caches.fetch(cache, clone_url, ["+refs/heads/*:refs/heads/*"], token)
+        cannot_run = None
         if cache.rev_parse(head_sha) is None:
-            detail = (
-                f"{head_sha[:12]} is not on a branch of {repo}; a maintainer can push it here "
-                f"and comment /l3 {workload} again"
-            )
-            return record_run_failure(github, repo, head_sha, workload, _any_config(cache), detail)
-        try:
-            config = config_at(cache, head_sha)
-        except ConfigError as exc:
-            return record_run_failure(github, repo, head_sha, workload, _any_config(cache), exc.one_line())
-        return run_l3_workload(github, repo, head_sha, workload, config, cache.path)
+            cannot_run = head_not_on_branch(head_sha, repo, workload)
+        else:
+            try:
+                config = config_at(cache, head_sha)
+            except ConfigError as exc:
+                cannot_run = exc.one_line()
+        if cannot_run is not None:
+            config = _any_config(cache)
+        return run_l3_workload(github, repo, head_sha, workload, config, cache.path, cannot_run=cannot_run)
 
 
 def _any_config(cache: Repository) -> RepoConfig:

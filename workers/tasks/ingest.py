@@ -162,12 +162,15 @@ def ingest_on_merge(
     action: str,
     merged: bool = False,
     delivery: str | None = None,
+    head_ref: str = "",
     **_: Any,
 ) -> None:
-    """A merged PR (a bundle, or a hand pick) moves the ledger: the next plan must reflect it."""
-    if action == "closed" and merged:
+    """A merged PR (a bundle, or a hand pick) moves the ledger: the next plan must reflect it. A
+    bundle PR closed unmerged is declined: what is stacked on it is rebuilt without it now."""
+    if action == "closed" and (merged or head_ref.startswith("forksync/bundle/")):
+        what = "merged" if merged else "closed unmerged"
         ingest.delay(
-            installation_id=installation_id, repo=repo, reason=f"PR #{number} merged", delivery=delivery
+            installation_id=installation_id, repo=repo, reason=f"PR #{number} {what}", delivery=delivery
         )
 
 

@@ -15,9 +15,10 @@ from core import tasknames
 from core.render.l1 import L1_CHECK
 from workers.adapters.gitcache import GitCache
 from workers.adapters.state import open_state
-from workers.app import celery_app
+from workers.app import celery_app, runtime
 from workers.app.handlers import handles
-from workers.jobs.l1_job import L1Job, coverage_from_github, run_l1_job
+from workers.jobs.l1_checks import coverage_from_github
+from workers.jobs.l1_job import L1Job, run_l1_job
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +32,8 @@ L1_TIME_LIMIT_S = tasknames.QUEUE_TIME_LIMIT_S[tasknames.Q_L1_CPU]
 
 
 def _adapter(task: Any, installation_id: int) -> tuple[Any, Any]:
-    from core.github.app import app_for
-
     settings = celery_app.settings_of(task.app)
-    return app_for(settings.bot), settings
+    return runtime.app_for(settings), settings
 
 
 @shared_task(

@@ -11,7 +11,7 @@ from celery import shared_task
 from core import tasknames
 from core.config import CONFIG_PATH, ConfigError, load_repo_config
 from workers.adapters.gitcache import GitCache
-from workers.app import celery_app
+from workers.app import celery_app, runtime
 from workers.app.handlers import handles
 from workers.jobs.l2_job import run_bisect_job, run_l2_job, run_l3_job
 from workers.testing.l3 import reset_l3_on_push
@@ -25,10 +25,8 @@ L2_TIME_LIMIT_S = tasknames.QUEUE_TIME_LIMIT_S[tasknames.Q_L2]
 
 
 def _github(task: Any, installation_id: int) -> tuple[Any, Any, Any]:
-    from core.github.app import app_for
-
     settings = celery_app.settings_of(task.app)
-    app = app_for(settings.bot)
+    app = runtime.app_for(settings)
     return app, app.adapter(installation_id), settings
 
 
@@ -50,10 +48,8 @@ def run_l2(
     """Beat (no arguments): one run per installed repository. With ``repo``: run its L2 benchmarks
     at trunk (or ``sha``), record them, bisect new breaks and file or update tracking issues."""
     if installation_id is None or repo is None:
-        from core.github.app import app_for
-
         count = 0
-        for inst, name in app_for(celery_app.settings_of(self.app).bot).installed_repositories():
+        for inst, name in runtime.app_for(celery_app.settings_of(self.app)).installed_repositories():
             run_l2.delay(installation_id=inst, repo=name)
             count += 1
         return count

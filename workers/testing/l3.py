@@ -2,17 +2,15 @@
 
 The check run ``forksync / L3: WORKLOAD`` on the PR head is the record (see ``core/render/l3.py``):
 nothing is kept elsewhere, so a lost worker or a flushed Redis loses no sign-off. A workload with
-a ``run`` command has it run on the l2 queue (:func:`run_l3_workload`), its metrics attached to
+a ``run`` command has it run on the l2 queue (``workers/testing/l3_run.py``), its metrics attached to
 the check. A push resets sign-offs unless the workload says ``reset_on_push: false``.
 Called by the comment-command handler (``/l3``, ``/signoff``) and the push handler.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from core.config import RepoConfig, Workload
@@ -36,13 +34,6 @@ from core.render.l3 import (
     unknown_workload,
 )
 from core.tasknames import RUN_L3
-from workers.engine.git import Repository
-from workers.testing.bisect import parse_metrics
-from workers.testing.checkout import CleanCheckout, run_command
-
-# L3 workloads are heavy by definition; this bounds a hung one.
-RUN_TIMEOUT_S = 6 * 3600
-TAIL_CHARS = 2000
 
 # ``enqueue(task_name, kwargs)``: Celery's ``send_task`` in production, a recorder in tests.
 Enqueue = Callable[[str, Mapping[str, Any]], object]
@@ -57,7 +48,7 @@ class Reply:
     check_run_id: int | None = None
 
 
-def _output(state: L3State) -> CheckOutput:
+def check_output(state: L3State) -> CheckOutput:
     return CheckOutput(title=title(state), summary=summary(state), text=text(state))
 
 
@@ -79,7 +70,7 @@ def current(
     return newest, parse_state(newest.text)
 
 
-def _state(info: CheckRunInfo | None, recorded: L3State | None, w: Workload, head_sha: str) -> L3State:
+def state_of(info: CheckRunInfo | None, recorded: L3State | None, w: Workload, head_sha: str) -> L3State:
     if recorded is not None:
         return replace(recorded, owners=w.owners)
     state = L3State(w.name, w.owners, head_sha)
@@ -152,7 +143,7 @@ def plan_request(
         return [Answer(False, unknown_workload(workload, tuple(x.name for x in config.l3.workloads)))]
     if found is not None:
         info, recorded = found
-        state = _state(info, recorded, w, head_sha)
+        state = state_of(info, recorded, w, head_sha)
         if state.signed_by:
             return [Answer(True, already_signed_off(w.name, state.signed_by, head_sha), check_run_id=info.id)]
         if w.run and can_queue and state.run in ("", "failed"):
@@ -185,7 +176,7 @@ def plan_signoff(
         return [Answer(False, unknown_workload(workload, tuple(x.name for x in config.l3.workloads)))]
     if not is_owner(user, w):
         return [Answer(False, refusal(user.lstrip("@"), w.name, w.owners))]
-    state = _state(found[0] if found else None, found[1] if found else None, w, head_sha)
+    state = state_of(found[0] if found else None, found[1] if found else None, w, head_sha)
     if state.signed_by:
         return [
             Answer(
@@ -215,7 +206,7 @@ def apply_l3(
     opened: int | None = None
     for action in actions:
         if isinstance(action, OpenL3Check):
-            name, output = check_name(action.state.workload), _output(action.state)
+            name, output = check_name(action.state.workload), check_output(action.state)
             info = (
                 gh.create_check_run(repo, name=name, head_sha=head_sha, conclusion="success", output=output)
                 if action.signed
@@ -231,11 +222,11 @@ def apply_l3(
                     action.check_run_id,
                     status="completed",
                     conclusion="success",
-                    output=_output(action.state),
+                    output=check_output(action.state),
                 )
             else:
                 gh.update_check_run(
-                    repo, action.check_run_id, status="in_progress", output=_output(action.state)
+                    repo, action.check_run_id, status="in_progress", output=check_output(action.state)
                 )
         elif isinstance(action, QueueL3Run):
             check_run_id = action.check_run_id if action.check_run_id is not None else opened
@@ -323,13 +314,17 @@ def reset_l3_on_push(
         found = current(gh, repo, before_sha, w.name)
         if found is None or current(gh, repo, after_sha, w.name) is not None:
             continue
-        old = _state(found[0], found[1], w, before_sha)
+        old = state_of(found[0], found[1], w, before_sha)
         if old.signed_by and not w.reset_on_push:
             state = replace(
                 old, head_sha=after_sha, carried_from=before_sha, reset_from="", run="", run_detail=""
             )
             info = gh.create_check_run(
-                repo, name=check_name(w.name), head_sha=after_sha, conclusion="success", output=_output(state)
+                repo,
+                name=check_name(w.name),
+                head_sha=after_sha,
+                conclusion="success",
+                output=check_output(state),
             )
             replies.append(
                 Reply(
@@ -347,7 +342,11 @@ def reset_l3_on_push(
             run="queued" if queued else "",
         )
         info = gh.create_check_run(
-            repo, name=check_name(w.name), head_sha=after_sha, status="in_progress", output=_output(state)
+            repo,
+            name=check_name(w.name),
+            head_sha=after_sha,
+            status="in_progress",
+            output=check_output(state),
         )
         if queued:
             assert enqueue is not None
@@ -357,63 +356,3 @@ def reset_l3_on_push(
             Reply(True, f"L3 **{w.name}**: {what} on {after_sha[:12]} ({mentions(w.owners)}).", info.id)
         )
     return replies
-
-
-def run_l3_workload(
-    gh: Checks,
-    repo: str,
-    head_sha: str,
-    workload: str,
-    config: RepoConfig,
-    repo_path: Path,
-    *,
-    timeout: float = RUN_TIMEOUT_S,
-) -> Reply:
-    """The l2-queue job: run the workload's command at ``head_sha`` and attach its metrics to the check.
-
-    The check's sign-off is re-read before the final update, so an owner who signs off while the
-    workload runs is never overwritten.
-    """
-    w = config.workload(workload)
-    if w is None or not w.run:
-        return Reply(
-            False,
-            unknown_workload(workload, tuple(x.name for x in config.l3.workloads))
-            if w is None
-            else f"L3 **{workload}** has no `run` command to run.",
-        )
-    found = current(gh, repo, head_sha, w.name)
-    if found is None:
-        return Reply(False, f"no L3 check for **{w.name}** on {head_sha[:12]}: comment `/l3 {w.name}` first.")
-    info, recorded = found
-    state = replace(_state(info, recorded, w, head_sha), run="running", run_detail="")
-    gh.update_check_run(repo, info.id, output=_output(state))
-    with CleanCheckout(Repository(repo_path)) as checkout:
-        result = run_command(w.run, checkout.at(head_sha), timeout=timeout)
-    metrics = {k: v for k, v in (parse_metrics(result.stdout) or {}).items() if math.isfinite(v)}
-    if result.exit_code == 0:
-        run, detail = "passed", "exit 0"
-    elif result.timed_out:
-        run, detail = "failed", f"timed out after {timeout:.0f}s"
-    else:
-        tail = result.output.strip().splitlines()[-1:] or [""]
-        run, detail = "failed", f"exit {result.exit_code}: {tail[0][:TAIL_CHARS]}".rstrip(": ")
-    fresh = current(gh, repo, head_sha, w.name)
-    latest = _state(fresh[0], fresh[1], w, head_sha) if fresh else state
-    final = replace(latest, run=run, run_detail=detail, metrics=metrics)
-    gh.update_check_run(repo, info.id, output=_output(final))
-    shown = ", ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())) or "no metrics"
-    return Reply(run == "passed", f"L3 **{w.name}** command {run} ({detail}); {shown}.", info.id)
-
-
-def record_run_failure(
-    gh: Checks, repo: str, head_sha: str, workload: str, config: RepoConfig, detail: str
-) -> Reply:
-    """The workload could not run at all (head not fetchable, bad config): say so on its check."""
-    w = config.workload(workload)
-    found = current(gh, repo, head_sha, workload)
-    if w is None or found is None:
-        return Reply(False, detail)
-    state = replace(_state(found[0], found[1], w, head_sha), run="failed", run_detail=detail)
-    gh.update_check_run(repo, found[0].id, output=_output(state))
-    return Reply(False, f"L3 **{w.name}** command did not run: {detail}.", found[0].id)

@@ -61,7 +61,7 @@ def resolve_text(
         ), None
     base = conflict.base or ""
     merged = git_merge(conflict.ours, base, conflict.theirs)
-    ctx = HunkContext(path)
+    ctx = HunkContext(path, conflict.ours, conflict.theirs, base)
     found: list[HunkResolution] = []
     left: list[Hunk] = []
     for hunk in merged.hunks:
@@ -175,6 +175,8 @@ _ACTIONS = {
     model.FORK_UNCHANGED: "Took upstream's change where the fork's side only differs from its parent in whitespace",
     model.UPSTREAM_INSERTS: "Kept upstream's inserted lines around the fork's version of the region",
     model.LIST_UNION: "Merged both sides' additions additively",
+    model.IMPORT_MERGE: "Merged the fork's and upstream's imports by name",
+    model.FORK_LACKS_REGION: "Kept the fork's side: the fork does not have the region upstream edits",
     model.TOKEN_MERGE: "Merged the fork's and upstream's edits word by word",
 }
 

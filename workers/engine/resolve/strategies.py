@@ -15,16 +15,19 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from workers.engine.resolve import model
+from workers.engine.resolve import imports, model
 from workers.engine.resolve.merge3 import diff3, merged_of, tokens
 from workers.engine.resolve.model import Hunk, HunkResolution
 
 
 @dataclass(frozen=True)
 class HunkContext:
-    """What a strategy may know besides the hunk: the file's path."""
+    """What a strategy may know besides the hunk: the file's path and the fork's whole file."""
 
     path: str
+    fork_text: str = ""  # the fork's version of the whole file (where a region the fork lacks may have moved)
+    upstream_text: str = ""  # upstream's version of the whole file
+    base_text: str = ""  # upstream's parent's version (with upstream_text: the lines upstream's commit adds)
 
 
 Strategy = Callable[[Hunk, HunkContext], HunkResolution | None]
@@ -50,8 +53,13 @@ def _squash(lines: Sequence[str]) -> list[str]:
 
 
 def whitespace_only(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
-    """The sides differ only in whitespace (indentation, blank lines, trailing space): keep the fork's."""
-    if _squash(hunk.ours) == _squash(hunk.theirs):
+    """The sides differ only in whitespace (indentation, blank lines, trailing space): keep the fork's.
+
+    In indentation-sensitive files (Python, YAML, reST, Markdown, Makefiles) a different
+    indentation is a different meaning, so there the sides must match with indentation kept.
+    """
+    keep = ctx.path.endswith(_INDENT_SENSITIVE)
+    if _content(hunk.ours, keep_indent=keep) == _content(hunk.theirs, keep_indent=keep):
         return _resolution(
             hunk,
             model.WHITESPACE,
@@ -192,6 +200,90 @@ def upstream_inserts_around_fork_edit(hunk: Hunk, ctx: HunkContext) -> HunkResol
     )
 
 
+# A region the fork lacks must be at least this long: a few lines absent from the fork are more often
+# lines it rewrote beyond recognition (or a small guard a backport needs) than code it does not have.
+_MIN_LACKED_LINES = 10
+_IMPORT_LINE = re.compile(r"^\s*(import\s|from\s+\S+\s+import\s|#\s*include\s|using\s|require\b|use\s)")
+
+
+def _significant(lines: Sequence[str]) -> list[str]:
+    """The lines that identify code wherever it sits (stripped, longer than a brace or a keyword)."""
+    return [line.strip() for line in lines if len(line.strip()) > 8]
+
+
+def fork_lacks_region(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """The fork does not have the region upstream edits: upstream's edit does not apply, the fork's side is kept.
+
+    The fork's side of the block is empty: a test, a function, a config section that came to
+    upstream after the fork branched (or that the fork removed), which upstream now edits.
+    Guards, from the cases where the maintainer did otherwise: the region is at least 10
+    non-blank lines of upstream's parent; upstream only replaces or removes lines in it, and
+    adds no import (a new line, or a new import, may be needed by the rest of the pick); and
+    the region has not moved in the fork: fewer than half of its lines, and none of the lines
+    upstream changes, are anywhere in the fork's file (else upstream's edit should follow it).
+    """
+    if hunk.ours or len([line for line in hunk.base if line.strip()]) < _MIN_LACKED_LINES:
+        return None
+    ops = [
+        op
+        for op in SequenceMatcher(None, list(hunk.base), list(hunk.theirs), autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ]
+    if not ops or any(tag == "insert" for tag, *_ in ops):
+        return None
+    new_lines = [line for _, _, _, j1, j2 in ops for line in hunk.theirs[j1:j2]]
+    if any(_IMPORT_LINE.match(line) for line in new_lines):
+        return None
+    fork = {line.strip() for line in ctx.fork_text.splitlines()}
+    region = _significant(hunk.base)
+    if region and sum(1 for line in region if line in fork) * 2 >= len(region):
+        return None
+    changed = _significant([line for _, i1, i2, _, _ in ops for line in hunk.base[i1:i2]])
+    if any(line in fork for line in changed):
+        return None
+    return _resolution(
+        hunk,
+        model.FORK_LACKS_REGION,
+        hunk.ours,
+        f"the fork does not have this region ({len(hunk.base)} lines of upstream's parent) and upstream only "
+        f"edits or removes lines in it ({len(changed) or 'a few'} changed), so its change does not apply here",
+    )
+
+
+def import_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
+    """Both sides only edit Python imports in the block: merge them by imported name.
+
+    git conflicts when the fork and upstream both touch one import line (``from x import a``
+    becomes ``a, b`` upstream and ``a, c`` in the fork). Every line of the three sides must be
+    a one-line import at one indentation, and every side must have some. A name one side
+    drops stays dropped only if the other side's code does not use it (the fork's file, less
+    the lines upstream removes; or the lines upstream's commit adds); the result is written in
+    the order convention (isort's, or by module; ASCII or case-folded) all three sides follow,
+    and when they follow several that disagree here, it declines.
+    """
+    if not ctx.path.endswith((".py", ".pyi")):
+        return None
+    got = imports.merge(
+        hunk.ours,
+        hunk.base,
+        hunk.theirs,
+        fork_text=ctx.fork_text,
+        upstream_text=ctx.upstream_text,
+        base_text=ctx.base_text,
+    )
+    if got is None:
+        return None
+    added = ", ".join(got.added) or "none"
+    removed = ", ".join(got.removed) or "none"
+    return _resolution(
+        hunk,
+        model.IMPORT_MERGE,
+        got.lines,
+        f"both sides only edit the imports here; merged by name (added: {added}; removed: {removed}; "
+        f"no removed name is still used), ordered {got.convention} as both sides are",
+    )
+
+
 # A line that is one entry of a list-like region, per kind. An additive union is only made when
 # every line both sides add is an entry of the same kind.
 _LIST_ENTRY: dict[str, re.Pattern[str]] = {
@@ -214,13 +306,24 @@ def _entry_kind(line: str) -> str | None:
     return None
 
 
+def _entry_key(line: str) -> tuple[int, str]:
+    return (0, line.strip())
+
+
+def _import_key(line: str) -> tuple[int, str]:
+    """isort's default order in a section: ``import x`` lines before ``from x import y`` lines."""
+    bare = line.strip()
+    return (1 if bare.startswith("from ") else 0, bare)
+
+
 def list_union(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     """Both sides only add independent entries at the same place of a list: keep both.
 
     Guards: upstream's parent had nothing there (a pure addition on both sides), every added
     line is an entry of one kind (includes, imports, pybind ``.def``, CMake sources, enum
     members, registrations, doc bullets), no entry is added twice. Order is deterministic:
-    sorted when both sides' entries are each sorted, else the fork's entries first.
+    sorted when both sides' entries are each sorted (Python imports in isort's default order:
+    ``import x`` before ``from x import y``), else the fork's entries first.
     """
     if any(line.strip() for line in hunk.base):
         return None
@@ -234,9 +337,7 @@ def list_union(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     if set(_strip(ours)) & set(_strip(theirs)):
         return None
     kind = next(iter(kinds))
-
-    def key(line: str) -> str:
-        return line.strip()
+    key = _import_key if kind == "import" else _entry_key
 
     if ours == sorted(ours, key=key) and theirs == sorted(theirs, key=key):
         lines = sorted(ours + theirs, key=key)
@@ -269,12 +370,17 @@ def _wraps_base(side: Sequence[str], base: Sequence[str]) -> bool:
 
 
 def _layout_only(side: Sequence[str], base: Sequence[str]) -> bool:
-    """``side`` changes only layout in the block (re-indented, re-wrapped, spacing): its text is base's without whitespace.
+    """``side`` changes only layout in the block (re-indented, re-wrapped, spacing, a backslash continuation).
 
     Merging the other side's words into a new layout guesses where they land, and a reformat is
     usually re-run on the result by the human (or the fork keeps its own layout); declined.
     """
-    return "".join("".join(side).split()) == "".join("".join(base).split())
+    return _without_layout(side) == _without_layout(base)
+
+
+def _without_layout(lines: Sequence[str]) -> str:
+    """The block's text without whitespace and without backslash line continuations (a re-wrap's tools)."""
+    return "".join("".join(line.rstrip().removesuffix("\\").split()) for line in lines)
 
 
 def _edited_base_lines(base: Sequence[str], side: Sequence[str]) -> set[int]:
@@ -360,6 +466,27 @@ _MIN_GAP = 2
 _SAME_LINE_GUARD = True
 
 
+def _lowers_a_pin(side: Sequence[str], base: Sequence[str]) -> bool:
+    """``side`` moves a dependency pin of ``base`` to an older version (a branch pinning lower).
+
+    Whether the branch keeps its older pin beside the other side's edit, or takes the newer one
+    as ``dependency-pins`` would, is the maintainer's call; a token merge would silently keep it.
+    """
+    ops = SequenceMatcher(None, list(base), list(side), autojunk=False).get_opcodes()
+    for op, i1, i2, j1, j2 in ops:
+        if op != "replace" or i2 - i1 != j2 - j1:
+            continue
+        for b, s in zip(base[i1:i2], side[j1:j2], strict=True):
+            if (
+                _PIN.match(b)
+                and _PIN.match(s)
+                and _VERSION.sub("#", b) == _VERSION.sub("#", s)
+                and _version_key(s) < _version_key(b)
+            ):
+                return True
+    return False
+
+
 def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     """The sides change different words or lines of the block: merge them token by token.
 
@@ -368,7 +495,8 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     changed signature below it. Guards, from the cases where humans did otherwise: a side that
     inserts whole lines around the other's edit, or deletes whole lines, is ambiguous (does the
     neighbouring edit belong to it?) and declines; so does a side that inserts lines inside the
-    other's rewrite, or whose change is layout only (re-indented, re-wrapped).
+    other's rewrite, whose change is layout only (re-indented, re-wrapped), or that moves a
+    dependency pin to an older version.
     """
     ours, base, theirs = _bare(hunk.ours), _bare(hunk.base), _bare(hunk.theirs)
     if not base:
@@ -380,6 +508,8 @@ def token_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     if _inserts_inside_edit(ours, base, theirs) or _inserts_inside_edit(theirs, base, ours):
         return None
     if _layout_only(ours, base) or _layout_only(theirs, base):
+        return None
+    if _lowers_a_pin(ours, base) or _lowers_a_pin(theirs, base):
         return None
     text = ["".join(side) for side in (hunk.ours, hunk.base, hunk.theirs)]
     if _SAME_LINE_GUARD and _edits_clash_on_a_line(text[1], text[0], text[2]):
@@ -460,6 +590,8 @@ NAMED: tuple[tuple[str, Strategy], ...] = (
     (model.FORK_UNCHANGED, fork_unchanged),
     (model.DEPENDENCY_PINS, dependency_pins),
     (model.LIST_UNION, list_union),
+    (model.IMPORT_MERGE, import_merge),
+    (model.FORK_LACKS_REGION, fork_lacks_region),
     (model.UPSTREAM_INSERTS, upstream_inserts_around_fork_edit),
     (model.TOKEN_MERGE, token_merge),
 )

@@ -1,0 +1,232 @@
+"""Stacked bundles through the loopback GitHub: real git remotes, the real engine, the PyGithub
+adapter over HTTP. A bundle that dependencies carry past ``bundle.max_commits`` is split into
+bounded bundles; a part that needs an earlier one is a PR based on that part's branch, saying why.
+When the base lands, the next ingest re-targets the stacked PR to the trunk (same PR) and
+rebuilds it; when the base PR is closed unmerged, the stacked one is rebuilt on the trunk without
+it, with a comment saying why, and nothing is reopened or duplicated."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.github.ingest import LiveGitHub
+from core.settings import WorkerSettings
+from tests.fixtures.ingest import CONFIG, UPSTREAM_URL, IngestPair, build_ingest_pair
+from tests.gitrepo import GitRepo
+from tests.loopback_github import LoopbackGitHub
+from workers.adapters.gitcache import GitCache
+from workers.adapters.state import LocalState
+from workers.engine.git import Repository
+from workers.jobs.engine_bridge import run_engine
+from workers.jobs.ingestion import IngestEnv, IngestReport, ingest_repository
+
+FORK = "acme/fork"
+LONG = "".join(f"line {n}\n" for n in range(1, 21))
+
+
+@dataclass
+class World:
+    gh: LoopbackGitHub
+    pair: IngestPair
+    env: IngestEnv
+    c: dict[str, str]  # "c1" → upstream sha
+    installation: int
+
+    def ingest(self) -> IngestReport:
+        report = ingest_repository(self.env, FORK)
+        assert report.status == "ingested", report.check
+        return report
+
+    def pulls(self) -> dict[str, dict[str, Any]]:
+        """Every PR (open or closed) by head branch: number, base, state, merged, body."""
+        with self.gh.lock:
+            return {
+                pr["head"]: {
+                    "number": n,
+                    "base": pr["base"],
+                    "state": self.gh.state.issues[FORK][n]["state"],
+                    "merged": pr["merged"],
+                    "body": self.gh.state.issues[FORK][n]["body"],
+                }
+                for n, pr in self.gh.state.pulls[FORK].items()
+            }
+
+    def comments(self, number: int) -> list[str]:
+        with self.gh.lock:
+            return [c["body"] for c in self.gh.state.comments[FORK].values() if c["issue_number"] == number]
+
+    def branch(self, n: str) -> str:
+        return f"forksync/bundle/{self.c[n][:7]}"
+
+    def parent(self, head_branch: str, commits: int) -> str:
+        """What the branch's ``commits`` own commits are built on."""
+        head = self.gh.head(FORK, head_branch)
+        assert head is not None
+        return Repository(self.gh.bare(FORK)).text("rev-parse", f"{head}~{commits}")
+
+
+@pytest.fixture
+def world(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Iterator[World]:
+    gh = LoopbackGitHub(tmp_path / "github").start()
+    try:
+        gh.add_repo(FORK)
+        installation = gh.add_installation([FORK])
+        pair = build_ingest_pair(make_repo, tmp_path, fork_bare=gh.bare(FORK))
+        config = CONFIG.format(url=UPSTREAM_URL).replace("max_commits: 10", "max_commits: 2")
+        pair.fork.commit("Fork: bundles of two", {".github/forksync.yml": config})
+        pair.push_fork()
+        dev = "Upstream Dev <dev@upstream.example>"
+        up = pair.upstream
+        c = {
+            "c1": up.commit("Add long (#201)", {"src/long.py": LONG}, author=dev),
+            "c2": up.commit("Add e (#202)", {"src/e.py": "e = 1\n"}, author=dev),
+            "c3": up.commit(
+                "Tweak line 3 (#203)", {"src/long.py": LONG.replace("line 3\n", "line three\n")}, author=dev
+            ),
+            "c4": up.commit("Add d (#204)", {"src/d.py": "d = 1\nd2 = 2\n"}, author=dev),
+        }
+        c["c6"] = up.commit(
+            "Tweak line 4 and d (#206)",
+            {
+                "src/long.py": LONG.replace("line 3\n", "line three\n").replace("line 4\n", "line four\n"),
+                "src/d.py": "d = 10\nd2 = 2\n",
+            },
+            author=dev,
+        )
+        pair.push_upstream()
+        settings = WorkerSettings.from_mapping(
+            {
+                **gh.settings(),
+                "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
+                "FORKSYNC_GIT_URL_MAP": json.dumps(pair.url_map),
+            }
+        )
+        env = IngestEnv(
+            settings,
+            LiveGitHub(gh.app(), installation),
+            GitCache(settings.data_dir / "git"),
+            LocalState(settings.data_dir),
+            run_engine,
+        )
+        yield World(gh, pair, env, c, installation)
+    finally:
+        gh.close()
+
+
+def _first_ingest(world: World) -> dict[str, dict[str, Any]]:
+    """The group [c1 c2 c3 c4 c6] (c3 needs c1's lines, c6 needs c3's and c4's) is split at 2."""
+    world.ingest()
+    pulls = world.pulls()
+    p0, p1, p2 = world.branch("c1"), world.branch("c3"), world.branch("c6")
+    other = f"forksync/bundle/{world.pair.shas['#102'][:7]}"
+    assert sorted(pulls) == sorted([other, p0, p1, p2, "forksync/chain/" + world.pair.shas["#103"][:7]])
+    assert pulls[other]["base"] == "main" and pulls[p0]["base"] == "main"  # independent: on the trunk
+    assert pulls[p1]["base"] == p0 and pulls[p2]["base"] == p1  # stacked on the part each needs
+    # Built on the base bundle's head, so each PR shows only its own commits.
+    assert world.parent(p1, 2) == world.gh.head(FORK, p0) and world.parent(p2, 1) == world.gh.head(FORK, p1)
+    body = pulls[p1]["body"]
+    assert f"**Stacked on #{pulls[p0]['number']}** (`{p0}`, 2 commits it needs); lands after it" in body
+    assert f"of src/long.py last changed by {world.c['c1'][:7]} of bundle-{world.c['c1'][:7]}" in body
+    assert "Why stacked** (1)" in body and "<!-- forksync:stack-base -->" not in body
+    assert f"**Stacked on #{pulls[p1]['number']}** (`{p1}`, 4 commits it needs)" in pulls[p2]["body"]
+    assert "Stacked on" not in pulls[p0]["body"] and "lands on its own" in pulls[p0]["body"]
+    return pulls
+
+
+def test_a_group_past_the_bound_becomes_stacked_prs_and_the_base_landing_retargets_the_next(
+    world: World,
+) -> None:
+    """Split at the bound, stacked bases and bodies; a rerun changes nothing; when the base lands the
+    stacked PR is re-targeted to the trunk (same PR, PullRequest.edit) and rebuilt onto it, and the
+    one stacked on it stays stacked, rebuilt too; nothing is duplicated."""
+    pulls = _first_ingest(world)
+    p0, p1, p2 = world.branch("c1"), world.branch("c3"), world.branch("c6")
+    again = world.ingest()
+    assert [p["created"] for p in again.pulls] == [False] * 5 and again.closed == []
+    assert world.pulls() == pulls and all(world.comments(p["number"]) == [] for p in pulls.values())
+
+    landed = world.gh.merge(FORK, pulls[p0]["number"])
+    world.ingest()
+    after = world.pulls()
+    assert sorted(after) == sorted(pulls)  # no new PR
+    assert after[p0]["merged"] and after[p1]["state"] == "open" and after[p2]["state"] == "open"
+    assert after[p1]["number"] == pulls[p1]["number"] and after[p1]["base"] == "main"  # re-targeted
+    assert world.parent(p1, 2) == landed  # rebuilt onto the new trunk
+    assert after[p2]["base"] == p1 and world.parent(p2, 1) == world.gh.head(FORK, p1)  # still stacked
+    (note,) = world.comments(after[p1]["number"])
+    assert f"re-targeted this PR from `{p0}` to `main`" in note and "no longer open" in note
+    edits = [
+        r for r in world.gh.requests if r[0] == "PATCH" and r[1].endswith(f"/pulls/{pulls[p1]['number']}")
+    ]
+    assert edits, "the base was changed with PullRequest.edit (PATCH /pulls/N)"
+    assert "Stacked on" not in after[p1]["body"] and "lands on its own" in after[p1]["body"]
+    assert world.gh.head(FORK, p0) is None  # the landed bundle's branch is deleted
+
+    # The next stacked PR lands once its base has: the stack unwinds the same way.
+    world.gh.merge(FORK, after[p1]["number"])
+    world.ingest()
+    last = world.pulls()
+    assert last[p2]["number"] == pulls[p2]["number"] and last[p2]["base"] == "main"
+    assert world.parent(p2, 1) == world.gh.head(FORK, "main")
+
+
+def test_a_base_closed_unmerged_leaves_the_stacked_pr_rebuilt_on_the_trunk_without_it(world: World) -> None:
+    """The base PR closed unmerged: the stacked PR is re-targeted to the trunk and rebuilt without
+    the commits that need the base (they stay with it, listed, with a comment saying why); a stacked
+    PR all of whose commits need it is closed saying so; the closed PR is never reopened or opened
+    again, and a rerun changes nothing."""
+    pulls = _first_ingest(world)
+    p0, p1, p2 = world.branch("c1"), world.branch("c3"), world.branch("c6")
+    world.gh.adapter(world.installation).close_pull_request(FORK, pulls[p0]["number"])  # a maintainer
+    closed_head = world.gh.head(FORK, p0)
+    report = world.ingest()
+    after = world.pulls()
+    assert sorted(after) == sorted(pulls)  # no PR opened again for the declined bundle, none duplicated
+    assert after[p0]["state"] == "closed" and not after[p0]["merged"]
+    assert world.gh.head(FORK, p0) == closed_head  # its branch is kept as closed: reopening takes it back
+    assert after[p1]["number"] == pulls[p1]["number"] and after[p1]["base"] == "main"
+    trunk = world.gh.head(FORK, "main")
+    assert world.parent(p1, 1) == trunk  # one commit (c4) on the trunk: c3 needs c1 and left
+    fork = Repository(world.gh.bare(FORK))
+    assert fork.text("log", "--format=%s", f"{trunk}..{world.gh.head(FORK, p1)}") == "Add d (#204)"
+    (note,) = world.comments(after[p1]["number"])
+    assert f"#{pulls[p0]['number']} (`{p0}`), a bundle it was stacked on, was closed unmerged" in note
+    assert "1 commit(s) of this PR need it" in note
+    assert f"Was stacked on `{p0}`, whose PR was closed unmerged" in after[p1]["body"]
+    assert "moved there: its PR was closed unmerged" in after[p1]["body"]
+    # c6 needs c3 (and c1): it stays with them, and its stacked PR is closed saying why.
+    assert after[p2]["state"] == "closed" and world.gh.head(FORK, p2) is None
+    assert any(c["branch"] == p2 for c in report.closed)
+    (closing,) = world.comments(after[p2]["number"])
+    assert f"every commit of this PR needs #{pulls[p0]['number']} (`{p0}`)" in closing
+
+    rerun = world.ingest()
+    assert world.pulls() == after and rerun.closed == []
+    assert all(not p["created"] for p in rerun.pulls)
+
+
+def test_a_stacked_body_says_why_even_when_no_member_names_a_need() -> None:
+    """A part stacked in line (its group's needs cross) says so instead of pointing at an empty
+    table; one with needs lists them; an independent one says it lands on its own."""
+    from core.render.ingest import STACK_REF, BundleView, CommitRow, bundle_body
+
+    row = CommitRow("a" * 40, "Tweak (#1)", "dev")
+    view = BundleView("bundle-aaaaaaa", "forksync/bundle/aaaaaaa", "forksync/bundle/bbbbbbb", (row,), "p")
+    stacked = BundleView(**{**view.__dict__, "stacked_on": "bundle-bbbbbbb", "stack_commits": 3})
+    text = bundle_body(stacked, None)
+    assert f"**Stacked on {STACK_REF}** (`forksync/bundle/bbbbbbb`, 3 commits it needs)" in text
+    assert "stacked in line" in text and "Why stacked" not in text
+    needing = BundleView(
+        **{**stacked.__dict__, "needs": (CommitRow("a" * 40, "Tweak (#1)", "dev", note="line: x"),)}
+    )
+    assert "Why stacked** (1)" in bundle_body(needing, None) and "stacked in line" not in bundle_body(
+        needing, None
+    )
+    alone = BundleView(**{**view.__dict__, "base_branch": "main"})
+    assert "lands on its own" in bundle_body(alone, None) and "Stacked" not in bundle_body(alone, None)
