@@ -12,15 +12,17 @@ Afterwards the Redis queue is read back: every 202 must be one message, each del
 gunicorn runs the Procfile's ``web:`` command line exactly (gthread, ``$WEB_CONCURRENCY`` or 3
 workers, 8 threads, access log on stdout, written to a file); the two apps run side by side and
 their wrk rounds alternate (baseline, forksync, baseline, ...), medians reported with the load
-average of each round. Prints requests/s, p50/p99 latency for both, the ratio, CPU per request
-from /proc, and the exactly-once count. The delivery log is on (SQLite in a fresh data dir). Uses
-Redis db ``--redis-db`` (default 11) and deletes only the keys it created.
+average of each round. Prints requests/s, p50/p99 latency for both, the ratio, CPU and voluntary
+context switches per request from /proc, and the exactly-once count. The delivery log is on
+(SQLite in a fresh data dir). Uses Redis db ``--redis-db`` (default 11) and deletes only the keys
+it created.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import re
@@ -117,6 +119,28 @@ def cpu_seconds(pid: int) -> float:
         except OSError:
             continue
         total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def context_switches(pid: int) -> int:
+    """Voluntary context switches of every thread of a process and its live children (a thread
+    that blocks: a round trip, a lock, a GIL hand-over)."""
+    total = 0
+    pids = [pid]
+    with contextlib.suppress(OSError):
+        pids += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    for p in pids:
+        try:
+            tasks = list(Path(f"/proc/{p}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                for line in (task / "status").read_text().splitlines():
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+            except OSError:
+                continue
     return total
 
 
@@ -241,9 +265,11 @@ def _measure(
 ) -> dict[str, Any]:
     rpid = redis_pid(client)
     web0, redis0 = cpu_seconds(proc.pid), cpu_seconds(rpid) if rpid else 0.0
+    switches0 = context_switches(proc.pid)
     load0 = os.getloadavg()[0]
     r = run_wrk(port, body, signature, run, duration, connections, wrk_threads)
     r["web_cpu_ms"] = (cpu_seconds(proc.pid) - web0) * 1000 / max(1, r["requests"])
+    r["switches"] = (context_switches(proc.pid) - switches0) / max(1, r["requests"])
     r["redis_cpu_ms"] = ((cpu_seconds(rpid) - redis0) * 1000 / max(1, r["requests"])) if rpid else 0.0
     r["load"] = (load0 + os.getloadavg()[0]) / 2
     return r
@@ -368,16 +394,18 @@ def main() -> int:
                 print(
                     f"  round {i + 1} {name:24s} {r['rps']:7.0f} req/s  p50 {r['p50_us'] / 1000:6.2f} ms  "
                     f"p99 {r['p99_us'] / 1000:6.2f} ms  CPU/request web {r['web_cpu_ms']:.2f} ms, redis "
-                    f"{r['redis_cpu_ms']:.2f} ms  load {r['load']:.1f}  non-202 {r['other']}  errors {r['errors']}"
+                    f"{r['redis_cpu_ms']:.2f} ms  switches/request {r['switches']:.1f}  load {r['load']:.1f}  "
+                    f"non-202 {r['other']}  errors {r['errors']}"
                 )
             med[name] = {
                 k: statistics.median(r[k] for r in rs)
-                for k in ("rps", "p50_us", "p99_us", "web_cpu_ms", "redis_cpu_ms", "load")
+                for k in ("rps", "p50_us", "p99_us", "web_cpu_ms", "redis_cpu_ms", "switches", "load")
             }
         for name, m in med.items():
             print(
                 f"median {name:24s} {m['rps']:7.0f} req/s  p50 {m['p50_us'] / 1000:6.2f} ms  p99 "
                 f"{m['p99_us'] / 1000:6.2f} ms  CPU/request web {m['web_cpu_ms']:.2f} ms, redis {m['redis_cpu_ms']:.2f} ms"
+                f"  switches/request {m['switches']:.1f}"
                 f"  load {m['load']:.1f}"
             )
         fs, base = med["forksync POST /webhook"], med["bare Flask (baseline)"]

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -89,3 +94,31 @@ def test_binary_changes_link_by_whole_file() -> None:
     history = [("a", [FileRanges("img.png", whole=True)]), ("b", [FileRanges("img.png", whole=True)])]
     deps = line_dependencies(history)
     assert [(d.commit, d.describe()) for d in deps["b"]] == [("a", "the whole file of img.png")]
+
+
+_SAME_START = """
+from workers.engine.lines import FileRanges, Hunk, line_dependencies
+history = [
+    ("a" * 40, [FileRanges("f.cpp", (Hunk(0, 0, 1, 100),))]),
+    # an insertion after line 45 and a change of line 46: two windows from line 45, one narrower
+    ("b" * 40, [FileRanges("f.cpp", (Hunk(45, 0, 46, 1), Hunk(46, 1, 47, 1)))]),
+]
+print([(d.start, d.end) for d in line_dependencies(history, 1)["b" * 40]])
+"""
+
+
+def test_dependency_order_does_not_depend_on_hash_seeds() -> None:
+    """Two ranges of one earlier commit that start on the same line come out in one order in
+    every process (the first is the one a reason names), whatever Python's hash seed."""
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _SAME_START],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            cwd=Path(__file__).resolve().parent.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(8)
+    }
+    assert outputs == {"[(45, 46), (45, 47)]\n"}

@@ -182,7 +182,7 @@ def line_dependencies(
     for sha, files in history:
         deps = owners.dependencies(files)
         out[sha] = tuple(
-            sorted(set(d for d in deps if d.commit != sha), key=lambda d: (d.path, d.start, d.commit))
+            sorted(set(d for d in deps if d.commit != sha), key=lambda d: (d.path, d.start, d.commit, d.end))
         )
         owners.apply(sha, files)
     return out
