@@ -14,7 +14,7 @@ import pytest
 
 from core.github.ingest import LiveGitHub
 from core.settings import WorkerSettings
-from tests.fixtures.ingest import CONFIG, UPSTREAM_URL, IngestPair, build_ingest_pair
+from tests.fixtures.ingest import IngestPair, build_ingest_pair
 from tests.gitrepo import GitRepo
 from tests.loopback_github import LoopbackGitHub
 from workers.adapters.gitcache import GitCache
