@@ -119,6 +119,8 @@ def build_chains(
                 continue
             if first_wait is None:
                 first_wait = i
+            if outcome.waiting and all(w.needs is not None for w in outcome.waiting):
+                totals["picks waiting only for unlanded upstream commits"] += 1
             for w in outcome.waiting:
                 totals["files waiting"] += 1
                 reasons[_reason_kind(w.reason)] += 1
