@@ -110,3 +110,24 @@ def test_random_edits_agree_with_git_cherry_pick(make_repo: Callable[[str], GitR
         verdicts.add(expected is None)
         repo.git("checkout", "-q", "main")
     assert verdicts == {True, False}  # both outcomes were exercised
+
+
+def test_a_file_the_fork_added_to_a_directory_upstream_renames_conflicts_like_git(
+    make_repo: Callable[[str], GitRepo],
+) -> None:
+    """Upstream moves a whole directory; the fork added a file into it: git cherry-pick reports a
+    conflict (git's directory rename would move the fork's file), so the trial pick must not take
+    the fast path and call it clean. Where the fork left the directory alone, both are clean."""
+    files = {f"old/{n}.c": "".join(f"{n} {i}\n" for i in range(50)) for n in "abc"}
+    moved: dict[str, str | None] = {path: None for path in files}
+    moved.update({path.replace("old/", "new/"): text for path, text in files.items()})
+    repo, tip, up = fork_and_upstream(make_repo, dict(files), {"old/extra.c": "extra\n"}, moved)
+    assert git_pick(repo, tip, up) is None
+    assert ours_pick(repo, tip, up, git=True) is None
+
+    repo, tip, up = fork_and_upstream(
+        lambda name: make_repo(f"{name}-alone"), {**files, "README": "r\n"}, {"README": "fork\n"}, moved
+    )
+    expected = git_pick(repo, tip, up)
+    assert expected is not None
+    assert ours_pick(repo, tip, up, git=True) == expected

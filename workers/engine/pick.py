@@ -5,7 +5,9 @@ after another, like a ``git cherry-pick`` loop would, but entirely in the object
 
 * **fast path** — when every path the commit touches holds, in the target, exactly what it
   held in the commit's parent, the pick is clean by construction and its result is the target
-  with those paths replaced. Most picks of a fork that tracks its upstream closely take it;
+  with those paths replaced (not where the commit empties a directory the target holds other
+  things in: git may move them by a directory rename). Most picks of a fork that tracks its
+  upstream closely take it;
 * otherwise a three-way merge of only the paths that differ, file by file
   (``merge_file_from_index``: the same xdiff merge ``merge_trees`` runs per file), with no
   rename detection (design.md: rename detection made trial picks ~4× slower, and a
@@ -467,14 +469,19 @@ class PickTarget:
     def _trivial(self, change: CommitChanges) -> bool:
         """Whether every path is decided without a merge, the same way git decides it: unchanged
         in the target (take theirs) or already as the commit leaves it; no file/directory clash; no
-        file added into a directory the target lost (git's directory-rename rules apply there)."""
+        file added into a directory the target lost, and no directory the commit empties while the
+        target changed what is in it (git's directory-rename rules apply there: a file the target
+        added into a directory the commit renames is a conflict in ``git cherry-pick``)."""
         if not self._fits(change):
             return False
         parent: pygit2.Tree | None = None
+        vanished: set[str] = set()
         for delta in change.deltas:
             ours = self.entry(delta.path)
             if ours != delta.old and ours != delta.new:
                 return False
+            if delta.old is not None and delta.new is None and "/" in delta.path:
+                vanished.add(delta.path.rpartition("/")[0])
             if delta.old is None and delta.new is not None and "/" in delta.path:
                 folder = delta.path.rpartition("/")[0]
                 if self._dir(folder) is None:
@@ -487,7 +494,30 @@ class PickTarget:
                     except KeyError:
                         continue  # a new directory on both sides: no rename to follow
                     return False
-        return True
+        return not vanished or not self._emptied_dirs_changed(change, vanished)
+
+    def _emptied_dirs_changed(self, change: CommitChanges, folders: set[str]) -> bool:
+        """Whether a directory (or a directory above it) that the commit deletes files from, and
+        that the commit's tree no longer has, holds something else in the target than in the
+        commit's parent: then git may move the target's files with a directory rename."""
+        above = set(folders)
+        for folder in folders:
+            parts = folder.split("/")
+            above.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        theirs, parent = self.repo.get(change.tree), self.repo.get(change.parent_tree)
+        assert isinstance(theirs, pygit2.Tree) and isinstance(parent, pygit2.Tree)
+        for folder in sorted(above):
+            if _subtree(theirs, folder) is not None:
+                continue  # still there in the commit: not a renamed directory
+            ours = self._dir(folder)
+            if ours is None:
+                continue  # the target has nothing there that could move
+            before = _subtree(parent, folder)
+            if before is None or ours.id != before.id:
+                return True
+            if any(path.startswith(f"{folder}/") for path in self._pending):
+                return True
+        return False
 
     def _merge_with(self, merger: TreeMerger, change: CommitChanges) -> PickResult:
         """The pick by ``merger`` (git's merge); on success the target becomes the merged tree."""
@@ -550,6 +580,15 @@ class PickTarget:
                 if parent is not None and parent[1] != pygit2.enums.FileMode.TREE:
                     return False
         return True
+
+
+def _subtree(tree: pygit2.Tree, folder: str) -> pygit2.Tree | None:
+    """The directory ``folder`` of ``tree``, None when it is absent or not a directory."""
+    try:
+        item = tree[folder]
+    except KeyError:
+        return None
+    return item if isinstance(item, pygit2.Tree) else None
 
 
 def _empty_tree(repo: pygit2.Repository) -> pygit2.Oid:
