@@ -36,13 +36,15 @@ import pygit2
 
 from benchmarks.replay_triton import CONFIG, build_replay
 from core.config import load_repo_config
+from workers.engine.bundle import bundle_branch
 from workers.engine.changes import CommitChanges, commit_changes_many
 from workers.engine.git import Repository
 from workers.engine.lines import line_dependencies
 from workers.engine.pair import open_configured
 from workers.engine.partition import Change, partition
 from workers.engine.pick import GitMerger, PickTarget
-from workers.engine.planning import TipTrial, make_plan
+from workers.engine.planning import TipTrial, fork_history, make_plan
+from workers.engine.resolve.history import FileHistory, GitFileHistory, plan_locator
 from workers.engine.resolve.memory import MemoryIndex, learn
 from workers.engine.resolve.merge3 import git_merge
 from workers.engine.resolve.pick import resolve_pick
@@ -63,6 +65,7 @@ def build_chains(
     chains: Sequence[Sequence[str]],
     changes: dict[str, CommitChanges],
     memory: MemoryIndex,
+    history: FileHistory | None = None,
 ) -> dict[str, Any]:
     """Build each chain through on the fork trunk ``tree`` (as bundle.py builds every branch, and as
     replay_triton.chain_conflicts counts), resolving each conflicting pick with forksync."""
@@ -80,7 +83,7 @@ def build_chains(
             if target.pick(changes[sha]).clean:
                 continue
             conflicts += 1
-            outcome = resolve_pick(pg, sha, str(onto), memory=memory)
+            outcome = resolve_pick(pg, sha, str(onto), memory=memory, history=history)
             commit = pg.get(sha)
             assert isinstance(commit, pygit2.Commit)
             if outcome.resolved and outcome.tree is not None:
@@ -116,6 +119,8 @@ def build_chains(
                 continue
             if first_wait is None:
                 first_wait = i
+            if outcome.waiting and all(w.needs is not None for w in outcome.waiting):
+                totals["picks waiting only for unlanded upstream commits"] += 1
             for w in outcome.waiting:
                 totals["files waiting"] += 1
                 reasons[_reason_kind(w.reason)] += 1
@@ -141,6 +146,11 @@ def build_chains(
 
 
 def _reason_kind(reason: str) -> str:
+    if "this pick waits for it" in reason:
+        for where in ("in bundle", "in chain", "deferred", "urgent", "in no bundle or chain"):
+            if where in reason:
+                return f"file an unlanded upstream commit brings ({where})"
+        return "file an unlanded upstream commit brings"
     if "conflict block" in reason:
         return "hunks no rule is safe on"
     if "upstream deletes" in reason:
@@ -163,7 +173,12 @@ def snapshot(work: Path) -> dict[str, Any]:
     assert isinstance(tip, pygit2.Commit)
     started = time.monotonic()
     out = build_chains(
-        pg, tip.tree.id, [c.commits for c in planned.plan.chains], planned.changes, MemoryIndex()
+        pg,
+        tip.tree.id,
+        [c.commits for c in planned.plan.chains],
+        planned.changes,
+        MemoryIndex(),
+        fork_history(pair, planned),
     )
     out["seconds"] = round(time.monotonic() - started, 1)
     return out
@@ -203,7 +218,12 @@ def weekly(work: Path, info: dict[str, Any]) -> dict[str, Any]:
             for s in shas
         ]
         plan = partition(walk, config, TipTrial(PickTarget(pg, tree, GitMerger(pg)), changes))
-        got = build_chains(pg, tree, [c.commits for c in plan.chains], changes, memory)
+        # The week's fork is upstream where the week starts: a file the week's earlier commits bring waits for them.
+        placed = {sha: (b.id, bundle_branch(b)) for b in plan.bundles for sha in b.commits}
+        where = plan_locator(placed, {sha: c.id for c in plan.chains for sha in c.commits})
+        start = str(first.parents[0].id)
+        history = GitFileHistory(Repository(up), start, start, where=where)
+        got = build_chains(pg, tree, [c.commits for c in plan.chains], changes, memory, history)
         for key in ("conflicts", "resolved", "waiting"):
             total[key] += got[key]
         for key, n in got["strategies"].items():

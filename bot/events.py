@@ -52,6 +52,7 @@ class PullRequestEvent:
     draft: bool
     author: str
     author_association: str
+    base_changed: bool = False  # "edited": the PR was re-targeted (changes.base in the payload)
 
     @property
     def from_fork(self) -> bool:
@@ -294,6 +295,7 @@ def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
             draft=r.flag("pull_request.draft", default=False),
             author=r.text("pull_request.user.login"),
             author_association=r.opt_text("pull_request.author_association") or "NONE",
+            base_changed=r.opt_text("changes.base.ref.from") is not None,
         )
     if name == "issue_comment":
         return IssueCommentEvent(
@@ -375,6 +377,10 @@ def ignore_reason(event: Event, our_app_id: int | None = None) -> str | None:
             return f"push to {event.ref}: forksync's own branch (acting on it would loop)"
         return None
     if isinstance(event, PullRequestEvent):
+        if event.action == "edited":
+            # A re-target (a stacked bundle moved to the trunk) changes what L1 gates on; a title or
+            # body edit (ingestion rewrites bodies) changes nothing to test.
+            return None if event.base_changed else "pull_request edited: only a change of base is acted on"
         if event.action not in PULL_REQUEST_ACTIONS:
             return f"pull_request {event.action}: not acted on"
         return None

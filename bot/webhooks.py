@@ -123,6 +123,7 @@ def task_for(event: Event, delivery: str, our_app_id: int | None = None) -> Task
                 "head_ref": event.head_ref,
                 "base_ref": event.base_ref,
                 "merged": event.merged,
+                "base_changed": event.base_changed,
             },
         )
     elif isinstance(event, IssueCommentEvent):

@@ -140,3 +140,18 @@ def test_unknown_event_is_unhandled_not_an_error() -> None:
     """Events we do not act on parse to UnhandledEvent (the view answers 202 ignored)."""
     event = parse_event("star", {"action": "created"})
     assert event == UnhandledEvent(name="star", action="created")
+
+
+def test_a_pull_request_re_targeted_is_acted_on_and_other_edits_are_not() -> None:
+    """``edited`` with ``changes.base`` (a stacked bundle moved to the trunk) is enqueued so L1 gates
+    the PR again; a title or body edit (ingestion rewrites bodies) is not."""
+    from bot.events import ignore_reason
+
+    data = load("pull_request.synchronize.json")
+    edited = {**data, "action": "edited", "changes": {"base": {"ref": {"from": "forksync/bundle/1a2b3c4"}}}}
+    event = parse_event("pull_request", edited)
+    assert isinstance(event, PullRequestEvent) and event.base_changed
+    assert ignore_reason(event) is None
+    body_only = parse_event("pull_request", {**data, "action": "edited", "changes": {"body": {"from": "x"}}})
+    assert isinstance(body_only, PullRequestEvent) and not body_only.base_changed
+    assert ignore_reason(body_only) == "pull_request edited: only a change of base is acted on"

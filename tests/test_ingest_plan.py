@@ -219,3 +219,37 @@ def test_a_declined_branch_is_kept_and_an_emptied_stacked_pr_is_closed_saying_wh
     (delete,) = [a for a in actions if isinstance(a, DeleteBranches)]
     assert delete.branches == (BUNDLE,)
     assert not [a for a in actions if isinstance(a, OpenPull)]
+
+
+def test_a_stacked_pr_merged_early_is_said_on_it_and_its_base_and_reopened() -> None:
+    """The stacked branch's newest PR (#5) was merged into its base's branch: the bundle is opened again
+    from the same branch, and #5 and the base PR are told, naming the new PR (filled in by the executor)."""
+    f = facts((stacked(),), {BASE: found(number=3, head=BASE)}, {BUNDLE: OLD, BASE: OLD})
+    f = IngestFacts(**{**f.__dict__, "merged_early": {BUNDLE: (5, BASE)}})
+    actions = plan(f)
+    (opened,) = [a for a in actions if isinstance(a, OpenPull)]
+    notes = [a for a in actions if isinstance(a, Comment)]
+    assert [(n.number, n.pull_of) for n in notes] == [(5, BUNDLE), (3, BUNDLE)]
+    assert actions.index(opened) < actions.index(notes[0])  # the new PR exists before it is named
+    assert (
+        f"merged into `{BASE}`, the branch of the bundle it is stacked on (#3), not into `main`"
+        in notes[0].body
+    )
+    assert "<!-- forksync:new-pr -->" in notes[0].body and "#5 (`" in notes[1].body
+
+
+def test_a_stacked_pr_merged_early_whose_commits_landed_since_is_only_told() -> None:
+    """Nothing of that bundle is pending any more: no PR reopened; the merged PR is told why."""
+    f = facts((), before={BUNDLE: OLD})
+    f = IngestFacts(**{**f.__dict__, "merged_early": {BUNDLE: (5, BASE)}})
+    actions = plan(f)
+    assert not [a for a in actions if isinstance(a, OpenPull)]
+    (note,) = [a for a in actions if isinstance(a, Comment)]
+    assert note.number == 5 and "nothing is reopened" in note.body
+
+
+def test_the_new_pr_mark_is_filled_or_dropped() -> None:
+    from core.render.ingest import NEW_PR_REF, fill_pull_ref
+
+    assert fill_pull_ref(f"in a new PR{NEW_PR_REF}, stacked", 6) == "in a new PR (#6), stacked"
+    assert fill_pull_ref(f"in a new PR{NEW_PR_REF}, stacked", None) == "in a new PR, stacked"

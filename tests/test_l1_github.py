@@ -164,6 +164,20 @@ def test_handlers_start_l1_only_for_the_right_events(monkeypatch: Any) -> None:
     assert tasks.l1_on_pull_request in handlers_for(tasknames.ON_PULL_REQUEST)
 
 
+def test_a_pr_re_targeted_runs_l1_again_and_other_edits_do_not(monkeypatch: Any) -> None:
+    """A stacked PR re-targeted to the trunk (``edited`` with a base change) is gated and tested again,
+    as a full run (not an after-push run a split may have covered); a body edit starts nothing."""
+    from workers.tasks import l1 as tasks
+
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(tasks.run_l1, "delay", lambda **kw: sent.append(kw))
+    tasks.l1_on_pull_request(
+        installation_id=1, repo=REPO, number=4, action="edited", head_sha="e" * 40, base_changed=True
+    )
+    tasks.l1_on_pull_request(installation_id=1, repo=REPO, number=4, action="edited", head_sha="f" * 40)
+    assert [(s["head_sha"][0], s["number"], s["after_push"]) for s in sent] == [("e", 4, False)]
+
+
 def test_gpu_suites_on_a_cpu_worker_are_handed_to_a_gpu_runner(
     loopback_github: LoopbackGitHub, tmp_path: Path
 ) -> None:

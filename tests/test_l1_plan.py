@@ -202,6 +202,28 @@ def test_the_gate_runs_inside_heads_and_approved_outside_heads_and_fetches_what_
     assert plan_gate(replace(push, on_branch=True)) == []
 
 
+def test_a_stacked_bundle_pr_waits_for_its_base_and_a_human_pr_into_a_bundle_branch_runs() -> None:
+    """A forksync bundle PR based on another bundle's branch completes action_required naming its base
+    PR; once based on the trunk it runs; a maintainer's PR into a bundle branch is not stacked."""
+    from workers.jobs.l1_job import is_stacked
+    from workers.testing.l1_plan import GateFacts, Refuse, plan_gate
+
+    sha, base = "a" * 40, "forksync/bundle/3333333"
+    pr = GateFacts(sha, "acme/fork", 9, sha, "acme/fork", "forksync/bundle/4444444", "forksync[bot]", "NONE")
+    (wait,) = plan_gate(replace(pr, in_cache=True, base_ref=base, stacked=True, base_number=8))
+    assert isinstance(wait, Refuse) and wait.status == "stacked" and wait.conclusion == "action_required"
+    assert (
+        wait.title == f"Waiting: lands after #8 (base branch {base}); re-targeted to the trunk when #8 lands"
+    )
+    (gone,) = plan_gate(replace(pr, in_cache=True, base_ref=base, stacked=True))
+    assert isinstance(gone, Refuse) and "has no open PR now" in gone.summary
+    assert plan_gate(replace(pr, in_cache=True, base_ref="main")) == []
+    assert is_stacked("acme/fork", "forksync/bundle/4444444", "acme/fork", base)
+    assert not is_stacked("acme/fork", "fix-the-bundle", "acme/fork", base)  # a human's fix into the bundle
+    assert not is_stacked("acme/fork", "forksync/bundle/4444444", "acme/fork", "main")
+    assert not is_stacked("acme/fork", "forksync/bundle/4444444", "mallory/fork", base)
+
+
 def test_pools_are_dispatched_once_per_pr_run_with_one_job_per_pool() -> None:
     from workers.testing.l1_plan import DispatchPool, UpsertCheck, plan_pools
 

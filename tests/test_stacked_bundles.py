@@ -3,7 +3,9 @@ adapter over HTTP. A bundle that dependencies carry past ``bundle.max_commits`` 
 bounded bundles; a part that needs an earlier one is a PR based on that part's branch, saying why.
 When the base lands, the next ingest re-targets the stacked PR to the trunk (same PR) and
 rebuilds it; when the base PR is closed unmerged, the stacked one is rebuilt on the trunk without
-it, with a comment saying why, and nothing is reopened or duplicated."""
+it, with a comment saying why, and nothing is reopened or duplicated. A stacked PR's ``forksync / L1``
+check waits ("lands after #N ...", action_required) until it is re-targeted to the trunk; a stacked
+PR merged early anyway (into its base's branch) is noticed by the next ingest, which says so."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import pytest
 
 from core.github.ingest import LiveGitHub
 from core.settings import WorkerSettings
+from core.store import open_store
 from tests.fixtures.ingest import CONFIG, UPSTREAM_URL, IngestPair, build_ingest_pair
 from tests.gitrepo import GitRepo
 from tests.loopback_github import LoopbackGitHub
@@ -25,6 +28,7 @@ from workers.adapters.state import LocalState
 from workers.engine.git import Repository
 from workers.jobs.engine_bridge import run_engine
 from workers.jobs.ingestion import IngestEnv, IngestReport, ingest_repository
+from workers.jobs.l1_job import L1Job, L1JobResult, run_l1_job
 
 FORK = "acme/fork"
 LONG = "".join(f"line {n}\n" for n in range(1, 21))
@@ -230,3 +234,94 @@ def test_a_stacked_body_says_why_even_when_no_member_names_a_need() -> None:
     )
     alone = BundleView(**{**view.__dict__, "base_branch": "main"})
     assert "lands on its own" in bundle_body(alone, None) and "Stacked" not in bundle_body(alone, None)
+
+
+# ---- L1 waits on a stacked PR; a stacked PR merged before its base
+
+
+def _l1(w: World, tmp_path: Path, branch: str) -> tuple[L1JobResult, dict[str, Any]]:
+    """Run the L1 job on the head of ``branch``'s PR as a worker would (no suites configured); the
+    result and the ``forksync / L1`` check run on that head."""
+    head = w.gh.head(FORK, branch)
+    assert head is not None
+    result = run_l1_job(
+        w.gh.adapter(w.installation),
+        GitCache(tmp_path / "l1-git"),
+        tmp_path / "l1-data",
+        L1Job(FORK, head, pr_number=w.pulls()[branch]["number"]),
+        clone_url=w.gh.git_url(FORK),
+        token=w.gh.token_for(w.installation),
+        store=open_store(None, tmp_path / "l1-data"),
+    )
+    with w.gh.lock:
+        (check,) = [
+            r
+            for r in w.gh.state.check_runs[FORK].values()
+            if r["name"] == "forksync / L1" and r["head_sha"] == head
+        ]
+        return result, dict(check)
+
+
+def test_l1_on_a_stacked_pr_waits_for_its_base_then_runs_once_retargeted(
+    world: World, tmp_path: Path
+) -> None:
+    """The stacked PR's check says it lands after its base (action_required: nothing ran); the base PR,
+    on the trunk, runs L1; once the base lands and the stacked PR is re-targeted, its L1 runs."""
+    pulls = _first_ingest(world)
+    p0, p1, p2 = world.branch("c1"), world.branch("c3"), world.branch("c6")
+    n0, n1 = pulls[p0]["number"], pulls[p1]["number"]
+    result, check = _l1(world, tmp_path, p1)
+    assert result.status == "stacked" and check["status"] == "completed"
+    assert check["conclusion"] == "action_required"
+    title = check["output"]["title"]
+    assert (
+        title == f"Waiting: lands after #{n0} (base branch {p0}); re-targeted to the trunk when #{n0} lands"
+    )
+    assert "Nothing ran on this head" in check["output"]["summary"]
+    base_result, base_check = _l1(world, tmp_path, p0)
+    assert base_result.status == "done" and base_check["conclusion"] != "action_required"
+
+    world.gh.merge(FORK, n0)
+    world.ingest()
+    assert world.pulls()[p1]["base"] == "main"
+    after, after_check = _l1(world, tmp_path, p1)
+    assert after.status == "done" and after_check["conclusion"] != "action_required"
+    assert "Waiting" not in after_check["output"]["title"]
+    # The one stacked on it still waits, now on it.
+    _, waiting = _l1(world, tmp_path, p2)
+    assert (
+        waiting["conclusion"] == "action_required"
+        and f"lands after #{n1} (base branch {p1})" in waiting["output"]["title"]
+    )
+
+
+def test_a_stacked_pr_merged_early_is_noticed_by_the_next_ingest(world: World) -> None:
+    """Merged before its base, the stacked PR went into its base's branch, not the trunk. The next
+    ingest says so on it and on the base PR, rebuilds the base's branch with its own commits, and
+    opens the stacked commits again (same branch, stacked on the base); a rerun says nothing more."""
+    pulls = _first_ingest(world)
+    p0, p1, p2 = world.branch("c1"), world.branch("c3"), world.branch("c6")
+    n0, n1 = pulls[p0]["number"], pulls[p1]["number"]
+    world.gh.merge(FORK, n1)  # GitHub merges it into p0's branch: its base
+    world.ingest()
+    after = world.pulls()
+    reopened = after[p1]
+    assert reopened["number"] != n1 and reopened["state"] == "open" and reopened["base"] == p0
+    (note,) = world.comments(n1)
+    assert (
+        f"This PR was merged into `{p0}`, the branch of the bundle it is stacked on (#{n0}), not into `main`"
+        in note
+    )
+    assert f"opened these again in a new PR from `{p1}` (#{reopened['number']}), stacked on #{n0}" in note
+    (base_note,) = world.comments(n0)
+    assert f"#{n1} (`{p1}`, stacked on this PR) was merged into `{p0}` before this PR landed" in base_note
+    assert f"new PR (#{reopened['number']})" in base_note
+    fork = Repository(world.gh.bare(FORK))
+    assert world.c["c3"] not in fork.text("log", "--format=%B", "main")  # nothing reached the trunk
+    assert world.c["c3"] not in fork.text("log", "--format=%B", f"main..{p0}")  # p0 holds its own commits
+    assert world.c["c3"] in fork.text("log", "--format=%B", f"{p0}..{p1}")
+    assert f"**Stacked on #{reopened['number']}**" in after[p2]["body"]  # the next one names the new PR
+
+    again = world.ingest()
+    assert [p["created"] for p in again.pulls] == [False] * len(again.pulls)
+    assert len(world.comments(n1)) == 1 and len(world.comments(n0)) == 1

@@ -235,7 +235,17 @@ def test_form_encoded_delivery_is_read(client_and_sender: Any) -> None:
             "pull_request",
             "pull_request.closed.json",
             tasknames.ON_PULL_REQUEST,
-            {"installation_id", "repo", "number", "action", "head_sha", "head_ref", "base_ref", "merged"},
+            {
+                "installation_id",
+                "repo",
+                "number",
+                "action",
+                "head_sha",
+                "head_ref",
+                "base_ref",
+                "merged",
+                "base_changed",
+            },
         ),
         (
             "issue_comment",

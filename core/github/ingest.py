@@ -49,6 +49,15 @@ class LiveGitHub:
             return None
         return newest.number
 
+    def merged_elsewhere(self, repo: str, head: str, trunk: str) -> tuple[int, str] | None:
+        pulls = self.adapter.pull_requests_from(repo, head)
+        newest = pulls[0] if pulls else None
+        if newest is None or newest.state != "closed" or newest.base_ref == trunk:
+            return None
+        if not self.adapter.get_pull_request(repo, newest.number).merged:  # a listing may not say
+            return None
+        return newest.number, newest.base_ref
+
     def open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> Posted:
         info, created = self.adapter.ensure_pull_request(repo, head=head, base=base, title=title, body=body)
         return Posted(info.number, info.html_url, created)
@@ -241,6 +250,12 @@ class DryGitHub:
         if entry is None or entry.get("state") != "closed" or entry.get("merged"):
             return None
         return int(str(entry["number"]))
+
+    def merged_elsewhere(self, repo: str, head: str, trunk: str) -> tuple[int, str] | None:
+        entry = self.pulls.get((repo, head))
+        if entry is None or not entry.get("merged") or str(entry.get("base")) == trunk:
+            return None
+        return int(str(entry["number"])), str(entry.get("base"))
 
     def close_pull(self, repo: str, *, head: str, comment: str) -> int | None:
         return self._close(self.pulls, repo, head, comment)

@@ -235,6 +235,11 @@ class IngestGitHub(Protocol):
         """The newest PR from the branch ``head``, when a maintainer closed it without merging; else None."""
         ...
 
+    def merged_elsewhere(self, repo: str, head: str, trunk: str) -> tuple[int, str] | None:
+        """The newest PR from the branch ``head`` when it was merged into another branch than ``trunk``
+        (a stacked bundle merged before its base): its number and the branch it went into; else None."""
+        ...
+
     def open_pull(self, repo: str, *, head: str, base: str, title: str, body: str) -> Posted:
         """Open a PR from ``head`` into ``base`` (a create that races another finds the first)."""
         ...

@@ -132,6 +132,14 @@ def fill_stack_ref(body: str, number: int | None) -> str:
     return body if number is None else body.replace(STACK_REF, f"#{number}")
 
 
+NEW_PR_REF = "<!-- forksync:new-pr -->"
+
+
+def fill_pull_ref(body: str, number: int | None) -> str:
+    """``body`` with the PR opened this run named (`` (#N)``), or without the mark when none was."""
+    return body.replace(NEW_PR_REF, f" (#{number})" if number is not None else "")
+
+
 def bundle_body(bundle: BundleView, upstream_url: str | None) -> str:
     lines = [
         marker("bundle", bundle.key),
@@ -446,6 +454,35 @@ def stack_landed_note(branch: str, old_base: str, new_base: str, still_open: boo
     return (
         f"forksync re-targeted this PR from `{old_base}` to `{new_base}`: {why}, so `{branch}` was rebuilt "
         f"onto `{new_base}`. Same PR, same branch.\n"
+    )
+
+
+def early_merge_note(branch: str, into: str, trunk: str, base_number: int | None, reopened: bool) -> str:
+    """Said on a stacked bundle PR that was merged before its base: it went into the base's branch."""
+    base = f"#{base_number}" if base_number is not None else f"the PR of `{into}`"
+    head = (
+        f"This PR was merged into `{into}`, the branch of the bundle it is stacked on ({base}), not into "
+        f"`{trunk}`: a stacked PR merged before its base lands in the base's branch, so its commits are "
+        f"not on `{trunk}`."
+    )
+    if not reopened:
+        return (
+            head
+            + " Its commits are no longer pending (they reached the trunk since), so nothing is reopened.\n"
+        )
+    return (
+        f"{head} forksync rebuilt `{into}` with that bundle's own commits and opened these again in a new PR "
+        f"from `{branch}`{NEW_PR_REF}, stacked on {base}: they land after it. (The `forksync / L1` check of a "
+        "stacked PR waits until its base lands; branch protection that requires it blocks an early merge.)\n"
+    )
+
+
+def early_merge_base_note(stacked_number: int, branch: str, into: str) -> str:
+    """Said on the base PR whose branch a stacked PR was merged into before it landed."""
+    return (
+        f"#{stacked_number} (`{branch}`, stacked on this PR) was merged into `{into}` before this PR landed. "
+        f"forksync rebuilt `{into}` with this bundle's own commits only; #{stacked_number}'s commits are in a "
+        f"new PR{NEW_PR_REF}, stacked on this one, landing after it.\n"
     )
 
 

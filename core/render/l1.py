@@ -796,6 +796,24 @@ def gate_needs_approval(head_repo: str | None, author: str, association: str, sh
     )
 
 
+def gate_stacked(base_ref: str, base_number: int | None) -> tuple[str, str]:
+    """(title, summary) of a stacked bundle PR's L1 check: it waits until its base lands."""
+    base = f"#{base_number}" if base_number is not None else f"the PR of `{base_ref}`"
+    title = (
+        f"Waiting: lands after {base} (base branch {base_ref}); re-targeted to the trunk when {base} lands"
+    )
+    summary = (
+        f"This is a stacked bundle: it is based on `{base_ref}`, the branch of the bundle whose commits it "
+        f"needs, so merging it now would merge it into that branch, not into the trunk. It lands after "
+        f"{base}: when {base} lands, forksync re-targets this PR to the trunk (the same PR), rebuilds it there, "
+        "and L1 runs then. Nothing ran on this head; branch protection that requires this check keeps it "
+        "from being merged early."
+    )
+    if base_number is None:
+        summary += f" (`{base_ref}` has no open PR now: the next ingest re-targets this one.)"
+    return title, summary
+
+
 def gate_not_fetched(sha: str, number: int) -> tuple[str, str]:
     return (
         f"L1 not run: {sha[:12]} could not be fetched",

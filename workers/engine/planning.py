@@ -15,15 +15,17 @@ conflicts.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pygit2
 
 from core.config import RepoConfig
 from core.errors import ForksyncError
-from workers.engine.bundle import BuildResult, PickStyle, Resolver, build
+from workers.engine.bundle import BuildResult, PickStyle, Resolver, build, bundle_branch
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
 from workers.engine.changes import CommitChanges, cached_commit_changes, commit_changes
 from workers.engine.decisions import Disposition, read_decisions
@@ -35,6 +37,9 @@ from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition, short
 from workers.engine.pick import GitMerger, MergeCache, PickTarget
 from workers.engine.symbols import language, last_name, stoplist
+
+if TYPE_CHECKING:
+    from workers.engine.resolve.history import FileHistory
 
 
 @dataclass(frozen=True)
@@ -316,8 +321,11 @@ def build_and_record(
     ``workers.engine.resolve.resolve_pick``, unless another is given)."""
     style = pick_style(pair, config)
     repo = pygit2.Repository(str(pair.repo.path))
-    from workers.engine.resolve.pick import resolve_pick  # resolve imports bundle: here, not at the top
+    # resolve imports bundle: here, not at the top
+    from workers.engine.resolve.pick import resolve_pick
 
+    if resolver is None:
+        resolver = functools.partial(resolve_pick, history=fork_history(pair, planned))
     result = build(
         repo,
         planned.plan,
@@ -326,7 +334,7 @@ def build_and_record(
         planned.changes,
         planned.order,
         style,
-        resolver=resolver or resolve_pick,
+        resolver=resolver,
         resolver_config=config,
         merges=planned.merges,
     )
@@ -344,6 +352,19 @@ def build_and_record(
         updates.append((chains_commit, CHAINS_REF, False))
     publish(pair, updates, push, chains_commit or planned.store.tip)
     return result
+
+
+def fork_history(pair: Pair, planned: Planned) -> FileHistory:
+    """Why the fork lacks a file a chain member changes: the fork's history since the fork point,
+    the ledger's carried commits, and where the plan put the upstream commit that brings the file."""
+    from workers.engine.resolve.history import GitFileHistory, plan_locator  # resolve imports bundle
+
+    plan = planned.plan
+    bundles = {sha: (b.id, bundle_branch(b)) for b in plan.bundles for sha in b.commits}
+    chains = {sha: c.id for c in plan.chains for sha in c.commits}
+    carried = frozenset(e.sha for e in planned.ledger.entries if e.carriers)
+    where = plan_locator(bundles, chains, plan.deferred, [u.commit for u in plan.urgent])
+    return GitFileHistory(pair.repo, pair.base, pair.fork_tip, carried=carried, where=where)
 
 
 def _records(planned: Planned, records: Sequence[ChainRecord]) -> list[ChainRecord]:

@@ -34,6 +34,8 @@ from core.render import marker
 from core.render.ingest import (
     chain_done_comment,
     chain_emptied_comment,
+    early_merge_base_note,
+    early_merge_note,
     fill_stack_ref,
     force_push_note,
     restack_note,
@@ -100,6 +102,8 @@ class IngestFacts:
     emptied: Mapping[str, str] = field(
         default_factory=dict
     )  # stacked branch gone → the declined one it needed
+    # bundle branch → (its PR, the branch it was merged into): a stacked PR merged before its base
+    merged_early: Mapping[str, tuple[int, str]] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- actions
@@ -144,6 +148,7 @@ class EditPull:
 class Comment:
     number: int
     body: str
+    pull_of: str | None = None  # the body names the PR opened this run from this branch (core.render.ingest)
 
 
 @dataclass(frozen=True)
@@ -226,8 +231,15 @@ def plan(facts: IngestFacts) -> list[Action]:
             out.add(UpsertIssue(w.key, w.kind, marker(w.kind, w.key), w.title, w.body, w.commits))
             continue
         _pull(out, facts, w)
+        if w.head in facts.merged_early:
+            _merged_early(out, facts, w.head, w.stacked_on)
     # A declined bundle's branch stays as it was closed: reopening its PR takes it back.
     stale = sorted(set(facts.heads_before) - wanted_heads - set(facts.push) - set(facts.declined))
+    for branch in sorted(set(facts.merged_early) - wanted_heads):
+        number, into = facts.merged_early[branch]
+        base_pull = facts.pulls.get(into)
+        base_number = base_pull.number if base_pull is not None else None
+        out.add(Comment(number, early_merge_note(branch, into, facts.trunk, base_number, False)))
     for branch in stale:
         if branch.startswith("forksync/urgent/"):
             out.add(ClosePull(branch, urgent_done_comment(branch, facts.plan_id)))
@@ -249,6 +261,17 @@ def plan(facts: IngestFacts) -> list[Action]:
         PostCheck(facts.trunk_head, facts.check_title, facts.check_summary)
     )  # last: it reports a finished run
     return out.actions
+
+
+def _merged_early(out: _Plan, facts: IngestFacts, head: str, stacked_on: str | None) -> None:
+    """A stacked PR merged into its base's branch: say so on it (and on the base PR), naming the new
+    PR its commits are in now (opened just before, from the same branch)."""
+    number, into = facts.merged_early[head]
+    base_pull = facts.pulls.get(stacked_on or into)
+    base_number = base_pull.number if base_pull is not None else None
+    out.add(Comment(number, early_merge_note(head, into, facts.trunk, base_number, True), pull_of=head))
+    if base_pull is not None and base_pull.head == into:
+        out.add(Comment(base_pull.number, early_merge_base_note(number, head, into), pull_of=head))
 
 
 def _chain_key(branch: str) -> str:

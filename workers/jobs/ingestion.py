@@ -50,6 +50,7 @@ from core.render.ingest import (
     chain_pr_title,
     chain_title,
     config_error_summary,
+    fill_pull_ref,
     fill_stack_ref,
     ingest_failure_summary,
     ingestion_summary,
@@ -329,7 +330,7 @@ def _plan_and_apply(
     upstream_url = env.settings.map_url(config.upstream.url)
     heads_before = bot_branches(fork)
     chains_before = recorded_chain_ids(fork)
-    found, declined = bundle_pulls(env.github, repo, heads_before)
+    found, declined, early = bundle_pulls(env.github, repo, heads_before, config.fork.branch)
     with env.caches.open(f"upstream:{config.upstream.url}") as upstream:
         branch = config.upstream.branch
         env.caches.fetch(upstream, upstream_url, [f"+refs/heads/{branch}:refs/heads/{branch}"])
@@ -352,6 +353,7 @@ def _plan_and_apply(
         chains_before - recorded_chain_ids(fork),
         found,
         declined,
+        early,
     )
     report = IngestReport(repo, "ingested", figures=run_figures(output))
     execute(env.github, repo, fork, fork_url, token, plan(facts), report)
@@ -364,12 +366,15 @@ def _plan_and_apply(
 
 
 def bundle_pulls(
-    gh: IngestGitHub, repo: str, heads_before: dict[str, str]
-) -> tuple[dict[str, PullRequestInfo | None], dict[str, int]]:
-    """Before planning: each bundle branch's open PR (kept for :func:`gather`), and the bundle
-    branches whose newest PR a maintainer closed unmerged (branch → that PR's number)."""
+    gh: IngestGitHub, repo: str, heads_before: dict[str, str], trunk: str
+) -> tuple[dict[str, PullRequestInfo | None], dict[str, int], dict[str, tuple[int, str]]]:
+    """Before planning: each bundle branch's open PR (kept for :func:`gather`), the bundle branches
+    whose newest PR a maintainer closed unmerged (branch → that PR's number), and those whose newest
+    PR was merged into another branch than the trunk: a stacked bundle merged before its base, into
+    the base's branch (branch → (that PR's number, the branch it went into))."""
     found: dict[str, PullRequestInfo | None] = {}
     declined: dict[str, int] = {}
+    early: dict[str, tuple[int, str]] = {}
     for branch in sorted(heads_before):
         if not branch.startswith(BUNDLE_PREFIX):
             continue
@@ -378,7 +383,11 @@ def bundle_pulls(
             number = gh.closed_unmerged(repo, branch)
             if number is not None:
                 declined[branch] = number
-    return found, declined
+                continue
+            merged = gh.merged_elsewhere(repo, branch, trunk)
+            if merged is not None:
+                early[branch] = merged
+    return found, declined, early
 
 
 def wanted_of(config: RepoConfig, fork: Repository, output: EngineOutput) -> tuple[Wanted, ...]:
@@ -463,6 +472,7 @@ def gather(
     chains_closed: set[str],
     found: dict[str, PullRequestInfo | None] | None = None,
     declined: dict[str, int] | None = None,
+    merged_early: dict[str, tuple[int, str]] | None = None,
 ) -> IngestFacts:
     """The planner's facts: what to show, and the open PR of each branch (found by head, whatever
     its base; ``found``: those already read this run). Reviews and checks are read only for PRs
@@ -507,6 +517,7 @@ def gather(
         tuple(sorted(chains_closed)),
         dict(declined or {}),
         dict(output.emptied),
+        dict(merged_early or {}),
     )
 
 
@@ -567,7 +578,7 @@ def execute(
                 f", re-targeted to {action.base}" if action.base else "",
             )
         elif isinstance(action, Comment):
-            gh.comment(repo, action.number, action.body)
+            gh.comment(repo, action.number, fill_pull_ref(action.body, numbers.get(action.pull_of or "")))
         elif isinstance(action, RequestReview):
             gh.request_review(repo, action.number, action.users)
         elif isinstance(action, UpsertIssue):

@@ -34,6 +34,7 @@ from core.render import marker
 from core.store import Store, open_store
 from workers.adapters.gitcache import TMP_REF_PREFIX, GitCache
 from workers.adapters.state import LocalState, SeriesStore, StateStore
+from workers.engine.bundle import BUNDLE_BRANCH
 from workers.engine.git import GitError, Repository
 from workers.jobs.ingest_plan import approvers
 from workers.jobs.l1_checks import check_output, publish_coverage, required_checks_for, upsert_check
@@ -716,6 +717,7 @@ def _gate(
     else:
         pull = github.get_pull_request(job.repo, job.pr_number)
         needs = needs_approval(job.repo, pull.head_repo, pull.author_association)
+        stacked = is_stacked(job.repo, pull.head_ref, pull.head_repo, pull.base_ref)
         approved = (
             needs
             and pull.head_sha == job.head_sha
@@ -734,8 +736,26 @@ def _gate(
             needs,
             approved,
             cache.rev_parse(job.head_sha) is not None,
+            base_ref=pull.base_ref,
+            stacked=stacked,
+            base_number=_base_pull(github, job.repo, pull.base_ref) if stacked else None,
         )
     return _apply_gate(caches, cache, github, job, plan_gate(facts), clone_url, token, clone_url_for)
+
+
+def is_stacked(repo: str, head_ref: str, head_repo: str | None, base_ref: str) -> bool:
+    """A forksync bundle PR based on another bundle's branch (a stacked bundle, docs/bundling.md).
+    A human's PR into a bundle branch (a fix to the bundle) is not: it runs as usual."""
+    return (
+        (head_repo or "").lower() == repo.lower()
+        and head_ref.startswith(BUNDLE_BRANCH)
+        and base_ref.startswith(BUNDLE_BRANCH)
+    )
+
+
+def _base_pull(github: GitHubPort, repo: str, base_ref: str) -> int | None:
+    found = github.find_pull_request(repo, head=base_ref)
+    return found.number if found is not None and found.state == "open" else None
 
 
 def _apply_gate(

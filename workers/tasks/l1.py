@@ -158,17 +158,20 @@ def l1_on_pull_request(
     action: str,
     head_sha: str,
     delivery: str | None = None,
+    base_changed: bool = False,
     **_: Any,
 ) -> None:
-    """A PR opened, pushed to or reopened: test its head (an outside PR's once approved)."""
-    if action in ("opened", "synchronize", "reopened", "ready_for_review"):
+    """A PR opened, pushed to or reopened: test its head (an outside PR's once approved). A PR
+    re-targeted (a stacked bundle whose base landed, now on the trunk) is gated and tested again."""
+    pushed = action in ("opened", "synchronize", "reopened", "ready_for_review")
+    if pushed or (action == "edited" and base_changed):
         run_l1.delay(
             installation_id=installation_id,
             repo=repo,
             head_sha=head_sha,
             number=number,
             delivery=delivery,
-            after_push=True,
+            after_push=pushed,
         )
 
 

@@ -147,7 +147,7 @@ Action = (
 class Refuse:
     """Complete ``forksync / L1`` without running anything (``status``: the job's result)."""
 
-    status: str  # stale | needs_approval | not_fetchable
+    status: str  # stale | needs_approval | not_fetchable | stacked
     title: str
     summary: str
     conclusion: str = "action_required"
@@ -181,11 +181,15 @@ class GateFacts:
     approved: bool = False  # a maintainer's /approve of ``sha`` (read only when it needs one and is current)
     in_cache: bool = False  # the head is in the job's git cache
     on_branch: bool = False  # the head is on a branch of the repository (read only without a PR)
+    base_ref: str = ""  # the PR's base branch
+    stacked: bool = False  # a forksync bundle PR based on another bundle's branch (docs/bundling.md)
+    base_number: int | None = None  # stacked: the open PR of its base branch
 
 
 def plan_gate(facts: GateFacts) -> list[Refuse | FetchPullHead]:
-    """Whether the head may run: an outside PR only at the very head a maintainer approved; a PR head
-    not in the cache is fetched; without a PR only a branch of the repository runs. [] when it may."""
+    """Whether the head may run: an outside PR only at the very head a maintainer approved; a stacked
+    bundle PR not until it is re-targeted to the trunk; a PR head not in the cache is fetched; without
+    a PR only a branch of the repository runs. [] when it may."""
     if facts.pr_number is None:
         if facts.on_branch:
             return []
@@ -205,6 +209,10 @@ def plan_gate(facts: GateFacts) -> list[Refuse | FetchPullHead]:
                     details_url=facts.html_url,
                 )
             ]
+    if facts.stacked:
+        # Merged now it would land in its base bundle's branch, not the trunk: it waits, and runs once
+        # ingestion re-targets it to the trunk (the PR's base changes: L1 runs again then).
+        return [Refuse("stacked", *render.gate_stacked(facts.base_ref, facts.base_number))]
     if facts.in_cache:
         return []
     return [FetchPullHead(facts.pr_number, facts.head_repo, facts.head_ref)]

@@ -112,14 +112,41 @@ class Waiting:
     hunks_left: int = 0
     rails: tuple[RailFailure, ...] = ()
     diff3: str = ""
+    needs: str | None = None  # the pending upstream commit the file waits for (it brings the file)
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "path": self.path,
             "reason": self.reason,
             "hunks_left": self.hunks_left,
             "rails": [r.as_json() for r in self.rails],
         }
+        if self.needs is not None:
+            doc["needs"] = self.needs
+        return doc
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """The fork had the file and dropped it (deleted it, or carries the upstream commit that brought
+    it and no longer has it): upstream's change to it does not apply."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class WaitsFor:
+    """The fork lacks the file only because the upstream commit that adds it (or renames a file to
+    it) has not landed: a pick changing the file depends on that commit."""
+
+    commit: str
+    subject: str
+    where: str  # "in bundle bundle-1a2b3c4 (forksync/bundle/1a2b3c4), not landed", "not planned yet", ...
+    renamed_from: str | None = None
+
+
+# Why the fork has no file an upstream pick changes, as the pipeline is told it (by the git layer).
+Absence = Dropped | WaitsFor
 
 
 @dataclass(frozen=True)
@@ -150,6 +177,11 @@ class ResolveOutcome:
     notes: tuple[str, ...] = field(default=())
 
     @property
+    def needs(self) -> tuple[str, ...]:
+        """The pending upstream commits this pick waits for (they bring files it changes), in file order."""
+        return tuple(dict.fromkeys(w.needs for w in self.waiting if w.needs is not None))
+
+    @property
     def resolved_by(self) -> str | None:
         """Who resolved this pick's conflicts, as the ``Resolved-By:`` trailer names it (the
         dashboard counts resolutions by it): ``agent`` when any file came from the agent, else
@@ -175,4 +207,5 @@ class ResolveOutcome:
             "waiting": [w.as_json() for w in self.waiting],
             "error": self.error,
             "notes": list(self.notes),
+            "needs": list(self.needs),
         }

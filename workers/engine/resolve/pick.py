@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pygit2
 
 from core.config import RepoConfig, ResolveConfig
+from workers.engine.git import Repository
 from workers.engine.resolve import rails
+from workers.engine.resolve.history import FileHistory, GitFileHistory
 from workers.engine.resolve.merge3 import Merged
 from workers.engine.resolve.model import FileEntry, FileOutcome, ResolveOutcome, Waiting
 from workers.engine.resolve.pipeline import Conflict, HunkMemory, resolve_text
@@ -74,8 +77,14 @@ def resolve_pick(
     config: RepoConfig | ResolveConfig | None = None,
     memory: HunkMemory | None = None,
     agent: AgentStep | None = None,
+    history: FileHistory | None = None,
 ) -> ResolveOutcome:
-    """Cherry-pick ``commit`` onto ``onto`` (a commit or tree) and resolve what conflicts, without a work tree."""
+    """Cherry-pick ``commit`` onto ``onto`` (a commit or tree) and resolve what conflicts, without a work tree.
+
+    ``history`` says why the fork lacks a file the pick changes (dropped, or waiting for the
+    pending upstream commit that brings it); by default it is read from the history of ``onto``
+    and the pick since their merge base (no ledger: a carried commit is not known as such). With
+    neither (``onto`` a tree), a file the fork lacks waits for a human."""
     cfg = _config(config)
     checks = tuple(rails.Check(suffix, argv) for suffix, argv in cfg.checks)
     try:
@@ -89,6 +98,7 @@ def resolve_pick(
             pick.id.__str__(), onto, False, None, error="a root commit cannot be cherry-picked"
         )
     parent = pick.parents[0]
+    read_default = history is None  # read only when a file the fork lacks asks for it
     try:
         index = repo.merge_trees(parent.tree, target, pick.tree)
     except pygit2.GitError as exc:
@@ -120,8 +130,13 @@ def resolve_pick(
             continue
         conflict = Conflict(path, _text(repo, ancestor), _text(repo, ours), _text(repo, theirs))
         conflicts.append((conflict, ours, theirs))
+        absence = None
+        if conflict.ours is None and conflict.theirs is not None:
+            if read_default:
+                history, read_default = _history_of(repo, pick, onto), False
+            absence = history.absence(path, str(parent.id)) if history is not None else None
         outcome, merged = resolve_text(
-            conflict, memory=memory, checks=checks, strategies=enabled(cfg.rules_off)
+            conflict, memory=memory, checks=checks, strategies=enabled(cfg.rules_off), absence=absence
         )
         outcomes[path] = outcome
         merges[path] = merged
@@ -148,6 +163,18 @@ def resolve_pick(
     if failure is not None:
         return ResolveOutcome(str(pick.id), onto, False, None, entries, (failure,))
     return ResolveOutcome(str(pick.id), onto, True, str(tree), entries)
+
+
+def _history_of(repo: pygit2.Repository, pick: pygit2.Commit, onto: str) -> FileHistory | None:
+    """The default history: ``onto``'s and the pick's since their merge base (None: ``onto`` is a tree)."""
+    try:
+        target = repo.revparse_single(onto).peel(pygit2.Commit)
+        base = repo.merge_base(target.id, pick.id)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    if base is None:
+        return None
+    return GitFileHistory(Repository(Path(repo.path)), str(base), str(target.id))
 
 
 def _place(

@@ -16,7 +16,16 @@ from typing import Protocol
 
 from workers.engine.resolve import model, rails
 from workers.engine.resolve.merge3 import Merged, git_merge
-from workers.engine.resolve.model import FileEntry, FileOutcome, Hunk, HunkResolution, Waiting
+from workers.engine.resolve.model import (
+    Absence,
+    Dropped,
+    FileEntry,
+    FileOutcome,
+    Hunk,
+    HunkResolution,
+    Waiting,
+    WaitsFor,
+)
 from workers.engine.resolve.strategies import DETERMINISTIC, HunkContext, Strategy
 
 MAX_DIFF_LINES = 400  # the diffs kept in an entry for PR bodies; longer ones are cut with a note
@@ -44,13 +53,18 @@ def resolve_text(
     memory: HunkMemory | None = None,
     checks: Sequence[rails.Check] = (),
     strategies: Sequence[Strategy] = DETERMINISTIC,
+    absence: Absence | None = None,
 ) -> tuple[FileOutcome, Merged | None]:
-    """Resolve one file deterministically; the merge is returned for the agent and for rendering."""
+    """Resolve one file deterministically; the merge is returned for the agent and for rendering.
+
+    ``absence``: where the fork has no such file, why (from its history, told by the git layer):
+    dropped by the fork (upstream's change is skipped), or waiting for the pending upstream commit
+    that brings it (declined: the pick depends on that commit). Not told: declined, it cannot tell."""
     path = conflict.path
     if conflict.ours is None:
         if conflict.theirs is None:
             return FileOutcome(path, entry=_absent(path, "both sides removed the file")), None
-        return FileOutcome(path, entry=_fork_lacks(conflict)), None
+        return _fork_lacks(path, absence), None
     if conflict.theirs is None:
         return FileOutcome(
             path,
@@ -214,14 +228,29 @@ def resolution_diff(path: str, conflicted: str, result: str) -> str:
     return text
 
 
-def _fork_lacks(conflict: Conflict) -> FileEntry:
-    return FileEntry(
-        conflict.path,
-        model.FORK_LACKS_FILE,
-        "Skipped the file: the fork does not have it",
-        "the fork deleted this file or never had it; upstream's change to it does not apply",
-        content=None,
+def _fork_lacks(path: str, absence: Absence | None) -> FileOutcome:
+    """Skip upstream's change only where the fork dropped the file; a file still on its way waits."""
+    if isinstance(absence, Dropped):
+        entry = FileEntry(
+            path,
+            model.FORK_LACKS_FILE,
+            "Skipped the file: the fork dropped it",
+            f"{absence.reason}; upstream's change to it does not apply",
+            content=None,
+        )
+        return FileOutcome(path, entry=entry)
+    if isinstance(absence, WaitsFor):
+        brings = f"renames {absence.renamed_from} to it" if absence.renamed_from else "adds it"
+        reason = (
+            f"the fork has no {path} yet: upstream {absence.commit[:10]} ({absence.subject}) {brings} and is "
+            f"{absence.where}; this pick waits for it (land that commit first, then pick this one)"
+        )
+        return FileOutcome(path, waiting=Waiting(path, reason, needs=absence.commit))
+    reason = (
+        f"the fork has no {path} and its history was not given, so forksync cannot tell whether the fork "
+        "dropped it or an upstream commit that adds it is still pending: check, then resolve by hand"
     )
+    return FileOutcome(path, waiting=Waiting(path, reason))
 
 
 def _absent(path: str, reason: str) -> FileEntry:

@@ -1,0 +1,101 @@
+"""A chain member that edits a file an unlanded bundle adds waits for that bundle, end to end through
+the loopback GitHub (real git remotes, the real engine and resolver, the PyGithub adapter): the chain
+PR says which upstream commit and which bundle it waits for, instead of dropping the edit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.github.ingest import LiveGitHub
+from core.settings import WorkerSettings
+from tests.fixtures.ingest import IngestPair, build_ingest_pair
+from tests.gitrepo import GitRepo
+from tests.loopback_github import LoopbackGitHub
+from workers.adapters.gitcache import GitCache
+from workers.adapters.state import LocalState
+from workers.engine.git import Repository
+from workers.jobs.engine_bridge import run_engine
+from workers.jobs.ingestion import IngestEnv, IngestReport, ingest_repository
+
+FORK = "acme/fork"
+
+
+@dataclass
+class World:
+    gh: LoopbackGitHub
+    pair: IngestPair
+    env: IngestEnv
+
+    def ingest(self) -> IngestReport:
+        report = ingest_repository(self.env, FORK)
+        assert report.status == "ingested", report.check
+        return report
+
+    def pulls(self) -> dict[str, dict[str, Any]]:
+        with self.gh.lock:
+            return {
+                pr["head"]: {"number": n, "base": pr["base"], "body": self.gh.state.issues[FORK][n]["body"]}
+                for n, pr in self.gh.state.pulls[FORK].items()
+            }
+
+    def issues(self) -> list[dict[str, Any]]:
+        with self.gh.lock:
+            return [i for n, i in self.gh.state.issues[FORK].items() if n not in self.gh.state.pulls[FORK]]
+
+
+@pytest.fixture
+def world(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Iterator[World]:
+    gh = LoopbackGitHub(tmp_path / "github").start()
+    try:
+        gh.add_repo(FORK)
+        installation = gh.add_installation([FORK])
+        pair = build_ingest_pair(make_repo, tmp_path, fork_bare=gh.bare(FORK))
+        pair.push_fork()
+        # #105 bumps the LLVM pin again (a risky path: it joins #103's chain) and edits src/c.py, which
+        # #104 adds: #104 is in the bundle, not landed, so the fork has no src/c.py yet.
+        pair.shas["#105"] = pair.advance_upstream(
+            "Bump LLVM and use it in c (#105)",
+            {"cmake/llvm-hash.txt": "0a1b2c\n", "src/c.py": "def c():\n    return 30\n"},
+        )
+        settings = WorkerSettings.from_mapping(
+            {
+                **gh.settings(),
+                "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
+                "FORKSYNC_GIT_URL_MAP": json.dumps(pair.url_map),
+            }
+        )
+        env = IngestEnv(
+            settings,
+            LiveGitHub(gh.app(), installation),
+            GitCache(settings.data_dir / "git"),
+            LocalState(settings.data_dir),
+            run_engine,
+        )
+        yield World(gh, pair, env)
+    finally:
+        gh.close()
+
+
+def test_a_chain_member_editing_a_file_an_open_bundle_adds_waits_for_it(world: World) -> None:
+    """The chain [#103, #105] builds #103 and stops at #105: its edit of src/c.py is not skipped as a file
+    the fork lacks; the chain PR names #104 and its bundle as what it waits for."""
+    s = world.pair.shas
+    world.ingest()
+    pulls = world.pulls()
+    bundle = f"forksync/bundle/{s['#102'][:7]}"
+    chain = f"forksync/chain/{s['#103'][:7]}"
+    assert sorted(pulls) == sorted([bundle, chain])
+    fork = Repository(world.gh.bare(FORK))
+    # Only #103 is on the chain branch: #105 did not ride along with its src/c.py edit dropped.
+    log = fork.text("log", "--format=%B", f"main..{chain}")
+    assert s["#103"] in log and s["#105"] not in log
+    assert fork.text("ls-tree", "--name-only", chain, "src/") == "src/a.py\nsrc/b.py"
+    body = pulls[chain]["body"]
+    assert "src/c.py" in body and s["#104"][:10] in body and bundle in body
+    assert "fork-lacks-file" not in body and "does not have it" not in body
