@@ -99,6 +99,9 @@ def test_a_chain_member_editing_a_file_an_open_bundle_adds_waits_for_it(world: W
     body = pulls[chain]["body"]
     assert "src/c.py" in body and s["#104"][:10] in body and bundle in body
     assert "fork-lacks-file" not in body and "does not have it" not in body
+    # It waits for #104 alone: no human is asked to resolve it, no reproduce command is offered.
+    assert f"**Waits at `{s['#105'][:12]}`** for upstream `{s['#104'][:10]}`, not landed yet" in body
+    assert "wait for a human" not in body and "git cherry-pick" not in body
 
 
 def test_once_the_bundle_lands_the_waiting_member_picks(world: World) -> None:
