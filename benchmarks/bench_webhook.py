@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import uuid
@@ -142,6 +143,21 @@ def context_switches(pid: int) -> int:
             except OSError:
                 continue
     return total
+
+
+def connections_per_worker(port: int) -> list[int] | None:
+    """Established connections on ``port`` per gunicorn worker, largest first (from ``ss``; None
+    without it). The workers race for ``accept``: at 64 connections one worker often holds most
+    of them (e.g. 46 / 18 / 0) while another idles, and its requests queue behind each other."""
+    if shutil.which("ss") is None:
+        return None
+    out = subprocess.run(
+        ["ss", "-tnpH", "state", "established", f"( sport = :{port} )"], capture_output=True, text=True
+    ).stdout
+    counts: dict[str, int] = {}
+    for pid in re.findall(r"pid=(\d+)", out):
+        counts[pid] = counts.get(pid, 0) + 1
+    return sorted(counts.values(), reverse=True)
 
 
 def redis_pid(client: Any) -> int | None:
@@ -267,11 +283,16 @@ def _measure(
     web0, redis0 = cpu_seconds(proc.pid), cpu_seconds(rpid) if rpid else 0.0
     switches0 = context_switches(proc.pid)
     load0 = os.getloadavg()[0]
+    spread: list[list[int] | None] = []
+    sampler = threading.Timer(duration / 2, lambda: spread.append(connections_per_worker(port)))
+    sampler.start()
     r = run_wrk(port, body, signature, run, duration, connections, wrk_threads)
+    sampler.join()
     r["web_cpu_ms"] = (cpu_seconds(proc.pid) - web0) * 1000 / max(1, r["requests"])
     r["switches"] = (context_switches(proc.pid) - switches0) / max(1, r["requests"])
     r["redis_cpu_ms"] = ((cpu_seconds(rpid) - redis0) * 1000 / max(1, r["requests"])) if rpid else 0.0
     r["load"] = (load0 + os.getloadavg()[0]) / 2
+    r["per_worker"] = spread[0] if spread else None
     return r
 
 
@@ -395,7 +416,8 @@ def main() -> int:
                     f"  round {i + 1} {name:24s} {r['rps']:7.0f} req/s  p50 {r['p50_us'] / 1000:6.2f} ms  "
                     f"p99 {r['p99_us'] / 1000:6.2f} ms  CPU/request web {r['web_cpu_ms']:.2f} ms, redis "
                     f"{r['redis_cpu_ms']:.2f} ms  switches/request {r['switches']:.1f}  load {r['load']:.1f}  "
-                    f"non-202 {r['other']}  errors {r['errors']}"
+                    f"non-202 {r['other']}  errors {r['errors']}  connections/worker "
+                    f"{'/'.join(map(str, r['per_worker'])) if r['per_worker'] else '?'}"
                 )
             med[name] = {
                 k: statistics.median(r[k] for r in rs)
