@@ -5,6 +5,7 @@ through the real view, with the store on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,33 @@ def test_accept_is_once_per_id_and_a_duplicate_leaves_the_connection_usable(stor
     assert log.get(store, "acc-1") == record
     assert log.get(store, "acc-2") == log.AcceptedDelivery("acc-2", "ping", "", None, 124.0)
     assert log.outcome(store, "acc-1") == ("", 0)
+
+
+def test_a_batch_on_sqlite_waits_for_the_write_lock_another_process_holds(tmp_path: Path) -> None:
+    """accept_many on an SQLite file takes ``<database>.write.lock`` (flock) around its
+    transaction: while another open file of it holds the lock (as another web process would), the
+    batch does not commit; once released, it commits at once."""
+    import fcntl
+    import threading
+    import time
+
+    store = open_store(None, tmp_path)
+    database = store.url.removeprefix("sqlite:///")
+    other = os.open(f"{database}.write.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    results: list[list[bool]] = []
+    records = [log.AcceptedDelivery(f"lk-{i}", "push", "o/r", 1, 100.0 + i) for i in range(3)]
+    writer = threading.Thread(target=lambda: results.append(log.accept_many(store, records)))
+    try:
+        writer.start()
+        writer.join(0.3)
+        assert writer.is_alive() and results == []
+        assert log.get(store, "lk-0") is None
+    finally:
+        fcntl.flock(other, fcntl.LOCK_UN)
+        os.close(other)
+    started = time.monotonic()
+    writer.join(5)
+    assert results == [[True, True, True]]
+    assert time.monotonic() - started < 1.0  # woken by the release, not after a busy-handler sleep
+    assert [log.get(store, f"lk-{i}") for i in range(3)] == records

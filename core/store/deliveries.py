@@ -72,19 +72,22 @@ def accept_many(store: Store, records: list[AcceptedDelivery]) -> list[bool]:
     # One INSERT per record and one COMMIT, on a pooled DBAPI connection (the same pool,
     # connect-time pragmas and pre-ping as the engine's): SQLAlchemy's Core execution around the
     # same statements cost as much CPU as SQLite itself (benchmarks/README.md, webhook intake).
-    conn = store.engine.raw_connection()
-    try:
-        cursor = conn.cursor()
+    # The store's write lock: on SQLite, the web processes take turns through flock instead of
+    # SQLite's sleeping busy handler (Store.write_lock).
+    with store.write_lock():
+        conn = store.engine.raw_connection()
         try:
-            firsts = []
-            for record in records:
-                cursor.execute(insert.sql, insert.params(_values(record)))
-                firsts.append(cursor.rowcount == 1)  # 0: the id was there (DO NOTHING)
+            cursor = conn.cursor()
+            try:
+                firsts = []
+                for record in records:
+                    cursor.execute(insert.sql, insert.params(_values(record)))
+                    firsts.append(cursor.rowcount == 1)  # 0: the id was there (DO NOTHING)
+            finally:
+                cursor.close()
+            conn.commit()
         finally:
-            cursor.close()
-        conn.commit()
-    finally:
-        conn.close()  # back to the pool, which rolls back what was not committed
+            conn.close()  # back to the pool, which rolls back what was not committed
     return firsts
 
 
