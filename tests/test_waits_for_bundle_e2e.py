@@ -99,3 +99,22 @@ def test_a_chain_member_editing_a_file_an_open_bundle_adds_waits_for_it(world: W
     body = pulls[chain]["body"]
     assert "src/c.py" in body and s["#104"][:10] in body and bundle in body
     assert "fork-lacks-file" not in body and "does not have it" not in body
+    # It waits for #104 alone: no human is asked to resolve it, no reproduce command is offered.
+    assert f"**Waits at `{s['#105'][:12]}`** for upstream `{s['#104'][:10]}`, not landed yet" in body
+    assert "wait for a human" not in body and "git cherry-pick" not in body
+
+
+def test_once_the_bundle_lands_the_waiting_member_picks(world: World) -> None:
+    """The bundle with #104 lands: the next ingest rebuilds the chain on the new trunk, which has
+    src/c.py, so #105 picks with its edit and the chain PR no longer waits."""
+    s = world.pair.shas
+    world.ingest()
+    bundle = f"forksync/bundle/{s['#102'][:7]}"
+    chain = f"forksync/chain/{s['#103'][:7]}"
+    world.gh.merge(FORK, world.pulls()[bundle]["number"])
+    world.ingest()
+    fork = Repository(world.gh.bare(FORK))
+    log = fork.text("log", "--format=%B", f"main..{chain}")
+    assert s["#103"] in log and s["#105"] in log
+    assert fork.text("show", f"{chain}:src/c.py") == "def c():\n    return 30"
+    assert "Stopped at" not in world.pulls()[chain]["body"]

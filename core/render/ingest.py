@@ -54,6 +54,7 @@ class ChainView:
     resolutions: tuple[str, ...] = ()  # one Conflict Resolution section per resolved member, rendered
     stopped_at: str | None = None  # the member the build stopped at (no resolution)
     waiting: tuple[tuple[str, str], ...] = ()  # (path, why) of that member's files
+    waits_for: tuple[str, ...] = ()  # upstream commits not landed that are all it waits for (no human needed)
 
 
 @dataclass(frozen=True)
@@ -290,7 +291,16 @@ def chain_pr_body(chain: ChainView, upstream_url: str | None) -> str:
         lines += [f"**Resolved conflicts** ({len(chain.resolutions)}): check each before approving.", ""]
         for section in chain.resolutions:
             lines += [section.rstrip("\n"), ""]
-    if chain.stopped_at:
+    if chain.stopped_at and chain.waits_for:
+        commits = ", ".join(f"`{sha[:10]}`" for sha in chain.waits_for)
+        lines += [
+            f"**Waits at `{chain.stopped_at[:12]}`** for upstream {commits}, not landed yet: it brings files "
+            "this member changes. The chain goes on when it lands (the next ingest rebuilds it); nothing to "
+            "resolve by hand:",
+            "",
+        ]
+        lines += [f"- `{path}`: {why}" for path, why in chain.waiting] + [""]
+    elif chain.stopped_at:
         lines += [
             f"**Stopped at `{chain.stopped_at[:12]}`**: no resolution; these files wait for a human:",
             "",

@@ -124,6 +124,9 @@ class Built:
     conflicts: tuple[str, ...] = ()  # chain, urgent: the paths it conflicts in
     resolved: tuple[Resolved, ...] = ()  # chain: members picked through a resolution
     waiting: tuple[tuple[str, str], ...] = ()  # chain: (path, why) of the stopping commit's files
+    # chain: the pending upstream commits the stopping commit waits for, when they are all it waits for
+    # (each waiting file is one such a commit brings): it moves once they land, no human needed
+    waits_for: tuple[str, ...] = ()
 
     @property
     def reproduce(self) -> str:
@@ -161,6 +164,7 @@ class Built:
                 for r in self.resolved
             ]
             out["waiting"] = [{"path": p, "reason": why} for p, why in self.waiting]
+            out["waits_for"] = list(self.waits_for)
             out["reproduce"] = self.reproduce
         return out
 
@@ -312,6 +316,7 @@ class _Builder:
         self.stream = _Stream()
         self.resolved: dict[str, Resolution] = {}
         self.waiting: dict[str, tuple[tuple[str, str], ...]] = {}
+        self.waits_for: dict[str, tuple[str, ...]] = {}
 
     def run(
         self,
@@ -342,6 +347,9 @@ class _Builder:
                     result = PickResult(sha)
                 elif outcome is not None:
                     self.waiting[sha] = tuple((w.path, w.reason) for w in outcome.waiting)
+                    needs = [getattr(w, "needs", None) for w in outcome.waiting]
+                    if needs and all(needs):
+                        self.waits_for[sha] = tuple(dict.fromkeys(n for n in needs if n))
             if not result.clean:
                 failures.append((sha, result.conflicts, result.error))
                 if stop_at_conflict:
@@ -486,6 +494,7 @@ def build(
             )
             if stopped
             else (),
+            waits_for=builder.waits_for.get(stopped[0], ()) if stopped else (),
         )
         for chain, base, base_name, chain_head, carried, picks, stopped in chains
     )

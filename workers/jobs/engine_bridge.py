@@ -115,6 +115,7 @@ def run_engine(
             resolutions=tuple(_resolution_section(r) for r in c.resolved),
             stopped_at=c.stopped_at,
             waiting=c.waiting,
+            waits_for=c.waits_for,
         )
         for c in built.chains
     )
