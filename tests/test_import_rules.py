@@ -250,6 +250,77 @@ def test_the_http_probe_sees_an_import(tmp_path: Path) -> None:
     assert http_clients(tmp_path) == {"bot.views": {"requests"}}
 
 
+# The one seam through which the workers get the GitHub App: ``runtime.use(app=...)`` then
+# replaces it for every task (the demo's DemoApp), not for some of them.
+APP_SEAM = "workers.app.runtime"
+APP_FOR = "core.github.app.app_for"
+
+
+def app_for_callers(root: Path = ROOT) -> set[str]:
+    """Modules outside ``core.github.app`` that reach its ``app_for``: ``from core.github.app import
+    app_for`` (any alias, lazy ones too), or ``.app_for`` on a name the module is imported as."""
+    found: set[str] = set()
+    for pkg in FIRST_PARTY:
+        for path in sorted((root / pkg).rglob("*.py")):
+            module = module_name(path, root)
+            if module == "core.github.app":
+                continue
+            tree = ast.parse(path.read_text(), str(path))
+            names = set(_imports(tree, module, path.name == "__init__.py"))
+            bound = _names_of_the_app_module(tree)
+            attribute = any(
+                isinstance(n, ast.Attribute) and n.attr == "app_for" and _dotted(n.value) in bound
+                for n in ast.walk(tree)
+            )
+            if APP_FOR in names or attribute:
+                found.add(module)
+    return found
+
+
+def _names_of_the_app_module(tree: ast.AST) -> set[str]:
+    """The names ``core.github.app`` is bound to here (``import core.github.app [as x]``,
+    ``from core.github import app [as x]``)."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound |= {a.asname or a.name for a in node.names if a.name == "core.github.app"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "core.github":
+            bound |= {a.asname or a.name for a in node.names if a.name == "app"}
+    return bound
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def test_the_app_comes_from_one_seam() -> None:
+    """Only ``workers/app/runtime.py`` calls ``core.github.app.app_for``: every task asks the seam
+    (``runtime.app_for``), so swapping the App there swaps it everywhere."""
+    assert app_for_callers() == {APP_SEAM}
+
+
+def test_the_app_probe_sees_each_way_in(tmp_path: Path) -> None:
+    """A made-up tree: a lazy aliased import, ``.app_for`` on the module imported whole or under an
+    alias, and the seam are found; importing another name of ``core.github.app``, or calling the
+    seam, is not (the check above can fail)."""
+    files = {
+        "workers/tasks/a.py": "def f():\n    from core.github.app import app_for as make\n    return make\n",
+        "workers/tasks/b.py": "import core.github.app\n\ndef f(s):\n    return core.github.app.app_for(s)\n",
+        "workers/tasks/d.py": "from core.github import app as gh\n\ndef f(s):\n    return gh.app_for(s)\n",
+        "workers/tasks/c.py": "from core.github.app import GitHubApp\nfrom workers.app import runtime\n"
+        "\ndef f(s):\n    return runtime.app_for(s)\n",
+        "workers/app/runtime.py": "def app_for(s):\n    from core.github.app import app_for\n    return app_for(s)\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert app_for_callers(tmp_path) == {"workers.tasks.a", "workers.tasks.b", "workers.tasks.d", APP_SEAM}
+
+
 def test_the_rules_catch_a_breach(tmp_path: Path) -> None:
     """A made-up tree that breaks each rule is caught: the checks above can fail."""
     files = {

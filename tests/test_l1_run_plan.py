@@ -10,19 +10,29 @@ from core.config import RepoConfig, Suite
 from core.github.records import CheckRunInfo
 from core.render import l1 as render
 from workers.testing.l1 import L1Run
-from workers.testing.l1_plan import RunSuites, Skip, UpsertCheck
+from workers.testing.l1_plan import ForgetPending, RunSuites, Skip, UpsertCheck
 from workers.testing.l1_run_plan import (
     JobFacts,
     JobPlan,
+    PoolReport,
+    PoolReportFacts,
+    PoolSuites,
+    RecordPoolResults,
     RequestReviews,
     Retest,
+    RetryPool,
     RunPool,
     SplitBundle,
+    StalePoolRun,
     plan_after_split,
     plan_job,
+    plan_pool_report,
+    plan_pool_results,
+    plan_pool_suites,
     plan_split_step,
     retested_check,
 )
+from workers.testing.pools import PENDING, PoolResult
 from workers.testing.suites import Failure, SuiteOutcome
 
 SHA = "a" * 40
@@ -170,3 +180,88 @@ def test_a_push_the_split_retested_is_not_run_again() -> None:
     assert retested_check(SHA, [_check(3, SHA, "in_progress", mark)]) is None
     assert retested_check(SHA, [_check(3, SHA, "completed", "ok")]) is None
     assert retested_check(SHA, [_check(3, "d" * 40, "completed", mark)]) is None
+
+
+# --------------------------------------------------------------------------- a pool job
+
+SMALL = Suite("small", ("pytest",), timeout=60, pools=("a100",))
+RUN_ID = "0123abcd"
+
+
+def test_a_pool_job_runs_the_pooled_suites_of_its_pool_only() -> None:
+    """A pool's suites are the pooled ones naming it; a pool no suite names skips, naming the head."""
+    config = _config(UNIT, POOLED, SMALL)
+    assert plan_pool_suites(config, "h100", SHA) == PoolSuites(("kernels",), (POOLED, SMALL))
+    assert plan_pool_suites(config, "a100", SHA) == PoolSuites(("kernels", "small"), (POOLED, SMALL))
+    skip = plan_pool_suites(config, "v100", SHA)
+    assert isinstance(skip, Skip) and skip.status == "skipped" and SHA[:12] in skip.message
+
+
+def _pool_run(conclusion: str, *suites: SuiteOutcome) -> L1Run:
+    return L1Run(SHA, suites, conclusion)
+
+
+def test_a_pool_reports_executed_tests_and_retries_only_an_infrastructure_failure() -> None:
+    """Executed is passed + failed per suite; a runner failure retries while retries are left, then reports."""
+    run = _pool_run("failure", SuiteOutcome("kernels", "failed", 3, 2, skipped=4))
+    assert plan_pool_results(run, "a100", 0, 2) == (PoolResult("kernels", "a100", 5, "failure"),)
+    broken = _pool_run("cancelled", SuiteOutcome("kernels", "infrastructure", reason="disk full"))
+    assert plan_pool_results(broken, "a100", 0, 2) == RetryPool()
+    assert plan_pool_results(broken, "a100", 1, 2) == RetryPool()
+    last = plan_pool_results(broken, "a100", 2, 2)
+    assert isinstance(last, tuple) and [r.outcome for r in last] == ["cancelled"]
+
+
+def _pools_check(id: int, run_id: str, sha: str = SHA) -> CheckRunInfo:
+    summary = render.pool_run_mark(run_id) + "| suite | pool |"
+    return CheckRunInfo(id, render.POOLS_CHECK, sha, "in_progress", None, "", summary=summary)
+
+
+def _report_facts(
+    checks: list[CheckRunInfo], recorded: list[PoolResult], mine: list[PoolResult]
+) -> PoolReportFacts:
+    return PoolReportFacts(SHA, RUN_ID, checks, (POOLED,), recorded, mine)
+
+
+def test_a_pool_job_whose_run_is_not_the_newest_records_nothing() -> None:
+    """Stale: the newest pools check on the head names another run, or there is none; an older check
+    naming ours, or one on another head, does not count."""
+    mine = [PoolResult("kernels", "a100", 5, "success")]
+    newer = [_pools_check(1, RUN_ID), _pools_check(2, "ffff0000")]
+    assert plan_pool_report(_report_facts(newer, [], mine)) == StalePoolRun()
+    assert plan_pool_report(_report_facts([], [], mine)) == StalePoolRun()
+    other_head = [_pools_check(1, RUN_ID), _pools_check(2, "ffff0000", sha="d" * 40)]
+    assert isinstance(plan_pool_report(_report_facts(other_head, [], mine)), PoolReport)
+
+
+def test_the_first_pool_records_and_keeps_the_check_pending() -> None:
+    """One of two pools reported: its results are recorded, the check stays in progress under the
+    run's mark, and the watchdog keeps waiting."""
+    mine = [PoolResult("kernels", "a100", 5, "success")]
+    planned = plan_pool_report(_report_facts([_pools_check(1, RUN_ID)], [], mine))
+    assert isinstance(planned, PoolReport) and planned.conclusion == PENDING
+    record, upsert = planned.actions
+    assert record == RecordPoolResults(tuple(mine))
+    assert isinstance(upsert, UpsertCheck) and upsert.output.status == "in_progress"
+    assert render.pool_run_of(upsert.output.summary) == RUN_ID
+
+
+def test_the_pool_that_sees_every_result_concludes_and_a_rerun_replaces_its_own() -> None:
+    """The last pool concludes (the check completes and leaves the watchdog); this job's result,
+    last, replaces an earlier one of the same pool."""
+    recorded = [PoolResult("kernels", "a100", 5, "success"), PoolResult("kernels", "h100", 2, "success")]
+    mine = [PoolResult("kernels", "h100", 5, "success")]
+    planned = plan_pool_report(_report_facts([_pools_check(1, RUN_ID)], recorded, mine))
+    assert isinstance(planned, PoolReport) and planned.conclusion == "success"
+    assert planned.actions[0] == RecordPoolResults(tuple(mine))
+    upsert = planned.actions[1]
+    assert isinstance(upsert, UpsertCheck) and upsert.output.conclusion == "success"
+    assert planned.actions[2:] == (ForgetPending(0),)
+    fewer = plan_pool_report(_report_facts([_pools_check(1, RUN_ID)], recorded[:1], [recorded[1]]))
+    assert isinstance(fewer, PoolReport) and fewer.conclusion == "failure"
+
+
+def test_the_pools_mark_reads_back_what_it_wrote() -> None:
+    """``pool_run_of`` finds the run id ``pool_run_mark`` hid in a summary; none without the mark."""
+    assert render.pool_run_of(render.pool_run_mark(RUN_ID) + "rest") == RUN_ID
+    assert render.pool_run_of("no mark here") is None and render.pool_run_of(None) is None

@@ -1,8 +1,8 @@
 """The ingestion loop's GitHub (:class:`core.github.roles.IngestGitHub`): live over the adapter, or dry.
 
 :class:`LiveGitHub` is the production view for one installation, over the PyGithub adapter
-(the App is built once per process, see ``core.github.app.app_for``; the token is minted inside
-the task, never carried through the queue). :class:`DryGitHub` records what would be done, for
+(the App comes from ``workers.app.runtime.app_for``, built once per process; the token is minted
+inside the task, never carried through the queue). :class:`DryGitHub` records what would be done, for
 ``forksync demo`` and executor tests. Keeping the loop's needs this small is what lets both
 stand in for GitHub.
 """
@@ -12,20 +12,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from core.github.records import CheckOutput, CheckRunInfo, Posted, PullRequestInfo, ReviewInfo
-from core.github.roles import GitHubPort, IngestGitHub
-
-if TYPE_CHECKING:
-    from core.github.app import GitHubApp
-    from core.settings import WorkerSettings
+from core.github.roles import GitHubPort, InstalledApp
 
 
 class LiveGitHub:
     """:class:`IngestGitHub` over :class:`GitHubPort` (PyGithub) for one installation."""
 
-    def __init__(self, app: GitHubApp, installation_id: int) -> None:
+    def __init__(self, app: InstalledApp, installation_id: int) -> None:
         self.app = app
         self.installation_id = installation_id
         self.adapter: GitHubPort = app.adapter(installation_id)
@@ -124,13 +119,6 @@ class LiveGitHub:
             return None
         self.adapter.close_issue(repo, info.number, comment=comment)
         return info.number
-
-
-def live_github(settings: WorkerSettings, installation_id: int) -> IngestGitHub:
-    """The production :class:`IngestGitHub` of one installation (``workers.app.runtime``'s default)."""
-    from core.github.app import app_for
-
-    return LiveGitHub(app_for(settings.bot), installation_id)
 
 
 @dataclass

@@ -11,7 +11,7 @@ fake lacks only where it is there (the comment commands' ``CommandGitHub``). :cl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from core.github.records import (
@@ -209,6 +209,23 @@ class Refs(Protocol):
 
 class GitHubPort(Checks, Pulls, PullLister, Issues, Comments, Contents, Collaborators, Refs, Protocol):
     """Everything forksync does on GitHub, for one installation."""
+
+
+class InstalledApp(Protocol):
+    """The GitHub App as the worker tasks ask for it (``core.github.app.GitHubApp``; the demo's
+    ``workers.demo.github.DemoApp``): one place, ``workers.app.runtime.app_for``, hands it out."""
+
+    push_url_template: str  # "…/{repo}.git": where the workers fetch and push
+
+    def adapter(self, installation_id: int) -> GitHubPort: ...
+
+    def installation_token(self, installation_id: int) -> str: ...
+
+    def bot_login(self) -> str | None: ...
+
+    def installed_repositories(self) -> Iterable[tuple[int, str]]: ...
+
+    def installation_for_repo(self, repo: str) -> int: ...
 
 
 class IngestGitHub(Protocol):

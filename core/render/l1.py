@@ -833,3 +833,12 @@ def gate_not_on_branch(sha: str, repo: str) -> tuple[str, str]:
 def pool_run_mark(run_id: str) -> str:
     """The hidden line of ``forksync / L1 pools`` naming the pool run its reports belong to."""
     return f"<!-- forksync:l1-pools-run:{run_id} -->\n"
+
+
+_POOL_RUN_MARK = re.compile(r"<!-- forksync:l1-pools-run:(?P<id>[0-9a-f]+) -->")
+
+
+def pool_run_of(summary: str | None) -> str | None:
+    """The pool run a ``forksync / L1 pools`` summary names (:func:`pool_run_mark`), if any."""
+    found = _POOL_RUN_MARK.search(summary or "")
+    return None if found is None else found.group("id")

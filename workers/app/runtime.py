@@ -1,39 +1,26 @@
-"""How a task gets its GitHub view and its engine; replaceable in-process (demo, tests).
+"""How a task gets its GitHub App, its GitHub view and its engine; replaceable in-process (demo, tests).
 
-Tasks call :func:`github_for` (a fresh installation token is minted through the bot's App auth
-inside the task, never passed through the queue), :func:`app_for` (the App itself, for the L1
-and L2 jobs: its adapter, push URL and tokens) and :func:`engine`. ``forksync demo`` swaps in a
-dry GitHub and App with :func:`use`; worker processes in tests reach the loopback GitHub through
-the normal path, so nothing is swapped there.
+Tasks call :func:`app_for` (the App itself: its adapter, push URL, tokens, installations),
+:func:`github_for` (the ingestion view over that App; a fresh installation token is minted
+inside the task, never passed through the queue) and :func:`engine`. This is the one place the
+workers reach ``core.github.app.app_for`` (``tests/test_import_rules.py`` checks it), so
+:func:`use` replaces the App for every task at once. ``forksync demo`` swaps in a dry GitHub and
+App; worker processes in tests reach the loopback GitHub through the normal path, so nothing is
+swapped there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Protocol
+from collections.abc import Callable
 
-from core.github.roles import GitHubPort, IngestGitHub
+from core.github.roles import IngestGitHub, InstalledApp
 from core.settings import WorkerSettings
 from workers.jobs.ingestion import Engine
 
 GitHubFactory = Callable[[WorkerSettings, int], IngestGitHub]
-
-
-class InstalledApp(Protocol):
-    """What the L1 and L2 tasks ask of the GitHub App (``core.github.app.GitHubApp``)."""
-
-    push_url_template: str  # "…/{repo}.git": where the workers fetch and push
-
-    def adapter(self, installation_id: int) -> GitHubPort: ...
-
-    def installation_token(self, installation_id: int) -> str: ...
-
-    def bot_login(self) -> str | None: ...
-
-    def installed_repositories(self) -> Iterable[tuple[int, str]]: ...
-
-
 AppFactory = Callable[[WorkerSettings], InstalledApp]
+
+__all__ = ["AppFactory", "GitHubFactory", "InstalledApp", "app_for", "engine", "github_for", "use"]
 
 _github_factory: GitHubFactory | None = None
 _app_factory: AppFactory | None = None
@@ -62,9 +49,9 @@ def app_for(settings: WorkerSettings) -> InstalledApp:
 def github_for(settings: WorkerSettings, installation_id: int) -> IngestGitHub:
     if _github_factory is not None:
         return _github_factory(settings, installation_id)
-    from core.github.ingest import live_github
+    from core.github.ingest import LiveGitHub
 
-    return live_github(settings, installation_id)
+    return LiveGitHub(app_for(settings), installation_id)
 
 
 def engine() -> Engine:

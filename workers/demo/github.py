@@ -6,8 +6,8 @@ path (webhook view -> Celery -> ``workers.tasks.commands.answer`` -> the handler
 That path asks GitHub for the comment, the PR, the user's permission and the fork's config
 (:class:`workers.commands.handler.CommandGitHub`); :class:`DemoGitHub` answers them from what
 the demo recorded (``DryGitHub``'s PRs) and from the fork's bare copy on disk (files, PR heads).
-The L1 and L2 tasks ask the App (:class:`DemoApp`, through ``workers.app.runtime.app_for``) for
-this same GitHub, and write their check runs here (:attr:`DemoGitHub.runs`, apart from the
+The tasks ask the App (:class:`DemoApp`, through ``workers.app.runtime.app_for``) for this same
+GitHub, and write their check runs here (:attr:`DemoGitHub.runs`, apart from the
 ingestion's ``checks``). Nothing here reaches a network.
 """
 
@@ -214,7 +214,7 @@ def _with_output(info: CheckRunInfo, output: CheckOutput | None) -> CheckRunInfo
 
 @dataclass
 class DemoApp:
-    """The GitHub App as the L1 and L2 tasks ask for it (``workers.app.runtime.InstalledApp``):
+    """The GitHub App as the tasks ask for it (``core.github.roles.InstalledApp``):
     its adapter is the demo's GitHub, its push URLs the bare copies on disk, no token."""
 
     github: DemoGitHub
@@ -233,3 +233,8 @@ class DemoApp:
 
     def installed_repositories(self) -> Iterable[tuple[int, str]]:
         return [(1, repo) for repo in self.github.remotes]
+
+    def installation_for_repo(self, repo: str) -> int:
+        if repo not in self.github.remotes:
+            raise GitHubNotFoundError(f"the demo App is not installed on {repo}", "use the demo's fork")
+        return 1

@@ -67,19 +67,25 @@ from workers.testing.l1_plan import (
     plan_gate,
     plan_pools,
     plan_report,
-    suite_conclusions,
 )
 from workers.testing.l1_run_plan import (
     JobFacts,
     JobPlan,
+    PoolReportFacts,
+    RecordPoolResults,
     RequestReviews,
+    RetryPool,
     RunPool,
+    StalePoolRun,
     plan_after_split,
     plan_job,
+    plan_pool_report,
+    plan_pool_results,
+    plan_pool_suites,
     plan_split_step,
     retested_check,
 )
-from workers.testing.pools import PoolResult, as_point, compare, from_point, pool_series
+from workers.testing.pools import as_point, from_point, pool_series
 from workers.testing.red_bundle import DEFAULT_MAX_RUNS
 from workers.testing.staleness import PendingCheck, PendingChecks, deadline_for
 from workers.testing.triage import TrunkResults
@@ -489,8 +495,6 @@ def _report(
 
 # --------------------------------------------------------------------------- pools
 
-_POOL_RUN_MARK = re.compile(r"<!-- forksync:l1-pools-run:(?P<id>[0-9a-f]+) -->")
-
 
 def _dispatch_pools(
     github: GitHubPort,
@@ -531,13 +535,12 @@ def _run_pool(
     state: StateStore,
     retries: int,
 ) -> L1JobResult:
-    """One pool's job: run its suites, record each result in the store and, under the
-    repository's lock, compare every pool's stored results; the job that sees them all concludes."""
+    """One pool's job: run the suites ``plan_pool_suites`` names, report per ``plan_pool_results``
+    and, under the repository's lock, record and upsert per ``plan_pool_report``."""
     assert job.pool is not None
-    pooled = [s for s in config.l1.suites if s.pools]
-    mine = [s.name for s in pooled if job.pool in s.pools]
-    if not mine:
-        return L1JobResult("skipped", message=f"no L1 suite runs on pool {job.pool} at {job.head_sha[:12]}")
+    suites = plan_pool_suites(config, job.pool, job.head_sha)
+    if isinstance(suites, Skip):
+        return L1JobResult(suites.status, message=suites.message)
     run = run_l1_for_ref(
         cache.path,
         job.head_sha,
@@ -547,43 +550,59 @@ def _run_pool(
         canary=canary,
         host_canary=host_canary,
         infra_retries=0,
-        suite_names=mine,
+        suite_names=list(suites.names),
         results=TrunkResults(store, job.repo),
     )
     observe_suites(run)
-    _report(github, job, infra_issue_actions(run, socket.gethostname()), run, PendingChecks(store), config)
-    if run.conclusion == CANCELLED and job.attempt < retries:
-        # Only the runner failed: the task retries on the pool's queue; nothing is reported yet.
+    pending = PendingChecks(store)
+    _report(github, job, infra_issue_actions(run, socket.gethostname()), run, pending, config)
+    mine = plan_pool_results(run, job.pool, job.attempt, retries)
+    if isinstance(mine, RetryPool):
         return L1JobResult("done", None, run, message="retrying", max_infra_retries=retries)
-    own = suite_conclusions(run)
-    reports = [PoolResult(s.name, job.pool, s.passed + s.failed, own[s.name]) for s in run.suites]
     series = SeriesStore(store)
     name = pool_series(job.repo, job.head_sha, job.pool_run)
     with state.lock(f"l1-pools:{job.repo}:{job.head_sha}", ttl_s=300, wait_s=120):
-        current = [
-            r
-            for r in github.list_check_runs(job.repo, job.head_sha, name=render.POOLS_CHECK)
-            if r.head_sha == job.head_sha
-        ]
-        newest_check = max(current, key=lambda r: r.id) if current else None
-        found = _POOL_RUN_MARK.search(newest_check.summary or "") if newest_check is not None else None
-        if found is None or found.group("id") != job.pool_run:
+        facts = PoolReportFacts(
+            job.head_sha,
+            job.pool_run,
+            github.list_check_runs(job.repo, job.head_sha, name=render.POOLS_CHECK),
+            suites.pooled,
+            [from_point(p) for p in series.series(name)],
+            mine,
+        )
+        planned = plan_pool_report(facts)
+        if isinstance(planned, StalePoolRun):
             return L1JobResult(
                 "stale", None, run, message="a newer L1 run on this commit dispatched its own pools"
             )
-        for report in reports:
-            series.append(name, as_point(report))
-        comparison = compare(
-            {s.name: s.pools for s in pooled},
-            [from_point(p) for p in series.series(name)],
-            {s.name: s.pool_tolerance for s in pooled},
-        )
-        out = render.pools_check_run(job.head_sha, comparison)
-        out = replace(out, summary=render.pool_run_mark(job.pool_run) + out.summary)
-        check = upsert_check(github, job.repo, job.head_sha, out)
-        if out.status == "completed":
-            PendingChecks(store).forget(job.repo, check.id)
-    return L1JobResult("done", check.id, run, message=comparison.conclusion, max_infra_retries=retries)
+        check_id = _record_pools(github, job, planned.actions, series, name, pending)
+    return L1JobResult("done", check_id, run, message=planned.conclusion, max_infra_retries=retries)
+
+
+def _record_pools(
+    github: GitHubPort,
+    job: L1Job,
+    actions: Sequence[RecordPoolResults | UpsertCheck | ForgetPending],
+    series: SeriesStore,
+    name: str,
+    pending: PendingChecks,
+) -> int:
+    """The executor of ``plan_pool_report``: the results appended, the pools check upserted (its
+    id returned), the watchdog told once it concluded."""
+    check_id: int | None = None
+    for action in actions:
+        if isinstance(action, RecordPoolResults):
+            for result in action.results:
+                series.append(name, as_point(result))
+        elif isinstance(action, UpsertCheck):
+            check_id = upsert_check(
+                github, job.repo, job.head_sha, action.output, external_id=action.external_id
+            ).id
+        else:
+            assert check_id is not None
+            pending.forget(job.repo, check_id)
+    assert check_id is not None
+    return check_id
 
 
 def _pending(

@@ -118,13 +118,13 @@ def answer_comment(**kwargs: Any) -> None:
 )
 def recover_commands(self: Any, **_: Any) -> int:
     """Worker start-up and beat: enqueue the comments with commands and no reply (lost deliveries)."""
-    from core.github.app import app_for
+    from workers.app import runtime
     from workers.app.celery_app import settings_of
     from workers.jobs.recover_commands import recover_commands as run
 
     settings = settings_of(self.app)
     try:
-        app = app_for(settings.bot)
+        app = runtime.app_for(settings)
         own_login = app.bot_login()
     except ForksyncError as exc:  # no App configured (demo), or GitHub unreachable: beat tries again
         log.warning("command recovery skipped: %s", exc)

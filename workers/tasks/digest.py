@@ -15,7 +15,7 @@ from core import tasknames
 from core.config import CONFIG_PATH, ConfigError, load_repo_config
 from core.dashboard.store import open_feed_store
 from workers.adapters.notify import NotifyRetry, notifier_for, payload, post
-from workers.app import celery_app
+from workers.app import celery_app, runtime
 from workers.jobs.digest import run_digest
 
 log = logging.getLogger(__name__)
@@ -38,10 +38,8 @@ def digest(
 ) -> Any:
     """Beat (no arguments): one digest task per installed repository. With ``repo``: refresh its
     digest issue for the current period (idempotent: the issue is found by its marker)."""
-    from core.github.app import app_for
-
     settings = celery_app.settings_of(self.app)
-    app = app_for(settings.bot)
+    app = runtime.app_for(settings)
     if installation_id is None or repo is None:
         count = 0
         for inst, name in app.installed_repositories():

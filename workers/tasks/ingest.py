@@ -75,10 +75,8 @@ def ingest(
 )  # type: ignore[untyped-decorator]
 def poll_upstream(self: Any) -> int:
     """Beat: enqueue one ingest per installed repository; returns how many were enqueued."""
-    from core.github.app import app_for
-
     count = 0
-    for installation_id, repo in app_for(celery_app.settings_of(self.app).bot).installed_repositories():
+    for installation_id, repo in runtime.app_for(celery_app.settings_of(self.app)).installed_repositories():
         ingest.delay(installation_id=installation_id, repo=repo, reason="poll")
         count += 1
     return count
@@ -98,11 +96,9 @@ def snapshot_metrics(self: Any) -> int:
     them on a fixed clock so that the dashboard's series has a point per period even when
     upstream is quiet. Returns how many repositories had figures.
     """
-    from core.github.app import app_for
-
     settings = celery_app.settings_of(self.app)
     state = open_state(settings)
-    app = app_for(settings.bot)
+    app = runtime.app_for(settings)
     count = 0
     for installation, repo in app.installed_repositories():
         last = state.series(f"metrics:{repo}", limit=1)

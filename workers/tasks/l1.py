@@ -248,11 +248,10 @@ def _record_push(installation_id: int, repo: str, ref: str, sha: str) -> None:
 )
 def l1_watchdog(self: Any, **_: Any) -> dict[str, int]:
     """Beat: conclude L1 checks that a dead queue never finished, report trunk runs that stopped."""
-    from core.github.app import app_for
     from workers.jobs.l1_watchdog import run_l1_watchdog
 
     settings = celery_app.settings_of(self.app)
-    app = app_for(settings.bot)
+    app = runtime.app_for(settings)
     trunk_silent_s = settings.process_config.schedule.trunk_silent_minutes * 60
     actions = run_l1_watchdog(settings.store(), app.adapter, trunk_silent_s=trunk_silent_s)
     counts: dict[str, int] = {}

@@ -50,10 +50,9 @@ def with_installation(name: str, kwargs: dict[str, Any], find: Callable[[str], i
 
 
 def _find_installation(task: Any) -> Callable[[str], int]:
-    from core.github.app import app_for
-    from workers.app import celery_app
+    from workers.app import celery_app, runtime
 
-    return lambda repo: app_for(celery_app.settings_of(task.app).bot).installation_for_repo(repo)
+    return lambda repo: runtime.app_for(celery_app.settings_of(task.app)).installation_for_repo(repo)
 
 
 def _store_of(task: Any) -> Any:

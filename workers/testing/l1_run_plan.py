@@ -5,8 +5,10 @@ Between the PR gate and the report (``l1_plan.plan_gate`` and ``plan_report``): 
 PR's base, a maintainer's approval of a suite drop, the last check's suite results), and
 :func:`plan_job` decides the config, the suites and the start; after the suites,
 :func:`plan_split_step` decides whether a red bundle is bisected and :func:`plan_after_split`
-what follows a rebuild (reviews re-requested, the rebuilt head re-tested in the same PR). Nothing
-here calls GitHub, git or a runner.
+what follows a rebuild (reviews re-requested, the rebuilt head re-tested in the same PR). A pool
+job's suites, what it reports and, under the repository's lock, whether it concludes
+``forksync / L1 pools`` are :func:`plan_pool_suites`, :func:`plan_pool_results` and
+:func:`plan_pool_report`. Nothing here calls GitHub, git or a runner.
 """
 
 from __future__ import annotations
@@ -17,8 +19,17 @@ from dataclasses import dataclass, field, replace
 from core.config import RepoConfig, Suite
 from core.github.records import CheckRunInfo
 from core.render import l1 as render
-from workers.testing.l1 import L1Run
-from workers.testing.l1_plan import Action, Skip, StartFacts, plan_start
+from workers.testing.l1 import CANCELLED, L1Run
+from workers.testing.l1_plan import (
+    Action,
+    ForgetPending,
+    Skip,
+    StartFacts,
+    UpsertCheck,
+    plan_start,
+    suite_conclusions,
+)
+from workers.testing.pools import PoolResult, compare
 from workers.testing.red_bundle import SplitPlan, plan_split
 from workers.testing.suite_plan import SuitePlan, plan_suites
 
@@ -180,3 +191,95 @@ def plan_after_split(
         return []
     asked: list[RequestReviews | Retest] = [RequestReviews(number, tuple(approvers))] if approvers else []
     return [*asked, Retest(rebuilt_head)]
+
+
+# --------------------------------------------------------------------------- a pool job
+
+
+@dataclass(frozen=True)
+class PoolSuites:
+    """A pool job's suites: ``names`` run here; ``pooled`` (every pooled suite) are compared."""
+
+    names: tuple[str, ...]
+    pooled: tuple[Suite, ...]
+
+
+def plan_pool_suites(config: RepoConfig, pool: str, head_sha: str) -> PoolSuites | Skip:
+    """The suites of ``pool`` among the pooled ones; none: the job skips."""
+    pooled = tuple(s for s in config.l1.suites if s.pools)
+    mine = tuple(s.name for s in pooled if pool in s.pools)
+    if not mine:
+        return Skip("skipped", f"no L1 suite runs on pool {pool} at {head_sha[:12]}")
+    return PoolSuites(mine, pooled)
+
+
+@dataclass(frozen=True)
+class RetryPool:
+    """Only the runner failed: the task retries on the pool's queue; nothing is reported yet."""
+
+
+def plan_pool_results(
+    run: L1Run, pool: str, attempt: int, retries: int
+) -> RetryPool | tuple[PoolResult, ...]:
+    """What this pool reports of ``run``: per suite, the tests executed and its conclusion; or, when
+    only the infrastructure failed and the task may retry, a retry."""
+    if run.conclusion == CANCELLED and attempt < retries:
+        return RetryPool()
+    own = suite_conclusions(run)
+    return tuple(PoolResult(s.name, pool, s.passed + s.failed, own[s.name]) for s in run.suites)
+
+
+@dataclass(frozen=True)
+class PoolReportFacts:
+    """What the pool job reads under the repository's lock, beside its own results."""
+
+    head_sha: str
+    pool_run: str  # the dispatching job's run id
+    pools_checks: Sequence[CheckRunInfo]  # ``forksync / L1 pools`` runs listed on the head
+    pooled: Sequence[Suite]
+    recorded: Sequence[PoolResult]  # this run's results stored so far (oldest first)
+    mine: Sequence[PoolResult]
+
+
+@dataclass(frozen=True)
+class RecordPoolResults:
+    """Append these results to the pool run's store series (``pools.pool_series``)."""
+
+    results: tuple[PoolResult, ...]
+
+
+@dataclass(frozen=True)
+class StalePoolRun:
+    """A newer L1 run on this commit dispatched its own pools: this job's results are not recorded."""
+
+
+@dataclass(frozen=True)
+class PoolReport:
+    """Record, then upsert ``forksync / L1 pools``; a concluded check leaves the watchdog."""
+
+    actions: tuple[RecordPoolResults | UpsertCheck | ForgetPending, ...]
+    conclusion: str  # the comparison's: ``pending`` until every pool reported
+
+
+def plan_pool_report(facts: PoolReportFacts) -> PoolReport | StalePoolRun:
+    """The newest pools check on the head must name this job's run (else it is stale); then every
+    pool's results so far, this job's last, are compared: the job that sees them all concludes."""
+    current = [r for r in facts.pools_checks if r.head_sha == facts.head_sha]
+    newest = max(current, key=lambda r: r.id) if current else None
+    if newest is None or render.pool_run_of(newest.summary) != facts.pool_run:
+        return StalePoolRun()
+    pooled = facts.pooled
+    comparison = compare(
+        {s.name: s.pools for s in pooled},
+        [*facts.recorded, *facts.mine],
+        {s.name: s.pool_tolerance for s in pooled},
+    )
+    out = render.pools_check_run(facts.head_sha, comparison)
+    out = replace(out, summary=render.pool_run_mark(facts.pool_run) + out.summary)
+    actions: list[RecordPoolResults | UpsertCheck | ForgetPending] = [
+        RecordPoolResults(tuple(facts.mine)),
+        UpsertCheck(out),
+    ]
+    if out.status == "completed":
+        actions.append(ForgetPending(0))  # 0: the check just upserted
+    return PoolReport(tuple(actions), comparison.conclusion)
