@@ -123,6 +123,35 @@ def network_timeout_s() -> float:
         return DEFAULT_NETWORK_TIMEOUT_S
 
 
+def _popen(
+    args: Sequence[str],
+    cwd: Path | str,
+    *,
+    stdin: bool,
+    env: Mapping[str, str] | None = None,
+    new_session: bool = False,
+) -> subprocess.Popen[bytes]:
+    """``git -C cwd ARGS`` started with piped stdout and stderr (stdin piped only when asked): the one
+    place a git process is spawned, so a missing git says the same thing everywhere."""
+    try:
+        return subprocess.Popen(
+            ["git", "-C", str(cwd), *args],
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(env),
+            start_new_session=new_session,
+        )
+    except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
+        raise ForksyncError("git is not installed or not on PATH", "install git 2.38 or newer") from exc
+
+
+def _local_only(args: Sequence[str]) -> None:
+    """Refuse a network verb where no timeout guards the call (those go through :func:`run_git`)."""
+    if _verb(args) in NETWORK_VERBS:
+        raise ValueError(f"git {_verb(args)} talks to a remote: use run_git")
+
+
 class RunningGit:
     """A local git command started by :func:`start_git`, still running: :meth:`wait` collects it."""
 
@@ -145,20 +174,8 @@ def start_git(cwd: Path | str, args: Sequence[str], *, check: bool = True) -> Ru
     For work that overlaps: a process, not a thread, so nothing is shared but the object
     database git writes to. Network commands go through :func:`run_git` (its timeout).
     """
-    if _verb(args) in NETWORK_VERBS:
-        raise ValueError(f"git {_verb(args)} talks to a remote: use run_git")
-    argv = ["git", "-C", str(cwd), *args]
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_env(None),
-        )
-    except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
-        raise ForksyncError("git is not installed or not on PATH", "install git 2.38 or newer") from exc
-    return RunningGit(proc, args, check)
+    _local_only(args)
+    return RunningGit(_popen(args, cwd, stdin=False), args, check)
 
 
 def stream_git(cwd: Path | str, args: Sequence[str], *, input: bytes | None = None) -> Iterator[bytes]:
@@ -166,19 +183,8 @@ def stream_git(cwd: Path | str, args: Sequence[str], *, input: bytes | None = No
     writes it, so the caller works on the first lines while git computes the rest; raises
     :class:`GitError` at the end when git failed. ``input`` is fed from a thread (a long input
     and a long output must not wait on each other)."""
-    if _verb(args) in NETWORK_VERBS:
-        raise ValueError(f"git {_verb(args)} talks to a remote: use run_git")
-    argv = ["git", "-C", str(cwd), *args]
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_env(None),
-        )
-    except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
-        raise ForksyncError("git is not installed or not on PATH", "install git 2.38 or newer") from exc
+    _local_only(args)
+    proc = _popen(args, cwd, stdin=input is not None)
     assert proc.stdout is not None and proc.stderr is not None
     errors: list[bytes] = []
     drain = threading.Thread(target=lambda: errors.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
@@ -233,18 +239,7 @@ def run_git(
             *args,
         ]
         timeout = network_timeout_s()
-    argv = ["git", "-C", str(cwd), *args]
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_env(env),
-            start_new_session=timeout is not None,
-        )
-    except FileNotFoundError as exc:  # pragma: no cover - git missing from PATH
-        raise ForksyncError("git is not installed or not on PATH", "install git 2.38 or newer") from exc
+    proc = _popen(args, cwd, stdin=input is not None, env=env, new_session=timeout is not None)
     try:
         out, err = proc.communicate(input=input, timeout=timeout)
     except subprocess.TimeoutExpired:
