@@ -6,7 +6,6 @@ and re-requests the review. An old PR based on a stale branch is re-targeted, ne
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,15 +13,10 @@ from typing import Any
 
 import pytest
 
-from core.github.ingest import LiveGitHub
-from core.settings import WorkerSettings
-from tests.fixtures.ingest import CONFIG, UPSTREAM_URL, IngestPair, build_ingest_pair
+from tests.fixtures.ingest import CONFIG, UPSTREAM_URL, IngestPair, build_ingest_pair, loopback_ingest_env
 from tests.gitrepo import GitRepo
 from tests.loopback_github import LoopbackGitHub
-from workers.adapters.gitcache import GitCache
-from workers.adapters.state import LocalState
 from workers.engine.git import Repository
-from workers.jobs.engine_bridge import run_engine
 from workers.jobs.ingestion import IngestEnv, IngestReport, ingest_repository
 
 FORK = "acme/fork"
@@ -77,21 +71,7 @@ def world(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Iterator[World
         config = CONFIG.format(url=UPSTREAM_URL).replace("max_commits: 10", "max_commits: 1")
         pair.fork.commit("Fork: small bundles", {".github/forksync.yml": config})
         pair.push_fork()
-        url_map = pair.url_map
-        settings = WorkerSettings.from_mapping(
-            {
-                **gh.settings(),
-                "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
-                "FORKSYNC_GIT_URL_MAP": json.dumps(url_map),
-            }
-        )
-        env = IngestEnv(
-            settings,
-            LiveGitHub(gh.app(), installation),
-            GitCache(settings.data_dir / "git"),
-            LocalState(settings.data_dir),
-            run_engine,
-        )
+        env = loopback_ingest_env(gh, pair, tmp_path, installation)
         yield World(gh, pair, env, installation)
     finally:
         gh.close()

@@ -9,7 +9,6 @@ PR merged early anyway (into its base's branch) is noticed by the next ingest, w
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,16 +16,12 @@ from typing import Any
 
 import pytest
 
-from core.github.ingest import LiveGitHub
-from core.settings import WorkerSettings
 from core.store import open_store
-from tests.fixtures.ingest import CONFIG, UPSTREAM_URL, IngestPair, build_ingest_pair
+from tests.fixtures.ingest import CONFIG, UPSTREAM_URL, IngestPair, build_ingest_pair, loopback_ingest_env
 from tests.gitrepo import GitRepo
 from tests.loopback_github import LoopbackGitHub
 from workers.adapters.gitcache import GitCache
-from workers.adapters.state import LocalState
 from workers.engine.git import Repository
-from workers.jobs.engine_bridge import run_engine
 from workers.jobs.ingestion import IngestEnv, IngestReport, ingest_repository
 from workers.jobs.l1_job import L1Job, L1JobResult, run_l1_job
 
@@ -104,20 +99,7 @@ def world(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Iterator[World
             author=dev,
         )
         pair.push_upstream()
-        settings = WorkerSettings.from_mapping(
-            {
-                **gh.settings(),
-                "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
-                "FORKSYNC_GIT_URL_MAP": json.dumps(pair.url_map),
-            }
-        )
-        env = IngestEnv(
-            settings,
-            LiveGitHub(gh.app(), installation),
-            GitCache(settings.data_dir / "git"),
-            LocalState(settings.data_dir),
-            run_engine,
-        )
+        env = loopback_ingest_env(gh, pair, tmp_path, installation)
         yield World(gh, pair, env, c, installation)
     finally:
         gh.close()

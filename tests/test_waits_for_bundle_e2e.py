@@ -4,7 +4,6 @@ PR says which upstream commit and which bundle it waits for, instead of dropping
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,15 +11,10 @@ from typing import Any
 
 import pytest
 
-from core.github.ingest import LiveGitHub
-from core.settings import WorkerSettings
-from tests.fixtures.ingest import IngestPair, build_ingest_pair
+from tests.fixtures.ingest import IngestPair, build_ingest_pair, loopback_ingest_env
 from tests.gitrepo import GitRepo
 from tests.loopback_github import LoopbackGitHub
-from workers.adapters.gitcache import GitCache
-from workers.adapters.state import LocalState
 from workers.engine.git import Repository
-from workers.jobs.engine_bridge import run_engine
 from workers.jobs.ingestion import IngestEnv, IngestReport, ingest_repository
 
 FORK = "acme/fork"
@@ -63,20 +57,7 @@ def world(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Iterator[World
             "Bump LLVM and use it in c (#105)",
             {"cmake/llvm-hash.txt": "0a1b2c\n", "src/c.py": "def c():\n    return 30\n"},
         )
-        settings = WorkerSettings.from_mapping(
-            {
-                **gh.settings(),
-                "FORKSYNC_DATA_DIR": str(tmp_path / "data"),
-                "FORKSYNC_GIT_URL_MAP": json.dumps(pair.url_map),
-            }
-        )
-        env = IngestEnv(
-            settings,
-            LiveGitHub(gh.app(), installation),
-            GitCache(settings.data_dir / "git"),
-            LocalState(settings.data_dir),
-            run_engine,
-        )
+        env = loopback_ingest_env(gh, pair, tmp_path, installation)
         yield World(gh, pair, env)
     finally:
         gh.close()
