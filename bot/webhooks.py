@@ -460,9 +460,9 @@ def intake(bot: BotState, environ: Environ) -> tuple[int, str]:
     """One webhook delivery, from its WSGI environ to the answer (HTTP status, one line of text);
     counted in ``/metrics`` by event and answer."""
     delivery = _header(environ, "HTTP_X_GITHUB_DELIVERY") or ""
-    with logs.bound(delivery=delivery or None):
-        status, text = _webhook(bot, environ, delivery)
     event = _header(environ, "HTTP_X_GITHUB_EVENT") or ""
+    with logs.bound(delivery=delivery or None):
+        status, text = _webhook(bot, environ, delivery, event)
     _count(event if event in COUNTED_EVENTS else "other", telemetry.answer_kind(one_line(text)))
     return status, text
 
@@ -494,9 +494,8 @@ def _count(event: str, answer: str) -> None:
     child.inc()
 
 
-def _webhook(bot: BotState, environ: Environ, delivery: str) -> tuple[int, str]:
+def _webhook(bot: BotState, environ: Environ, delivery: str, event_name: str) -> tuple[int, str]:
     settings = bot.settings
-    event_name = _header(environ, "HTTP_X_GITHUB_EVENT") or ""
     if not settings.webhook_secret:
         log.error("webhook refused: FORKSYNC_WEBHOOK_SECRET is not set")
         return 503, "unavailable: the server has no webhook secret; set FORKSYNC_WEBHOOK_SECRET"
