@@ -51,7 +51,7 @@ the walk.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -668,21 +668,14 @@ def _stack(
             emptied.append((ids[k], ids[home[parts[k][0]]]))
             continue
         on = base[k]
-        stack: set[str] = set()
-        at = on
-        while at is not None:
-            stack.update(kept[at])
-            at = base[at]
+        stack = {sha for below in _below(base, on) for sha in kept[below]}
         reasons = []
         for sha in part:
             hit = sorted((n for n in needs.get(sha, {}) if n in stack), key=position.__getitem__)
             if hit:
                 link = needs[sha][hit[0]]
                 reasons.append(Reason(sha, link.kind, _named(link.detail, hit[0], ids[home[hit[0]]])))
-        was, at = None, planned[k]
-        while at is not None and was is None:
-            was = ids[at] if ids[at] in declined and at != on else None
-            at = planned[at]
+        was = next((ids[i] for i in _below(planned, planned[k]) if ids[i] in declined and i != on), None)
         out.append(
             Bundle(
                 ids[k],
@@ -715,6 +708,13 @@ def _split(
     return parts
 
 
+def _below(base: Sequence[int | None], at: int | None) -> Iterator[int]:
+    """The parts a stack rests on, from ``at`` down to the trunk (``base``: each part's base)."""
+    while at is not None:
+        yield at
+        at = base[at]
+
+
 def _bases(
     parts: Sequence[Sequence[str]], needs: Mapping[str, Mapping[str, Link]], avoid: set[int]
 ) -> list[int | None]:
@@ -734,12 +734,7 @@ def _bases(
         for top in range(max(wants), k):
             if top in avoid:
                 continue
-            stack: set[int] = set()
-            at: int | None = top
-            while at is not None:
-                stack.add(at)
-                at = base[at]
-            if wants <= stack:
+            if wants <= set(_below(base, top)):
                 base.append(top)
                 break
         else:
