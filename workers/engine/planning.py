@@ -71,7 +71,9 @@ class TipTrial:
         # so most chains never pay for picking their members a second time.
         self.chains: dict[str, PickTarget] = {}
         self.waiting: dict[str, list[str]] = {}  # chain → members not yet picked onto its target
-        self.started: dict[str, pygit2.Oid] = {}  # chain → the running bundle's tree at its first member
+        # chain → the running bundle as it stood at the chain's first member: a copy, whose tree is
+        # written only if the pick rule ever asks that chain (most are never asked)
+        self.started: dict[str, PickTarget] = {}
 
     def try_pick(self, sha: str) -> tuple[str, ...]:
         change = self.changes[sha]
@@ -102,7 +104,7 @@ class TipTrial:
 
     def chain_add(self, chain_id: str, sha: str) -> None:
         if chain_id not in self.started:
-            self.started[chain_id] = self.target.tree()
+            self.started[chain_id] = self.target.scratch()
         self.waiting.setdefault(chain_id, []).append(sha)
 
     def chain_merge(self, keep: str, other: str, members: Sequence[str]) -> None:
@@ -116,9 +118,7 @@ class TipTrial:
             return False
         target = self.chains.get(chain_id)
         if target is None:
-            target = self.chains[chain_id] = PickTarget(
-                self.target.repo, self.started[chain_id], self.target.merger
-            )
+            target = self.chains[chain_id] = self.started[chain_id]
         for member in self.waiting.pop(chain_id, []):
             target.pick(self.changes[member])  # a conflicting member waits for its resolution: not applied
         return target.scratch().pick(self.changes[sha]).clean
