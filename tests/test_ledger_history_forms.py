@@ -51,7 +51,7 @@ def decided(short: str, kind: str) -> set[int | None]:
 
 
 def test_the_vendored_messages_are_verbatim_real_ones() -> None:
-    assert len(MESSAGES) == 17
+    assert len(MESSAGES) == 18
     for short, row in MESSAGES.items():
         assert row["sha"].startswith(short) and re.fullmatch(r"[0-9a-f]{40}", row["sha"])
         assert row["message"].split("\n", 1)[0] == row["subject"]
@@ -100,15 +100,19 @@ def test_a_fork_prefix_before_an_upstream_subject_verbatim_is_a_pick(short: str,
     assert read(short).recogniser == rec.SUBJECT
 
 
-def test_a_fork_prefix_before_a_subject_that_only_resembles_upstreams_carries_nothing() -> None:
-    """Upstream's own tags stay part of what is compared: `[TLX] Refactor llStore ... (#8036)`
-    without upstream's `[AMD]`, or with another number, is no subject match."""
-    for subject in (
-        "[TLX] Refactor llStore and llLoad to use proper ops (#8036) (#8118)",
-        "[release/3.5.x][AMD] Refactor llStore and llLoad to use proper ops (#8037) (#8118)",
+def test_a_pick_retitled_without_upstreams_tags_keeps_its_number_and_is_a_pick() -> None:
+    """`Update ptxas_options knobs default value (#8121)`, upstream's `[BACKEND][NVIDIA] Update
+    ptxas_options knobs default value (#8121)` with upstream's body, cherry-picked onto a side
+    branch without upstream's tags; with a fork prefix and the fork's (#M) too."""
+    assert carried("01f3f2cbc2") == {8121}
+    for subject, want in (
+        ("[TLX] Update ptxas_options knobs default value (#8121) (#735)", (8121,)),
+        ("Update ptxas_options knobs default value (#8122)", ()),  # another number: no match
+        ("Update ptxas_options knobs default value (#735)", ()),  # the fork's own number only
+        ("[TLX] Update ptxas_options knobs default (#8121)", ()),  # another text
     ):
         commit = Commit("e" * 40, (), "F", "f@x", 2, 2, subject, ())
-        assert rec.recognise(commit, INDEX, RULES).upstream == ()
+        assert tuple(PR[s] for s in rec.recognise(commit, INDEX, RULES).upstream) == want, subject
 
 
 PICKED_37 = {

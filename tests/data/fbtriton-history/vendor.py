@@ -26,6 +26,7 @@ MESSAGES = (
     "995ec89f9d",  # (triton-lang/triton#8557) for (#8557)
     "eff8c521b9",  # [release/3.5.x] + upstream subject + (#M)
     "fc15d21079",  # [TLX][AMD] + upstream subject + (#M)
+    "01f3f2cbc2",  # upstream subject without upstream's [BACKEND][NVIDIA], number kept
     "4e02fa892b",  # Picked (37): #a desc; #b desc; ...  Deferred (7, backlog): #a + #b ...
     "a37952a204",  # Applied (94): 9720 9725 ...
     "6496304b51",  # Issue introduced by\n<link>
