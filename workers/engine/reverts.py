@@ -143,8 +143,8 @@ def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: 
     # A Phabricator diff imported from a fork PR is titled "[triton][PR] <PR title>", and its
     # back-out quotes that title: the fork commit is the PR's, without the import's leading tags.
     tail = first
-    while (m := _LEADING_TAG.match(tail)) is not None and m.end() < len(tail):
-        tail = tail[m.end() :]
+    while (tag := _LEADING_TAG.match(tail)) is not None and tag.end() < len(tail):
+        tail = tail[tag.end() :]
         for text in (tail, _TRAILING_PR.sub("", tail)):
             target = earlier(
                 fork.by_subject.get(rec.normalise(text)) or fork.by_title.get(rec.normalise(text))
