@@ -14,9 +14,12 @@ title, its list items and its trailers name, not what the first of them names):
    (titles.py): N is upstream's PR, M is the fork's own and is never read as upstream's.
 
 Only when those name nothing: 4. ``subject`` -- the fork subject is an upstream subject
-verbatim (optionally + the fork's ``(#M)``); 5. ``pr-pattern`` -- configured regexes with a
+verbatim (optionally + the fork's ``(#M)``, after the fork's own leading tags, or without
+upstream's tags with upstream's number kept); 5. ``pr-pattern`` -- configured regexes with a
 group ``pr``; 6. ``body-link`` -- ``<upstream url>/pull/N`` in the body, outside excluded
-sections and not after prose that says the PR is only related ("regression from <link>").
+sections, when the title is a pick, the link is under a pick label (``Upstream:``) or its
+sentence says it is picked, and not after prose that says the PR is only related
+("regression from <link>").
 
 Text the message quotes from upstream (fenced blocks, ``>`` lines) is never read. Decisions the
 message records (``Reactor Defer|WontPort Revision``, a bundle's Deferred / Won't-port items)
