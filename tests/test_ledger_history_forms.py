@@ -54,7 +54,7 @@ def decided(short: str, kind: str) -> set[int | None]:
 
 
 def test_the_vendored_messages_are_verbatim_real_ones() -> None:
-    assert len(MESSAGES) == 22
+    assert len(MESSAGES) == 24
     for short, row in MESSAGES.items():
         assert row["sha"].startswith(short) and re.fullmatch(r"[0-9a-f]{40}", row["sha"])
         assert row["message"].split("\n", 1)[0] == row["subject"]
@@ -271,3 +271,23 @@ def test_a_back_out_of_an_imported_pr_quotes_its_title_behind_the_import_tags() 
     original, back_out = fork_history("6e1bafc22c", "253d2b0e67")
     undo = reverts.revert_of(back_out, reverts.ForkIndex([original, back_out]), INDEX, RULES)
     assert undo == reverts.Revert(fork=original.sha, how="subject")
+
+
+@pytest.mark.parametrize(
+    ("short", "pr"),
+    [
+        (
+            "f81f19a7f6",
+            7343,
+        ),  # [release/3.4] "[BACKEND] support tt::TransOp in comesFromLoadOrBlockArg (#7343)" (#7346)
+        ("4972f45a57", 7219),  # [release 3.4] "[NVIDIA] L2 cache hints only for sm >= 80 (#7219)" (#7316)
+    ],
+)
+def test_a_release_branch_pick_quotes_upstreams_subject_after_its_prefix_with_no_pick_tag(
+    short: str, pr: int
+) -> None:
+    """Upstream's own release branches (which forks of a release carry) title a pick
+    `[release/3.4] "<upstream subject (#N)>" (#M)`, without trailer or pick tag."""
+    assert "cherry picked from" not in MESSAGES[short]["message"]
+    assert carried(short) == {pr}
+    assert read(short).recogniser == rec.SUBJECT

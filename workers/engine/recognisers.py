@@ -608,14 +608,15 @@ def _same_subject(subject: str, index: UpstreamIndex) -> list[str]:
     (#M), optionally after the fork's own leading tags: a release or side branch takes upstream's
     commit with its title kept and its prefix added ("[release/3.5.x][AMD] Refactor llStore and
     llLoad to use proper ops (#8036) (#8118)", "[TLX][AMD][Backend] Use latest build for ...
-    (#10523) (#1652)"); last, upstream's subject without upstream's own tags, when its number
+    (#10523) (#1652)"), quoted or not (``[release/3.4] "<subject (#N)>" (#M)``, upstream's own
+    release picks); last, upstream's subject without upstream's own tags, when its number
     is kept (a pick retitled). The upstream number is always part of what is compared, so a
     subject that only resembles upstream's is no match."""
     text = subject.strip()
     while True:
         for candidate in (text, _TRAILING_PR.sub("", text)):
-            sha = index.subject(candidate)
-            if sha and _TRAILING_PR.search(candidate):
+            sha = index.subject(_unquoted(candidate))
+            if sha and _TRAILING_PR.search(_unquoted(candidate)):
                 return [sha]
         m = _LEADING_TAG.match(text)
         if m is None or m.end() >= len(text):
@@ -628,6 +629,15 @@ def _same_subject(subject: str, index: UpstreamIndex) -> list[str]:
         if sha:
             return [sha]
     return []
+
+
+def _unquoted(text: str) -> str:
+    """``text`` without one pair of quotes around all of it: upstream's own release branches
+    title a pick ``[release/3.4] "<upstream subject (#N)>" (#M)``, with no pick tag."""
+    text = text.strip()
+    if len(text) > 2 and text[0] in _QUOTES and text[-1] == _QUOTES[text[0]]:
+        return text[1:-1].strip()
+    return text
 
 
 def _pr_patterns(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
