@@ -54,7 +54,7 @@ def decided(short: str, kind: str) -> set[int | None]:
 
 
 def test_the_vendored_messages_are_verbatim_real_ones() -> None:
-    assert len(MESSAGES) == 24
+    assert len(MESSAGES) == 25
     for short, row in MESSAGES.items():
         assert row["sha"].startswith(short) and re.fullmatch(r"[0-9a-f]{40}", row["sha"])
         assert row["message"].split("\n", 1)[0] == row["subject"]
@@ -291,3 +291,37 @@ def test_a_release_branch_pick_quotes_upstreams_subject_after_its_prefix_with_no
     assert "cherry picked from" not in MESSAGES[short]["message"]
     assert carried(short) == {pr}
     assert read(short).recogniser == rec.SUBJECT
+
+
+PICKED_42 = {
+    *(10124, 10144, 10151, 10149, 10064, 10147, 10162, 10156, 10150, 10126, 10120, 10099, 9641, 10132),
+    *(10175, 10081, 10179, 10128, 10100, 10178, 10125, 10186, 10180, 10193, 9093, 10191, 10185, 10199),
+    *(10177, 10190, 10207, 10208, 10163, 10219, 10222, 10223, 10227, 10228, 10197, 10183, 10226, 10194),
+}
+DEFERRED_15 = {
+    9666,
+    10157,
+    10159,
+    10168,
+    10145,
+    10169,
+    10072,
+    10172,
+    10148,
+    10192,
+    10215,
+    10217,
+    10167,
+    10171,
+    10196,
+}
+
+
+def test_a_section_heading_then_one_line_of_items_that_starts_with_a_number() -> None:
+    """`### Won't-port (2) — CI-only, no beta equivalent` then `#10161 [AMD][CI] Allow
+    continue-on-error for all targets; #10146 [AMD][CI] Switch gfx942 ...`: not a list item,
+    but a line of items under the heading (the two were pending before)."""
+    assert len(PICKED_42) == 42 and len(DEFERRED_15) == 15
+    assert carried("98ddb93f88") == PICKED_42
+    assert decided("98ddb93f88", "wont_port") == {10161, 10146}
+    assert decided("98ddb93f88", "deferred") == DEFERRED_15

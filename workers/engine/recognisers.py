@@ -442,9 +442,13 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
         else:
             this, items = kind, line
         list_item = bool(_LIST_ITEM.match(items))
-        listy = bool(label) or list_item  # prose under a heading names nothing
+        # Under a Picked / Deferred / Won't-port heading, a line that starts with a PR number is
+        # a list of items too ("#10161 [AMD][CI] Allow ...; #10146 [AMD][CI] Switch ..."); other
+        # prose under a heading names nothing.
+        numbered = this != "neutral" and not label and bool(_LEADING_NUMBER.match(items))
+        listy = bool(label) or list_item or numbered
         shas = (
-            [s for s in (index.pr(int(n)) for n in _section_numbers(items, bool(label))) if s]
+            [s for s in (index.pr(int(n)) for n in _section_numbers(items, bool(label) or numbered)) if s]
             if listy
             else []
         )
@@ -465,6 +469,7 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
     return BundleSections(tuple(picked), tuple(decided), frozenset(not_carried), tuple(link_lines))
 
 
+_LEADING_NUMBER = re.compile(r"^\s*(?:\*\*|__)?#\d+\b")
 # An inline list of bare PR numbers after a label: "Applied (94): 9720 9725 9605 ... 9739."
 _BARE_NUMBERS = re.compile(r"\s*\d{3,6}(?:[\s,]+\d{3,6})*[\s.]*")
 

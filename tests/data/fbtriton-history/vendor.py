@@ -47,6 +47,7 @@ MESSAGES = (
     "253d2b0e67",  # Back out "[triton][PR] [Triton beta] Do not use different ptxas for blackwell"
     "f81f19a7f6",  # [release/3.4] "<upstream subject (#7343)>" (#7346): upstream's own release pick
     "4972f45a57",  # [release 3.4] "<upstream subject (#7219)>" (#7316)
+    "98ddb93f88",  # ### Won't-port (2) — ...\n#10161 <what>; #10146 <what>. (a heading, then one line of items)
 )
 # Upstream commits older than the base that the release-branch picks above name (upstream's
 # release/3.4 was cut before the fork's base): kept first, in upstream order.
@@ -77,7 +78,9 @@ def main(mirror: str) -> None:
         named_shas.update(re.findall(r"\b[0-9a-f]{7,40}\b", message))
     upstream = [
         {"sha": sha, "subject": subject}
-        for sha, subject in (git(mirror, "log", "-1", "--format=%H%x1f%s", o).strip().split("\x1f", 1) for o in OLDER)
+        for sha, subject in (
+            git(mirror, "log", "-1", "--format=%H%x1f%s", o).strip().split("\x1f", 1) for o in OLDER
+        )
     ]
     for sha, subject in line:
         m = re.search(r"\(#(\d+)\)\s*$", subject)
