@@ -7,6 +7,8 @@ also names the plan it came from.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.render import marker, neutral
@@ -532,11 +534,49 @@ def unstacked_closed_comment(branch: str, declined: str, number: int | None) -> 
     )
 
 
-def superseded_comment(branch: str, plan_id: str) -> str:
+def superseded_comment(
+    branch: str, plan_id: str, into: Sequence[tuple[str, int]] = (), landed: int = 0, out: int = 0
+) -> str:
+    """Closing a bundle's PR that the plan no longer has. With where its commits went (``into``: each
+    destination as it should read, e.g. ``#12 (`forksync/bundle/…`)``, and how many; ``landed``,
+    ``out``), the comment names them: the bundle was re-cut and no new bundle holds most of its commits."""
+    if not (into or landed or out):
+        return (
+            f"Superseded: ingestion plan `{plan_id}` no longer has this bundle (its commits were merged, or "
+            f"re-planned into another bundle). forksync closed it and deleted `{branch}`."
+        )
+    total = sum(n for _, n in into) + landed + out
+    where = [f"{n} in {dest}" for dest, n in into]
+    if landed:
+        where.append(f"{landed} landed on the trunk")
+    if out:
+        where.append(f"{out} in no bundle or chain now (deferred, won't port, or gone from upstream)")
     return (
-        f"Superseded: ingestion plan `{plan_id}` no longer has this bundle (its commits were merged, or "
-        f"re-planned into another bundle). forksync closed it and deleted `{branch}`."
+        f"Superseded: ingestion plan `{plan_id}` re-cut the group of dependent commits this bundle was part "
+        f"of, and no bundle of the new cut holds most of its commits. Its {total} commit(s) are now: "
+        f"{'; '.join(where)}. forksync closed this PR and deleted `{branch}`"
+        + ("; review goes on there." if into else ".")
     )
+
+
+PULL_MARK = "<!-- forksync:pull:{head} -->"
+_PULL_MARK = re.compile(r"<!-- forksync:pull:(\S+) -->")
+
+
+def pull_mark(head: str) -> str:
+    """A place in a comment for the PR of ``head`` that this run opens (filled by :func:`fill_pull_marks`)."""
+    return PULL_MARK.format(head=head)
+
+
+def fill_pull_marks(body: str, numbers: Mapping[str, int]) -> str:
+    """``body`` with each :func:`pull_mark` as ``#N (`head`)``, or the branch alone where no PR was opened."""
+
+    def named(match: re.Match[str]) -> str:
+        head = match.group(1)
+        number = numbers.get(head)
+        return f"#{number} (`{head}`)" if number is not None else f"`{head}`"
+
+    return _PULL_MARK.sub(named, body)
 
 
 def chain_emptied_comment(branch: str, plan_id: str, stopped_at: str | None) -> str:
