@@ -14,9 +14,12 @@ title, its list items and its trailers name, not what the first of them names):
    (titles.py): N is upstream's PR, M is the fork's own and is never read as upstream's.
 
 Only when those name nothing: 4. ``subject`` -- the fork subject is an upstream subject
-verbatim (optionally + the fork's ``(#M)``); 5. ``pr-pattern`` -- configured regexes with a
+verbatim (optionally + the fork's ``(#M)``, after the fork's own leading tags, or without
+upstream's tags with upstream's number kept); 5. ``pr-pattern`` -- configured regexes with a
 group ``pr``; 6. ``body-link`` -- ``<upstream url>/pull/N`` in the body, outside excluded
-sections and not after prose that says the PR is only related ("regression from <link>").
+sections, when the title is a pick, the link is under a pick label (``Upstream:``) or its
+sentence says it is picked, and not after prose that says the PR is only related
+("regression from <link>").
 
 Text the message quotes from upstream (fenced blocks, ``>`` lines) is never read. Decisions the
 message records (``Reactor Defer|WontPort Revision``, a bundle's Deferred / Won't-port items)
@@ -47,6 +50,7 @@ MERGE = "merge"
 
 # Leading "[Tag]" groups of upstream's subject inside a pick title (titles.py takes the title apart).
 _LEADING_TAG = re.compile(r"^\s*\[([^\]\n]*)\]\s*")
+_LEADING_TAGS = re.compile(r"^(?:\s*\[[^\]\n]*\]\s*)+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\|)\s*")
 _TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
 _HASH_NUM = re.compile(r"#(\d+)\b")
@@ -158,6 +162,7 @@ class UpstreamIndex:
         self.by_subject: dict[str, list[str]] = {}
         self.subjects = {c.sha: c.subject for c in commits}
         self._subjects_sorted: list[str] | None = None
+        self._untagged: dict[str, list[str]] | None = None
         for c in commits:
             pr = c.pr_number
             if pr is not None:
@@ -185,6 +190,21 @@ class UpstreamIndex:
     def subject(self, text: str) -> str | None:
         shas = self.by_subject.get(normalise(text))
         return shas[-1] if shas else None
+
+    def untagged_subject(self, text: str) -> str | None:
+        """The one upstream commit whose subject, without its leading ``[tags]``, is ``text``
+        (which ends in that commit's own ``(#N)``: a pick retitled without upstream's tags)."""
+        if self._untagged is None:
+            self._untagged = {}
+            for sha, subject in self.subjects.items():
+                bare = _LEADING_TAGS.sub("", subject)
+                if bare != subject and _TRAILING_PR.search(bare):
+                    self._untagged.setdefault(normalise(bare), []).append(sha)
+        shas = self._untagged.get(normalise(text))
+        if not shas or len(shas) != 1:
+            return None
+        m = _TRAILING_PR.search(text)
+        return shas[0] if m is not None and self.pr(int(m.group(1))) == shas[0] else None
 
     def subject_prefix(self, text: str, minimum: int = 24) -> str | None:
         """The one upstream commit whose subject starts with ``text`` (long enough), if unique."""
@@ -588,8 +608,9 @@ def _same_subject(subject: str, index: UpstreamIndex) -> list[str]:
     (#M), optionally after the fork's own leading tags: a release or side branch takes upstream's
     commit with its title kept and its prefix added ("[release/3.5.x][AMD] Refactor llStore and
     llLoad to use proper ops (#8036) (#8118)", "[TLX][AMD][Backend] Use latest build for ...
-    (#10523) (#1652)"). Upstream's own tags stay in the text compared, so only a whole upstream
-    subject, its number included, is accepted."""
+    (#10523) (#1652)"); last, upstream's subject without upstream's own tags, when its number
+    is kept (a pick retitled). The upstream number is always part of what is compared, so a
+    subject that only resembles upstream's is no match."""
     text = subject.strip()
     while True:
         for candidate in (text, _TRAILING_PR.sub("", text)):
@@ -598,8 +619,15 @@ def _same_subject(subject: str, index: UpstreamIndex) -> list[str]:
                 return [sha]
         m = _LEADING_TAG.match(text)
         if m is None or m.end() >= len(text):
-            return []
+            break
         text = text[m.end() :]
+    # Retitled without upstream's own tags, its number kept: "Update ptxas_options knobs
+    # default value (#8121)" for "[BACKEND][NVIDIA] Update ptxas_options knobs default value (#8121)".
+    for candidate in (text, _TRAILING_PR.sub("", text)):
+        sha = index.untagged_subject(candidate)
+        if sha:
+            return [sha]
+    return []
 
 
 def _pr_patterns(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:

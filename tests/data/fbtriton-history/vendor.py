@@ -26,6 +26,7 @@ MESSAGES = (
     "995ec89f9d",  # (triton-lang/triton#8557) for (#8557)
     "eff8c521b9",  # [release/3.5.x] + upstream subject + (#M)
     "fc15d21079",  # [TLX][AMD] + upstream subject + (#M)
+    "01f3f2cbc2",  # upstream subject without upstream's [BACKEND][NVIDIA], number kept
     "4e02fa892b",  # Picked (37): #a desc; #b desc; ...  Deferred (7, backlog): #a + #b ...
     "a37952a204",  # Applied (94): 9720 9725 ...
     "6496304b51",  # Issue introduced by\n<link>
@@ -40,6 +41,10 @@ MESSAGES = (
     "744a5de206",  # This PR ports two fixes ...:\n- `b45acd4b5` / [Triton #10194 ...](<link>) (still a pick)
     "8a1cdc2c52",  # [triton] Backport ...: Original commit is <commit link> (still a pick)
     "90a4bb12eb",  # Add extension hook (port of <link>) (#992): Backport of upstream commit <link>
+    "b1ea7ccddf",  # [triton][beta] [Cherry-pick][RESOLVED] '[Frontend] Avoid using find_paths_if (#8846)'
+    "11ae943bb0",  # Back out "[triton][beta] [RESOLVED] '...(#8846)'" + Original Phabricator Diff: D99796020
+    "6e1bafc22c",  # [Triton beta] Do not use different ptxas for blackwell
+    "253d2b0e67",  # Back out "[triton][PR] [Triton beta] Do not use different ptxas for blackwell"
 )
 
 
