@@ -54,7 +54,7 @@ def decided(short: str, kind: str) -> set[int | None]:
 
 
 def test_the_vendored_messages_are_verbatim_real_ones() -> None:
-    assert len(MESSAGES) == 25
+    assert len(MESSAGES) == 26
     for short, row in MESSAGES.items():
         assert row["sha"].startswith(short) and re.fullmatch(r"[0-9a-f]{40}", row["sha"])
         assert row["message"].split("\n", 1)[0] == row["subject"]
@@ -205,6 +205,7 @@ def test_a_plain_fork_commit_that_names_an_upstream_pr_in_prose_carries_nothing(
         ),  # "[triton] Backport ..." + "Original commit is\n<commit/c44b870bd...>."
         # "Add extension hook (port of <pull/8137>) (#992)" + "Backport of upstream commit <pull/8137>"
         ("90a4bb12eb", 8137, rec.BODY_LINK),
+        ("e5e3a6b009", 10194, rec.BODY_LINK),  # "Port b45acd4b5 / Triton #10194.": a bare upstream sha
     ],
 )
 def test_a_body_link_whose_sentence_or_title_says_it_is_picked_is_still_a_pick(
@@ -222,6 +223,7 @@ def test_a_body_link_without_the_commits_own_words_for_a_pick_is_read_only_under
         (f"Upstream:\n{link}", (10095,)),
         (f"Upstream: {link}", (10095,)),
         (f"We now match\n{link}; cherry-picked by PR #1234 already.", ()),
+        (f"Adopt upstream's fix {UPSTREAM[0].sha[:10]} for the launcher.", ()),  # a bare sha, no pick word
     ):
         commit = Commit(
             "d" * 40, (), "F", "f@x", 2, 2, "Fix aggregates (#12)", (), f"Fix aggregates (#12)\n\n{body}"

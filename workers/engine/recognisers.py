@@ -660,7 +660,8 @@ def _body_links(body: str, index: UpstreamIndex, rules: Rules, *, title_picks: b
 
     A link is read when the title says the commit is a pick (``title_picks``), when it sits in a
     list of picks or under a label such as ``Upstream:``, or when its own sentence says it is
-    picked ("Cherry-pick of upstream <link>", "Original commit is <link>"). A plain fork commit
+    picked ("Cherry-pick of upstream <link>", "Original commit is <link>"; there a bare upstream
+    sha counts too: "Port b45acd4b5 / Triton #10194."). A plain fork commit
     names upstream PRs for many other reasons ("Issue introduced by <link>", "to match the new
     API from the LLVM bump in <link>", "Upstream applies the same rule (owner/repo#N)", "PR#913
     cherry-picked upstream commit <link>, which changed ..."): those are not picks. A sentence
@@ -668,11 +669,16 @@ def _body_links(body: str, index: UpstreamIndex, rules: Rules, *, title_picks: b
     next are one sentence; a list item is read with the line that leads into its list."""
     found: list[str] = []
     for text, listed, lead in _link_sentences(body):
-        if "/" not in text:
+        if "/" not in text and not _SHA_TOKEN.search(text):
             continue
         carried = _carried_part(text)
-        if title_picks or listed or _says_picked(carried) or _says_picked(lead):
+        says = _says_picked(carried) or _says_picked(lead)
+        if title_picks or listed or says:
             found.extend(_links_in(carried, index, rules))
+        if says:
+            # "Port b45acd4b5 / Triton #10194.": an upstream commit named by its bare sha, in a
+            # sentence that says it is picked.
+            found.extend(s for s in (index.sha(t) for t in _SHA_TOKEN.findall(carried)) if s)
     return found
 
 

@@ -47,6 +47,7 @@ MESSAGES = (
     "253d2b0e67",  # Back out "[triton][PR] [Triton beta] Do not use different ptxas for blackwell"
     "f81f19a7f6",  # [release/3.4] "<upstream subject (#7343)>" (#7346): upstream's own release pick
     "4972f45a57",  # [release 3.4] "<upstream subject (#7219)>" (#7316)
+    "e5e3a6b009",  # [AMD] Fix mi350 BlockPingpong update waits: "Port b45acd4b5 / Triton #10194."
     "98ddb93f88",  # ### Won't-port (2) — ...\n#10161 <what>; #10146 <what>. (a heading, then one line of items)
 )
 # Upstream commits older than the base that the release-branch picks above name (upstream's
