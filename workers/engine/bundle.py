@@ -410,7 +410,14 @@ def build(
     taken = {c.id for c in plan.chains}
     touched: dict[str, list[str]] = {}  # path → ids of the bundles built so far that change it
     built: dict[str, tuple[str, str, pygit2.Oid]] = {}  # bundle id → (branch, head, tree) as built
+    # Every planned chain starts with its first member picked onto the trunk, a merge git runs (the
+    # trial pick went onto the running bundle, another tree): those merges are started ahead, one
+    # per branch built, so that git merges the next chain's first pick while this process builds.
+    trunk = PickTarget(repo, tip.tree.id, merger)
+    firsts = [changes[c.commits[0]] for c in plan.chains if c.commits]
     for bundle in plan.bundles:
+        if firsts:
+            trunk.prefetch(firsts.pop(0))
         if bundle.declined:
             continue  # its PR was closed unmerged: its branch stays as it was, nothing is built on it
         branch = bundle_branch(bundle)
@@ -436,6 +443,8 @@ def build(
     open_chains.sort(key=lambda c: position[c.commits[0]])
     chains = []
     for chain in open_chains:
+        if firsts:
+            trunk.prefetch(firsts.pop(0))
         ask = (
             None
             if resolver is None
@@ -457,6 +466,7 @@ def build(
         )
         urgent.append((hurried, head_u, carried, picks, failures[0] if failures else None))
 
+    merger.close()  # a merge started ahead and never asked for (none, unless a first pick moved)
     marks = builder.stream.run(Repository(Path(repo.path)), builder.ref)
 
     def sha_of(name: str) -> str:

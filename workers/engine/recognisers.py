@@ -14,9 +14,12 @@ title, its list items and its trailers name, not what the first of them names):
    (titles.py): N is upstream's PR, M is the fork's own and is never read as upstream's.
 
 Only when those name nothing: 4. ``subject`` -- the fork subject is an upstream subject
-verbatim (optionally + the fork's ``(#M)``); 5. ``pr-pattern`` -- configured regexes with a
+verbatim (optionally + the fork's ``(#M)``, after the fork's own leading tags, or without
+upstream's tags with upstream's number kept); 5. ``pr-pattern`` -- configured regexes with a
 group ``pr``; 6. ``body-link`` -- ``<upstream url>/pull/N`` in the body, outside excluded
-sections and not after prose that says the PR is only related ("regression from <link>").
+sections, when the title is a pick, the link is under a pick label (``Upstream:``) or its
+sentence says it is picked, and not after prose that says the PR is only related
+("regression from <link>").
 
 Text the message quotes from upstream (fenced blocks, ``>`` lines) is never read. Decisions the
 message records (``Reactor Defer|WontPort Revision``, a bundle's Deferred / Won't-port items)
@@ -47,6 +50,7 @@ MERGE = "merge"
 
 # Leading "[Tag]" groups of upstream's subject inside a pick title (titles.py takes the title apart).
 _LEADING_TAG = re.compile(r"^\s*\[([^\]\n]*)\]\s*")
+_LEADING_TAGS = re.compile(r"^(?:\s*\[[^\]\n]*\]\s*)+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\|)\s*")
 _TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
 _HASH_NUM = re.compile(r"#(\d+)\b")
@@ -158,6 +162,7 @@ class UpstreamIndex:
         self.by_subject: dict[str, list[str]] = {}
         self.subjects = {c.sha: c.subject for c in commits}
         self._subjects_sorted: list[str] | None = None
+        self._untagged: dict[str, list[str]] | None = None
         for c in commits:
             pr = c.pr_number
             if pr is not None:
@@ -185,6 +190,21 @@ class UpstreamIndex:
     def subject(self, text: str) -> str | None:
         shas = self.by_subject.get(normalise(text))
         return shas[-1] if shas else None
+
+    def untagged_subject(self, text: str) -> str | None:
+        """The one upstream commit whose subject, without its leading ``[tags]``, is ``text``
+        (which ends in that commit's own ``(#N)``: a pick retitled without upstream's tags)."""
+        if self._untagged is None:
+            self._untagged = {}
+            for sha, subject in self.subjects.items():
+                bare = _LEADING_TAGS.sub("", subject)
+                if bare != subject and _TRAILING_PR.search(bare):
+                    self._untagged.setdefault(normalise(bare), []).append(sha)
+        shas = self._untagged.get(normalise(text))
+        if not shas or len(shas) != 1:
+            return None
+        m = _TRAILING_PR.search(text)
+        return shas[0] if m is not None and self.pr(int(m.group(1))) == shas[0] else None
 
     def subject_prefix(self, text: str, minimum: int = 24) -> str | None:
         """The one upstream commit whose subject starts with ``text`` (long enough), if unique."""
@@ -234,7 +254,7 @@ def recognise(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recognition
     is never read: links and trailers in upstream's own message are not picks of this commit.
     """
     message = commit.message or commit.subject
-    subject = commit.subject
+    subject = _local_numbers(commit.subject, rules)
     title = parse_title(subject)
     body = own_text(message.split("\n", 1)[1] if "\n" in message else "")
     own = f"{subject}\n{body}"
@@ -267,13 +287,29 @@ def recognise(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recognition
     if not named:
         add(_pr_patterns(own, index, rules), PR_PATTERN)
     if not named:
-        add(_body_links(body, index, rules), BODY_LINK)
+        title_picks = title.is_pick or bool(_TITLE_PICK_PROSE.search(subject))
+        add(_body_links(body, index, rules, title_picks=title_picks), BODY_LINK)
     decided = tuple(d for d in dict.fromkeys(decided) if d[0] not in named)
     if not named:
         return Recognition((), None, title.urgent, (), decided)
     ordered = tuple(sorted(named, key=index.position.__getitem__))
     strongest = min(named.values(), key=_ORDER.index)
     return Recognition(ordered, strongest, title.urgent, tuple(named[s] for s in ordered), decided)
+
+
+_SLUG_SUFFIX = re.compile(r"\((?P<slug>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(?P<number>\d+)\)")
+
+
+def _local_numbers(subject: str, rules: Rules) -> str:
+    """The subject with upstream's ``(owner/repo#N)`` written back as ``(#N)``: an upstream
+    title copied into another repository gets its squash suffix qualified ("[BACKEND] Don't
+    flush denorms for precise div/sqrt (triton-lang/triton#8557) (#870)"), and it is still
+    upstream's subject. Other repositories' references stay as they are."""
+    if "#" not in subject or "/" not in subject:
+        return subject
+    return _SLUG_SUFFIX.sub(
+        lambda m: f"(#{m.group('number')})" if _is_upstream(m.group("slug"), rules) else m.group(0), subject
+    )
 
 
 _FENCE = re.compile(r"(?ms)^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)")
@@ -354,7 +390,7 @@ _NOT_CARRIED_ITEM = re.compile(
     r"(?i)\bNO-?OPs?\b|\bnot (?:attempted|picked|applied|included)\b|\bdropped from this bundle\b"
 )
 _ITEM_NUMBERS = re.compile(
-    r"^\s*(?:[-*+•]|\d+[.)]|\[\d+\])?\s*(?:\[\d+\]\s*)?(?:[0-9a-f]{7,40}\s+)?(?:PR\s*)?(?:\*\*|__|`)?((?:#\d+\b(?:\*\*|__|`)?[\s,;&/]*|and\s+)+)"
+    r"^\s*(?:[-*+•]|\d+[.)]|\[\d+\])?\s*(?:\[\d+\]\s*)?(?:[0-9a-f]{7,40}\s+)?(?:PR\s*)?(?:\*\*|__|`)?((?:#\d+\b(?:\*\*|__|`)?[\s,;&/+]*|and\s+)+)"
 )
 
 
@@ -391,7 +427,7 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
         lead = _SECTION_LEAD.match(line) if any(w in head for w in _LEAD_WORDS) else None
         if lead is not None:
             label, after = lead.group(1), lead.group(2).strip()
-            is_heading = not _HASH_NUM.search(after)
+            is_heading = not _HASH_NUM.search(after) and not _BARE_NUMBERS.fullmatch(after)
         elif ":" in line.replace("://", "") or line.lstrip()[:1] in ("#", "*", "_") or len(line) < 48:
             label_or_none, after, is_heading = _heading(line)
             label = label_or_none or ""
@@ -406,10 +442,14 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
         else:
             this, items = kind, line
         list_item = bool(_LIST_ITEM.match(items))
-        listy = bool(label) or list_item  # prose under a heading names nothing
+        # Under a Picked / Deferred / Won't-port heading, a line that starts with a PR number is
+        # a list of items too ("#10161 [AMD][CI] Allow ...; #10146 [AMD][CI] Switch ..."); other
+        # prose under a heading names nothing.
+        numbered = this != "neutral" and not label and bool(_LEADING_NUMBER.match(items))
+        listy = bool(label) or list_item or numbered
         shas = (
-            [s for s in (index.pr(int(n)) for n in _item_numbers(items)) if s]
-            if listy and "#" in items
+            [s for s in (index.pr(int(n)) for n in _section_numbers(items, bool(label) or numbered)) if s]
+            if listy
             else []
         )
         if listy:
@@ -427,6 +467,25 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
         if "/" in items:
             link_lines.append(items)
     return BundleSections(tuple(picked), tuple(decided), frozenset(not_carried), tuple(link_lines))
+
+
+_LEADING_NUMBER = re.compile(r"^\s*(?:\*\*|__)?#\d+\b")
+# An inline list of bare PR numbers after a label: "Applied (94): 9720 9725 9605 ... 9739."
+_BARE_NUMBERS = re.compile(r"\s*\d{3,6}(?:[\s,]+\d{3,6})*[\s.]*")
+
+
+def _section_numbers(items: str, inline: bool) -> list[str]:
+    """The PR numbers a list line or a label's inline list names. Inline, after a label, the
+    list may be bare numbers ("Applied (94): 9720 9725 ...") or items separated by semicolons
+    ("Picked (37): #10066 `maskSpanAffineOffset` fix; #10060 small MMAv2 FP64; ..."), each
+    read as a list line of its own."""
+    if inline and _BARE_NUMBERS.fullmatch(items):
+        return re.findall(r"\d+", items)
+    if "#" not in items:
+        return []
+    if inline and ";" in items:
+        return [n for piece in items.split(";") for n in _item_numbers(piece)]
+    return _item_numbers(line=items)
 
 
 def _item_numbers(line: str) -> list[str]:
@@ -550,12 +609,40 @@ def _cut_subject(inner: str, index: UpstreamIndex) -> list[str]:
 
 
 def _same_subject(subject: str, index: UpstreamIndex) -> list[str]:
-    """The fork subject equals an upstream subject that carries a PR number, optionally + (#M)."""
-    for text in (subject, _TRAILING_PR.sub("", subject)):
-        sha = index.subject(text)
-        if sha and _TRAILING_PR.search(text):
+    """The fork subject is an upstream subject that carries a PR number, optionally + the fork's
+    (#M), optionally after the fork's own leading tags: a release or side branch takes upstream's
+    commit with its title kept and its prefix added ("[release/3.5.x][AMD] Refactor llStore and
+    llLoad to use proper ops (#8036) (#8118)", "[TLX][AMD][Backend] Use latest build for ...
+    (#10523) (#1652)"), quoted or not (``[release/3.4] "<subject (#N)>" (#M)``, upstream's own
+    release picks); last, upstream's subject without upstream's own tags, when its number
+    is kept (a pick retitled). The upstream number is always part of what is compared, so a
+    subject that only resembles upstream's is no match."""
+    text = subject.strip()
+    while True:
+        for candidate in (text, _TRAILING_PR.sub("", text)):
+            sha = index.subject(_unquoted(candidate))
+            if sha and _TRAILING_PR.search(_unquoted(candidate)):
+                return [sha]
+        m = _LEADING_TAG.match(text)
+        if m is None or m.end() >= len(text):
+            break
+        text = text[m.end() :]
+    # Retitled without upstream's own tags, its number kept: "Update ptxas_options knobs
+    # default value (#8121)" for "[BACKEND][NVIDIA] Update ptxas_options knobs default value (#8121)".
+    for candidate in (text, _TRAILING_PR.sub("", text)):
+        sha = index.untagged_subject(candidate)
+        if sha:
             return [sha]
     return []
+
+
+def _unquoted(text: str) -> str:
+    """``text`` without one pair of quotes around all of it: upstream's own release branches
+    title a pick ``[release/3.4] "<upstream subject (#N)>" (#M)``, with no pick tag."""
+    text = text.strip()
+    if len(text) > 2 and text[0] in _QUOTES and text[-1] == _QUOTES[text[0]]:
+        return text[1:-1].strip()
+    return text
 
 
 def _pr_patterns(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
@@ -568,12 +655,85 @@ def _pr_patterns(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
     return found
 
 
-def _body_links(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
-    body = message.split("\n", 1)[1] if "\n" in message else ""
+def _body_links(body: str, index: UpstreamIndex, rules: Rules, *, title_picks: bool) -> list[str]:
+    """Upstream links in the body of a commit no stronger signal names a pick for.
+
+    A link is read when the title says the commit is a pick (``title_picks``), when it sits in a
+    list of picks or under a label such as ``Upstream:``, or when its own sentence says it is
+    picked ("Cherry-pick of upstream <link>", "Original commit is <link>"; there a bare upstream
+    sha counts too: "Port b45acd4b5 / Triton #10194."). A plain fork commit
+    names upstream PRs for many other reasons ("Issue introduced by <link>", "to match the new
+    API from the LLVM bump in <link>", "Upstream applies the same rule (owner/repo#N)", "PR#913
+    cherry-picked upstream commit <link>, which changed ..."): those are not picks. A sentence
+    is read whole across the lines it is wrapped on, so prose on one line and the link on the
+    next are one sentence; a list item is read with the line that leads into its list."""
     found: list[str] = []
-    for line in _included_lines(body):
-        found.extend(_links_in(_carried_part(line), index, rules))
+    for text, listed, lead in _link_sentences(body):
+        if "/" not in text and not _SHA_TOKEN.search(text):
+            continue
+        carried = _carried_part(text)
+        says = _says_picked(carried) or _says_picked(lead)
+        if title_picks or listed or says:
+            found.extend(_links_in(carried, index, rules))
+        if says:
+            # "Port b45acd4b5 / Triton #10194.": an upstream commit named by its bare sha, in a
+            # sentence that says it is picked.
+            found.extend(s for s in (index.sha(t) for t in _SHA_TOKEN.findall(carried)) if s)
     return found
+
+
+# A sentence that says its link is picked: a pick verb or noun, or "original/upstream commit".
+_PICK_PROSE = re.compile(
+    r"(?i)\b(?:cherry[\s_-]?pick\w*|back-?port\w*|ports?\b|ported|porting|pick(?:s|ed|ing)?\b|"
+    r"original\s+(?:commit|pr|change)|upstream\s+(?:commit|pr|change)s?\s*:)"
+)
+# Another change named before the pick word did the picking ("PR#913 cherry-picked <link>").
+_OTHER_CHANGE = re.compile(r"(?i)\bPR\s*#?\s*\d+|(?<![\w/&])#\d+\b|\bD\d{6,}\b")
+# A title that says the commit ports something: "Port it (#2)", "Add hook (port of <link>)".
+_TITLE_PICK_PROSE = re.compile(
+    r"(?i)^\s*(?:\[[^\]\n]*\]\s*)*(?:port|back-?port|cherry[\s_-]?pick|pick)\w*\b|"
+    r"\b(?:port|back-?port|cherry[\s_-]?pick)\s+of\b"
+)
+# Labels whose lines name what the commit carries ("Upstream:", "Upstream PRs:", "Picked").
+_PICK_LABEL = re.compile(r"(?i)picked|carried|ported|upstream|original|cherry|backport")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)")
+
+
+def _says_picked(text: str) -> bool:
+    m = _PICK_PROSE.search(text)
+    return m is not None and not _OTHER_CHANGE.search(text[: m.start()])
+
+
+def _link_sentences(body: str) -> list[tuple[str, bool, str]]:
+    """(sentence, is in a list of picks, the line leading into its list) for the body's
+    included text: wrapped prose lines are joined into paragraphs and cut into sentences; each
+    list item is one sentence, led by the paragraph sentence that introduced the list."""
+    out: list[tuple[str, bool, str]] = []
+    paragraph: list[str] = []
+    lead = ""
+
+    def flush() -> None:
+        nonlocal lead
+        if paragraph:
+            sentences = _SENTENCE_END.split(" ".join(paragraph))
+            out.extend((s, False, "") for s in sentences)
+            last = sentences[-1].rstrip()
+            lead = last if last.endswith(":") else ""
+            paragraph.clear()
+
+    for text, label in _included(body):
+        stripped = text.strip()
+        if not stripped:
+            flush()
+            continue
+        listed = bool(label) and bool(_PICK_LABEL.search(label))
+        if listed or _LIST_ITEM.match(text):
+            flush()
+            out.append((stripped, listed, lead))
+            continue
+        paragraph.append(stripped)
+    flush()
+    return out
 
 
 # Prose that names an upstream PR without carrying it: "regression from <link>", "similar to
@@ -619,20 +779,13 @@ def _is_upstream(slug: str, rules: Rules) -> bool:
     return rules.fork_slug is None or slug != rules.fork_slug
 
 
-def _included_lines(body: str) -> list[str]:
-    """Body lines outside sections such as "Deferred (backlog)" or "Won't port"."""
-    return [text for text, _ in _included(body)]
-
-
-def _included(body: str) -> list[tuple[str, bool]]:
-    """(text, is a list of picks) for body lines outside excluded sections.
-
-    A line is a list of picks when it is a list item or table row, sits under a heading such
-    as "Picked", or follows such a label inline ("Picked: #1 #2").
-    """
-    kept: list[tuple[str, bool]] = []
+def _included(body: str) -> list[tuple[str, str]]:
+    """(text, the label it is under) for body lines outside excluded sections ("Deferred
+    (backlog)", "Won't port"): the label of the heading above the line, or of the inline label
+    it follows ("Upstream: <link>"), "" when none applies."""
+    kept: list[tuple[str, str]] = []
     excluded = False
-    picked_section = False
+    section = ""
     for line in body.splitlines():
         if _OWN_REVIEW_LINE.match(line) or _is_pin_line(line):
             continue
@@ -642,16 +795,16 @@ def _included(body: str) -> list[tuple[str, bool]]:
             label_picked = bool(_INCLUDED_SECTION.search(label)) and not label_excluded
             if is_heading:
                 if label_excluded:
-                    excluded, picked_section = True, False
+                    excluded, section = True, ""
                 elif label_picked or not after:
-                    excluded, picked_section = False, label_picked
+                    excluded, section = False, label if label_picked else ""
             if label_excluded:
                 continue  # "Deferred: #12 #13" excludes its own line too
             if after and not excluded:
-                kept.append((after, label_picked or picked_section or bool(_LIST_ITEM.match(after))))
+                kept.append((after, label if label_picked else section))
             continue
         if not excluded:
-            kept.append((line, picked_section or bool(_LIST_ITEM.match(line))))
+            kept.append((line, section))
     return kept
 
 
