@@ -184,12 +184,14 @@ def measure(mirror: Path, branches_only: bool = False, suspects: int = 0) -> dic
     fork_index = reverts.ForkIndex(fork)
     up_shas = {c.sha for c in upstream}
     outcomes: Counter[str] = Counter()
+    decisions: Counter[str] = Counter()
     branch_outcomes: Counter[str] = Counter()
     rows = []
     for c in fork:
         revert = None if c.is_merge else reverts.revert_of(c, fork_index, index, rules)
         found = rec.recognise(c, index, rules) if not c.is_merge and revert is None else rec.NOTHING
         kind = outcome_of(c, carried.get(c.sha, ()), revert, bool(found.decided))
+        decisions.update(k for _, k, _ in found.decided)
         outcomes[kind] += 1
         if c.sha in on_branches:
             branch_outcomes[kind] += 1
@@ -221,6 +223,9 @@ def measure(mirror: Path, branches_only: bool = False, suspects: int = 0) -> dic
         "outcomes": {k: outcomes[k] for k in OUTCOMES},
         "outcomes_on_branches": {k: branch_outcomes[k] for k in OUTCOMES},
         "upstream_carried": sum(1 for e in ledger.entries if e.carriers),
+        "references_carried": sum(len(p.upstream) for p in ledger.picks if p.reverted_by is None),
+        "decisions_in_messages": dict(sorted(decisions.items())),
+        "dispositions": dict(sorted(Counter(e.disposition.value for e in ledger.entries).items())),
         "fork_only_with_cues": len(suspect_rows),
         "fork_only_cues": dict(sorted(cue_counts.items())),
         "fork_only_cues_out_of_range": dict(sorted(out_of_range.items())),
@@ -255,6 +260,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{result['fork_commits']} fork commits ({result['on_branches']} on branches), "
         f"{result['upstream_commits']} upstream commits in range, "
         f"{result['upstream_carried']} carried ({result['seconds']} s)"
+    )
+    print(
+        f"(fork commit, upstream commit) references carried: {result['references_carried']}; "
+        f"decisions in messages: {result['decisions_in_messages']}; ledger: {result['dispositions']}"
     )
     for k in OUTCOMES:
         print(f"  {k:10} {result['outcomes'][k]:6} ({result['outcomes_on_branches'][k]} on branches)")

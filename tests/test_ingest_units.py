@@ -154,3 +154,30 @@ def test_a_bundle_pr_closed_unmerged_triggers_an_ingest(monkeypatch: pytest.Monk
         head_ref="forksync/bundle/abc1234",
     )
     assert [s["reason"] for s in sent] == ["PR #7 closed unmerged"]
+
+
+def test_a_chain_issue_says_what_its_pr_says() -> None:
+    """The tracking issue and the PR of the same chain share their words: what the chain is, the
+    members' table (why each is in the chain), where the build stopped and what waits."""
+    from core.render.ingest import chain_pr_body
+
+    waits = (("lib/a.cpp", "both sides changed line 3"),)
+    stopped = ChainView("chain-1", None, rows(2), ("lib/a.cpp",), "git cherry-pick -x aaa bbb", "p1")
+    stopped = ChainView(**{**stopped.__dict__, "stopped_at": "a" * 40, "waiting": waits})
+    issue = chain_body(stopped, None)
+    pr = chain_pr_body(ChainView(**{**stopped.__dict__, "branch": "forksync/chain/1", "carried": 1}), None)
+    for words in (
+        "upstream commits that depend on each other, picked in upstream order",
+        "built through their conflicts",
+        "why it is in the chain |",
+        f"**Stopped at `{'a' * 12}`**: no resolution; these files wait for a human:",
+        "- `lib/a.cpp`: both sides changed line 3",
+        "Comment `/chain` to change membership",
+    ):
+        assert words in issue and words in pr, words
+    assert "Nothing of it builds yet, so it is tracked in this issue" in issue and "Runs L1" not in issue
+    assert "Built up to its first conflict" not in issue and "ongoing complex change" not in issue
+    waiting = ChainView(**{**stopped.__dict__, "waits_for": ("b" * 40,)})
+    text = chain_body(waiting, None)
+    assert f"for upstream `{'b' * 10}`, not landed yet" in text and "git cherry-pick" not in text
+    assert f"for upstream `{'b' * 10}`, not landed yet" in chain_pr_body(waiting, None)

@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from workers.engine import recognisers as rec
+from workers.engine import reverts
+from workers.engine.decisions import Decisions, Disposition
 from workers.engine.history import Commit
+from workers.engine.ledger import compute_ledger
 
 DATA = Path(__file__).parent / "data" / "fbtriton-history"
 MESSAGES = {
@@ -51,7 +54,7 @@ def decided(short: str, kind: str) -> set[int | None]:
 
 
 def test_the_vendored_messages_are_verbatim_real_ones() -> None:
-    assert len(MESSAGES) == 17
+    assert len(MESSAGES) == 26
     for short, row in MESSAGES.items():
         assert row["sha"].startswith(short) and re.fullmatch(r"[0-9a-f]{40}", row["sha"])
         assert row["message"].split("\n", 1)[0] == row["subject"]
@@ -100,15 +103,19 @@ def test_a_fork_prefix_before_an_upstream_subject_verbatim_is_a_pick(short: str,
     assert read(short).recogniser == rec.SUBJECT
 
 
-def test_a_fork_prefix_before_a_subject_that_only_resembles_upstreams_carries_nothing() -> None:
-    """Upstream's own tags stay part of what is compared: `[TLX] Refactor llStore ... (#8036)`
-    without upstream's `[AMD]`, or with another number, is no subject match."""
-    for subject in (
-        "[TLX] Refactor llStore and llLoad to use proper ops (#8036) (#8118)",
-        "[release/3.5.x][AMD] Refactor llStore and llLoad to use proper ops (#8037) (#8118)",
+def test_a_pick_retitled_without_upstreams_tags_keeps_its_number_and_is_a_pick() -> None:
+    """`Update ptxas_options knobs default value (#8121)`, upstream's `[BACKEND][NVIDIA] Update
+    ptxas_options knobs default value (#8121)` with upstream's body, cherry-picked onto a side
+    branch without upstream's tags; with a fork prefix and the fork's (#M) too."""
+    assert carried("01f3f2cbc2") == {8121}
+    for subject, want in (
+        ("[TLX] Update ptxas_options knobs default value (#8121) (#735)", (8121,)),
+        ("Update ptxas_options knobs default value (#8122)", ()),  # another number: no match
+        ("Update ptxas_options knobs default value (#735)", ()),  # the fork's own number only
+        ("[TLX] Update ptxas_options knobs default (#8121)", ()),  # another text
     ):
         commit = Commit("e" * 40, (), "F", "f@x", 2, 2, subject, ())
-        assert rec.recognise(commit, INDEX, RULES).upstream == ()
+        assert tuple(PR[s] for s in rec.recognise(commit, INDEX, RULES).upstream) == want, subject
 
 
 PICKED_37 = {
@@ -198,6 +205,7 @@ def test_a_plain_fork_commit_that_names_an_upstream_pr_in_prose_carries_nothing(
         ),  # "[triton] Backport ..." + "Original commit is\n<commit/c44b870bd...>."
         # "Add extension hook (port of <pull/8137>) (#992)" + "Backport of upstream commit <pull/8137>"
         ("90a4bb12eb", 8137, rec.BODY_LINK),
+        ("e5e3a6b009", 10194, rec.BODY_LINK),  # "Port b45acd4b5 / Triton #10194.": a bare upstream sha
     ],
 )
 def test_a_body_link_whose_sentence_or_title_says_it_is_picked_is_still_a_pick(
@@ -215,8 +223,107 @@ def test_a_body_link_without_the_commits_own_words_for_a_pick_is_read_only_under
         (f"Upstream:\n{link}", (10095,)),
         (f"Upstream: {link}", (10095,)),
         (f"We now match\n{link}; cherry-picked by PR #1234 already.", ()),
+        (f"Adopt upstream's fix {UPSTREAM[0].sha[:10]} for the launcher.", ()),  # a bare sha, no pick word
     ):
         commit = Commit(
             "d" * 40, (), "F", "f@x", 2, 2, "Fix aggregates (#12)", (), f"Fix aggregates (#12)\n\n{body}"
         )
         assert tuple(PR[s] for s in rec.recognise(commit, INDEX, RULES).upstream) == want, body
+
+
+def fork_history(*shorts: str) -> list[Commit]:
+    out: list[Commit] = []
+    parent = "0" * 40
+    for i, short in enumerate(shorts):
+        row = MESSAGES[short]
+        out.append(
+            Commit(row["sha"], (parent,), "Fork", "f@x", 10 + i, 10 + i, row["subject"], (), row["message"])
+        )
+        parent = row["sha"]
+    return out
+
+
+def test_a_back_out_whose_quoted_title_lost_a_tag_is_found_by_its_original_phabricator_diff() -> None:
+    """`Back out "[triton][beta] [RESOLVED] '[Frontend] Avoid using find_paths_if (#8846)'"` quotes
+    the pick without its `[Cherry-pick]` tag; its body's `Original Phabricator Diff: D99796020`
+    is the pick's `Differential Revision`. The pick is undone: #8846 is no longer carried."""
+    pick, back_out = fork_history("b1ea7ccddf", "11ae943bb0")
+    assert "[Cherry-pick][RESOLVED]" in pick.subject and "[Cherry-pick]" not in back_out.subject
+    undo = reverts.revert_of(back_out, reverts.ForkIndex([pick, back_out]), INDEX, RULES)
+    assert undo == reverts.Revert(fork=pick.sha, how="original-diff")
+    ledger = compute_ledger(
+        UPSTREAM,
+        [pick, back_out],
+        Decisions({}),
+        RULES,
+        base="0" * 40,
+        base_time=0,
+        upstream_tip=UPSTREAM[-1].sha,
+        fork_tip=back_out.sha,
+        patch_id=lambda shas: {},
+    )
+    [entry] = [e for e in ledger.entries if e.pr_number == 8846]
+    assert entry.carriers == () and entry.disposition is Disposition.PENDING
+    assert f"reverted by {back_out.sha[:12]}" in entry.reason
+
+
+def test_a_back_out_of_an_imported_pr_quotes_its_title_behind_the_import_tags() -> None:
+    """`Back out "[triton][PR] [Triton beta] Do not use different ptxas for blackwell"`: the
+    Phabricator import titled the fork PR `[triton][PR] <PR title>`; the commit is the PR's."""
+    original, back_out = fork_history("6e1bafc22c", "253d2b0e67")
+    undo = reverts.revert_of(back_out, reverts.ForkIndex([original, back_out]), INDEX, RULES)
+    assert undo == reverts.Revert(fork=original.sha, how="subject")
+
+
+@pytest.mark.parametrize(
+    ("short", "pr"),
+    [
+        (
+            "f81f19a7f6",
+            7343,
+        ),  # [release/3.4] "[BACKEND] support tt::TransOp in comesFromLoadOrBlockArg (#7343)" (#7346)
+        ("4972f45a57", 7219),  # [release 3.4] "[NVIDIA] L2 cache hints only for sm >= 80 (#7219)" (#7316)
+    ],
+)
+def test_a_release_branch_pick_quotes_upstreams_subject_after_its_prefix_with_no_pick_tag(
+    short: str, pr: int
+) -> None:
+    """Upstream's own release branches (which forks of a release carry) title a pick
+    `[release/3.4] "<upstream subject (#N)>" (#M)`, without trailer or pick tag."""
+    assert "cherry picked from" not in MESSAGES[short]["message"]
+    assert carried(short) == {pr}
+    assert read(short).recogniser == rec.SUBJECT
+
+
+PICKED_42 = {
+    *(10124, 10144, 10151, 10149, 10064, 10147, 10162, 10156, 10150, 10126, 10120, 10099, 9641, 10132),
+    *(10175, 10081, 10179, 10128, 10100, 10178, 10125, 10186, 10180, 10193, 9093, 10191, 10185, 10199),
+    *(10177, 10190, 10207, 10208, 10163, 10219, 10222, 10223, 10227, 10228, 10197, 10183, 10226, 10194),
+}
+DEFERRED_15 = {
+    9666,
+    10157,
+    10159,
+    10168,
+    10145,
+    10169,
+    10072,
+    10172,
+    10148,
+    10192,
+    10215,
+    10217,
+    10167,
+    10171,
+    10196,
+}
+
+
+def test_a_section_heading_then_one_line_of_items_that_starts_with_a_number() -> None:
+    """`### Won't-port (2) — CI-only, no beta equivalent` then `#10161 [AMD][CI] Allow
+    continue-on-error for all targets; #10146 [AMD][CI] Switch gfx942 ...`: not a list item,
+    but a line of items under the heading (the two were pending before)."""
+    assert len(PICKED_42) == 42 and len(DEFERRED_15) == 15
+    assert carried("98ddb93f88") == PICKED_42
+    assert decided("98ddb93f88", "wont_port") == {10161, 10146}
+    assert decided("98ddb93f88", "deferred") == DEFERRED_15

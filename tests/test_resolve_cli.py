@@ -160,3 +160,30 @@ def test_resolve_unknown_ref_is_one_line_exit_2(make_repo: Callable[[str], GitRe
     upstream, fork, _ = _pair(make_repo, OURS)
     rc, _, err = cli("resolve", "--upstream", str(upstream.path), "--fork", str(fork.path), "deadbeef")
     assert rc == 2 and err.count("\n") == 1 and "not a commit" in err
+
+
+def test_resolve_reads_the_ledger_for_why_the_fork_lacks_a_file(make_repo: Callable[[str], GitRepo]) -> None:
+    """The fork carries upstream A (its trailer) without A's new file: B's change to that file is
+    skipped as dropped, not left waiting for A. A file whose upstream commit has not landed (C) makes
+    D wait for it, never skipped as dropped."""
+    upstream = make_repo("upstream")
+    upstream.commit("base", {"app.py": BASE, "notes.txt": "n\n"})
+    fork = make_repo("fork")
+    fork.fetch(upstream)
+    fork.git("reset", "-q", "--hard", "refs/remotes/other/main")
+    a = upstream.commit("Add gen (#1)", {"gen.py": "x = 1\n", "notes.txt": "n\ngen\n"})
+    b = upstream.commit("Tweak gen (#2)", {"gen.py": "x = 2\n"})
+    c = upstream.commit("Add extra (#3)", {"extra.py": "y = 1\n"})
+    d = upstream.commit("Tweak extra (#4)", {"extra.py": "y = 2\n"})
+    fork.commit(f"Add gen (#1), without gen.py\n\n(cherry picked from commit {a})", {"notes.txt": "n\ngen\n"})
+    args = ("resolve", "--upstream", str(upstream.path), "--fork", str(fork.path), "--json")
+    rc, out, err = cli(*args, b)
+    doc = json.loads(out)
+    assert rc == 0 and doc["resolved"], (err, doc)
+    (entry,) = doc["entries"]
+    assert entry["path"] == "gen.py" and a[:10] in entry["reason"] and "carries" in entry["reason"]
+    rc, out, _ = cli(*args, d)
+    doc = json.loads(out)
+    assert rc == 1 and not doc["resolved"] and doc["entries"] == []
+    (waiting,) = doc["waiting"]
+    assert waiting["path"] == "extra.py" and c[:10] in waiting["reason"] and "not landed" in waiting["reason"]

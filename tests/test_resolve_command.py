@@ -232,3 +232,36 @@ def test_a_merged_pick_teaches_the_memory(
     assert learn_from_merge(config, str(w.fork.path), str(w.upstream.path), 5) == 1
     assert _fork_memory(w) == ["merged #5"]
     assert learn_from_merge(config, str(w.fork.path), str(w.upstream.path), 5) == 0  # idempotent
+
+
+def test_resolve_reads_the_ledger_for_why_the_fork_lacks_a_file(
+    make_repo: Callable[[str], GitRepo], fake_github: FakeCommentGitHub
+) -> None:
+    """The trunk carries upstream A (its trailer) without A's new file; the PR's pick changes that
+    file: /resolve skips it as dropped (the fork carries A), instead of waiting for A forever."""
+    upstream = make_repo("upstream")
+    upstream.commit("base", {"app.py": BASE, "notes.txt": "n\n"})
+    fork = make_repo("fork")
+    fork.fetch(upstream)
+    fork.git("reset", "-q", "--hard", "refs/remotes/other/main")
+    a = upstream.commit("Add gen (#41)", {"gen.py": "x = 1\n", "notes.txt": "n\ngen\n"})
+    pick = upstream.commit("Tweak gen (#42)", {"gen.py": "x = 2\n"})
+    fork.commit(
+        f"Add gen (#41), without gen.py\n\n(cherry picked from commit {a})", {"notes.txt": "n\ngen\n"}
+    )
+    fork.fetch(upstream)
+    fork.git("checkout", "-q", "-b", BRANCH)
+    fork.write({"CONFLICTS.md": "gen.py conflicts\n"})
+    fork.git("commit", "-q", "-m", f"Tweak gen (#42)\n\n(cherry picked from commit {pick})", env=BOT)
+    fork.git("checkout", "-q", "main")
+    fake_github.config = f"upstream: {{url: {UPSTREAM_URL}}}\ncommands: {{rate_limit: 100}}\n"
+    fake_github.pulls[5] = pull_info(
+        5, fork.git("rev-parse", BRANCH), BRANCH, "o/fork", "forksync[bot]", "NONE"
+    )
+    w = World(upstream, fork, pick, fake_github)
+    answer = w.say("/resolve")
+    assert answer.reactions == ("+1",), answer.body
+    assert "- File: gen.py" in answer.body and f"carries upstream {a[:10]}" in answer.body
+    head = w.branch_head()
+    assert w.fork.git("rev-parse", f"{head}^") == w.fork.git("rev-parse", "main")
+    assert "gen.py" not in w.fork.git("ls-tree", "--name-only", head)

@@ -7,6 +7,8 @@ also names the plan it came from.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from core.render import marker, neutral
@@ -44,7 +46,7 @@ class BundleView:
 @dataclass(frozen=True)
 class ChainView:
     key: str
-    branch: str | None  # built up to its first conflict, when anything could be built
+    branch: str | None  # built through its conflicts, when anything could be built
     commits: tuple[CommitRow, ...]  # upstream order; note = why it is in the chain
     conflicts: tuple[str, ...]  # files that conflict on the fork tip
     reproduce: str  # shell command a maintainer runs to replay the chain locally
@@ -280,44 +282,67 @@ def chain_pr_body(chain: ChainView, upstream_url: str | None) -> str:
     lines = [
         marker("chain", chain.key),
         marker("plan", chain.plan_id),
-        f"Risky chain `{chain.key}`: {len(chain.commits)} upstream commits that depend on each other, picked in "
-        f"upstream order on branch `{chain.branch}` and built through their conflicts; {chain.carried} are on the "
-        "branch. Each keeps its author and names the upstream commit in a trailer.",
+        f"{_chain_intro(chain)}; {chain.carried} are on the branch. Each keeps its author and names the upstream "
+        "commit in a trailer.",
         "",
-        *_commit_table(chain.commits, upstream_url, "why it is in the chain"),
-        "",
+        *_chain_members(chain, upstream_url),
+        *_chain_stop(chain),
+        "Runs L1 like any PR. " + CHAIN_COMMANDS,
     ]
+    return "\n".join(lines) + "\n"
+
+
+CHAIN_COMMANDS = "Comment `/chain` to change membership, `/defer <sha>` to leave a commit for later."
+
+
+def _chain_intro(chain: ChainView) -> str:
+    """What a chain is, in the words its PR and its tracking issue share."""
+    on = f" on branch `{chain.branch}`" if chain.branch else f" onto `{chain.base_branch}`"
+    return (
+        f"Risky chain `{chain.key}`: {len(chain.commits)} upstream commits that depend on each other, picked in "
+        f"upstream order{on} and built through their conflicts"
+    )
+
+
+def _chain_members(chain: ChainView, upstream_url: str | None) -> list[str]:
+    """The members' table and each resolved member's Conflict Resolution notes."""
+    lines = [*_commit_table(chain.commits, upstream_url, "why it is in the chain"), ""]
     if chain.resolutions:
         lines += [f"**Resolved conflicts** ({len(chain.resolutions)}): check each before approving.", ""]
         for section in chain.resolutions:
             lines += [section.rstrip("\n"), ""]
+    return lines
+
+
+def _chain_stop(chain: ChainView) -> list[str]:
+    """Where the build stopped and what waits: an unlanded upstream commit (nothing to do by hand), or
+    a human (the files and the commands to reproduce)."""
     if chain.stopped_at and chain.waits_for:
         commits = ", ".join(f"`{sha[:10]}`" for sha in chain.waits_for)
-        lines += [
+        return [
             f"**Waits at `{chain.stopped_at[:12]}`** for upstream {commits}, not landed yet: it brings files "
             "this member changes. The chain goes on when it lands (the next ingest rebuilds it); nothing to "
             "resolve by hand:",
             "",
-        ]
-        lines += [f"- `{path}`: {why}" for path, why in chain.waiting] + [""]
-    elif chain.stopped_at:
-        lines += [
-            f"**Stopped at `{chain.stopped_at[:12]}`**: no resolution; these files wait for a human:",
+            *(f"- `{path}`: {why}" for path, why in chain.waiting),
             "",
         ]
-        lines += [f"- `{path}`: {why}" for path, why in chain.waiting] + [""]
-        lines += [
-            "Reproduce locally, resolve, and push to the branch (forksync never rewrites a human's commit):",
+    if chain.stopped_at:
+        return [
+            f"**Stopped at `{chain.stopped_at[:12]}`**: no resolution; these files wait for a human:",
+            "",
+            *(f"- `{path}`: {why}" for path, why in chain.waiting),
+            "",
+            "Reproduce locally, resolve, and push to the branch (forksync never rewrites a human's commit):"
+            if chain.branch
+            else "Reproduce locally and resolve; once the first commit builds, the chain's branch and PR follow:",
             "",
             "```sh",
             chain.reproduce,
             "```",
             "",
         ]
-    lines.append(
-        "Runs L1 like any PR. Comment `/chain` to change membership, `/defer <sha>` to leave a commit for later."
-    )
-    return "\n".join(lines) + "\n"
+    return []
 
 
 def resolution_notes(commit: str, entries: tuple[tuple[str, str, str], ...]) -> str:
@@ -330,35 +355,34 @@ def resolution_notes(commit: str, entries: tuple[tuple[str, str, str], ...]) -> 
 
 
 def chain_body(chain: ChainView, upstream_url: str | None) -> str:
+    """A chain's tracking issue, in its PR's words: the chain has no PR because nothing of it builds
+    yet (or ``bundle.chain_prs: false``); where the build stops and what waits, and how to reproduce."""
+    if chain.branch and chain.carried:
+        status = f"; {chain.carried} are on the branch, which has no PR (`bundle.chain_prs: false`)."
+    else:
+        status = (
+            ". Nothing of it builds yet, so it is tracked in this issue; its PR opens (and this issue closes) "
+            "once a commit builds."
+        )
     lines = [
         marker("chain", chain.key),
         marker("plan", chain.plan_id),
-        f"These {len(chain.commits)} upstream commits move together, in this order: they touch files or "
-        "symbols linked to an ongoing complex change, so they need a maintainer.",
+        _chain_intro(chain) + status,
         "",
-        *_commit_table(chain.commits, upstream_url, "reason"),
-        "",
+        *_chain_members(chain, upstream_url),
     ]
-    if chain.conflicts:
+    if chain.conflicts and not chain.waiting:
         lines += [
             "**Conflicting files** on the fork tip:",
             "",
             *(f"- `{path}`" for path in chain.conflicts),
             "",
         ]
-    else:
-        lines += ["No conflict on the fork tip; the chain is risky for the reasons above.", ""]
-    if chain.branch:
-        lines += [f"Built up to its first conflict on branch `{chain.branch}`.", ""]
-    lines += [
-        "**Reproduce locally:**",
-        "",
-        "```sh",
-        chain.reproduce,
-        "```",
-        "",
-        "Comment `/chain` to change membership, `/defer <sha>` to leave a commit for later.",
-    ]
+    stop = _chain_stop(chain)
+    lines += stop
+    if not (chain.stopped_at and chain.waits_for) and not chain.stopped_at:
+        lines += ["Reproduce locally:", "", "```sh", chain.reproduce, "```", ""]
+    lines.append(CHAIN_COMMANDS)
     return "\n".join(lines) + "\n"
 
 
@@ -532,11 +556,49 @@ def unstacked_closed_comment(branch: str, declined: str, number: int | None) -> 
     )
 
 
-def superseded_comment(branch: str, plan_id: str) -> str:
+def superseded_comment(
+    branch: str, plan_id: str, into: Sequence[tuple[str, int]] = (), landed: int = 0, out: int = 0
+) -> str:
+    """Closing a bundle's PR that the plan no longer has. With where its commits went (``into``: each
+    destination as it should read, e.g. ``#12 (`forksync/bundle/…`)``, and how many; ``landed``,
+    ``out``), the comment names them: the bundle was re-cut and no new bundle holds most of its commits."""
+    if not (into or landed or out):
+        return (
+            f"Superseded: ingestion plan `{plan_id}` no longer has this bundle (its commits were merged, or "
+            f"re-planned into another bundle). forksync closed it and deleted `{branch}`."
+        )
+    total = sum(n for _, n in into) + landed + out
+    where = [f"{n} in {dest}" for dest, n in into]
+    if landed:
+        where.append(f"{landed} landed on the trunk")
+    if out:
+        where.append(f"{out} in no bundle or chain now (deferred, won't port, or gone from upstream)")
     return (
-        f"Superseded: ingestion plan `{plan_id}` no longer has this bundle (its commits were merged, or "
-        f"re-planned into another bundle). forksync closed it and deleted `{branch}`."
+        f"Superseded: ingestion plan `{plan_id}` re-cut the group of dependent commits this bundle was part "
+        f"of, and no bundle of the new cut holds most of its commits. Its {total} commit(s) are now: "
+        f"{'; '.join(where)}. forksync closed this PR and deleted `{branch}`"
+        + ("; review goes on there." if into else ".")
     )
+
+
+PULL_MARK = "<!-- forksync:pull:{head} -->"
+_PULL_MARK = re.compile(r"<!-- forksync:pull:(\S+) -->")
+
+
+def pull_mark(head: str) -> str:
+    """A place in a comment for the PR of ``head`` that this run opens (filled by :func:`fill_pull_marks`)."""
+    return PULL_MARK.format(head=head)
+
+
+def fill_pull_marks(body: str, numbers: Mapping[str, int]) -> str:
+    """``body`` with each :func:`pull_mark` as ``#N (`head`)``, or the branch alone where no PR was opened."""
+
+    def named(match: re.Match[str]) -> str:
+        head = match.group(1)
+        number = numbers.get(head)
+        return f"#{number} (`{head}`)" if number is not None else f"`{head}`"
+
+    return _PULL_MARK.sub(named, body)
 
 
 def chain_emptied_comment(branch: str, plan_id: str, stopped_at: str | None) -> str:

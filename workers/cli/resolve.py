@@ -25,6 +25,7 @@ from workers.engine.ledger import load_ledger, matching
 from workers.engine.pair import FORK_PREFIX, Pair
 from workers.engine.resolve import resolve_pick
 from workers.engine.resolve.agent import agent_step, from_config
+from workers.engine.resolve.history import ledger_history
 from workers.engine.resolve.memory import fetch_memory
 from workers.engine.resolve.model import ResolveOutcome
 from workers.engine.resolve.rails import Check
@@ -134,7 +135,9 @@ def run(args: argparse.Namespace) -> int:
         else None
     )
     try:
-        outcome = resolve_pick(repo, commit, onto, config=config, memory=memory, agent=step)
+        ledger = load_ledger(pair, config.ledger, upstream_url=config.upstream.url)
+        history = ledger_history(pair.repo, pair.base, onto, ledger)  # the ledger's carried commits
+        outcome = resolve_pick(repo, commit, onto, config=config, memory=memory, agent=step, history=history)
     except subprocess.SubprocessError as exc:  # pragma: no cover - defensive: agent errors are outcomes
         raise ForksyncError(f"the resolution failed: {exc}", "rerun with --json for details") from None
     if outcome.error:

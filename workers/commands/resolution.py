@@ -23,9 +23,11 @@ from workers.commands.execute import execute
 from workers.commands.handler import Context, bot_comment
 from workers.commands.services import fetch_pull_branch
 from workers.engine.bundle import BOT_COMMITTER, PickStyle
+from workers.engine.ledger import load_ledger
 from workers.engine.pair import normalise_web_url
 from workers.engine.resolve.agent import agent_step, from_config
 from workers.engine.resolve.branch import build_through, plan_branch, read_branch
+from workers.engine.resolve.history import ledger_history
 from workers.engine.resolve.memory import fetch_memory
 from workers.engine.resolve.pick import AgentStep
 from workers.engine.resolve.rails import Check
@@ -82,6 +84,9 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
                 else None
             )
 
+        # Why the branch lacks a file: git history plus the ledger's carried commits (a file the
+        # fork dropped after carrying its commit is skipped; one whose commit has not landed waits).
+        ledger = load_ledger(pair, ctx.config.ledger, upstream_url=ctx.config.upstream.url)
         built = build_through(
             repo,
             [s for s in upstream if s is not None],
@@ -90,6 +95,7 @@ def resolve_action(ctx: Context, command: Command) -> render.Outcome:
             style=style,
             memory=memory,
             agent_for=agent_for,
+            history_for=lambda onto: ledger_history(pair.repo, pair.base, onto, ledger),
         )
     state = plan.ResolveState(
         pull.number,

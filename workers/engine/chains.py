@@ -1,13 +1,16 @@
 """Open risky chains, recorded durably in the fork at ``refs/forksync/chains``.
 
 The ref points at a commit whose tree holds one file, ``chains.json``: every open chain with
-its members (upstream order), one reason each, and the commits removed from it by hand. Each
+its members (upstream order), one reason each, and the commits removed from it by hand; and,
+under ``bundles``, the bundles the last build made (id and upstream commits), so that the next
+plan keeps their ids across a re-cut (:mod:`workers.engine.parts`). Each
 write is a new commit on top of the previous one, so the ref is also an audit log of chain
 changes (``git log -p refs/forksync/chains`` in the fork), and writes fast-forward: two
 writers racing lose nothing silently, the second is told to retry.
 
 The record is rebuildable: deleting the ref loses only the hand moves (``forksync chain``);
-the next ``forksync plan`` re-derives every chain from the rules and records it again.
+the next ``forksync plan`` re-derives every chain from the rules and records it again (and
+bundles re-cut without a record get ids from their first commit again).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from core.errors import ForksyncError
 from workers.engine.git import GitError, run_git
 from workers.engine.pair import Pair
 from workers.engine.partition import REASON_KINDS, ChainRecord, Reason
+from workers.engine.parts import PartRecord
 
 CHAINS_REF = "refs/forksync/chains"
 # Where the cache keeps its copy of the fork's chains ref (fetched for remote forks).
@@ -37,18 +41,20 @@ BOT_EMAIL = "forksync@users.noreply.github.com"
 
 @dataclass(frozen=True)
 class ChainStore:
-    """The recorded chains as read from the fork, and the commit they were read from."""
+    """The recorded chains (and built bundles) as read from the fork, and the commit they were read from."""
 
     records: tuple[ChainRecord, ...]
     tip: str | None
+    parts: tuple[PartRecord, ...] = ()
 
     def get(self, chain_id: str) -> ChainRecord | None:
         return next((r for r in self.records if r.id == chain_id), None)
 
 
-def encode(records: Sequence[ChainRecord]) -> bytes:
-    """Canonical JSON of the records (sorted by id): the same chains give the same bytes."""
-    doc = {
+def encode(records: Sequence[ChainRecord], parts: Sequence[PartRecord] = ()) -> bytes:
+    """Canonical JSON of the records (sorted by id): the same chains and bundles give the same bytes.
+    ``bundles`` is written only when there are some (older readers ignore it)."""
+    doc: dict[str, Any] = {
         "version": FORMAT_VERSION,
         "chains": [
             {
@@ -60,11 +66,18 @@ def encode(records: Sequence[ChainRecord]) -> bytes:
             for r in sorted(records, key=lambda r: r.id)
         ],
     }
+    if parts:
+        doc["bundles"] = [{"id": p.id, "commits": list(p.commits)} for p in sorted(parts, key=lambda p: p.id)]
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 def decode(data: bytes, source: str) -> tuple[ChainRecord, ...]:
-    """Parse ``chains.json``; a damaged record is an error that says how to rebuild it."""
+    """Parse ``chains.json``'s chains; a damaged record is an error that says how to rebuild it."""
+    return decode_store(data, source)[0]
+
+
+def decode_store(data: bytes, source: str) -> tuple[tuple[ChainRecord, ...], tuple[PartRecord, ...]]:
+    """Parse ``chains.json``: (the chains, the bundles of the last build)."""
 
     def bad(problem: str) -> ForksyncError:
         return ForksyncError(
@@ -102,7 +115,19 @@ def decode(data: bytes, source: str) -> tuple[ChainRecord, ...]:
                 raise bad(f"chain {item['id']}: unknown reason kind {reason['kind']!r}")
             parsed.append(Reason(reason["commit"], reason["kind"], reason["detail"]))
         records.append(ChainRecord(item["id"], tuple(commits), tuple(parsed), tuple(excluded)))
-    return tuple(records)
+    parts = []
+    bundles = doc.get("bundles", [])
+    if not isinstance(bundles, list):
+        raise bad("bundles must be a list")
+    for i, item in enumerate(bundles):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("id"), str)
+            or not _strings(item.get("commits"))
+        ):
+            raise bad(f"bundles[{i}] needs an id and a list of commits")
+        parts.append(PartRecord(item["id"], tuple(item["commits"])))
+    return tuple(records), tuple(parts)
 
 
 def _strings(value: Any) -> bool:
@@ -129,7 +154,8 @@ def read_chains(pair: Pair) -> ChainStore:
         ) from None
     data = repo.get(blob.id)
     assert isinstance(data, pygit2.Blob)
-    return ChainStore(decode(data.data, source), tip)
+    records, parts = decode_store(data.data, source)
+    return ChainStore(records, tip, parts)
 
 
 def _fork_tip(pair: Pair) -> str | None:
@@ -159,20 +185,25 @@ def _fork_tip(pair: Pair) -> str | None:
 
 
 def prepare_chains(
-    repo: pygit2.Repository, store: ChainStore, records: Sequence[ChainRecord], message: str
+    repo: pygit2.Repository,
+    store: ChainStore,
+    records: Sequence[ChainRecord],
+    message: str,
+    parts: Sequence[PartRecord] | None = None,
 ) -> str | None:
-    """Write (in the cache) the commit recording ``records`` on top of ``store.tip``.
+    """Write (in the cache) the commit recording ``records`` (and ``parts``, the bundles just built;
+    None keeps the recorded ones) on top of ``store.tip``.
 
     Returns its sha, or None when the record would not change: rerunning a plan writes nothing.
     """
-    data = encode(records)
+    data = encode(records, store.parts if parts is None else parts)
     if store.tip is not None:
         current = repo.get(store.tip)
         if isinstance(current, pygit2.Commit) and CHAINS_FILE in current.tree:
             old = repo.get(current.tree[CHAINS_FILE].id)
             if isinstance(old, pygit2.Blob) and old.data == data:
                 return None
-    elif not records:
+    elif not records and not (store.parts if parts is None else parts):
         return None
     builder = repo.TreeBuilder()
     builder.insert(CHAINS_FILE, repo.create_blob(data), pygit2.enums.FileMode.BLOB)

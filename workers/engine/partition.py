@@ -39,6 +39,9 @@ not a base any more: the members of the parts stacked on it that need it (direct
 another member that does) move to it, and those parts are re-based without it
 (``Bundle.unstacked_from``, ``Bundle.left_behind``). A declined bundle stays in the plan
 (``Bundle.declined``) holding its members, and is not rebuilt: its branch stays as it was closed.
+A part is named by its first commit unless it still holds most of a bundle recorded by the last
+build (``parts``, :func:`workers.engine.parts.keep_ids`): then it keeps that bundle's id, so its
+branch and PR survive the re-cut.
 
 Recorded chains (``chains.py``) make the partition durable and idempotent: a recorded member is
 placed in its chain when the walk reaches it (so planning twice gives the same plan); a commit
@@ -51,6 +54,7 @@ the walk.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -58,6 +62,7 @@ from typing import Any, Protocol, runtime_checkable
 from core.config import RepoConfig
 from workers.engine.lines import LineDep
 from workers.engine.links import ChainLinks, Link
+from workers.engine.parts import PartRecord, keep_ids
 from workers.engine.paths import first_match, path_matches
 
 __all__ = ["first_match", "path_matches"]  # re-exported: the globs moved to paths.py
@@ -327,6 +332,7 @@ def partition(
     history: Mapping[str, Change] | None = None,
     deferred: Sequence[str] = (),
     declined: Collection[str] = (),
+    parts: Sequence[PartRecord] = (),
 ) -> Plan:
     """Place every commit of ``commits`` (upstream order) in exactly one bundle or chain.
 
@@ -334,13 +340,15 @@ def partition(
     their members that are no longer to place (already picked): with ``risk.link: file`` their
     files and symbols keep linking. Members neither to place nor in ``history`` (won't port,
     deferred, gone) drop out. ``declined``: ids of bundles whose PR a maintainer closed unmerged;
-    nothing stays stacked on them (module docstring, **Stacks**).
+    nothing stays stacked on them (module docstring, **Stacks**). ``parts``: the bundles recorded
+    by the last build; a bundle that still holds most of a recorded one's commits keeps its id
+    (:func:`workers.engine.parts.keep_ids`), so its branch and PR survive a re-cut.
     """
     walk = _Walk(commits, config, trial)
     walk.restore(chains, history or {})
     for change in commits:
         walk.place(change)
-    return walk.plan(deferred, frozenset(declined))
+    return walk.plan(deferred, frozenset(declined), parts)
 
 
 class _Walk:
@@ -576,19 +584,35 @@ class _Walk:
 
     # ---- the result
 
-    def plan(self, deferred: Sequence[str], declined: frozenset[str] = frozenset()) -> Plan:
+    def plan(
+        self,
+        deferred: Sequence[str],
+        declined: frozenset[str] = frozenset(),
+        parts: Sequence[PartRecord] = (),
+    ) -> Plan:
         groups = sorted(self.bundled.values(), key=lambda b: self.position[b.members[0]])
         bound = self.config.bundle
-        emptied: list[tuple[str, str]] = []
-        bundles = [
-            part
-            for group in groups
-            for part in _stack(
-                group,
-                self.needs,
+        cuts = [
+            _split(
+                sorted(g.members, key=self.position.__getitem__),
                 self.lines,
                 bound.max_commits,
                 bound.max_lines,
+            )
+            for g in groups
+        ]
+        flat = [part for cut in cuts for part in cut]
+        kept = iter(keep_ids(flat, [_bundle_id(part[0]) for part in flat], parts, self.position))
+        emptied: list[tuple[str, str]] = []
+        bundles = [
+            bundle
+            for group, cut in zip(groups, cuts, strict=True)
+            for bundle in _stack(
+                group,
+                cut,
+                [next(kept) for _ in cut],
+                self.needs,
+                self.lines,
                 self.position,
                 declined,
                 emptied,
@@ -622,24 +646,24 @@ def _same(sha: str) -> str:
 
 def _stack(
     group: _OpenBundle,
+    parts: Sequence[Sequence[str]],
+    ids: Sequence[str],
     needs: Mapping[str, Mapping[str, Link]],
     lines: Mapping[str, int],
-    max_commits: int,
-    max_lines: int,
     position: Mapping[str, int],
     declined: frozenset[str],
     emptied: list[tuple[str, str]],
 ) -> list[Bundle]:
-    """One walk bundle as bounded bundles: split in upstream order, each part stacked on the part
-    it depends on, nothing stacked on a declined part (module docstring, **Stacks**). A part whose
-    members all moved to a declined bundle is appended to ``emptied`` as (its id, the declined id)."""
+    """One walk bundle, cut into ``parts`` (``_split``) named ``ids``, as bounded bundles: each part
+    stacked on the part it depends on, nothing stacked on a declined part (module docstring,
+    **Stacks**). A part whose members all moved to a declined bundle is appended to ``emptied`` as
+    (its id, the declined id)."""
     members = sorted(group.members, key=position.__getitem__)
-    joined = {r.commit: r for r in group.joined}
-    parts = _split(members, lines, max_commits, max_lines)
+    # Joins name the walk's bundle (its first commit's id): name the bundle that holds that commit now.
+    joins = [_renamed(r, group.id, ids[0]) for r in group.joined]
     if len(parts) == 1:
-        only = _bundle_id(members[0])
-        return [Bundle(only, tuple(members), group.lines, tuple(group.joined), declined=only in declined)]
-    ids = [_bundle_id(part[0]) for part in parts]
+        return [Bundle(ids[0], tuple(members), group.lines, tuple(joins), declined=ids[0] in declined)]
+    joined = {r.commit: r for r in joins}
     first_of = {sha: k for k, part in enumerate(parts) for sha in part}
     planned = _bases(parts, needs, set())
     # Whoever needs a member of a declined part (directly, or through a member that moved) moves to it.
@@ -750,6 +774,15 @@ def _bases(
 
 def _bundle_id(first: str) -> str:
     return f"bundle-{short(first)}"
+
+
+def _renamed(reason: Reason, walk_id: str, bundle_id: str) -> Reason:
+    """``reason`` naming ``bundle_id`` where it named the walk's ``walk_id``."""
+    if walk_id == bundle_id:
+        return reason
+    return Reason(
+        reason.commit, reason.kind, re.sub(rf" of {re.escape(walk_id)}\b", f" of {bundle_id}", reason.detail)
+    )
 
 
 def _named(detail: str, sha: str, bundle_id: str) -> str:

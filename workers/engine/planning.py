@@ -35,6 +35,7 @@ from workers.engine.ledger import Ledger, load_ledger
 from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition, short
+from workers.engine.parts import PartRecord
 from workers.engine.pick import GitMerger, MergeCache, PickTarget
 from workers.engine.symbols import language, last_name, stoplist
 
@@ -288,7 +289,7 @@ def make_plan(
     )
     records, notes = heal(store.records, {c.sha: c for c in walk_changes}, walk, config.risk.link, carried)
     try:
-        plan = partition(walk_changes, config, trial, records, history, deferred, declined)
+        plan = partition(walk_changes, config, trial, records, history, deferred, declined, store.parts)
     finally:
         merger.close()
     assert merger.cache is not None
@@ -364,7 +365,11 @@ def build_and_record(
     # An urgent pick that conflicts has nothing to show: no branch (the plan and the PR or issue
     # text name its conflicting files instead).
     updates += [(u.head, f"refs/heads/{u.branch}", True) for u in result.urgent if u.picks]
-    chains_commit = prepare_chains(repo, planned.store, records, "forksync bundle: record open chains")
+    # The bundles are recorded too: the next plan keeps their ids (so branches and PRs) across a re-cut.
+    parts = [PartRecord(b.id, b.commits) for b in planned.plan.bundles]
+    chains_commit = prepare_chains(
+        repo, planned.store, records, "forksync bundle: record open chains and built bundles", parts
+    )
     if chains_commit:
         updates.append((chains_commit, CHAINS_REF, False))
     publish(pair, updates, push, chains_commit or planned.store.tip)

@@ -11,7 +11,8 @@ Forms read (and nested: a revert of a revert is a reapply):
   subject: un-picks those);
 * Phabricator's ``Revert D<n>: <subject>``, ``Revert D<n>``, ``Back out "<subject>"`` and
   ``Back out D<n> "<subject>"``: ``D<n>`` is the fork commit whose ``Differential Revision:
-  D<n>`` line names it, else the subject decides as above.
+  D<n>`` line names it, else the subject decides as above, else (one layer) the body's
+  ``Original Phabricator Diff: D<n>`` line;
 
 A commit that is a *pick* of an upstream revert (its trailer names an upstream commit, or its
 subject is an upstream subject verbatim) is no fork revert. A revert whose target cannot be
@@ -33,6 +34,8 @@ _REVERTS_SHA = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 _REVERTS_PR = re.compile(r"(?m)^\s*Reverts ([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
 _OWN_DIFF = re.compile(r"(?m)^\s*Differential Revision:[ \t]*(?:https?://\S*/)?(D\d+)\b")
 _TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
+_LEADING_TAG = re.compile(r"^\s*\[[^\]\n]*\]\s*")
+_ORIGINAL_DIFF = re.compile(r"(?m)^\s*Original Phabricator Diff:[ \t]*(D\d+)\b")
 # One layer of a revert subject: (D number or None, what is left).
 _LAYERS = (
     re.compile(r"^Revert\s+[\"“](?P<inner>.*)[\"”]\s*(?:\(#\d+\))?\s*$"),
@@ -137,6 +140,17 @@ def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: 
     target = earlier(fork.by_title.get(rec.normalise(first))) if first else None
     if target:
         return Revert(fork=target, how="revert-button")
+    # A Phabricator diff imported from a fork PR is titled "[triton][PR] <PR title>", and its
+    # back-out quotes that title: the fork commit is the PR's, without the import's leading tags.
+    tail = first
+    while (tag := _LEADING_TAG.match(tail)) is not None and tag.end() < len(tail):
+        tail = tail[tag.end() :]
+        for text in (tail, _TRAILING_PR.sub("", tail)):
+            target = earlier(
+                fork.by_subject.get(rec.normalise(text)) or fork.by_title.get(rec.normalise(text))
+            )
+            if target:
+                return Revert(fork=target, how="subject")
     for slug, number in _REVERTS_PR.findall(own):
         if not (rules.upstream_slug and slug.lower() == rules.upstream_slug):
             own_prs = [
@@ -147,6 +161,14 @@ def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: 
             target = earlier(own_prs)
             if target:
                 return Revert(fork=target, how="revert-button")
+    if len(diffs) == 1 and diffs[0] is None:
+        # Phabricator's back-out keeps the diff it backs out in its body ("Original Phabricator
+        # Diff: D99796020") when the quoted title is not the commit's (a tag dropped). Only for one
+        # layer: on a revert of a revert the line names the first diff, not the one reverted.
+        for d in _ORIGINAL_DIFF.findall(own):
+            target = fork.by_diff.get(d)
+            if target and target != commit.sha and fork.position[target] < here:
+                return Revert(fork=target, how="original-diff")
     # Nothing in the fork matches: the innermost subject says what the chain is about.
     named = (
         rec.recognise(Commit(commit.sha, commit.parents, "", "", 0, 0, inner, ()), index, rules)

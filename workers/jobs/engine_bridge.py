@@ -28,13 +28,15 @@ from workers.engine.git import Repository
 from workers.engine.ledger import Ledger
 from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
 from workers.engine.partition import Bundle, Plan, Reason
-from workers.engine.planning import build_and_record, make_plan
+from workers.engine.parts import whereabouts
+from workers.engine.planning import Planned, build_and_record, make_plan
 from workers.jobs.dashboard_feed import (
     engine_facts,
     landed_changes,
     read_fork_commits,
     read_paths,
 )
+from workers.jobs.ingest_plan import Moved
 from workers.jobs.ingestion import EngineOutput
 
 
@@ -156,7 +158,42 @@ def run_engine(
         emptied=tuple(
             (bundle_branch(Bundle(gone, ())), bundle_branch(Bundle(home, ()))) for gone, home in plan.emptied
         ),
+        moved=moved_bundles(planned, urgent, chains),
     )
+
+
+def moved_bundles(
+    planned: Planned, urgent: tuple[UrgentView, ...], chains: tuple[ChainView, ...]
+) -> tuple[tuple[str, Moved], ...]:
+    """The bundles recorded by the last build that this plan has no successor for (no new bundle
+    holds most of their commits, ``workers.engine.parts``), by branch, with where each one's commits
+    are now: the branch of the bundle, chain or urgent pick holding them (a chain's id while it has
+    no branch), how many landed, how many are in nothing."""
+    plan = planned.plan
+    alive = {b.id for b in plan.bundles} | {gone for gone, _ in plan.emptied}
+    gone = [p for p in planned.store.parts if p.id not in alive]
+    if not gone:
+        return ()
+    placed: dict[str, str] = {}
+    order: list[str] = []
+
+    def put(dest: str, commits: tuple[str, ...]) -> None:
+        order.append(dest)
+        placed.update(dict.fromkeys(commits, dest))
+
+    views = {v.key: v.branch or v.key for v in urgent} | {v.key: v.branch or v.key for v in chains}
+    for u in plan.urgent:
+        put(views.get(u.id, u.id), u.commits)
+    for b in plan.bundles:
+        put(bundle_branch(b), b.commits)
+    for c in plan.chains:
+        put(views.get(c.id, c.id), c.commits)
+    carried = frozenset(e.sha for e in planned.ledger.entries if e.carriers)
+    out = []
+    for part in gone:
+        where = whereabouts(part, placed, order, carried)
+        out.append((bundle_branch(Bundle(part.id, ())), Moved(where.into, where.landed, where.out)))
+    return tuple(out)
 
 
 def _bundle_view(

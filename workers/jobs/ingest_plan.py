@@ -19,7 +19,9 @@ decides, without touching anything:
 - a chain that now has built commits closes its tracking issue, pointing at the PR; a chain PR
   whose rebuild carries nothing is closed, and its issue says what waits;
 - stale bot branches (merged, re-planned, finished) have their PRs closed with a comment and are
-  deleted; finished chains close their issues; the check run with the figures comes last.
+  deleted; a bundle that a re-cut left with no successor (no new bundle holds most of its commits,
+  ``workers.engine.parts``) says where its commits went, naming the PRs that hold them now;
+  finished chains close their issues; the check run with the figures comes last.
 
 :func:`workers.jobs.ingestion.execute` applies the actions through the ingestion GitHub roles and
 the git funnel, in order (the push before anything that names the new heads).
@@ -38,6 +40,7 @@ from core.render.ingest import (
     early_merge_note,
     fill_stack_ref,
     force_push_note,
+    pull_mark,
     restack_note,
     retarget_note,
     stack_landed_note,
@@ -67,6 +70,18 @@ class Wanted:
     stacked_on: str | None = None  # bundle: the head branch of the bundle it is stacked on (= base)
     unstacked_from: str | None = None  # bundle: the declined bundle's branch it was stacked on
     left_behind: int = 0  # bundle: its members that need that declined bundle and moved to it
+
+
+@dataclass(frozen=True)
+class Moved:
+    """Where the commits of a bundle that a re-cut left with no successor went: ``into`` gives, in
+    plan order, the head branch (or, for a chain without a branch, the chain id) of each bundle,
+    chain or urgent pick holding some of them now, and how many; ``landed``: the trunk carries them;
+    ``out``: in no bundle or chain now (deferred, won't port, gone from upstream)."""
+
+    into: tuple[tuple[str, int], ...]
+    landed: int = 0
+    out: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,6 +119,9 @@ class IngestFacts:
     )  # stacked branch gone → the declined one it needed
     # bundle branch → (its PR, the branch it was merged into): a stacked PR merged before its base
     merged_early: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    moved: Mapping[str, Moved] = field(
+        default_factory=dict
+    )  # bundle branch gone in a re-cut → where its commits are
 
 
 # --------------------------------------------------------------------------- actions
@@ -251,6 +269,12 @@ def plan(facts: IngestFacts) -> list[Action]:
         elif branch.startswith("forksync/chain/") and _chain_key(branch) in issue_chains:
             stopped = next((w.stopped_at for w in facts.wanted if w.key == _chain_key(branch)), None)
             out.add(ClosePull(branch, chain_emptied_comment(branch, facts.plan_id, stopped)))
+        elif branch in facts.moved:
+            moved = facts.moved[branch]
+            named = tuple((_where(facts, dest), n) for dest, n in moved.into)
+            out.add(
+                ClosePull(branch, superseded_comment(branch, facts.plan_id, named, moved.landed, moved.out))
+            )
         else:
             out.add(ClosePull(branch, superseded_comment(branch, facts.plan_id)))
     if stale:
@@ -272,6 +296,20 @@ def _merged_early(out: _Plan, facts: IngestFacts, head: str, stacked_on: str | N
     out.add(Comment(number, early_merge_note(head, into, facts.trunk, base_number, True), pull_of=head))
     if base_pull is not None and base_pull.head == into:
         out.add(Comment(base_pull.number, early_merge_base_note(number, head, into), pull_of=head))
+
+
+def _where(facts: IngestFacts, dest: str) -> str:
+    """A destination of moved commits as the closing comment names it: its PR (``#N``, or a mark the
+    executor fills for a PR opened this run), a chain's tracking issue, or the branch."""
+    found = facts.pulls.get(dest)
+    if found is not None:
+        return f"#{found.number} (`{dest}`)"
+    for w in facts.wanted:
+        if w.head == dest:
+            return pull_mark(dest)
+        if w.head is None and w.key == dest:
+            return f"{w.kind} `{dest}` (tracked in an issue: nothing of it builds yet)"
+    return f"`{dest}`"
 
 
 def _chain_key(branch: str) -> str:

@@ -50,6 +50,7 @@ from core.render.ingest import (
     chain_pr_title,
     chain_title,
     config_error_summary,
+    fill_pull_marks,
     fill_pull_ref,
     fill_stack_ref,
     ingest_failure_summary,
@@ -70,6 +71,7 @@ from workers.jobs.ingest_plan import (
     DeleteBranches,
     EditPull,
     IngestFacts,
+    Moved,
     OpenPull,
     PostCheck,
     PullFacts,
@@ -102,6 +104,8 @@ class EngineOutput:
     dashboard: dict[str, Any] = field(default_factory=dict)  # workers/dashboard_feed.engine_facts
     # Stacked bundles' branches gone because all their commits need a declined bundle: → its branch.
     emptied: tuple[tuple[str, str], ...] = ()
+    # Bundle branches a re-cut left with no successor → where their commits are now.
+    moved: tuple[tuple[str, Moved], ...] = ()
 
 
 class Engine(Protocol):
@@ -518,6 +522,7 @@ def gather(
         dict(declined or {}),
         dict(output.emptied),
         dict(merged_early or {}),
+        dict(output.moved),
     )
 
 
@@ -585,7 +590,10 @@ def execute(
             posted = gh.upsert_issue(repo, marker=action.marker, title=action.title, body=action.body)
             report.issues.append(_posted(posted, action.key, action.title, action.commits))
         elif isinstance(action, ClosePull):
-            number = gh.close_pull(repo, head=action.head, comment=action.comment)
+            comment = fill_pull_marks(
+                action.comment, numbers
+            )  # a superseded bundle names PRs opened this run
+            number = gh.close_pull(repo, head=action.head, comment=comment)
             if number is not None:
                 report.closed.append({"kind": "pull", "number": number, "branch": action.head})
         elif isinstance(action, DeleteBranches):

@@ -17,6 +17,7 @@ import pygit2
 
 from core.config import RepoConfig, ResolveConfig
 from workers.engine.bundle import PickStyle, pick_message
+from workers.engine.resolve.history import FileHistory
 from workers.engine.resolve.model import ResolveOutcome
 from workers.engine.resolve.pick import AgentStep, resolve_pick
 from workers.engine.resolve.pipeline import HunkMemory
@@ -117,14 +118,26 @@ def build_through(
     memory: HunkMemory | None = None,
     agent_for: Callable[[str], AgentStep | None] = lambda onto: None,
     when: int | None = None,
+    history_for: Callable[[str], FileHistory | None] = lambda onto: None,
 ) -> BuildResult:
-    """Resolve and commit each upstream commit in order onto ``onto``; stop at the first that waits."""
+    """Resolve and commit each upstream commit in order onto ``onto``; stop at the first that waits.
+
+    ``history_for(current)``: why the branch built so far lacks a file (``resolve.history``; None:
+    read from git alone, without the ledger's carried commits)."""
     head = repo.revparse_single(onto).peel(pygit2.Commit)
     assert isinstance(head, pygit2.Commit)
     current = str(head.id)
     outcomes: list[ResolveOutcome] = []
     for sha in upstream:
-        outcome = resolve_pick(repo, sha, current, config=config, memory=memory, agent=agent_for(current))
+        outcome = resolve_pick(
+            repo,
+            sha,
+            current,
+            config=config,
+            memory=memory,
+            agent=agent_for(current),
+            history=history_for(current),
+        )
         outcomes.append(outcome)
         if not outcome.resolved or outcome.tree is None:
             return BuildResult(None, tuple(outcomes))

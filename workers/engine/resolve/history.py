@@ -10,10 +10,13 @@ fork point and the set of upstream commits the fork carries (the ledger's).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from workers.engine.git import Repository
 from workers.engine.resolve.model import Absence, Dropped, WaitsFor
+
+if TYPE_CHECKING:
+    from workers.engine.ledger import Ledger
 
 
 class FileHistory(Protocol):
@@ -116,3 +119,24 @@ def plan_locator(
         return "pending upstream, in no bundle or chain of this plan"
 
     return where
+
+
+def ledger_history(git: Repository, base: str, onto: str, ledger: Ledger) -> GitFileHistory:
+    """The history where no plan is at hand (``forksync resolve``, ``/resolve``): ``onto``'s and
+    upstream's since the fork point ``base``, the upstream commits the fork carries (the ledger's),
+    and where a pending one is by its decision. So a file the fork dropped after carrying the commit
+    that brings it is skipped as dropped, and one whose commit has not landed waits for it."""
+    from workers.engine.decisions import Disposition
+
+    decided = {e.sha: e.disposition for e in ledger.entries if not e.carriers}
+
+    def where(sha: str) -> str:
+        disposition = decided.get(sha)
+        if disposition is Disposition.DEFERRED:
+            return "deferred by a maintainer (a hole the fork has not taken)"
+        if disposition is Disposition.URGENT:
+            return "an urgent pick not landed yet"
+        return "pending upstream, not landed in the fork yet (`forksync plan` says in which bundle or chain)"
+
+    carried = frozenset(e.sha for e in ledger.entries if e.carriers)
+    return GitFileHistory(git, base, onto, carried=carried, where=where)
