@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pygit2
 
@@ -44,6 +44,9 @@ from workers.engine.changes import CommitChanges, Entry
 from workers.engine.git import FedGit, Repository
 from workers.engine.partition import Bundle, Chain, Plan, Reason, short
 from workers.engine.pick import GitMerger, MergeCache, PickResult, PickTarget
+
+if TYPE_CHECKING:
+    from tempfile import TemporaryDirectory
 
 BUNDLE_BRANCH = "forksync/bundle/"
 CHAIN_BRANCH = "forksync/chain/"
@@ -234,7 +237,7 @@ class _Stream:
         self.ref = ref  # the scratch ref every commit is made on (removed again by :meth:`run`)
         self.marks = 0
         self._git: FedGit | None = None
-        self._tmp: Any = None  # the temporary directory of the marks file, once started
+        self._tmp: TemporaryDirectory[str] | None = None  # where the marks file goes, once started
 
     def commit(
         self,
@@ -285,19 +288,22 @@ class _Stream:
                 self._git = None
                 self.repo.git("update-ref", "-d", self.ref, check=False)
             marks = {}
+            assert self._tmp is not None
             for line in (Path(self._tmp.name) / "marks").read_text().splitlines():
                 mark, _, sha = line.partition(" ")
                 marks[mark] = sha
             return marks
         finally:
-            self._tmp.cleanup()
+            if self._tmp is not None:
+                self._tmp.cleanup()
 
     def abandon(self) -> None:
         """Stop the stream unfinished (the build failed): no commit or ref of it is written."""
         if self._git is not None:
             self._git.abandon()
             self._git = None
-            self._tmp.cleanup()
+            if self._tmp is not None:
+                self._tmp.cleanup()
 
 
 def _ident(sig: pygit2.Signature) -> bytes:
