@@ -98,6 +98,7 @@ class CheckSuiteEvent:
     check_suite_id: int
     head_sha: str
     head_branch: str | None
+    app_id: int | None  # the App whose suite it is (a suite holds one App's check runs)
 
 
 @dataclass(frozen=True)
@@ -331,6 +332,7 @@ def parse_event(name: str, payload: Mapping[str, Any]) -> Event:
         check_suite_id=r.integer("check_suite.id"),
         head_sha=r.text("check_suite.head_sha"),
         head_branch=r.opt_text("check_suite.head_branch"),
+        app_id=r.opt_integer("check_suite.app.id"),
     )
 
 
@@ -387,5 +389,20 @@ def ignore_reason(event: Event, our_app_id: int | None = None) -> str | None:
     if isinstance(event, CheckRunEvent):
         if our_app_id is not None and event.app_id is not None and event.app_id != our_app_id:
             return f"check_run {event.name!r} belongs to App {event.app_id}: only forksync's own check runs are re-run"
+        return None
+    if isinstance(event, CheckSuiteEvent):
+        # completed: any App's suite (another CI system finishing feeds forksync / coverage).
+        if event.action == "requested":
+            return (
+                "check_suite requested: GitHub opens a suite on every push; L1 starts from the "
+                "pull_request and push events, so there is nothing to run yet"
+            )
+        if (
+            event.action == "rerequested"
+            and our_app_id is not None
+            and event.app_id is not None
+            and event.app_id != our_app_id
+        ):
+            return f"check_suite {event.check_suite_id} belongs to App {event.app_id}: only forksync's own suite is re-run"
         return None
     return None

@@ -159,9 +159,10 @@ def task_for(event: Event, delivery: str, our_app_id: int | None = None) -> Task
             },
         )
     elif isinstance(event, CheckSuiteEvent):
-        # completed: another CI system finished, so the coverage watchdog (required checks) re-reads.
-        if event.action not in ("requested", "rerequested", "completed"):
-            return f"check_suite {event.action}: only requested, rerequested and completed are acted on"
+        # rerequested: "Re-run all checks" on forksync's suite (bot/events.py drops other Apps' and
+        # "requested"); completed: another CI system finished, so the coverage watchdog re-reads.
+        if event.action not in ("rerequested", "completed"):
+            return f"check_suite {event.action}: only rerequested and completed are acted on"
         call = TaskCall(
             tasknames.ON_CHECK_SUITE,
             {

@@ -52,6 +52,9 @@ RECOVER_COMMANDS: Final = "forksync.recover_commands"
 REPLAY_DELIVERIES: Final = "forksync.replay_deliveries"
 """(no kwargs) worker start-up and beat: send again the accepted deliveries whose task never finished
 (its queued message was lost: a Redis restart without persistence, a killed worker on the embedded broker)"""
+EXPLAIN_NO_RERUN: Final = "forksync.explain_no_rerun"
+"""installation_id, repo, check_run_id, head_sha, name, note: say on a forksync check run why its
+Re-run starts no job and what to do instead (workers/jobs/rerun.py)"""
 L3_RESET: Final = "forksync.l3_reset"
 """installation_id, repo, before, after: reset L3 sign-offs of a branch that moved"""
 
@@ -82,6 +85,7 @@ TASK_ROUTES: Final[dict[str, dict[str, str]]] = {
     POLL_UPSTREAM: {"queue": Q_INGEST},
     L1_COVERAGE: {"queue": Q_GITHUB},  # API calls only
     L3_RESET: {"queue": Q_GITHUB},  # API calls only
+    EXPLAIN_NO_RERUN: {"queue": Q_GITHUB},  # API calls only
     L1_WATCHDOG: {"queue": Q_GITHUB},  # store reads and API calls only
     RECOVER_COMMANDS: {"queue": Q_GITHUB},  # store reads and one comment listing per repository
     REPLAY_DELIVERIES: {"queue": Q_GITHUB},  # store reads and sends only

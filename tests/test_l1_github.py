@@ -156,9 +156,16 @@ def test_handlers_start_l1_only_for_the_right_events(monkeypatch: Any) -> None:
     tasks.l1_on_pull_request(installation_id=1, repo=REPO, number=3, action="synchronize", head_sha="a" * 40)
     tasks.l1_on_pull_request(installation_id=1, repo=REPO, number=3, action="closed", head_sha="b" * 40)
     tasks.l1_on_rerequest(
-        installation_id=1, repo=REPO, name="forksync / L1", head_sha="c" * 40, action="rerequested"
+        installation_id=1,
+        repo=REPO,
+        check_run_id=7,
+        name="forksync / L1",
+        head_sha="c" * 40,
+        action="rerequested",
     )
-    tasks.l1_on_rerequest(installation_id=1, repo=REPO, name="Build", head_sha="d" * 40, action="rerequested")
+    tasks.l1_on_rerequest(
+        installation_id=1, repo=REPO, check_run_id=8, name="Build", head_sha="d" * 40, action="rerequested"
+    )
     assert [s["head_sha"][0] for s in sent] == ["a", "c"] and sent[0]["number"] == 3
     assert sent[0]["after_push"] is True and "after_push" not in sent[1], "a re-run button always runs"
     assert tasks.l1_on_pull_request in handlers_for(tasknames.ON_PULL_REQUEST)

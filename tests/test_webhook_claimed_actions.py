@@ -31,7 +31,7 @@ RECORDED = {
 }
 CLAIMED = [
     *(("pull_request", a) for a in sorted(PULL_REQUEST_ACTIONS)),
-    *(("check_suite", a) for a in ("requested", "rerequested", "completed")),
+    *(("check_suite", a) for a in ("rerequested", "completed")),
     *(("check_run", a) for a in ("rerequested", "requested_action")),
     *(("installation", a) for a in sorted(INSTALLATION_ACTIONS)),
     ("installation_repositories", "added"),
@@ -42,6 +42,7 @@ NOT_ACTED_ON = [
     ("pull_request", "labeled"),
     ("pull_request", "edited"),  # a title or body edit; a change of base is tested in test_events
     ("check_run", "completed"),
+    ("check_suite", "requested"),  # GitHub opens a suite on every push; L1 starts from push and PR events
     ("installation", "deleted"),
     ("installation", "suspend"),
     ("issue_comment", "edited"),
@@ -57,6 +58,8 @@ def recorded(event: str, action: str | None) -> dict[str, Any]:
         data["action"] = action
     if event == "check_run":
         data["check_run"]["app"]["id"] = OUR_APP_ID  # forksync's own check run
+    if event == "check_suite" and action == "rerequested":
+        data["check_suite"]["app"]["id"] = OUR_APP_ID  # forksync's own suite
     return data
 
 

@@ -221,7 +221,7 @@ def test_form_encoded_delivery_is_read(client_and_sender: Any) -> None:
     from urllib.parse import urlencode
 
     client, sender, _ = client_and_sender
-    body = urlencode({"payload": json.dumps(load("check_suite.requested.json"))}).encode()
+    body = urlencode({"payload": json.dumps(load("check_suite.rerequested.json"))}).encode()
     _, headers = signed("check_suite", body)
     headers["Content-Type"] = "application/x-www-form-urlencoded"
     assert client.post("/webhook", data=body, headers=headers).status_code == 202
@@ -275,7 +275,7 @@ def test_form_encoded_delivery_is_read(client_and_sender: Any) -> None:
         ),
         (
             "check_suite",
-            "check_suite.requested.json",
+            "check_suite.rerequested.json",
             tasknames.ON_CHECK_SUITE,
             {"installation_id", "repo", "check_suite_id", "head_sha", "head_branch", "action"},
         ),

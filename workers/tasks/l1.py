@@ -1,6 +1,6 @@
 """L1 tasks: ``forksync.run_l1`` per commit, ``forksync.l1_coverage``, and the webhook handlers
-that start them (a PR opened or pushed, a push to trunk, ``forksync / L1`` re-requested, another
-CI system's check suite completing). ``/retest`` sends ``forksync.run_l1`` with the PR head, its
+that start them (a PR opened or pushed, a push to trunk, a Re-run button on forksync's checks or
+suite, another CI system's check suite completing). ``/retest`` sends ``forksync.run_l1`` with the PR head, its
 number and the suites it names.
 """
 
@@ -12,13 +12,22 @@ from typing import Any
 from celery import shared_task
 
 from core import tasknames
-from core.render.l1 import L1_CHECK
 from workers.adapters.gitcache import GitCache
 from workers.adapters.state import open_state
 from workers.app import celery_app, runtime
 from workers.app.handlers import handles
 from workers.jobs.l1_checks import coverage_from_github
 from workers.jobs.l1_job import L1Job, run_l1_job
+from workers.jobs.rerun import (
+    ExplainNoRerun,
+    Ingest,
+    RecheckCoverage,
+    RerunAction,
+    RunL1,
+    apply_explain,
+    plan_check_run_rerun,
+    plan_suite_rerun,
+)
 
 log = logging.getLogger(__name__)
 
@@ -261,26 +270,86 @@ def l1_watchdog(self: Any, **_: Any) -> dict[str, int]:
     return counts
 
 
+@shared_task(
+    name=tasknames.EXPLAIN_NO_RERUN,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+    time_limit=tasknames.time_limit_for(tasknames.EXPLAIN_NO_RERUN),
+)
+def explain_no_rerun(
+    self: Any,
+    installation_id: int,
+    repo: str,
+    check_run_id: int,
+    head_sha: str,
+    name: str,
+    note: str,
+    **_: Any,
+) -> bool:
+    """A Re-run forksync cannot honour: the check run's summary says why and what to do instead."""
+    app, _settings = _adapter(self, installation_id)
+    action = ExplainNoRerun(check_run_id, head_sha, name, note)
+    return apply_explain(app.adapter(installation_id), repo, action)
+
+
+def _start_rerun(installation_id: int, repo: str, action: RerunAction, delivery: str | None) -> None:
+    """Enqueue the job a Re-run button planned (workers/jobs/rerun.py)."""
+    if isinstance(action, RunL1):
+        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=action.head_sha, delivery=delivery)
+    elif isinstance(action, RecheckCoverage):
+        l1_coverage.delay(installation_id=installation_id, repo=repo, head_sha=action.head_sha)
+    elif isinstance(action, Ingest):
+        run_l1.app.send_task(
+            tasknames.INGEST,
+            kwargs={
+                "installation_id": installation_id,
+                "repo": repo,
+                "reason": "rerun",
+                "delivery": delivery,
+            },
+        )
+    else:
+        explain_no_rerun.delay(
+            installation_id=installation_id,
+            repo=repo,
+            check_run_id=action.check_run_id,
+            head_sha=action.head_sha,
+            name=action.name,
+            note=action.note,
+        )
+
+
 @handles(tasknames.ON_CHECK_RUN)
 def l1_on_rerequest(
     installation_id: int,
     repo: str,
+    check_run_id: int,
     name: str,
     head_sha: str,
     action: str,
     delivery: str | None = None,
     **_: Any,
 ) -> None:
-    """``Re-run`` on the ``forksync / L1`` check: run it again, updating the same check run (the job
-    reads the PR from the check run, so an outside PR still needs its ``/approve``)."""
-    if action == "rerequested" and name == L1_CHECK:
-        run_l1.delay(installation_id=installation_id, repo=repo, head_sha=head_sha, delivery=delivery)
+    """``Re-run`` on one of forksync's check runs: its job again (``forksync / L1`` updated in
+    place; the job reads the PR from the check run, so an outside PR still needs its ``/approve``),
+    or the check run says why it has none (see ``workers/jobs/rerun.py``)."""
+    if action != "rerequested":
+        return
+    planned = plan_check_run_rerun(name, check_run_id, head_sha)
+    if planned is not None:
+        _start_rerun(installation_id, repo, planned, delivery)
 
 
 @handles(tasknames.ON_CHECK_SUITE)
-def l1_coverage_on_suite_completed(
+def l1_on_check_suite(
     installation_id: int, repo: str, head_sha: str, action: str, delivery: str | None = None, **_: Any
 ) -> None:
-    """Another CI system finished a check suite: the required checks may be complete now."""
-    if action == "completed":
+    """``Re-run all checks`` on forksync's suite (the intake drops other Apps' suites): L1 again on
+    its head. ``completed``: another CI system finished a suite, so the required checks may be
+    complete now (``forksync / coverage``)."""
+    if action == "rerequested":
+        for planned in plan_suite_rerun(head_sha):
+            _start_rerun(installation_id, repo, planned, delivery)
+    elif action == "completed":
         l1_coverage.delay(installation_id=installation_id, repo=repo, head_sha=head_sha)
