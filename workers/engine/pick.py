@@ -344,6 +344,8 @@ class ProvedMerges:
         self._known: dict[tuple[pygit2.Oid, pygit2.Oid, pygit2.Oid], pygit2.Oid | None] = {}
         self._memo = MergeMemo()  # what the proofs learn about each side, by blob ids
         self._blobs: dict[pygit2.Oid, bytes] = {}
+        self._seen: dict[tuple[pygit2.Oid, str], bool] = {}  # (tree, attributes path) → present
+        self._files: dict[str, bool] = {}
         self._usable: bool | None = None
         self._head: pygit2.Tree | None = None
         self._folders = [Path(p) for p in {repo.path, repo.workdir} if p]
@@ -394,11 +396,25 @@ class ProvedMerges:
             if ours.entry(name) is not None:
                 return True
             for tree in (*trees, self._head):
-                if tree is not None and _has(tree, name):
+                if tree is not None and self._in_tree(tree, name):
                     return True
-            if any((folder / name).exists() for folder in self._folders):
+            if self._on_disk(name):
                 return True
         return False
+
+    def _in_tree(self, tree: pygit2.Tree, name: str) -> bool:
+        key = (tree.id, name)
+        found = self._seen.get(key)
+        if found is None:
+            found = self._seen[key] = _has(tree, name)
+        return found
+
+    def _on_disk(self, name: str) -> bool:
+        """Whether an attributes file ``name`` lies beside the repository (asked once a run)."""
+        found = self._files.get(name)
+        if found is None:
+            found = self._files[name] = any((folder / name).exists() for folder in self._folders)
+        return found
 
     def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> pygit2.Oid | None:
         """The blob git would write for this clean content merge, or None when not proved clean."""
@@ -435,8 +451,8 @@ class ProvedMerges:
         return data
 
 
-# Blob contents a ProvedMerges keeps at once (the last used; a few MB for busy files).
-BLOBS_KEPT = 64
+# Blob contents a ProvedMerges keeps at once (the last used; tens of MB at most for busy files).
+BLOBS_KEPT = 256
 
 
 def _has(tree: pygit2.Tree, path: str) -> bool:
