@@ -54,7 +54,7 @@ def decided(short: str, kind: str) -> set[int | None]:
 
 
 def test_the_vendored_messages_are_verbatim_real_ones() -> None:
-    assert len(MESSAGES) == 22
+    assert len(MESSAGES) == 26
     for short, row in MESSAGES.items():
         assert row["sha"].startswith(short) and re.fullmatch(r"[0-9a-f]{40}", row["sha"])
         assert row["message"].split("\n", 1)[0] == row["subject"]
@@ -205,6 +205,7 @@ def test_a_plain_fork_commit_that_names_an_upstream_pr_in_prose_carries_nothing(
         ),  # "[triton] Backport ..." + "Original commit is\n<commit/c44b870bd...>."
         # "Add extension hook (port of <pull/8137>) (#992)" + "Backport of upstream commit <pull/8137>"
         ("90a4bb12eb", 8137, rec.BODY_LINK),
+        ("e5e3a6b009", 10194, rec.BODY_LINK),  # "Port b45acd4b5 / Triton #10194.": a bare upstream sha
     ],
 )
 def test_a_body_link_whose_sentence_or_title_says_it_is_picked_is_still_a_pick(
@@ -222,6 +223,7 @@ def test_a_body_link_without_the_commits_own_words_for_a_pick_is_read_only_under
         (f"Upstream:\n{link}", (10095,)),
         (f"Upstream: {link}", (10095,)),
         (f"We now match\n{link}; cherry-picked by PR #1234 already.", ()),
+        (f"Adopt upstream's fix {UPSTREAM[0].sha[:10]} for the launcher.", ()),  # a bare sha, no pick word
     ):
         commit = Commit(
             "d" * 40, (), "F", "f@x", 2, 2, "Fix aggregates (#12)", (), f"Fix aggregates (#12)\n\n{body}"
@@ -271,3 +273,57 @@ def test_a_back_out_of_an_imported_pr_quotes_its_title_behind_the_import_tags() 
     original, back_out = fork_history("6e1bafc22c", "253d2b0e67")
     undo = reverts.revert_of(back_out, reverts.ForkIndex([original, back_out]), INDEX, RULES)
     assert undo == reverts.Revert(fork=original.sha, how="subject")
+
+
+@pytest.mark.parametrize(
+    ("short", "pr"),
+    [
+        (
+            "f81f19a7f6",
+            7343,
+        ),  # [release/3.4] "[BACKEND] support tt::TransOp in comesFromLoadOrBlockArg (#7343)" (#7346)
+        ("4972f45a57", 7219),  # [release 3.4] "[NVIDIA] L2 cache hints only for sm >= 80 (#7219)" (#7316)
+    ],
+)
+def test_a_release_branch_pick_quotes_upstreams_subject_after_its_prefix_with_no_pick_tag(
+    short: str, pr: int
+) -> None:
+    """Upstream's own release branches (which forks of a release carry) title a pick
+    `[release/3.4] "<upstream subject (#N)>" (#M)`, without trailer or pick tag."""
+    assert "cherry picked from" not in MESSAGES[short]["message"]
+    assert carried(short) == {pr}
+    assert read(short).recogniser == rec.SUBJECT
+
+
+PICKED_42 = {
+    *(10124, 10144, 10151, 10149, 10064, 10147, 10162, 10156, 10150, 10126, 10120, 10099, 9641, 10132),
+    *(10175, 10081, 10179, 10128, 10100, 10178, 10125, 10186, 10180, 10193, 9093, 10191, 10185, 10199),
+    *(10177, 10190, 10207, 10208, 10163, 10219, 10222, 10223, 10227, 10228, 10197, 10183, 10226, 10194),
+}
+DEFERRED_15 = {
+    9666,
+    10157,
+    10159,
+    10168,
+    10145,
+    10169,
+    10072,
+    10172,
+    10148,
+    10192,
+    10215,
+    10217,
+    10167,
+    10171,
+    10196,
+}
+
+
+def test_a_section_heading_then_one_line_of_items_that_starts_with_a_number() -> None:
+    """`### Won't-port (2) — CI-only, no beta equivalent` then `#10161 [AMD][CI] Allow
+    continue-on-error for all targets; #10146 [AMD][CI] Switch gfx942 ...`: not a list item,
+    but a line of items under the heading (the two were pending before)."""
+    assert len(PICKED_42) == 42 and len(DEFERRED_15) == 15
+    assert carried("98ddb93f88") == PICKED_42
+    assert decided("98ddb93f88", "wont_port") == {10161, 10146}
+    assert decided("98ddb93f88", "deferred") == DEFERRED_15

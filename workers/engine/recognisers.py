@@ -442,9 +442,13 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
         else:
             this, items = kind, line
         list_item = bool(_LIST_ITEM.match(items))
-        listy = bool(label) or list_item  # prose under a heading names nothing
+        # Under a Picked / Deferred / Won't-port heading, a line that starts with a PR number is
+        # a list of items too ("#10161 [AMD][CI] Allow ...; #10146 [AMD][CI] Switch ..."); other
+        # prose under a heading names nothing.
+        numbered = this != "neutral" and not label and bool(_LEADING_NUMBER.match(items))
+        listy = bool(label) or list_item or numbered
         shas = (
-            [s for s in (index.pr(int(n)) for n in _section_numbers(items, bool(label))) if s]
+            [s for s in (index.pr(int(n)) for n in _section_numbers(items, bool(label) or numbered)) if s]
             if listy
             else []
         )
@@ -465,6 +469,7 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
     return BundleSections(tuple(picked), tuple(decided), frozenset(not_carried), tuple(link_lines))
 
 
+_LEADING_NUMBER = re.compile(r"^\s*(?:\*\*|__)?#\d+\b")
 # An inline list of bare PR numbers after a label: "Applied (94): 9720 9725 9605 ... 9739."
 _BARE_NUMBERS = re.compile(r"\s*\d{3,6}(?:[\s,]+\d{3,6})*[\s.]*")
 
@@ -608,14 +613,15 @@ def _same_subject(subject: str, index: UpstreamIndex) -> list[str]:
     (#M), optionally after the fork's own leading tags: a release or side branch takes upstream's
     commit with its title kept and its prefix added ("[release/3.5.x][AMD] Refactor llStore and
     llLoad to use proper ops (#8036) (#8118)", "[TLX][AMD][Backend] Use latest build for ...
-    (#10523) (#1652)"); last, upstream's subject without upstream's own tags, when its number
+    (#10523) (#1652)"), quoted or not (``[release/3.4] "<subject (#N)>" (#M)``, upstream's own
+    release picks); last, upstream's subject without upstream's own tags, when its number
     is kept (a pick retitled). The upstream number is always part of what is compared, so a
     subject that only resembles upstream's is no match."""
     text = subject.strip()
     while True:
         for candidate in (text, _TRAILING_PR.sub("", text)):
-            sha = index.subject(candidate)
-            if sha and _TRAILING_PR.search(candidate):
+            sha = index.subject(_unquoted(candidate))
+            if sha and _TRAILING_PR.search(_unquoted(candidate)):
                 return [sha]
         m = _LEADING_TAG.match(text)
         if m is None or m.end() >= len(text):
@@ -628,6 +634,15 @@ def _same_subject(subject: str, index: UpstreamIndex) -> list[str]:
         if sha:
             return [sha]
     return []
+
+
+def _unquoted(text: str) -> str:
+    """``text`` without one pair of quotes around all of it: upstream's own release branches
+    title a pick ``[release/3.4] "<upstream subject (#N)>" (#M)``, with no pick tag."""
+    text = text.strip()
+    if len(text) > 2 and text[0] in _QUOTES and text[-1] == _QUOTES[text[0]]:
+        return text[1:-1].strip()
+    return text
 
 
 def _pr_patterns(message: str, index: UpstreamIndex, rules: Rules) -> list[str]:
@@ -645,7 +660,8 @@ def _body_links(body: str, index: UpstreamIndex, rules: Rules, *, title_picks: b
 
     A link is read when the title says the commit is a pick (``title_picks``), when it sits in a
     list of picks or under a label such as ``Upstream:``, or when its own sentence says it is
-    picked ("Cherry-pick of upstream <link>", "Original commit is <link>"). A plain fork commit
+    picked ("Cherry-pick of upstream <link>", "Original commit is <link>"; there a bare upstream
+    sha counts too: "Port b45acd4b5 / Triton #10194."). A plain fork commit
     names upstream PRs for many other reasons ("Issue introduced by <link>", "to match the new
     API from the LLVM bump in <link>", "Upstream applies the same rule (owner/repo#N)", "PR#913
     cherry-picked upstream commit <link>, which changed ..."): those are not picks. A sentence
@@ -653,11 +669,16 @@ def _body_links(body: str, index: UpstreamIndex, rules: Rules, *, title_picks: b
     next are one sentence; a list item is read with the line that leads into its list."""
     found: list[str] = []
     for text, listed, lead in _link_sentences(body):
-        if "/" not in text:
+        if "/" not in text and not _SHA_TOKEN.search(text):
             continue
         carried = _carried_part(text)
-        if title_picks or listed or _says_picked(carried) or _says_picked(lead):
+        says = _says_picked(carried) or _says_picked(lead)
+        if title_picks or listed or says:
             found.extend(_links_in(carried, index, rules))
+        if says:
+            # "Port b45acd4b5 / Triton #10194.": an upstream commit named by its bare sha, in a
+            # sentence that says it is picked.
+            found.extend(s for s in (index.sha(t) for t in _SHA_TOKEN.findall(carried)) if s)
     return found
 
 

@@ -6,7 +6,7 @@ read wrongly over the fork's whole history; ``upstream.jsonl``: every commit of 
 first-parent line (base 2ac060b8b955 .. a4ce9c2a223a, as ``tests/data/fbtriton-picks/annotate.py``
 defines the range) that those messages name by ``#N``, ``/pull/N``, a bare number of an
 ``Applied (K):`` list, or a sha (trailers, commit links), with its real sha and subject, in
-upstream order.
+upstream order, after the two older upstream commits (``OLDER``) two release picks name.
 
 Run: ``python tests/data/fbtriton-history/vendor.py MIRROR_GIT_DIR``.
 """
@@ -45,7 +45,14 @@ MESSAGES = (
     "11ae943bb0",  # Back out "[triton][beta] [RESOLVED] '...(#8846)'" + Original Phabricator Diff: D99796020
     "6e1bafc22c",  # [Triton beta] Do not use different ptxas for blackwell
     "253d2b0e67",  # Back out "[triton][PR] [Triton beta] Do not use different ptxas for blackwell"
+    "f81f19a7f6",  # [release/3.4] "<upstream subject (#7343)>" (#7346): upstream's own release pick
+    "4972f45a57",  # [release 3.4] "<upstream subject (#7219)>" (#7316)
+    "e5e3a6b009",  # [AMD] Fix mi350 BlockPingpong update waits: "Port b45acd4b5 / Triton #10194."
+    "98ddb93f88",  # ### Won't-port (2) — ...\n#10161 <what>; #10146 <what>. (a heading, then one line of items)
 )
+# Upstream commits older than the base that the release-branch picks above name (upstream's
+# release/3.4 was cut before the fork's base): kept first, in upstream order.
+OLDER = ("76b6977d5", "de7301e28")
 
 
 def git(mirror: str, *args: str) -> str:
@@ -70,7 +77,12 @@ def main(mirror: str) -> None:
         for applied in re.findall(r"(?m)^Applied \(\d+\):([\d\s.]+)$", message):
             named_numbers.update(int(n) for n in re.findall(r"\d+", applied))
         named_shas.update(re.findall(r"\b[0-9a-f]{7,40}\b", message))
-    upstream = []
+    upstream = [
+        {"sha": sha, "subject": subject}
+        for sha, subject in (
+            git(mirror, "log", "-1", "--format=%H%x1f%s", o).strip().split("\x1f", 1) for o in OLDER
+        )
+    ]
     for sha, subject in line:
         m = re.search(r"\(#(\d+)\)\s*$", subject)
         if (m and int(m.group(1)) in named_numbers) or any(sha.startswith(s) for s in named_shas):
