@@ -20,7 +20,7 @@ def _pick(
     pg = pygit2.Repository(str(repo.path))
     commit = pg.get(tip)
     assert isinstance(commit, pygit2.Commit)
-    merger = GitMerger(pg, cache)
+    merger = GitMerger(pg, cache, prove=False)  # git's merges and their cache, not the proof
     target = PickTarget(pg, commit.tree.id, merger)
     result = target.pick(commit_changes(pg, up))
     return (str(target.tree()) if result.clean else None), result.conflicts, merger
@@ -91,7 +91,7 @@ def test_a_prefetched_merge_is_git_s_outcome_and_runs_once(make_repo: Callable[[
         pg = pygit2.Repository(str(repo.path))
         commit = pg.get(tip)
         assert isinstance(commit, pygit2.Commit)
-        merger = GitMerger(pg)
+        merger = GitMerger(pg, prove=False)
         target = PickTarget(pg, commit.tree.id, merger)
         change = commit_changes(pg, up)
         target.prefetch(change)
@@ -109,7 +109,7 @@ def test_an_unclaimed_prefetch_is_kept_not_lost(make_repo: Callable[[str], GitRe
     commit = pg.get(tip)
     assert isinstance(commit, pygit2.Commit)
     cache = MergeCache.open(tmp_path, pg)
-    merger = GitMerger(pg, cache)
+    merger = GitMerger(pg, cache, prove=False)
     PickTarget(pg, commit.tree.id, merger).prefetch(commit_changes(pg, up))
     merger.close()
     assert merger.unclaimed == 1 and merger.calls == 0

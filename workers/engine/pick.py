@@ -23,7 +23,10 @@ merge — a file changed on both sides, a path missing in the target (a fork-sid
 added into a directory the target no longer has — to ``git merge-tree`` on the same three trees,
 which is git's own merge: the same verdict and tree as ``git cherry-pick`` on the same inputs.
 The fast path is unchanged: there git's result is the same by construction. Rename detection is
-bounded by :data:`RENAME_LIMIT` (git's ``merge.renameLimit``).
+bounded by :data:`RENAME_LIMIT` (git's ``merge.renameLimit``). A file changed on both sides no
+longer needs git when :class:`ProvedMerges` proves its merge clean
+(:mod:`workers.engine.cleanmerge`: git's merged bytes, never a claimed conflict); the pick then
+settles without writing a tree or starting git, like the fast path.
 
 A conflicting pick leaves the target unchanged and reports the conflicting paths.
 """
@@ -41,6 +44,7 @@ import pygit2
 from pygit2.index import MergeFileResult
 
 from workers.engine.changes import CommitChanges, Entry, FileDelta
+from workers.engine.cleanmerge import MergeMemo, merge_clean, proof_holds_for
 from workers.engine.git import RunningGit, run_git, start_git
 
 # Files git compares for renames in one merge (``merge.renameLimit``): renames among more
@@ -79,7 +83,13 @@ class MergeOutcome:
 
 
 class TreeMerger(Protocol):
-    """Merges ``theirs`` into ``ours`` with ``base`` as the ancestor, as a cherry-pick does."""
+    """Merges ``theirs`` into ``ours`` with ``base`` as the ancestor, as a cherry-pick does.
+
+    ``proofs``: the file merges this merger's outcome is known for without running it (a
+    :class:`ProvedMerges`), or None when every merge must be asked for.
+    """
+
+    proofs: ProvedMerges | None
 
     def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome: ...
 
@@ -104,6 +114,8 @@ class GitMerger:
     git 2.38+ merges commits and finds their merge base itself, so the three trees get throwaway
     commits (the ancestor as the root, ours and theirs on it): the merge base is the ancestor,
     exactly a cherry-pick's. Nothing but objects is written; no ref, index or work tree.
+    Its :class:`ProvedMerges` (``proofs``; off with ``prove=False``, so that every merge runs)
+    lets a target settle without git the picks whose file merges are proved clean.
     With a :class:`MergeCache`, a merge already made (in this run or an earlier one) is read back
     instead of run again: ``calls`` counts the git runs, ``hits`` the merges read back.
 
@@ -114,10 +126,13 @@ class GitMerger:
 
     _SIG = pygit2.Signature("forksync", "forksync@users.noreply.github.com", 0, 0)
 
-    def __init__(self, repo: pygit2.Repository, cache: MergeCache | None = None) -> None:
+    def __init__(
+        self, repo: pygit2.Repository, cache: MergeCache | None = None, *, prove: bool = True
+    ) -> None:
         self.repo = repo
         self.path = Path(repo.path)
         self.cache = cache
+        self.proofs: ProvedMerges | None = ProvedMerges(repo) if prove else None
         self.calls = 0
         self.hits = 0
         self.prefetched = 0  # git runs started ahead by prefetch (counted in calls once collected)
@@ -284,10 +299,133 @@ _git_version: str | None = None
 
 def merge_cache_key(where: Path) -> str:
     """What a cached merge outcome depends on besides its trees: git's version and the options."""
+    return json.dumps(["forksync-merges", 1, git_version(where), list(_MERGE_OPTIONS)])
+
+
+def git_version(where: Path) -> str:
+    """``git version`` of the git on PATH (asked once per process)."""
     global _git_version
     if _git_version is None:
         _git_version = run_git(where, ["version"]).decode("utf-8", "replace").strip()
-    return json.dumps(["forksync-merges", 1, _git_version, list(_MERGE_OPTIONS)])
+    return _git_version
+
+
+# Regular files (plain and executable): the only modes a merge is proved for.
+_REGULAR = (pygit2.enums.FileMode.BLOB, pygit2.enums.FileMode.BLOB_EXECUTABLE)
+# Settings that change how git merges a file's content (drivers, attributes, the diff, eol).
+_MERGE_SETTINGS = (
+    r"^(merge\.default|merge\.renormalize|diff\.algorithm|core\.attributesfile|attr\.tree|core\.ignorecase)$"
+)
+_FALSE = ("false", "no", "off", "0")
+# Environment variables through which a git run could get such settings the config file lacks.
+_SETTINGS_FROM_ENVIRONMENT = ("GIT_ATTR_SOURCE", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")
+ATTRIBUTES_FILE = ".gitattributes"
+
+
+class ProvedMerges:
+    """git's merge of one file's content, decided without git where :func:`merge_clean` proves it clean.
+
+    What lets a trial pick that changes a file the target changed too skip ``git merge-tree``.
+    The proof covers xdiff's text merge; the rest of what git does to a file is ruled out here
+    and by the caller: this git's version must be one the proof was read from, and no setting or
+    attributes file outside the trees may choose another merge (``merge.default``,
+    ``merge.renormalize``, ``diff.algorithm``, ``core.attributesFile`` or its default file, the
+    system file, ``$GIT_DIR/info/attributes``, ``attr.tree``, ``core.ignorecase``); the caller
+    checks the ``.gitattributes`` files on the path (:meth:`attributes_apply`). Each outcome is
+    kept by blob ids; a merged blob is written once. ``proved`` counts the distinct file merges
+    decided, ``left`` those left to git, ``picks`` the picks that needed no git thanks to them.
+    """
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+        self.proved = 0
+        self.left = 0
+        self.picks = 0
+        self._known: dict[tuple[pygit2.Oid, pygit2.Oid, pygit2.Oid], pygit2.Oid | None] = {}
+        self._memo = MergeMemo()  # what the proofs learn about each side, by blob ids
+        self._usable: bool | None = None
+        self._head: pygit2.Tree | None = None
+        self._folders = [Path(p) for p in {repo.path, repo.workdir} if p]
+
+    @property
+    def usable(self) -> bool:
+        """Whether nothing outside the three trees could make git merge a file differently."""
+        if self._usable is None:
+            self._usable = self._settle_usable()
+        return self._usable
+
+    def _settle_usable(self) -> bool:
+        where = Path(self.repo.path)
+        if not proof_holds_for(git_version(where)):
+            return False
+        if any(os.environ.get(name) for name in _SETTINGS_FROM_ENVIRONMENT):
+            return False
+        found = run_git(where, ["config", "--get-regexp", _MERGE_SETTINGS], check=False)
+        for line in found.decode("utf-8", "replace").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "diff.algorithm" and value.strip().lower() == "histogram":
+                continue
+            if key in ("merge.renormalize", "core.ignorecase") and value.strip().lower() in _FALSE:
+                continue
+            return False
+        config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        exec_path = run_git(where, ["--exec-path"]).decode("utf-8", "replace").strip()  # git's own prefix:
+        outside = [
+            where / "info" / "attributes",
+            Path(config_home) / "git" / "attributes",
+            Path("/etc/gitattributes"),
+            Path(exec_path).parent.parent / "etc" / "gitattributes",
+        ]
+        if any(path.exists() for path in outside):
+            return False
+        try:  # a bare repository's attributes may come from HEAD (git 2.42+)
+            self._head = None if self.repo.head_is_unborn else self.repo.head.peel(pygit2.Commit).tree
+        except (pygit2.GitError, KeyError, ValueError):
+            return False
+        return True
+
+    def attributes_apply(self, path: str, trees: tuple[pygit2.Tree, ...], ours: PickTarget) -> bool:
+        """Whether any ``.gitattributes`` could apply to ``path``: in a directory on its way, in
+        any of ``trees`` (and HEAD's), in the target ``ours``, or as a file beside the repository."""
+        folders = path.split("/")[:-1]
+        for depth in range(len(folders) + 1):
+            name = "/".join([*folders[:depth], ATTRIBUTES_FILE])
+            if ours.entry(name) is not None:
+                return True
+            for tree in (*trees, self._head):
+                if tree is not None and _has(tree, name):
+                    return True
+            if any((folder / name).exists() for folder in self._folders):
+                return True
+        return False
+
+    def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> pygit2.Oid | None:
+        """The blob git would write for this clean content merge, or None when not proved clean."""
+        key = (base, ours, theirs)
+        if key in self._known:
+            merged = self._known[key]
+        else:
+            blobs = [self.repo.get(oid) for oid in key]
+            if not all(isinstance(b, pygit2.Blob) for b in blobs):
+                merged = None
+            else:
+                old, one, two = (b.data for b in blobs if isinstance(b, pygit2.Blob))
+                text = merge_clean(old, one, two, self._memo, key)
+                merged = None if text is None else self.repo.create_blob(text)
+            self._known[key] = merged
+            if merged is None:
+                self.left += 1
+            else:
+                self.proved += 1
+        return merged
+
+
+def _has(tree: pygit2.Tree, path: str) -> bool:
+    try:
+        tree[path]
+    except KeyError:
+        return False
+    return True
 
 
 class PickTarget:
@@ -370,14 +508,22 @@ class PickTarget:
     def prefetch(self, change: CommitChanges) -> None:
         """Tell the merger that ``change`` will probably be picked onto this target next, so that
         git's merge, when the pick needs one, runs while the caller does other work. Nothing moves."""
-        if self.merger is None or self._trivial(change):
+        if self.merger is None or self._without_git(change) is not None:
             return
         self.merger.prefetch(change.parent_tree, self.tree(), change.tree)
 
     def pick(self, change: CommitChanges) -> PickResult:
         """Cherry-pick ``change`` onto the target; advance it when clean."""
-        if self.merger is not None and not self._trivial(change):
-            return self._merge_with(self.merger, change)
+        if self.merger is not None:
+            decided = self._without_git(change)
+            if decided is None:
+                return self._merge_with(self.merger, change)
+            known, proved = decided
+            self._pending.update(known)
+            self._since.update(known)
+            if proved and self.merger.proofs is not None:
+                self.merger.proofs.picks += 1
+            return PickResult(change.sha, fast=not proved)
         if not self._fits(change):
             return self._merge_trees(change)
         updates: dict[str, Entry | None] = {}
@@ -466,20 +612,41 @@ class PickTarget:
         self._since.update(updates)
         return PickResult(change.sha)
 
-    def _trivial(self, change: CommitChanges) -> bool:
-        """Whether every path is decided without a merge, the same way git decides it: unchanged
-        in the target (take theirs) or already as the commit leaves it; no file/directory clash; no
-        file added into a directory the target lost, and no directory the commit empties while the
-        target changed what is in it (git's directory-rename rules apply there: a file the target
-        added into a directory the commit renames is a conflict in ``git cherry-pick``)."""
+    def _without_git(self, change: CommitChanges) -> tuple[dict[str, Entry | None], bool] | None:
+        """The pick's updates (path → entry) when git's outcome is known without running it, and
+        whether a proved file merge was needed; None when git must merge.
+
+        Every path is decided the way git decides it: unchanged in the target (take theirs),
+        already as the commit leaves it, or changed on both sides and merged cleanly by proof
+        (:meth:`_proved`). No file/directory clash; no file added into a directory the target
+        lost, and no directory the commit empties while the target changed what is in it (git's
+        directory-rename rules apply there: a file the target added into a directory the commit
+        renames is a conflict in ``git cherry-pick``).
+
+        Why a proved path does not disturb the other rules: it exists in the ancestor, the target
+        and the commit, so it is neither a rename source (deleted on a side) nor a rename target
+        (added on a side), and its directory exists on both sides, so no directory rename moves
+        it. A file could land on it only through a rename or a directory rename onto an existing
+        path, and the rules above leave every pick in which git would apply a directory rename
+        to git; plain renames among the commit's other paths pair a deletion and an addition of
+        the same side, which the per-path rules already require the target to leave untouched. So
+        git merges the path's three blobs by content alone (merge-ort ``handle_content_merge``),
+        and every other path as before.
+        """
         if not self._fits(change):
-            return False
+            return None
         parent: pygit2.Tree | None = None
         vanished: set[str] = set()
+        updates: dict[str, Entry | None] = {}
+        both: list[tuple[FileDelta, Entry | None]] = []  # changed on both sides: proved last
         for delta in change.deltas:
             ours = self.entry(delta.path)
-            if ours != delta.old and ours != delta.new:
-                return False
+            if ours == delta.old:
+                updates[delta.path] = delta.new
+            elif ours != delta.new:
+                if delta.old is None or delta.new is None or ours is None:
+                    return None  # added on both sides, or deleted on one: git's (renames)
+                both.append((delta, ours))
             if delta.old is not None and delta.new is None and "/" in delta.path:
                 vanished.add(delta.path.rpartition("/")[0])
             if delta.old is None and delta.new is not None and "/" in delta.path:
@@ -493,8 +660,46 @@ class PickTarget:
                         parent[folder]
                     except KeyError:
                         continue  # a new directory on both sides: no rename to follow
-                    return False
-        return not vanished or not self._emptied_dirs_changed(change, vanished)
+                    return None
+        if vanished and self._emptied_dirs_changed(change, vanished):
+            return None
+        for delta, ours in both:
+            merged = self._proved(change, delta, ours)
+            if merged is None:
+                return None
+            updates[delta.path] = merged
+        return updates, bool(both)
+
+    def _proved(self, change: CommitChanges, delta: FileDelta, ours: Entry | None) -> Entry | None:
+        """git's entry for a path changed on both sides, when it is a clean content merge that
+        :class:`ProvedMerges` proves; None when git must decide (also for every conflict).
+
+        Modes merge as merge-ort merges them: one side's change is taken; both changed
+        differently is a conflict (left to git). Only regular files on all three sides, and no
+        ``.gitattributes`` on the way."""
+        proofs = self.merger.proofs if self.merger is not None else None
+        base, theirs = delta.old, delta.new
+        if proofs is None or base is None or ours is None or theirs is None:
+            return None
+        if not (base[1] in _REGULAR and ours[1] in _REGULAR and theirs[1] in _REGULAR):
+            return None
+        if ours[1] == base[1] or ours[1] == theirs[1]:
+            mode = theirs[1]
+        elif theirs[1] == base[1]:
+            mode = ours[1]
+        else:
+            return None
+        if ours[0] == base[0] or ours[0] == theirs[0]:
+            return (theirs[0], mode)
+        if theirs[0] == base[0]:
+            return (ours[0], mode)
+        if not proofs.usable:
+            return None
+        trees = [self.repo.get(change.parent_tree), self.repo.get(change.tree)]
+        if proofs.attributes_apply(delta.path, tuple(t for t in trees if isinstance(t, pygit2.Tree)), self):
+            return None
+        merged = proofs.merge(base[0], ours[0], theirs[0])
+        return None if merged is None else (merged, mode)
 
     def _emptied_dirs_changed(self, change: CommitChanges, folders: set[str]) -> bool:
         """Whether a directory (or a directory above it) that the commit deletes files from, and
