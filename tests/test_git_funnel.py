@@ -74,3 +74,32 @@ def test_start_runs_beside_the_caller_and_refuses_network_verbs(make_repo: Calla
         start_git(repo.path, ["fetch", "origin"])
     with pytest.raises(GitError):
         start_git(repo.path, ["show", "does-not-exist"]).wait()
+
+
+def test_feed_writes_as_it_goes_and_abandon_leaves_nothing(make_repo: Callable[[str], GitRepo]) -> None:
+    """A fed fast-import takes its stream in pieces and writes it when finished; an abandoned one
+    writes no ref; a stream git rejects raises GitError at the end."""
+    repo = make_repo("r")
+    funnel = Repository(repo.path)
+
+    def commit(ref: str, text: str) -> bytes:
+        return (
+            f"blob\nmark :1\ndata {len(text)}\n{text}\n"
+            f"commit {ref}\ncommitter A <a@example.com> 0 +0000\ndata 2\nm\nM 100644 :1 f.txt\n\n"
+        ).encode()
+
+    fed = funnel.feed("fast-import", "--quiet", "--done")
+    fed.write(commit("refs/heads/fed", "one"))
+    fed.write(b"done\n")
+    fed.finish()
+    assert funnel.text("show", "fed:f.txt") == "one"
+
+    dropped = funnel.feed("fast-import", "--quiet", "--done")
+    dropped.write(commit("refs/heads/dropped", "two"))
+    dropped.abandon()
+    assert funnel.rev_parse("refs/heads/dropped") is None
+
+    bad = funnel.feed("fast-import", "--quiet", "--done")
+    bad.write(b"no such command\n")
+    with pytest.raises(GitError):
+        bad.finish()

@@ -224,6 +224,11 @@ def test_a_body_link_without_the_commits_own_words_for_a_pick_is_read_only_under
         (f"Upstream: {link}", (10095,)),
         (f"We now match\n{link}; cherry-picked by PR #1234 already.", ()),
         (f"Adopt upstream's fix {UPSTREAM[0].sha[:10]} for the launcher.", ()),  # a bare sha, no pick word
+        (f"This PR ports two fixes:\n\n- the launcher\n- the aggregates, {link}", (10095,)),  # led by a pick
+        (
+            f"This PR ports two fixes:\n\n- the launcher\n\n## Testing\n\n- compared with {link}",
+            (),
+        ),  # a later list
     ):
         commit = Commit(
             "d" * 40, (), "F", "f@x", 2, 2, "Fix aggregates (#12)", (), f"Fix aggregates (#12)\n\n{body}"

@@ -36,14 +36,17 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pygit2
 
 from workers.engine.changes import CommitChanges, Entry
-from workers.engine.git import Repository
+from workers.engine.git import FedGit, Repository
 from workers.engine.partition import Bundle, Chain, Plan, Reason, short
 from workers.engine.pick import GitMerger, MergeCache, PickResult, PickTarget
+
+if TYPE_CHECKING:
+    from tempfile import TemporaryDirectory
 
 BUNDLE_BRANCH = "forksync/bundle/"
 CHAIN_BRANCH = "forksync/chain/"
@@ -224,12 +227,17 @@ class _Stream:
     Writing each commit's trees through libgit2 costs one loose object per directory level per
     commit; fast-import computes the same trees from the parent's and the changed paths. Commit
     objects are byte-for-byte what ``create_commit`` would write (same headers, same message),
-    so shas do not depend on which writer made them.
+    so shas do not depend on which writer made them. fast-import starts with the first commit and
+    is fed each one as it is made, so git builds trees and the pack while the build picks on;
+    :meth:`run` ends the stream, :meth:`abandon` drops it (nothing written takes effect).
     """
 
-    def __init__(self) -> None:
-        self.chunks: list[bytes] = []
+    def __init__(self, repo: Repository, ref: str) -> None:
+        self.repo = repo
+        self.ref = ref  # the scratch ref every commit is made on (removed again by :meth:`run`)
         self.marks = 0
+        self._git: FedGit | None = None
+        self._tmp: TemporaryDirectory[str] | None = None  # where the marks file goes, once started
 
     def commit(
         self,
@@ -238,13 +246,12 @@ class _Stream:
         committer: pygit2.Signature,
         message: str,
         updates: Mapping[str, Entry | None],
-        ref: str,
     ) -> str:
         self.marks += 1
         mark = f":{self.marks}"
         data = message.encode("utf-8")
         out = [
-            f"commit {ref}\nmark {mark}\n".encode(),
+            f"commit {self.ref}\nmark {mark}\n".encode(),
             b"author " + _ident(author) + b"\n",
             b"committer " + _ident(committer) + b"\n",
             f"data {len(data)}\n".encode(),
@@ -258,33 +265,45 @@ class _Stream:
             else:
                 out.append(f"M {entry[1]:06o} {entry[0]} ".encode() + name + b"\n")
         out.append(b"\n")
-        self.chunks.extend(out)
+        if self._git is None:
+            import tempfile  # here: tempfile pulls shutil, random, bz2, lzma into every CLI start otherwise
+
+            self._tmp = tempfile.TemporaryDirectory(prefix="forksync-build-")
+            marks_file = Path(self._tmp.name) / "marks"
+            self._git = self.repo.feed(
+                "fast-import", "--quiet", "--done", "--force", f"--export-marks={marks_file}"
+            )
+        self._git.write(b"".join(out))
         return mark
 
-    def run(self, repo: Repository, ref: str) -> dict[str, str]:
-        """Import the stream into ``repo``; mark → sha. The scratch ref is removed again."""
-        if not self.marks:
+    def run(self) -> dict[str, str]:
+        """End the stream: the commits are in the repository; mark → sha. The scratch ref is removed again."""
+        if self._git is None:
             return {}
-        import tempfile  # here: tempfile pulls shutil, random, bz2, lzma into every CLI start otherwise
-
-        with tempfile.TemporaryDirectory(prefix="forksync-build-") as tmp:
-            marks_file = Path(tmp) / "marks"
+        try:
             try:
-                repo.git(
-                    "fast-import",
-                    "--quiet",
-                    "--done",
-                    "--force",
-                    f"--export-marks={marks_file}",
-                    input=b"".join(self.chunks) + b"done\n",
-                )
+                self._git.write(b"done\n")
+                self._git.finish()
             finally:
-                repo.git("update-ref", "-d", ref, check=False)
+                self._git = None
+                self.repo.git("update-ref", "-d", self.ref, check=False)
             marks = {}
-            for line in marks_file.read_text().splitlines():
+            assert self._tmp is not None
+            for line in (Path(self._tmp.name) / "marks").read_text().splitlines():
                 mark, _, sha = line.partition(" ")
                 marks[mark] = sha
-        return marks
+            return marks
+        finally:
+            if self._tmp is not None:
+                self._tmp.cleanup()
+
+    def abandon(self) -> None:
+        """Stop the stream unfinished (the build failed): no commit or ref of it is written."""
+        if self._git is not None:
+            self._git.abandon()
+            self._git = None
+            if self._tmp is not None:
+                self._tmp.cleanup()
 
 
 def _ident(sig: pygit2.Signature) -> bytes:
@@ -312,8 +331,7 @@ class _Builder:
         self.repo = repo
         self.changes = changes
         self.style = style
-        self.ref = ref
-        self.stream = _Stream()
+        self.stream = _Stream(Repository(Path(repo.path)), ref)
         self.resolved: dict[str, Resolution] = {}
         self.waiting: dict[str, tuple[tuple[str, str], ...]] = {}
         self.waits_for: dict[str, tuple[str, ...]] = {}
@@ -367,9 +385,7 @@ class _Builder:
             message = pick_message(
                 upstream.message, sha, self.style, resolution.resolved_by if resolution else None
             )
-            head = self.stream.commit(
-                head, upstream.author, committer, message, target.take_updates(), self.ref
-            )
+            head = self.stream.commit(head, upstream.author, committer, message, target.take_updates())
             carried.append(sha)
             picks.append(head)
         return head, carried, picks, failures
@@ -403,71 +419,80 @@ def build(
     # The plan's trial picks use git's merge too (build and plan agree); with the plan's
     # ``merges`` its outcomes are read back: a bundle is built by the same picks its trial made.
     merger = GitMerger(repo, merges)
-    tip = repo.get(fork_tip)
-    assert isinstance(tip, pygit2.Commit)
-    bundles: list[tuple[Bundle, str, str, str, list[str], list[str], list[str]]] = []
-    ejected_chains: list[_Ejected] = []
-    taken = {c.id for c in plan.chains}
-    touched: dict[str, list[str]] = {}  # path → ids of the bundles built so far that change it
-    built: dict[str, tuple[str, str, pygit2.Oid]] = {}  # bundle id → (branch, head, tree) as built
-    # Every planned chain starts with its first member picked onto the trunk, a merge git runs (the
-    # trial pick went onto the running bundle, another tree): those merges are started ahead, one
-    # per branch built, so that git merges the next chain's first pick while this process builds.
-    trunk = PickTarget(repo, tip.tree.id, merger)
-    firsts = [changes[c.commits[0]] for c in plan.chains if c.commits]
-    for bundle in plan.bundles:
-        if firsts:
-            trunk.prefetch(firsts.pop(0))
-        if bundle.declined:
-            continue  # its PR was closed unmerged: its branch stays as it was, nothing is built on it
-        branch = bundle_branch(bundle)
-        # Each bundle alone on the trunk, so it lands on its own, in any order; a stacked one on the
-        # bundle it needs (built before it: bases come first in upstream order), landing after it.
-        base, base_name, tree = fork_tip, fork_branch, tip.tree.id
-        if bundle.stacked_on is not None and bundle.stacked_on in built:
-            base_name, base, tree = built[bundle.stacked_on]
-        target = PickTarget(repo, tree, merger)
-        head, carried, picks, failures = builder.run(target, base, bundle.commits, stop_at_conflict=False)
-        # A base that carried nothing (every member ejected) is no base: its dependants go on what it was on.
-        built[bundle.id] = (branch, head, target.tree()) if carried else (base_name, base, tree)
-        for sha, paths, error in failures:
-            needs = sorted({b for path in paths for b in touched.get(path, ())})
-            _eject(sha, paths, error, branch, changes, ejected_chains, taken, needs)
-        bundles.append((bundle, branch, base, base_name, carried, picks, [sha for sha, _, _ in failures]))
-        for sha in carried:
-            for path in changes[sha].paths:
-                if not touched.setdefault(path, []) or touched[path][-1] != bundle.id:
-                    touched[path].append(bundle.id)
+    try:
+        tip = repo.get(fork_tip)
+        assert isinstance(tip, pygit2.Commit)
+        bundles: list[tuple[Bundle, str, str, str, list[str], list[str], list[str]]] = []
+        ejected_chains: list[_Ejected] = []
+        taken = {c.id for c in plan.chains}
+        touched: dict[str, list[str]] = {}  # path → ids of the bundles built so far that change it
+        built: dict[str, tuple[str, str, pygit2.Oid]] = {}  # bundle id → (branch, head, tree) as built
+        # Every planned chain starts with its first member picked onto the trunk, a merge git runs (the
+        # trial pick went onto the running bundle, another tree): those merges are started ahead, one
+        # per branch built, so that git merges the next chain's first pick while this process builds.
+        trunk = PickTarget(repo, tip.tree.id, merger)
+        firsts = [changes[c.commits[0]] for c in plan.chains if c.commits]
+        for bundle in plan.bundles:
+            if firsts:
+                trunk.prefetch(firsts.pop(0))
+            if bundle.declined:
+                continue  # its PR was closed unmerged: its branch stays as it was, nothing is built on it
+            branch = bundle_branch(bundle)
+            # Each bundle alone on the trunk, so it lands on its own, in any order; a stacked one on the
+            # bundle it needs (built before it: bases come first in upstream order), landing after it.
+            base, base_name, tree = fork_tip, fork_branch, tip.tree.id
+            if bundle.stacked_on is not None and bundle.stacked_on in built:
+                base_name, base, tree = built[bundle.stacked_on]
+            target = PickTarget(repo, tree, merger)
+            head, carried, picks, failures = builder.run(target, base, bundle.commits, stop_at_conflict=False)
+            # A base that carried nothing (every member ejected) is no base: its dependants go on what it was on.
+            built[bundle.id] = (branch, head, target.tree()) if carried else (base_name, base, tree)
+            for sha, paths, error in failures:
+                needs = sorted({b for path in paths for b in touched.get(path, ())})
+                _eject(sha, paths, error, branch, changes, ejected_chains, taken, needs)
+            bundles.append((bundle, branch, base, base_name, carried, picks, [sha for sha, _, _ in failures]))
+            for sha in carried:
+                for path in changes[sha].paths:
+                    if not touched.setdefault(path, []) or touched[path][-1] != bundle.id:
+                        touched[path].append(bundle.id)
 
-    open_chains = [*plan.chains, *(e.chain() for e in ejected_chains)]
-    open_chains.sort(key=lambda c: position[c.commits[0]])
-    chains = []
-    for chain in open_chains:
-        if firsts:
-            trunk.prefetch(firsts.pop(0))
-        ask = (
-            None
-            if resolver is None
-            else (lambda sha, onto: resolver(repo, sha, onto, config=resolver_config))
-        )
-        # On the trunk too: a member needing a bundle still open conflicts (or is resolved) until it lands.
-        chain_head, carried, picks, failures = builder.run(
-            PickTarget(repo, tip.tree.id, merger), fork_tip, chain.commits, stop_at_conflict=True, resolve=ask
-        )
-        chains.append(
-            (chain, fork_tip, fork_branch, chain_head, carried, picks, failures[0] if failures else None)
-        )
+        open_chains = [*plan.chains, *(e.chain() for e in ejected_chains)]
+        open_chains.sort(key=lambda c: position[c.commits[0]])
+        chains = []
+        for chain in open_chains:
+            if firsts:
+                trunk.prefetch(firsts.pop(0))
+            ask = (
+                None
+                if resolver is None
+                else (lambda sha, onto: resolver(repo, sha, onto, config=resolver_config))
+            )
+            # On the trunk too: a member needing a bundle still open conflicts (or is resolved) until it lands.
+            chain_head, carried, picks, failures = builder.run(
+                PickTarget(repo, tip.tree.id, merger),
+                fork_tip,
+                chain.commits,
+                stop_at_conflict=True,
+                resolve=ask,
+            )
+            chains.append(
+                (chain, fork_tip, fork_branch, chain_head, carried, picks, failures[0] if failures else None)
+            )
 
-    # Urgent commits: each alone on the fork tip, not stacked behind anything (picked now, out of order).
-    urgent = []
-    for hurried in plan.urgent:
-        head_u, carried, picks, failures = builder.run(
-            PickTarget(repo, tip.tree.id, merger), fork_tip, hurried.commits, stop_at_conflict=True
-        )
-        urgent.append((hurried, head_u, carried, picks, failures[0] if failures else None))
+        # Urgent commits: each alone on the fork tip, not stacked behind anything (picked now, out of order).
+        urgent = []
+        for hurried in plan.urgent:
+            head_u, carried, picks, failures = builder.run(
+                PickTarget(repo, tip.tree.id, merger), fork_tip, hurried.commits, stop_at_conflict=True
+            )
+            urgent.append((hurried, head_u, carried, picks, failures[0] if failures else None))
 
-    merger.close()  # a merge started ahead and never asked for (none, unless a first pick moved)
-    marks = builder.stream.run(Repository(Path(repo.path)), builder.ref)
+        merger.close()  # a merge started ahead and never asked for (none, unless a first pick moved)
+        marks = builder.stream.run()
+    except BaseException:
+        builder.stream.abandon()  # nothing half-built reaches the repository
+        merger.close()
+        raise
 
     def sha_of(name: str) -> str:
         return marks[name] if name.startswith(":") else name

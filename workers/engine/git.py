@@ -51,6 +51,10 @@ class Repository:
         """Run ``git -C path ARGS`` and return its stdout; raise :class:`GitError` on failure."""
         return run_git(self.path, args, input=input, check=check, env=env)
 
+    def feed(self, *args: str) -> FedGit:
+        """Start ``git -C path ARGS`` reading a stdin the caller writes as it goes (:func:`feed_git`)."""
+        return feed_git(self.path, args)
+
     def stream(self, *args: str, input: bytes | None = None) -> Iterator[bytes]:
         """Like :meth:`git`, yielding stdout line by line while git runs (:func:`stream_git`)."""
         return stream_git(self.path, args, input=input)
@@ -176,6 +180,59 @@ def start_git(cwd: Path | str, args: Sequence[str], *, check: bool = True) -> Ru
     """
     _local_only(args)
     return RunningGit(_popen(args, cwd, stdin=False), args, check)
+
+
+class FedGit:
+    """A local git command started by :func:`feed_git` that reads its stdin as the caller writes
+    it (``git fast-import``): git works on the first records while the caller makes the next.
+    Its stderr is drained by a thread, so git never blocks on it; stdout is read at the end (a
+    command that prints much while it reads would need a reader of its own)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], shown: Sequence[str]) -> None:
+        self._proc = proc
+        self._shown = list(shown)
+        self._errors: list[bytes] = []
+        assert proc.stderr is not None
+        stderr = proc.stderr
+        self._drain = threading.Thread(target=lambda: self._errors.append(stderr.read()), daemon=True)
+        self._drain.start()
+
+    def write(self, data: bytes) -> None:
+        """Hand ``data`` to git's stdin (buffered); a git that died is reported by :meth:`finish`."""
+        assert self._proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            self._proc.stdin.write(data)
+
+    def finish(self) -> bytes:
+        """Close stdin, wait for git to exit; its stdout, or :class:`GitError` as :func:`run_git` raises."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        with contextlib.suppress(BrokenPipeError):
+            self._proc.stdin.close()
+        out = self._proc.stdout.read()
+        self._proc.stdout.close()
+        returncode = self._proc.wait()
+        self._drain.join()
+        if self._proc.stderr is not None:
+            self._proc.stderr.close()
+        if returncode != 0:
+            raise GitError(self._shown, returncode, b"".join(self._errors).decode("utf-8", "replace"))
+        return out
+
+    def abandon(self) -> None:
+        """Stop git without letting it finish (the caller failed): nothing it was fed takes effect."""
+        self._proc.kill()
+        self._proc.wait()
+        self._drain.join()
+        for pipe in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+
+def feed_git(cwd: Path | str, args: Sequence[str]) -> FedGit:
+    """Start a local git command whose stdin the caller writes as it goes (:class:`FedGit`)."""
+    _local_only(args)
+    return FedGit(_popen(args, cwd, stdin=True), args)
 
 
 def stream_git(cwd: Path | str, args: Sequence[str], *, input: bytes | None = None) -> Iterator[bytes]:

@@ -9,7 +9,8 @@ local path or a URL), keeps a bare cache repository under ``$FORKSYNC_CACHE_DIR`
 
 Refs in the cache: ``refs/forksync/upstream/<branch>``, ``refs/forksync/fork/<branch>`` and
 ``refs/forksync/fork-notes`` (the fork's decisions notes ref, when it has one). The cache is
-disposable: deleting it loses nothing, the next call rebuilds it. Writes meant for the real fork
+disposable: deleting it loses nothing, the next call rebuilds it (so git writes its packs there
+without fsync: a power cut can cost the cache, never the fork). Writes meant for the real fork
 (decision notes, bundle branches) are made in the cache and pushed with :meth:`Pair.push_to_fork`.
 """
 
@@ -279,6 +280,10 @@ def _cache_repo(up: Location, fk: Location) -> Repository:
         run_git(root, ["init", "--quiet", "--bare", str(path)])
         # Never auto-gc in the cache: objects live in the borrowed repositories.
         repo.git("config", "gc.auto", "0")
+        # No fsync of the packs git writes here (a bundle build's fast-import pack): the cache is
+        # disposable and everything meant to last is pushed to the fork, whose own settings keep
+        # their fsync. Two hardware flushes were ~0.2 s of a 200-commit cold bundle on a VM disk.
+        repo.git("config", "core.fsync", "none")
         (root / "locations.txt").write_text(f"upstream {up.key}\nfork {fk.key}\n")
     alternates = [str(loc.objects) for loc in (up, fk) if loc.objects is not None]
     alt_file = path / "objects" / "info" / "alternates"

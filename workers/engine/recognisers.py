@@ -721,17 +721,22 @@ def _link_sentences(body: str) -> list[tuple[str, bool, str]]:
             lead = last if last.endswith(":") else ""
             paragraph.clear()
 
+    in_list = False
     for text, label in _included(body):
         stripped = text.strip()
         if not stripped:
             flush()
+            if in_list:  # the list ended: its lead-in leads nothing after it
+                lead, in_list = "", False
             continue
-        listed = bool(label) and bool(_PICK_LABEL.search(label))
+        listed = bool(label) and (bool(_PICK_LABEL.search(label)) or _says_picked(label))
         if listed or _LIST_ITEM.match(text):
             flush()
             out.append((stripped, listed, lead))
+            in_list = True
             continue
         paragraph.append(stripped)
+        in_list = False
     flush()
     return out
 
@@ -781,8 +786,8 @@ def _is_upstream(slug: str, rules: Rules) -> bool:
 
 def _included(body: str) -> list[tuple[str, str]]:
     """(text, the label it is under) for body lines outside excluded sections ("Deferred
-    (backlog)", "Won't port"): the label of the heading above the line, or of the inline label
-    it follows ("Upstream: <link>"), "" when none applies."""
+    (backlog)", "Won't port"): the label of the heading above the line ("Upstream PRs", "This PR
+    ports two fixes"), or of the inline label it follows ("Upstream: <link>"), "" when none."""
     kept: list[tuple[str, str]] = []
     excluded = False
     section = ""
@@ -797,11 +802,11 @@ def _included(body: str) -> list[tuple[str, str]]:
                 if label_excluded:
                     excluded, section = True, ""
                 elif label_picked or not after:
-                    excluded, section = False, label if label_picked else ""
+                    excluded, section = False, label
             if label_excluded:
                 continue  # "Deferred: #12 #13" excludes its own line too
             if after and not excluded:
-                kept.append((after, label if label_picked else section))
+                kept.append((after, label))
             continue
         if not excluded:
             kept.append((line, section))
