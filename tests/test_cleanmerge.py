@@ -18,7 +18,7 @@ import pytest
 from tests.gitrepo import GitRepo
 from tests.test_pick_git import fork_and_upstream, git_pick
 from workers.engine.changes import commit_changes
-from workers.engine.cleanmerge import _Ancestor, _find_lcs, merge_clean, proof_holds_for
+from workers.engine.cleanmerge import HISTOGRAM_MAX_LINES, _Ancestor, _find_lcs, merge_clean, proof_holds_for
 from workers.engine.pick import GitMerger, PickTarget
 
 NUMBERED = "".join(f"line {i}\n" for i in range(30))
@@ -271,3 +271,20 @@ def test_attributes_outside_the_trees_turn_the_proof_off(make_repo: Callable[[st
     assert git_pick(repo, tip, up) is None
     tree, merger = _pick(repo, tip, up, prove=True)
     assert tree is None and merger.calls == 1 and merger.proofs is not None and not merger.proofs.usable
+
+
+def test_a_long_file_with_interleaved_edits_is_left_to_git(git: OneFileGit) -> None:
+    """Above HISTOGRAM_MAX_LINES the histogram replay costs more than git's merge: edits that
+    interleave (one window a side cannot separate them) are left to git, which merges them."""
+    base = "".join(f"line {i}\n" for i in range(HISTOGRAM_MAX_LINES + 1))
+    ours = base.replace("line 10\n", "fork 10\n").replace("line 1500\n", "fork 1500\n")
+    theirs = base.replace("line 800\n", "up 800\n")
+    assert git.merge(base.encode(), ours.encode(), theirs.encode()) is not None
+    assert merge_clean(base.encode(), ours.encode(), theirs.encode()) is None
+    short = "".join(f"line {i}\n" for i in range(1600))  # the same edits in a shorter file: proved
+    assert answer(
+        git,
+        short,
+        short.replace("line 10\n", "f\n").replace("line 1500\n", "g\n"),
+        short.replace("line 800\n", "u\n"),
+    )

@@ -212,3 +212,16 @@ def test_a_bundle_left_without_successor_is_closed_naming_where_its_commits_went
     assert "1 landed on the trunk" in text and "re-cut" in text and "<!--" not in text
     assert "re-planned into another bundle" in closes["forksync/bundle/0000009"]
     assert fill_pull_marks(closes[gone], {}).count("`forksync/bundle/0000007`") == 1  # no PR: the branch
+
+
+def test_the_recut_benchmark_counts_each_pr_once() -> None:
+    """benchmarks.replay_recut's tally: each earlier bundle is kept (changed or not), landed or
+    superseded; each later id the earlier plan lacked is new."""
+    from benchmarks.replay_recut import _transition
+    from workers.engine.partition import Bundle
+
+    earlier = Plan((Bundle(bid(1), (far(1),)), Bundle(bid(2), (far(2),)), Bundle(bid(3), (far(3),))), ())
+    later = Plan((Bundle(bid(2), (far(2), far(4))), Bundle(bid(5), (far(5),))), ())
+    tally = dict.fromkeys(("kept", "kept_changed", "superseded", "new", "landed"), 0)
+    _transition(earlier, later, {bid(1)}, tally)
+    assert tally == {"kept": 1, "kept_changed": 1, "superseded": 1, "new": 1, "landed": 1}

@@ -659,7 +659,8 @@ def _stack(
     **Stacks**). A part whose members all moved to a declined bundle is appended to ``emptied`` as
     (its id, the declined id)."""
     members = sorted(group.members, key=position.__getitem__)
-    # Joins name the walk's bundle (its first commit's id): name the bundle that holds that commit now.
+    # Joins name the walk's bundle by its first commit; that name stands for the group's first part,
+    # which may have kept a recorded id: name that.
     joins = [_renamed(r, group.id, ids[0]) for r in group.joined]
     if len(parts) == 1:
         return [Bundle(ids[0], tuple(members), group.lines, tuple(joins), declined=ids[0] in declined)]

@@ -343,6 +343,9 @@ class ProvedMerges:
         self.picks = 0
         self._known: dict[tuple[pygit2.Oid, pygit2.Oid, pygit2.Oid], pygit2.Oid | None] = {}
         self._memo = MergeMemo()  # what the proofs learn about each side, by blob ids
+        self._blobs: dict[pygit2.Oid, bytes] = {}
+        self._seen: dict[tuple[pygit2.Oid, str], bool] = {}  # (tree, attributes path) → present
+        self._files: dict[str, bool] = {}
         self._usable: bool | None = None
         self._head: pygit2.Tree | None = None
         self._folders = [Path(p) for p in {repo.path, repo.workdir} if p]
@@ -393,11 +396,25 @@ class ProvedMerges:
             if ours.entry(name) is not None:
                 return True
             for tree in (*trees, self._head):
-                if tree is not None and _has(tree, name):
+                if tree is not None and self._in_tree(tree, name):
                     return True
-            if any((folder / name).exists() for folder in self._folders):
+            if self._on_disk(name):
                 return True
         return False
+
+    def _in_tree(self, tree: pygit2.Tree, name: str) -> bool:
+        key = (tree.id, name)
+        found = self._seen.get(key)
+        if found is None:
+            found = self._seen[key] = _has(tree, name)
+        return found
+
+    def _on_disk(self, name: str) -> bool:
+        """Whether an attributes file ``name`` lies beside the repository (asked once a run)."""
+        found = self._files.get(name)
+        if found is None:
+            found = self._files[name] = any((folder / name).exists() for folder in self._folders)
+        return found
 
     def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> pygit2.Oid | None:
         """The blob git would write for this clean content merge, or None when not proved clean."""
@@ -405,19 +422,37 @@ class ProvedMerges:
         if key in self._known:
             merged = self._known[key]
         else:
-            blobs = [self.repo.get(oid) for oid in key]
-            if not all(isinstance(b, pygit2.Blob) for b in blobs):
-                merged = None
-            else:
-                old, one, two = (b.data for b in blobs if isinstance(b, pygit2.Blob))
-                text = merge_clean(old, one, two, self._memo, key)
-                merged = None if text is None else self.repo.create_blob(text)
+            old, one, two = (self._data(oid) for oid in key)
+            text = (
+                None
+                if old is None or one is None or two is None
+                else merge_clean(old, one, two, self._memo, key)
+            )
+            merged = None if text is None else self.repo.create_blob(text)
             self._known[key] = merged
             if merged is None:
                 self.left += 1
             else:
                 self.proved += 1
         return merged
+
+    def _data(self, oid: pygit2.Oid) -> bytes | None:
+        """A blob's bytes (None if it is no blob); the last few are kept: the same ancestor and
+        target versions of a file meet many commits' versions in one plan."""
+        data = self._blobs.pop(oid, None)
+        if data is None:
+            blob = self.repo.get(oid)
+            if not isinstance(blob, pygit2.Blob):
+                return None
+            data = blob.data
+            while len(self._blobs) >= BLOBS_KEPT:
+                del self._blobs[next(iter(self._blobs))]
+        self._blobs[oid] = data  # most recent last
+        return data
+
+
+# Blob contents a ProvedMerges keeps at once (the last used; tens of MB at most for busy files).
+BLOBS_KEPT = 256
 
 
 def _has(tree: pygit2.Tree, path: str) -> bool:

@@ -19,8 +19,9 @@ redelivered webhook, an overlapping poll or a rerun after a crash converges on t
    why; a force-push over an approval or a running L1 said on the PR and review re-requested); a
    bundle whose PR was closed unmerged is declined (read before planning: never reopened, its
    branch kept, nothing stacked on it); an issue per conflicting urgent pick and per chain
-   that built nothing; stale PRs closed and their branches deleted; finished chains' issues
-   closed; then the check run with the figures, and a metrics point.
+   that built nothing; stale PRs closed and their branches deleted (a bundle that a re-cut left
+   with no successor says which PRs hold its commits now); finished chains' issues closed; then
+   the check run with the figures, and a metrics point.
 """
 
 from __future__ import annotations
