@@ -48,7 +48,7 @@ from typing import Any
 
 import pygit2
 
-from benchmarks.bench_plan import cherry_pick_loop
+from benchmarks.bench_plan import cherry_pick_loop, fresh_fork
 from core.config import load_repo_config
 from workers.engine.changes import CHANGES_CACHE_FILE, CommitChanges, commit_changes_many
 from workers.engine.git import Repository, run_git
@@ -88,6 +88,10 @@ def first_parent(mirror: Path, tip: str) -> list[str]:
 
 def is_hole(sha: str) -> bool:
     return int(sha[:8], 16) % 25 == 0
+
+
+# The fork as build_replay made it, kept beside it: each speed round starts from a copy.
+PRISTINE = "fork-as-built"
 
 
 def build_replay(mirror: Path, work: Path) -> dict[str, Any]:
@@ -142,6 +146,7 @@ def build_replay(mirror: Path, work: Path) -> dict[str, Any]:
         "left_behind": left,
         "ingest_seconds": round(time.monotonic() - started, 1),
     }
+    shutil.copytree(fork, work / PRISTINE, symlinks=True)  # the fork as built, for speed's rounds
     marker.write_text(json.dumps(info, indent=1))
     return info
 
@@ -255,7 +260,15 @@ def speed(work: Path, cfg_file: Path, rounds: int = 2) -> dict[str, Any]:
     }
     runs: list[dict[str, Any]] = []
     outputs: set[str] = set()
+    # Every round starts from the fork as built: the loop's picks (and earlier plans' pushes) land in
+    # the fork's objects, which the cache borrows, so a later plan would skip writing them.
+    # (A work folder made before this copy existed takes the fork as it is now: rebuild it for
+    # a pristine start.)
+    pristine = work / PRISTINE
+    if not pristine.exists():
+        shutil.copytree(fork, pristine, symlinks=True)
     for n in range(rounds):
+        fresh_fork(fork, pristine)
         pair, config = open_configured(str(up), str(fork), config_file=str(cfg_file))
         drop_caches(pair.cache_dir)
         load = os.getloadavg()[0]
