@@ -53,7 +53,8 @@ to git, and the caller asks git as before. Read from git's source (``xdiff/xhist
    touching windows are joined: a group of changes slides only over a line equal to one of its
    own (4), so no group leaves its window, and lines outside every window stay matched in order.
    Item 5 then decides. The replay is checked against git on every file merge of the real
-   replay's plan and the synthetic pair (``benchmarks/proof_check.py``) and by seeded tests.
+   replay's plan and the synthetic pair (``benchmarks/proof_check.py``) and by seeded tests. It
+   runs only below :data:`HISTOGRAM_MAX_LINES` base lines, where it is cheaper than git's merge.
 
 What else git does per file is the caller's to rule out (:mod:`workers.engine.pick`): modes,
 ``.gitattributes`` (merge drivers, ``-merge``), ``merge.default``, ``merge.renormalize``,
