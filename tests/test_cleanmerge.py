@@ -19,7 +19,7 @@ from tests.gitrepo import GitRepo
 from tests.test_pick_git import fork_and_upstream, git_pick
 from workers.engine.changes import commit_changes
 from workers.engine.cleanmerge import HISTOGRAM_MAX_LINES, _Ancestor, _find_lcs, merge_clean, proof_holds_for
-from workers.engine.pick import GitMerger, PickTarget
+from workers.engine.pick import GitMerger, MergeCache, PickTarget
 
 NUMBERED = "".join(f"line {i}\n" for i in range(30))
 
@@ -288,3 +288,64 @@ def test_a_long_file_with_interleaved_edits_is_left_to_git(git: OneFileGit) -> N
         short.replace("line 10\n", "f\n").replace("line 1500\n", "g\n"),
         short.replace("line 800\n", "u\n"),
     )
+
+
+def test_a_proved_file_merge_is_read_back_by_the_next_run(
+    make_repo: Callable[[str], GitRepo], tmp_path: Path
+) -> None:
+    """A warm plan meets the same file merges: the merge cache keeps what the proof decided, so
+    the next run reads the merged blob back instead of proving it again (same tree, no git), and an
+    unproved merge is remembered as unproved (git asked, not the proof)."""
+    text = "".join(f"int f{i}() {{ return {i}; }}\n" for i in range(40))
+    repo, tip, up = fork_and_upstream(
+        make_repo,
+        {"lib/a.c": text},
+        {"lib/a.c": text.replace("return 3;", "return 33;")},
+        {"lib/a.c": text.replace("return 30;", "return 300;")},
+    )
+    pg = pygit2.Repository(str(repo.path))
+    commit = pg.get(tip)
+    assert isinstance(commit, pygit2.Commit)
+    change = commit_changes(pg, up)
+
+    def run() -> tuple[str, GitMerger]:
+        merger = GitMerger(pg, MergeCache.open(tmp_path, pg))
+        target = PickTarget(pg, commit.tree.id, merger)
+        assert target.pick(change).clean
+        assert merger.cache is not None
+        merger.cache.save()
+        return str(target.tree()), merger
+
+    first, one = run()
+    second, two = run()
+    assert first == second == git_pick(repo, tip, up)
+    assert one.proofs is not None and (one.proofs.proved, one.proofs.recalled) == (1, 0)
+    assert two.proofs is not None and (two.proofs.proved, two.proofs.recalled) == (0, 1)
+    assert one.calls == two.calls == 0
+
+
+def test_an_unproved_file_merge_is_remembered_as_unproved(
+    make_repo: Callable[[str], GitRepo], tmp_path: Path
+) -> None:
+    """Edits on neighbouring lines (adjacent hunks: git's conflict) are not proved; the next run
+    reads back that the proof could not decide, and git's outcome comes from the merge cache."""
+    text = "".join(f"int f{i}() {{ return {i}; }}\n" for i in range(40))
+    repo2, tip2, up2 = fork_and_upstream(
+        make_repo,
+        {"lib/a.c": text},
+        {"lib/a.c": text.replace("return 3;", "return 33;")},
+        {"lib/a.c": text.replace("return 4;", "return 44;")},
+    )
+    pg2 = pygit2.Repository(str(repo2.path))
+    tip_commit = pg2.get(tip2)
+    assert isinstance(tip_commit, pygit2.Commit)
+    adjacent = commit_changes(pg2, up2)
+    outcomes = []
+    for _ in range(2):
+        merger = GitMerger(pg2, MergeCache.open(tmp_path / "two", pg2))
+        result = PickTarget(pg2, tip_commit.tree.id, merger).pick(adjacent)
+        assert merger.cache is not None and merger.proofs is not None
+        merger.cache.save()
+        outcomes.append((result.clean, merger.proofs.proved, merger.proofs.left, merger.proofs.recalled))
+    assert git_pick(repo2, tip2, up2) is None
+    assert outcomes == [(False, 0, 1, 0), (False, 0, 0, 1)]

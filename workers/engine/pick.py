@@ -132,7 +132,7 @@ class GitMerger:
         self.repo = repo
         self.path = Path(repo.path)
         self.cache = cache
-        self.proofs: ProvedMerges | None = ProvedMerges(repo) if prove else None
+        self.proofs: ProvedMerges | None = ProvedMerges(repo, cache) if prove else None
         self.calls = 0
         self.hits = 0
         self.prefetched = 0  # git runs started ahead by prefetch (counted in calls once collected)
@@ -217,21 +217,26 @@ PREFETCH_LIMIT = 2
 
 
 class MergeCache:
-    """git's merge outcomes kept between runs: (ancestor, ours, theirs) trees → merged tree or conflicting paths.
+    """git's merge outcomes kept between runs: (ancestor, ours, theirs) trees → merged tree or conflicting paths,
+    and the file merges :class:`ProvedMerges` decided: (ancestor, ours, theirs) blobs → merged blob or unproved.
 
     What a trial pick is for: the bot plans again on every poll, mostly on the same fork tip and
     the same upstream, so most of its trial picks are merges it already made. A three-way merge
     is a pure function of the three trees, git's version and :data:`_MERGE_OPTIONS`; the last two
     are the file's key, so another git (or other options) starts a new cache. A clean outcome is
-    used only while its merged tree is still in the object database. The file (one JSON list a
-    line) is rewritten atomically by :meth:`save`, keeping the newest :data:`MERGES_KEPT`
-    outcomes; one that cannot be read or written only costs speed.
+    used only while its merged tree is still in the object database. The proofs are kept for the
+    same reason: a warm plan meets the same file merges, and proving one again costs about what
+    git's merge does (the proof's version is in the key too). The file (one JSON list a line: five
+    items for a tree merge, four for a file merge) is rewritten atomically by :meth:`save`, keeping
+    the newest :data:`MERGES_KEPT` outcomes of each kind; one that cannot be read or written only
+    costs speed.
     """
 
     def __init__(self, path: Path | None, key: str) -> None:
         self.path = path
         self.key = key
         self._known: dict[tuple[str, str, str], MergeOutcome] = {}
+        self._files: dict[tuple[str, str, str], str | None] = {}  # blobs → merged blob, None: unproved
         self._fresh = 0
         if path is not None:
             self._load(path)
@@ -250,7 +255,13 @@ class MergeCache:
             return
         for line in lines[1:]:
             try:
-                base, ours, theirs, tree, conflicts = json.loads(line)
+                item = json.loads(line)
+                if isinstance(item, list) and len(item) == 4:
+                    base, ours, theirs, blob = item
+                    if isinstance(blob, str | None) and all(isinstance(x, str) for x in (base, ours, theirs)):
+                        self._files[(base, ours, theirs)] = blob
+                    continue
+                base, ours, theirs, tree, conflicts = item
                 outcome = MergeOutcome(pygit2.Oid(hex=tree) if tree else None, tuple(conflicts))
             except (ValueError, TypeError):
                 continue
@@ -271,15 +282,39 @@ class MergeCache:
         self._known[key] = outcome
         self._fresh += 1
 
+    def file_merge(
+        self, repo: pygit2.Repository, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid
+    ) -> tuple[bool, pygit2.Oid | None]:
+        """A file merge decided before: (True, merged blob) or (True, None) when it was not proved
+        clean; (False, None) when unknown (or its merged blob is gone)."""
+        key = (str(base), str(ours), str(theirs))
+        if key not in self._files:
+            return False, None
+        blob = self._files[key]
+        if blob is None:
+            return True, None
+        oid = pygit2.Oid(hex=blob)
+        return (True, oid) if oid in repo else (False, None)
+
+    def put_file_merge(
+        self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid, merged: pygit2.Oid | None
+    ) -> None:
+        key = (str(base), str(ours), str(theirs))
+        self._files.pop(key, None)  # re-inserted last: the newest survive the bound
+        self._files[key] = None if merged is None else str(merged)
+        self._fresh += 1
+
     def save(self) -> None:
-        """Write the outcomes (newest :data:`MERGES_KEPT`) when this run added any."""
+        """Write the outcomes (newest :data:`MERGES_KEPT` of each kind) when this run added any."""
         if self.path is None or not self._fresh:
             return
         items = list(self._known.items())[-MERGES_KEPT:]
-        body = "\n".join(
+        lines = [
             json.dumps([b, o, t, str(out.tree) if out.tree is not None else None, list(out.conflicts)])
             for (b, o, t), out in items
-        )
+        ]
+        lines += [json.dumps([b, o, t, m]) for (b, o, t), m in list(self._files.items())[-MERGES_KEPT:]]
+        body = "\n".join(lines)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
@@ -295,11 +330,15 @@ MERGE_CACHE_FILE = "merges.v1.jsonl"
 MERGES_KEPT = 100_000
 
 _git_version: str | None = None
+# The version of the clean-merge proof whose outcomes a cache holds (raise it when the proof changes).
+PROOF_VERSION = 1
 
 
 def merge_cache_key(where: Path) -> str:
     """What a cached merge outcome depends on besides its trees: git's version and the options."""
-    return json.dumps(["forksync-merges", 1, git_version(where), list(_MERGE_OPTIONS)])
+    return json.dumps(
+        ["forksync-merges", 1, git_version(where), list(_MERGE_OPTIONS), "proof", PROOF_VERSION]
+    )
 
 
 def git_version(where: Path) -> str:
@@ -333,13 +372,16 @@ class ProvedMerges:
     system file, ``$GIT_DIR/info/attributes``, ``attr.tree``, ``core.ignorecase``); the caller
     checks the ``.gitattributes`` files on the path (:meth:`attributes_apply`). Each outcome is
     kept by blob ids; a merged blob is written once. ``proved`` counts the distinct file merges
-    decided, ``left`` those left to git, ``picks`` the picks that needed no git thanks to them.
+    decided, ``left`` those left to git, ``picks`` the picks that needed no git thanks to them,
+    ``recalled`` the file merges read back from ``cache`` (decided by an earlier run) instead.
     """
 
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(self, repo: pygit2.Repository, cache: MergeCache | None = None) -> None:
         self.repo = repo
+        self.cache = cache
         self.proved = 0
         self.left = 0
+        self.recalled = 0
         self.picks = 0
         self._known: dict[tuple[pygit2.Oid, pygit2.Oid, pygit2.Oid], pygit2.Oid | None] = {}
         self._memo = MergeMemo()  # what the proofs learn about each side, by blob ids
@@ -421,6 +463,9 @@ class ProvedMerges:
         key = (base, ours, theirs)
         if key in self._known:
             merged = self._known[key]
+        elif self.cache is not None and (known := self.cache.file_merge(self.repo, *key))[0]:
+            merged = self._known[key] = known[1]
+            self.recalled += 1
         else:
             old, one, two = (self._data(oid) for oid in key)
             text = (
@@ -430,6 +475,8 @@ class ProvedMerges:
             )
             merged = None if text is None else self.repo.create_blob(text)
             self._known[key] = merged
+            if self.cache is not None:
+                self.cache.put_file_merge(base, ours, theirs, merged)
             if merged is None:
                 self.left += 1
             else:
