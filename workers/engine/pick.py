@@ -237,7 +237,8 @@ class MergeCache:
         self.key = key
         self._known: dict[tuple[str, str, str], MergeOutcome] = {}
         self._files: dict[tuple[str, str, str], str | None] = {}  # blobs → merged blob, None: unproved
-        self._fresh = 0
+        self._fresh = 0  # tree merges added by this run
+        self._fresh_files = 0  # file merges added by this run
         if path is not None:
             self._load(path)
 
@@ -302,11 +303,11 @@ class MergeCache:
         key = (str(base), str(ours), str(theirs))
         self._files.pop(key, None)  # re-inserted last: the newest survive the bound
         self._files[key] = None if merged is None else str(merged)
-        self._fresh += 1
+        self._fresh_files += 1
 
     def save(self) -> None:
         """Write the outcomes (newest :data:`MERGES_KEPT` of each kind) when this run added any."""
-        if self.path is None or not self._fresh:
+        if self.path is None or not (self._fresh or self._fresh_files):
             return
         items = list(self._known.items())[-MERGES_KEPT:]
         lines = [
@@ -320,7 +321,7 @@ class MergeCache:
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
             tmp.write_text(f"{self.key}\n{body}\n", "utf-8")
             tmp.replace(self.path)
-            self._fresh = 0
+            self._fresh = self._fresh_files = 0
         except OSError:
             pass
 
