@@ -243,9 +243,10 @@ def test_a_pick_changing_a_file_both_sides_changed_needs_no_git(make_repo: Calla
 
 def test_gitattributes_on_the_path_send_the_pick_to_git(make_repo: Callable[[str], GitRepo]) -> None:
     """``-merge`` (the binary driver) makes git conflict on any both-sides change: with a
-    ``.gitattributes`` in the file's directory the proof steps aside and git decides, with
-    whatever ``git merge-tree`` makes of them (run from the git directory it reads none: the
-    merger's own behaviour, unchanged here)."""
+    ``.gitattributes`` in the file's directory the proof steps aside and git decides. The merger
+    hands git the target's ``.gitattributes`` (workers/engine/attributes.py), so its verdict is
+    cherry-pick's, a conflict (``git merge-tree`` run from the git directory used to read none of
+    them and merged the far-apart edits cleanly)."""
     ours = NUMBERED.replace("line 2\n", "fork 2\n")
     theirs = NUMBERED.replace("line 25\n", "up 25\n")
     repo, tip, up = fork_and_upstream(
@@ -256,8 +257,8 @@ def test_gitattributes_on_the_path_send_the_pick_to_git(make_repo: Callable[[str
     )
     assert git_pick(repo, tip, up) is None  # cherry-pick reads the work tree's attributes
     tree, merger = _pick(repo, tip, up, prove=True)
-    assert merger.calls == 1 and merger.proofs is not None and merger.proofs.proved == 0
-    assert tree == _pick(repo, tip, up, prove=False)[0]  # git merge-tree's own verdict, as before
+    assert tree is None and merger.calls == 1 and merger.proofs is not None and merger.proofs.proved == 0
+    assert _pick(repo, tip, up, prove=False)[0] is None  # git's merge itself, given the attributes
 
 
 def test_attributes_outside_the_trees_turn_the_proof_off(make_repo: Callable[[str], GitRepo]) -> None:

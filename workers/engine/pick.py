@@ -43,6 +43,7 @@ from typing import Protocol
 import pygit2
 from pygit2.index import MergeFileResult
 
+from workers.engine.attributes import TreeAttributes
 from workers.engine.changes import CommitChanges, Entry, FileDelta
 from workers.engine.cleanmerge import MergeMemo, merge_clean, proof_holds_for
 from workers.engine.git import RunningGit, run_git, start_git
@@ -114,6 +115,11 @@ class GitMerger:
     git 2.38+ merges commits and finds their merge base itself, so the three trees get throwaway
     commits (the ancestor as the root, ours and theirs on it): the merge base is the ancestor,
     exactly a cherry-pick's. Nothing but objects is written; no ref, index or work tree.
+    Run from the git directory, git reads no in-tree ``.gitattributes``, while a cherry-pick reads
+    its work tree's (ours): so a merge onto a tree that has some gets them as its own
+    ``core.attributesFile`` (:class:`~workers.engine.attributes.TreeAttributes`, one file per
+    distinct set of rules in :data:`ATTRIBUTES_FOLDER`, per process: prefetched merges onto other
+    trees do not share it), and ``merge=union``, ``-merge`` or ``binary`` decide as in git.
     Its :class:`ProvedMerges` (``proofs``; off with ``prove=False``, so that every merge runs)
     lets a target settle without git the picks whose file merges are proved clean.
     With a :class:`MergeCache`, a merge already made (in this run or an earlier one) is read back
@@ -139,6 +145,7 @@ class GitMerger:
         self.unclaimed = 0  # prefetched merges nobody asked for (collected into the cache)
         self._running: dict[tuple[str, str, str], RunningGit] = {}
         self._roots: dict[pygit2.Oid, pygit2.Oid] = {}  # ancestor tree → its throwaway root commit
+        self._attributes: TreeAttributes | None = None
 
     def merge(self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid) -> MergeOutcome:
         key = (str(base), str(ours), str(theirs))
@@ -183,10 +190,12 @@ class GitMerger:
             root = self._roots[base] = self.repo.create_commit(None, self._SIG, self._SIG, "base", base, [])
         one = self.repo.create_commit(None, self._SIG, self._SIG, "ours", ours, [root])
         two = self.repo.create_commit(None, self._SIG, self._SIG, "theirs", theirs, [root])
+        rules = self._rules(ours)
         return start_git(
             self.path,
             [
                 *_MERGE_OPTIONS,
+                *(("-c", f"core.attributesFile={rules}") if rules is not None else ()),
                 "merge-tree",
                 "--write-tree",
                 "--name-only",
@@ -196,6 +205,15 @@ class GitMerger:
             ],
             check=False,
         )
+
+    def _rules(self, ours: pygit2.Oid) -> Path | None:
+        """The attributes file that gives git the ``.gitattributes`` of ``ours`` (the tree a
+        cherry-pick's work tree holds), None when it has none: then git reads what it always does."""
+        if self._attributes is None:
+            self._attributes = TreeAttributes(
+                self.repo, self.path / ATTRIBUTES_FOLDER, global_attributes(self.path)
+            )
+        return self._attributes.file(ours)
 
     def _collect(
         self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid, running: RunningGit
@@ -210,6 +228,24 @@ class GitMerger:
         if self.cache is not None:
             self.cache.put(base, ours, theirs, outcome)
         return outcome
+
+
+# Where a merger writes the attributes files of the trees it merges (in the git directory).
+ATTRIBUTES_FOLDER = "forksync-attributes"
+
+
+def global_attributes(where: Path) -> bytes:
+    """The content of the global attributes file git reads for ``where`` (``core.attributesFile``,
+    by default ``$XDG_CONFIG_HOME/git/attributes``), empty when there is none."""
+    configured = run_git(where, ["config", "--path", "core.attributesFile"], check=False)
+    name = configured.decode("utf-8", "surrogateescape").strip()
+    if not name:
+        config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        name = os.path.join(config_home, "git", "attributes")
+    try:
+        return (where / name).read_bytes()  # a relative name is git's, from its working directory
+    except OSError:
+        return b""
 
 
 # Prefetched merges running at once (each a git process): the next pick's, and one spare.
@@ -336,9 +372,13 @@ PROOF_VERSION = 1
 
 
 def merge_cache_key(where: Path) -> str:
-    """What a cached merge outcome depends on besides its trees: git's version and the options."""
+    """What a cached merge outcome depends on besides its trees: git's version and the options.
+
+    The in-tree attributes git merges with are ours' ``.gitattributes`` (:class:`TreeAttributes`),
+    part of the ours tree, which is in each outcome's key already; version 2: outcomes from before
+    the merger handed git those attributes (version 1) are not read back."""
     return json.dumps(
-        ["forksync-merges", 1, git_version(where), list(_MERGE_OPTIONS), "proof", PROOF_VERSION]
+        ["forksync-merges", 2, git_version(where), list(_MERGE_OPTIONS), "proof", PROOF_VERSION]
     )
 
 
