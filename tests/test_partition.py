@@ -57,7 +57,11 @@ def placed(plan: Plan) -> list[str]:
 
 
 def test_low_risk_commits_fill_bundles_closed_at_commit_bound() -> None:
-    """Unrelated clean commits go to bundles of at most bundle.max_commits, in upstream order."""
+    """Unrelated clean commits go to bundles of at most bundle.max_commits, in upstream order.
+
+    These synthetic shas all start ``0000000``: the first bundle keeps the short id, the others are
+    named by their first commit's full sha. (This test once expected three ``bundle-0000000``: three
+    bundles on one branch, each push overwriting the last; ids are unique within a plan now.)"""
     commits = [change(i, f"python/f{i}.py") for i in range(1, 8)]
     plan = partition(commits, CONFIG, FakeTrial())
     assert [b.commits for b in plan.bundles] == [
@@ -67,8 +71,8 @@ def test_low_risk_commits_fill_bundles_closed_at_commit_bound() -> None:
     ]
     assert [b.id for b in plan.bundles] == [
         f"bundle-{sha(1)[:7]}",
-        f"bundle-{sha(4)[:7]}",
-        f"bundle-{sha(7)[:7]}",
+        f"bundle-{sha(4)}",
+        f"bundle-{sha(7)}",
     ]
     assert plan.chains == ()
 

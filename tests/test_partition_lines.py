@@ -269,11 +269,12 @@ def test_commit_depending_on_two_bundles_merges_them_and_the_split_stacks_the_pa
     plan = partition(commits, SMALL, ChainFakeTrial({}))
     assert [b.commits for b in plan.bundles] == [(sha(1), sha(2)), (sha(3), sha(4)), (sha(5),), (sha(6),)]
     # sha(6) needs parts 1 and 2, and part 2 needs nothing: no single stack holds both, so in line.
+    # These shas share their seven first digits: part 2 is named by its full first sha (ids are unique).
     assert [b.stacked_on for b in plan.bundles] == [
         None,
         f"bundle-{sha(1)[:7]}",
         None,
-        f"bundle-{sha(3)[:7]}",
+        f"bundle-{sha(3)}",
     ]
     assert "links and merges" in plan.bundles[3].joined[-1].detail
     assert all(len(b.commits) <= 2 for b in plan.bundles)
@@ -376,7 +377,8 @@ def test_a_part_that_needs_no_earlier_part_stays_on_the_trunk() -> None:
     plan = partition(commits, SMALL, ChainFakeTrial({}))
     # Group [1, 2, 9, 3, 4]: parts [1, 2], [9, 3], [4]; [4] needs sha(3) of part 2 only.
     assert [b.commits for b in plan.bundles] == [(sha(1), sha(2)), (sha(9), sha(3)), (sha(4),)]
-    assert [b.stacked_on for b in plan.bundles] == [None, f"bundle-{sha(1)[:7]}", f"bundle-{sha(9)[:7]}"]
+    # sha(9) shares sha(1)'s seven first digits: its part is named by the full sha (ids are unique).
+    assert [b.stacked_on for b in plan.bundles] == [None, f"bundle-{sha(1)[:7]}", f"bundle-{sha(9)}"]
 
 
 def _far(n: int) -> str:

@@ -39,7 +39,7 @@ def test_a_cut_shifted_by_one_commit_keeps_every_id() -> None:
     of one recorded part, and keeps its id (its natural id would name another commit)."""
     recorded = [PartRecord(bid(1), (far(1), far(2), far(3))), PartRecord(bid(4), (far(4), far(5), far(6)))]
     cut = [[far(1), far(3), far(4)], [far(5), far(6), far(7)]]
-    ids = keep_ids(cut, [bid(1), bid(5)], recorded, position(1, 3, 4, 5, 6, 7))
+    ids = keep_ids(cut, recorded, position(1, 3, 4, 5, 6, 7))
     assert ids == [bid(1), bid(4)]
 
 
@@ -47,10 +47,10 @@ def test_largest_overlap_wins_then_upstream_order() -> None:
     """Greedy by the largest overlap; a tie goes to the earlier new part, then the earlier record."""
     recorded = [PartRecord(bid(1), (far(1), far(2))), PartRecord(bid(3), (far(3), far(4)))]
     # [2, 3, 4] shares 2 with bid(3) and 1 with bid(1): bid(3). [1] then takes bid(1).
-    ids = keep_ids([[far(1)], [far(2), far(3), far(4)]], [bid(1), bid(2)], recorded, position(1, 2, 3, 4))
+    ids = keep_ids([[far(1)], [far(2), far(3), far(4)]], recorded, position(1, 2, 3, 4))
     assert ids == [bid(1), bid(3)]
     # Two new parts sharing one commit each with bid(1): the earlier one gets it.
-    ids = keep_ids([[far(1)], [far(2)]], [bid(1), bid(2)], recorded[:1], position(1, 2))
+    ids = keep_ids([[far(1)], [far(2)]], recorded[:1], position(1, 2))
     assert ids == [bid(1), bid(2)]
 
 
@@ -58,19 +58,19 @@ def test_a_small_overlap_is_a_new_bundle() -> None:
     """Sharing less than half of the smaller bundle is not the same bundle: the natural id stays."""
     assert keeps(1, 2, 2) and keeps(2, 4, 30) and not keeps(1, 3, 30) and not keeps(0, 1, 1)
     recorded = [PartRecord(bid(1), tuple(far(n) for n in range(1, 7)))]
-    ids = keep_ids([[far(6), far(7), far(8)]], [bid(6)], recorded, position(6, 7, 8))
+    ids = keep_ids([[far(6), far(7), far(8)]], recorded, position(6, 7, 8))
     assert ids == [bid(6)]
 
 
 def test_a_natural_id_a_kept_bundle_took_is_not_given_twice() -> None:
     """A new bundle whose first commit names a recorded id that another bundle kept gets its full sha."""
     recorded = [PartRecord(bid(2), (far(2), far(3)))]
-    ids = keep_ids([[far(1), far(3)], [far(2)]], [bid(1), bid(2)], recorded, position(1, 2, 3))
+    ids = keep_ids([[far(1), far(3)], [far(2)]], recorded, position(1, 2, 3))
     assert ids == [bid(2), f"bundle-{far(2)}"]  # the tie goes to the earlier new part
 
 
 def test_nothing_recorded_gives_the_natural_ids() -> None:
-    assert keep_ids([[far(1)], [far(2)]], [bid(1), bid(2)], [], position(1, 2)) == [bid(1), bid(2)]
+    assert keep_ids([[far(1)], [far(2)]], [], position(1, 2)) == [bid(1), bid(2)]
 
 
 # ---- the partition with a record

@@ -42,7 +42,8 @@ import pygit2
 
 from workers.engine.changes import CommitChanges, Entry
 from workers.engine.git import FedGit, Repository
-from workers.engine.partition import Bundle, Chain, Plan, Reason, short
+from workers.engine.ids import fresh_id
+from workers.engine.partition import Bundle, Chain, Plan, Reason
 from workers.engine.pick import GitMerger, MergeCache, PickResult, PickTarget
 
 if TYPE_CHECKING:
@@ -537,7 +538,7 @@ def build(
         Built(
             "urgent",
             hurried.id,
-            URGENT_BRANCH + short(hurried.commit),
+            URGENT_BRANCH + hurried.id.removeprefix("urgent-"),
             fork_tip,
             fork_branch,
             sha_of(head_u),
@@ -593,9 +594,7 @@ def _eject(
         detail += (
             f"; {', '.join(needs)} change{'s' if len(needs) == 1 else ''} them: it follows, once they land"
         )
-    chain_id, n = f"chain-{short(sha)}", 2
-    while chain_id in taken:
-        chain_id, n = f"chain-{short(sha)}-{n}", n + 1
+    chain_id = fresh_id("chain", sha, taken)
     taken.add(chain_id)
     ejected.append(
         _Ejected(chain_id, [sha], [Reason(sha, "conflict", detail)], set(change.paths), set(change.symbols))

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from core.config import RepoConfig
+from workers.engine.ids import fresh_id, fresh_ids
 from workers.engine.lines import LineDep
 from workers.engine.links import ChainLinks, Link
 from workers.engine.parts import PartRecord, keep_ids
@@ -192,7 +193,7 @@ class Plan:
         ]
         deferred_chains = [
             {
-                "id": f"deferred-{sha[:7]}",
+                "id": hole,
                 "commits": [sha],
                 "reasons": [
                     Reason(
@@ -204,7 +205,7 @@ class Plan:
                 ],
                 "deferred": True,
             }
-            for sha in self.deferred
+            for sha, hole in zip(self.deferred, fresh_ids("deferred", self.deferred), strict=True)
         ]
         return {
             "bundles": urgent_bundles + [_bundle_json(b) for b in self.bundles],
@@ -320,10 +321,6 @@ class _OpenBundle:
     joined: list[Reason]
 
 
-def short(sha: str) -> str:
-    return sha[:7]
-
-
 def partition(
     commits: Sequence[Change],
     config: RepoConfig,
@@ -408,10 +405,7 @@ class _Walk:
             self.opened[record.id] = chain
 
     def new_chain(self, change: Change, reason: Reason) -> None:
-        base = f"chain-{short(change.sha)}"
-        chain_id, n = base, 2
-        while chain_id in self.taken_ids:
-            chain_id, n = f"{base}-{n}", n + 1
+        chain_id = fresh_id("chain", change.sha, self.taken_ids)
         self.taken_ids.add(chain_id)
         self.opened[chain_id] = _Open(chain_id, self.position[change.sha], [], [], {}, set())
         self.join(chain_id, change, reason)
@@ -556,9 +550,7 @@ class _Walk:
             self.close_current()
         if self.current is None:
             # The id names the first commit (as its branch does); the full sha where seven digits collide.
-            bundle_id = f"bundle-{short(change.sha)}"
-            if bundle_id in self.bundled or bundle_id in self.bundle_alias:
-                bundle_id = f"bundle-{change.sha}"
+            bundle_id = fresh_id("bundle", change.sha, self.bundled.keys() | self.bundle_alias.keys())
             self.current = _OpenBundle(bundle_id, [], 0, [])
             self.bundled[self.current.id] = self.current
         self.add_to(self.current, change)
@@ -602,7 +594,7 @@ class _Walk:
             for g in groups
         ]
         flat = [part for cut in cuts for part in cut]
-        kept = iter(keep_ids(flat, [_bundle_id(part[0]) for part in flat], parts, self.position))
+        kept = iter(keep_ids(flat, parts, self.position))
         emptied: list[tuple[str, str]] = []
         bundles = [
             bundle
@@ -771,10 +763,6 @@ def _bases(
                     previous = j
             return line
     return base
-
-
-def _bundle_id(first: str) -> str:
-    return f"bundle-{short(first)}"
 
 
 def _renamed(reason: Reason, walk_id: str, bundle_id: str) -> Reason:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from workers.engine.ids import fresh_id
+
 
 @dataclass(frozen=True)
 class PartRecord:
@@ -34,20 +36,21 @@ def keeps(shared: int, new_size: int, old_size: int) -> bool:
 
 def keep_ids(
     cut: Sequence[Sequence[str]],
-    natural: Sequence[str],
     recorded: Sequence[PartRecord],
     position: Mapping[str, int],
 ) -> list[str]:
-    """The id of each bundle of ``cut`` (each a list of upstream shas, the bundles in any order).
+    """The id of each bundle of ``cut`` (each a non-empty list of upstream shas, the bundles in
+    any order), every one distinct.
 
-    ``natural`` is the id each would get without a record (``bundle-<its first sha7>``);
     ``position`` ranks upstream commits (upstream order). Matching is deterministic and greedy:
     every (new, recorded) pair that shares commits, largest overlap first, ties by the new
     bundle's first commit then the recorded bundle's first commit in upstream order; a pair is
-    taken when both are still free and the overlap :func:`keeps` the identity. A matched bundle
-    takes the recorded id; the others keep their natural id unless a matched bundle took it, in
-    which case they get ``bundle-<full sha of their first commit>``. Bounded by the
-    number of shared commits: each commit belongs to one new and at most one recorded bundle.
+    taken when both are still free, no other bundle took that id (a record written before ids
+    were unique may hold one twice), and the overlap :func:`keeps` the identity. A matched bundle
+    takes the recorded id; the others, in upstream order of their first commit, get
+    :func:`workers.engine.ids.fresh_id` of it against the kept ids and those given before:
+    ``bundle-<sha7>``, the full sha where seven digits are taken. Bounded by the number of
+    shared commits: each commit belongs to one new and at most one recorded bundle.
     """
     owner: dict[str, int] = {}
     for k, record in enumerate(recorded):
@@ -70,22 +73,26 @@ def keep_ids(
     )
     ids: list[str | None] = [None] * len(cut)
     used: set[int] = set()
+    taken: set[str] = set()
     for (i, k), count in ranked:
-        if ids[i] is not None or k in used or not keeps(count, len(cut[i]), len(recorded[k].commits)):
+        name = recorded[k].id
+        if (
+            ids[i] is not None
+            or k in used
+            or name in taken
+            or not keeps(count, len(cut[i]), len(recorded[k].commits))
+        ):
             continue
-        ids[i] = recorded[k].id
+        ids[i] = name
         used.add(k)
-    matched = {i for i in ids if i is not None}
-    out: list[str] = []
-    for i, part in enumerate(cut):
-        name = ids[i]
-        if name is None:
-            name = natural[i]
-            if name in matched:
-                head = min(part, key=lambda sha: position.get(sha, len(position)))
-                name = f"bundle-{head}"
-        out.append(name)
-    return out
+        taken.add(name)
+    for i in sorted(range(len(cut)), key=lambda i: (new_first[i], i)):
+        if ids[i] is None:
+            head = min(cut[i], key=lambda sha: position.get(sha, len(position)))
+            name = fresh_id("bundle", head, taken)
+            ids[i] = name
+            taken.add(name)
+    return [name for name in ids if name is not None]
 
 
 @dataclass(frozen=True)

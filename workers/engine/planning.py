@@ -31,10 +31,11 @@ from workers.engine.changes import CommitChanges, cached_commit_changes, commit_
 from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.healing import HealNote, heal
+from workers.engine.ids import fresh_ids
 from workers.engine.ledger import Ledger, load_ledger
 from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.pair import FORK_NOTES_REF, Pair
-from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition, short
+from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition
 from workers.engine.parts import PartRecord
 from workers.engine.pick import GitMerger, MergeCache, PickTarget
 from workers.engine.symbols import language, last_name, stoplist
@@ -295,7 +296,8 @@ def make_plan(
     assert merger.cache is not None
     merger.cache.save()
     hurried = tuple(
-        Urgent(f"urgent-{short(s)}", s, urgent_trial(repo, pair.fork_tip, changes[s])) for s in urgent
+        Urgent(name, s, urgent_trial(repo, pair.fork_tip, changes[s]))
+        for s, name in zip(urgent, fresh_ids("urgent", urgent), strict=True)
     )
     plan = dataclasses.replace(plan, urgent=hurried)
     return Planned(plan, walk, changes, store, ledger, notes, merger.cache)
