@@ -38,7 +38,6 @@ import json
 import os
 import re
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,35 +46,14 @@ import pygit2
 
 from benchmarks.replay_triton import CONFIG, build_replay
 from core.config import RepoConfig, load_repo_config
-from workers.engine.changes import CommitChanges, commit_changes_many
+from workers.engine.changes import commit_changes_many
 from workers.engine.git import Repository
-from workers.engine.lines import LineDep, line_dependencies
-from workers.engine.partition import Change, Plan, partition
+from workers.engine.lines import line_dependencies
+from workers.engine.partition import Plan, partition
 from workers.engine.parts import PartRecord
 from workers.engine.pick import GitMerger, MergeCache, PickTarget, merge_cache_key
-from workers.engine.planning import TipTrial, names_in_tree
+from workers.engine.planning import TipTrial, as_change, names_in_tree
 from workers.engine.symbols import last_name, stoplist
-
-
-def _walk(
-    shas: Sequence[str],
-    changes: dict[str, CommitChanges],
-    deps: dict[str, tuple[LineDep, ...]],
-    known: frozenset[str],
-) -> list[Change]:
-    return [
-        Change(
-            s,
-            changes[s].paths,
-            changes[s].symbols,
-            changes[s].lines,
-            depends=deps[s],
-            defined=changes[s].defined,
-            used=changes[s].used,
-            introduced=frozenset(n for n in changes[s].introduced if last_name(n) not in known),
-        )
-        for s in shas
-    ]
 
 
 def _transition(earlier: Plan, later: Plan, landed: set[str], tally: dict[str, int]) -> None:
@@ -148,7 +126,7 @@ def replay(work: Path, info: dict[str, Any], landing: str, zones: bool, merges: 
                     ours = set(bundle.commits)
                     for name, plan in previous.items():
                         landed_ids[name] = {b.id for b in plan.bundles if set(b.commits) <= ours}
-            walk = _walk([s for s in arrived if s not in landed_shas], changes, deps, known)
+            walk = [as_change(changes[s], deps, known) for s in arrived if s not in landed_shas]
             current: dict[str, Plan] = {}
             for name in ("before", "after"):
                 trial = TipTrial(PickTarget(pg, fork.tree(), GitMerger(pg, merges)), changes)
@@ -226,7 +204,7 @@ def growth(work: Path, landing: str, step: int, merges: MergeCache) -> dict[str,
                 for name, plan in previous.items():
                     landed_ids[name] = {b.id for b in plan.bundles if set(b.commits) <= ours}
         arrived = [s for s in (*holes, *pending[:end]) if s not in landed_shas]
-        walk = _walk(arrived, changes, deps, known)
+        walk = [as_change(changes[s], deps, known) for s in arrived]
         current: dict[str, Plan] = {}
         for name in ("before", "after"):
             trial = TipTrial(PickTarget(pg, fork.tree(), GitMerger(pg, merges)), changes)

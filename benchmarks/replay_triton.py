@@ -54,10 +54,10 @@ from workers.engine.changes import CHANGES_CACHE_FILE, CommitChanges, commit_cha
 from workers.engine.git import Repository, run_git
 from workers.engine.lines import line_dependencies
 from workers.engine.pair import open_configured
-from workers.engine.partition import Change, partition
+from workers.engine.partition import partition
 from workers.engine.paths import first_match
 from workers.engine.pick import MERGE_CACHE_FILE, GitMerger, PickTarget
-from workers.engine.planning import TipTrial, make_plan, names_in_tree
+from workers.engine.planning import TipTrial, as_change, make_plan, names_in_tree
 from workers.engine.symbols import last_name, stoplist
 
 PRE_FORK_TIP = "2ac060b8b"
@@ -458,19 +458,7 @@ def weekly(
         known = names_in_tree(
             Repository(up), str(tree), (last_name(n) for s in shas for n in changes[s].introduced)
         )
-        walk = [
-            Change(
-                s,
-                changes[s].paths,
-                changes[s].symbols,
-                changes[s].lines,
-                depends=deps[s],
-                defined=changes[s].defined,
-                used=changes[s].used,
-                introduced=frozenset(n for n in changes[s].introduced if last_name(n) not in known),
-            )
-            for s in shas
-        ]
+        walk = [as_change(changes[s], deps, known) for s in shas]
         trial = TipTrial(PickTarget(pg, tree, GitMerger(pg)), changes)
         plan = partition(walk, config, trial)
         total += len(shas)

@@ -43,7 +43,7 @@ from typing import Protocol
 import pygit2
 from pygit2.index import MergeFileResult
 
-from workers.engine.attributes import TreeAttributes
+from workers.engine.attributes import ATTRIBUTES_FILE, TreeAttributes
 from workers.engine.changes import CommitChanges, Entry, FileDelta
 from workers.engine.cleanmerge import MergeMemo, merge_clean, proof_holds_for
 from workers.engine.git import RunningGit, run_git, start_git
@@ -399,7 +399,6 @@ _MERGE_SETTINGS = (
 _FALSE = ("false", "no", "off", "0")
 # Environment variables through which a git run could get such settings the config file lacks.
 _SETTINGS_FROM_ENVIRONMENT = ("GIT_ATTR_SOURCE", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")
-ATTRIBUTES_FILE = ".gitattributes"
 
 
 class ProvedMerges:

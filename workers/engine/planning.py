@@ -150,11 +150,13 @@ def urgent_trial(repo: pygit2.Repository, fork_tip: str, change: CommitChanges) 
     return _conflicts(PickTarget(repo, tip.tree.id, GitMerger(repo)), change)
 
 
-def _as_change(
+def as_change(
     c: CommitChanges,
     depends: Mapping[str, tuple[LineDep, ...]] | None = None,
     known: frozenset[str] = frozenset(),
 ) -> Change:
+    """The partition's view of an analysed commit: its line dependencies from ``depends`` (by sha),
+    and the names it introduces less those the fork already has (``known``)."""
     return Change(
         c.sha,
         c.paths,
@@ -276,7 +278,7 @@ def make_plan(
             if sha in in_walk or entry is None:
                 continue
             if entry.disposition in (Disposition.PICKED, Disposition.URGENT) and sha not in history:
-                history[sha] = _as_change(commit_changes(repo, sha, stop))
+                history[sha] = as_change(commit_changes(repo, sha, stop))
     fork_tip = repo.get(pair.fork_tip)
     assert isinstance(fork_tip, pygit2.Commit)
     merger = GitMerger(repo, MergeCache.open(pair.cache_dir, repo))
@@ -284,7 +286,7 @@ def make_plan(
     known = names_in_tree(
         pair.repo, pair.fork_tip, (last_name(n) for s in walk for n in changes[s].introduced)
     )
-    walk_changes = [_as_change(changes[s], depends, known) for s in walk]
+    walk_changes = [as_change(changes[s], depends, known) for s in walk]
     carried = frozenset(
         sha for r in store.records for sha in r.commits if (e := ledger.entry(sha)) is not None and e.carriers
     )
