@@ -87,14 +87,27 @@ Window = tuple[int, int, int, int]
 
 class MergeMemo:
     """What :func:`merge_clean` may keep between merges: each side's windows (they depend on base
-    and that side alone) and the last few base files as histogram reads them, by caller's keys
-    (blob ids, say). A trial pick's file merges repeat: the same commit onto several targets."""
+    and that side alone), the last few base files as histogram reads them, and the last few files'
+    records with their line offsets, by caller's keys (blob ids, say). A trial pick's file merges
+    repeat: the same commit onto several targets, the same running target under many commits."""
 
     ANCESTORS_KEPT = 16
+    FILES_KEPT = 64
 
     def __init__(self) -> None:
         self.windows: dict[tuple[Hashable, Hashable], list[Window] | None] = {}
         self.ancestors: dict[Hashable, _Ancestor] = {}
+        self.files: dict[Hashable, _File] = {}
+
+    def file(self, key: Hashable, data: bytes) -> _File:
+        """``data`` (named ``key``) split into records, kept for the next merges that meet it."""
+        found = self.files.pop(key, None)
+        if found is None:
+            found = _File(data)
+            while len(self.files) >= self.FILES_KEPT:
+                del self.files[next(iter(self.files))]
+        self.files[key] = found  # most recent last
+        return found
 
     def ancestor(self, key: Hashable, records: Sequence[bytes]) -> _Ancestor:
         found = self.ancestors.pop(key, None)
@@ -121,14 +134,15 @@ def merge_clean(
     """
     if any(b"\0" in data[:FIRST_FEW_BYTES] for data in (base, ours, theirs)):
         return None
-    old, one, two = _records(base), _records(ours), _records(theirs)
-    counts = Counter(old)
+    memo = memo or MergeMemo()
+    files = [memo.file(key, data) for key, data in zip(keys, (base, ours, theirs), strict=True)]
+    old, one, two = (file.records for file in files)
+    counts = _Tally(old)
     first, second = _fenced(old, counts, one), _fenced(old, counts, two)
     if first is not None and second is not None and _apart([first], [second]):
-        return _splice((base, old), (ours, one, [first]), (theirs, two, [second]))
+        return _splice(files[0], (files[1], [first]), (files[2], [second]))
     if len(old) > HISTOGRAM_MAX_LINES:
         return None  # replaying histogram on it costs more than git's whole merge
-    memo = memo or MergeMemo()
     sides: list[list[Window]] = []
     for key, new in zip(keys[1:], (one, two), strict=True):
         if (keys[0], key) not in memo.windows:
@@ -139,7 +153,7 @@ def merge_clean(
         sides.append(windows)
     if not _apart(sides[0], sides[1]):
         return None
-    return _splice((base, old), (ours, one, sides[0]), (theirs, two, sides[1]))
+    return _splice(files[0], (files[1], sides[0]), (files[2], sides[1]))
 
 
 def proof_holds_for(version: str) -> bool:
@@ -162,21 +176,67 @@ def _records(data: bytes) -> list[bytes]:
     return lines
 
 
-def _fenced(old: Sequence[bytes], counts: Counter[bytes], new: Sequence[bytes]) -> Window | None:
+class _File:
+    """One file's bytes, its records (item 1) and the byte offset where each starts (the length
+    last): what a merge reads of a side, kept by :class:`MergeMemo` for the next merges."""
+
+    __slots__ = ("_starts", "data", "records")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.records = _records(data)
+        self._starts: list[int] | None = None
+
+    @property
+    def starts(self) -> list[int]:
+        if self._starts is None:
+            self._starts = _line_starts(self.records)
+        return self._starts
+
+
+class _Tally:
+    """How many times a line occurs in a file, asked line by line: the first few answers are
+    counted on the spot (``list.count``; the fence walk of item 3 mostly stops at its first
+    line), then the whole file is counted once. The same numbers as ``Counter(lines)``."""
+
+    __slots__ = ("_asked", "_counts", "lines")
+
+    ASKED_ALONE = 8
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.lines = lines
+        self._asked = 0
+        self._counts: Counter[bytes] | None = None
+
+    def __call__(self, line: bytes) -> int:
+        if self._counts is None:
+            self._asked += 1
+            if self._asked <= self.ASKED_ALONE:
+                return self.lines.count(line)
+            self._counts = Counter(self.lines)
+        return self._counts[line]
+
+    def distinct(self) -> int:
+        """How many different lines the file holds."""
+        return len(self._counts) if self._counts is not None else len(set(self.lines))
+
+
+def _fenced(old: Sequence[bytes], counts: _Tally, new: list[bytes]) -> Window | None:
     """The one window outside which the diff base → ``new`` changes nothing (item 3), fenced by
-    lines unique in both files or by the file's ends; None when ``new`` is ``old``."""
+    lines unique in both files or by the file's ends; None when ``new`` is ``old``. ``counts``
+    tallies base's lines."""
     n, m = len(old), len(new)
     limit = min(n, m)
     p = _equal_run(old, 0, new, 0, limit)
     s = _equal_back(old, n, new, m, limit - p)
     if p == n == m:
         return None
-    if len(counts) > MAX_DISTINCT_LINES:
+    if n > MAX_DISTINCT_LINES and counts.distinct() > MAX_DISTINCT_LINES:  # never more than n
         return None
-    theirs = Counter(new)
+    theirs = _Tally(new)
 
     def fence(line: bytes) -> bool:
-        return counts[line] == 1 and theirs[line] == 1
+        return counts(line) == 1 and theirs(line) == 1
 
     lo = p
     while lo > 0 and not fence(old[lo - 1]):
@@ -412,24 +472,24 @@ def _apart(ours: Sequence[Window], theirs: Sequence[Window]) -> bool:
 
 
 def _splice(
-    old: tuple[bytes, Sequence[bytes]],
-    early: tuple[bytes, Sequence[bytes], Sequence[Window]],
-    late: tuple[bytes, Sequence[bytes], Sequence[Window]],
+    old: _File,
+    early: tuple[_File, Sequence[Window]],
+    late: tuple[_File, Sequence[Window]],
 ) -> bytes:
     """Base with each window replaced by its side's lines (item 5), cut from the files' bytes."""
     spans: list[tuple[Window, bytes, list[int]]] = []
-    for data, lines, windows in (early, late):
-        side = _line_starts(lines)
-        spans.extend((w, data, side) for w in windows)
+    for file, windows in (early, late):
+        side = file.starts
+        spans.extend((w, file.data, side) for w in windows)
     spans.sort(key=lambda x: x[0][0])
-    starts = _line_starts(old[1])
+    starts, base = old.starts, old.data
     out: list[bytes] = []
     at = 0
     for (lo, hi, side_lo, side_hi), data, side in spans:
-        out.append(old[0][starts[at] : starts[lo]])
+        out.append(base[starts[at] : starts[lo]])
         out.append(data[side[side_lo] : side[side_hi]])
         at = hi
-    out.append(old[0][starts[at] :])
+    out.append(base[starts[at] :])
     return b"".join(out)
 
 
