@@ -137,8 +137,7 @@ def merge_clean(
     memo = memo or MergeMemo()
     files = [memo.file(key, data) for key, data in zip(keys, (base, ours, theirs), strict=True)]
     old, one, two = (file.records for file in files)
-    counts = _Tally(old)
-    first, second = _fenced(old, counts, one), _fenced(old, counts, two)
+    first, second = _fenced(files[0], files[1]), _fenced(files[0], files[2])
     if first is not None and second is not None and _apart([first], [second]):
         return _splice(files[0], (files[1], [first]), (files[2], [second]))
     if len(old) > HISTOGRAM_MAX_LINES:
@@ -177,15 +176,23 @@ def _records(data: bytes) -> list[bytes]:
 
 
 class _File:
-    """One file's bytes, its records (item 1) and the byte offset where each starts (the length
-    last): what a merge reads of a side, kept by :class:`MergeMemo` for the next merges."""
+    """One file's bytes, its records (item 1), how many times each record occurs and the byte
+    offset where each starts (the length last): what a merge reads of a side, kept by
+    :class:`MergeMemo` for the next merges that meet the same blob."""
 
-    __slots__ = ("_starts", "data", "records")
+    __slots__ = ("_counts", "_starts", "data", "records")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.records = _records(data)
         self._starts: list[int] | None = None
+        self._counts: Counter[bytes] | None = None
+
+    @property
+    def counts(self) -> Counter[bytes]:
+        if self._counts is None:
+            self._counts = Counter(self.records)
+        return self._counts
 
     @property
     def starts(self) -> list[int]:
@@ -194,49 +201,23 @@ class _File:
         return self._starts
 
 
-class _Tally:
-    """How many times a line occurs in a file, asked line by line: the first few answers are
-    counted on the spot (``list.count``; the fence walk of item 3 mostly stops at its first
-    line), then the whole file is counted once. The same numbers as ``Counter(lines)``."""
-
-    __slots__ = ("_asked", "_counts", "lines")
-
-    ASKED_ALONE = 8
-
-    def __init__(self, lines: list[bytes]) -> None:
-        self.lines = lines
-        self._asked = 0
-        self._counts: Counter[bytes] | None = None
-
-    def __call__(self, line: bytes) -> int:
-        if self._counts is None:
-            self._asked += 1
-            if self._asked <= self.ASKED_ALONE:
-                return self.lines.count(line)
-            self._counts = Counter(self.lines)
-        return self._counts[line]
-
-    def distinct(self) -> int:
-        """How many different lines the file holds."""
-        return len(self._counts) if self._counts is not None else len(set(self.lines))
-
-
-def _fenced(old: Sequence[bytes], counts: _Tally, new: list[bytes]) -> Window | None:
-    """The one window outside which the diff base → ``new`` changes nothing (item 3), fenced by
-    lines unique in both files or by the file's ends; None when ``new`` is ``old``. ``counts``
-    tallies base's lines."""
+def _fenced(base: _File, side: _File) -> Window | None:
+    """The one window outside which the diff base → ``side`` changes nothing (item 3), fenced by
+    lines unique in both files or by the file's ends; None when ``side`` is ``base``."""
+    old, new = base.records, side.records
     n, m = len(old), len(new)
     limit = min(n, m)
     p = _equal_run(old, 0, new, 0, limit)
     s = _equal_back(old, n, new, m, limit - p)
     if p == n == m:
         return None
-    if n > MAX_DISTINCT_LINES and counts.distinct() > MAX_DISTINCT_LINES:  # never more than n
+    counts = base.counts
+    if len(counts) > MAX_DISTINCT_LINES:
         return None
-    theirs = _Tally(new)
+    theirs = side.counts
 
     def fence(line: bytes) -> bool:
-        return counts(line) == 1 and theirs(line) == 1
+        return counts[line] == 1 and theirs[line] == 1
 
     lo = p
     while lo > 0 and not fence(old[lo - 1]):
