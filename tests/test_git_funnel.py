@@ -103,3 +103,24 @@ def test_feed_writes_as_it_goes_and_abandon_leaves_nothing(make_repo: Callable[[
     bad.write(b"no such command\n")
     with pytest.raises(GitError):
         bad.finish()
+
+
+def test_stream_in_blocks_gives_the_same_bytes_and_stops_git_when_left(
+    make_repo: Callable[[str], GitRepo],
+) -> None:
+    """stream(blocks=True) yields git's stdout cut anywhere, the same bytes as git() in order; a
+    caller that stops reading early is not left waiting on git (git is stopped), and a failing
+    command still raises GitError at the end."""
+    repo = make_repo("r")
+    sha = repo.commit("first", {"a.txt": "a\n"})
+    funnel = Repository(repo.path)
+    many = "".join(f"{sha}\n" for _ in range(20000)).encode()  # ~820 kB out: several blocks
+    args = ("cat-file", "--batch-check=%(objectname)")
+    blocks = list(funnel.stream(*args, input=many, blocks=True))
+    assert b"".join(blocks) == funnel.git(*args, input=many)
+    assert len(blocks) > 1
+    first = funnel.stream(*args, input=many * 5, blocks=True)
+    assert next(first).startswith(sha.encode())
+    first.close()  # returns once git is stopped (it would otherwise write ~4 MB more)
+    with pytest.raises(GitError):
+        list(funnel.stream("log", "does-not-exist", "--", blocks=True))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
 import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from core.errors import ForksyncError
 
@@ -55,9 +57,9 @@ class Repository:
         """Start ``git -C path ARGS`` reading a stdin the caller writes as it goes (:func:`feed_git`)."""
         return feed_git(self.path, args)
 
-    def stream(self, *args: str, input: bytes | None = None) -> Iterator[bytes]:
-        """Like :meth:`git`, yielding stdout line by line while git runs (:func:`stream_git`)."""
-        return stream_git(self.path, args, input=input)
+    def stream(self, *args: str, input: bytes | None = None, blocks: bool = False) -> Iterator[bytes]:
+        """Like :meth:`git`, yielding stdout line by line (or in blocks) while git runs (:func:`stream_git`)."""
+        return stream_git(self.path, args, input=input, blocks=blocks)
 
     def text(self, *args: str, env: Mapping[str, str] | None = None) -> str:
         """Like :meth:`git`, decoded (UTF-8, replacing bad bytes), trailing newline stripped."""
@@ -235,11 +237,15 @@ def feed_git(cwd: Path | str, args: Sequence[str]) -> FedGit:
     return FedGit(_popen(args, cwd, stdin=True), args)
 
 
-def stream_git(cwd: Path | str, args: Sequence[str], *, input: bytes | None = None) -> Iterator[bytes]:
+def stream_git(
+    cwd: Path | str, args: Sequence[str], *, input: bytes | None = None, blocks: bool = False
+) -> Iterator[bytes]:
     """Run a local git command and yield its stdout line by line (each with its ``\\n``) as git
     writes it, so the caller works on the first lines while git computes the rest; raises
     :class:`GitError` at the end when git failed. ``input`` is fed from a thread (a long input
-    and a long output must not wait on each other)."""
+    and a long output must not wait on each other). ``blocks``: yield whatever each read of the
+    pipe returns instead (up to 256 KiB, cut anywhere), for a caller that splits the output
+    itself: a Python step per line costs more than git's work for a long diff."""
     _local_only(args)
     proc = _popen(args, cwd, stdin=input is not None)
     assert proc.stdout is not None and proc.stderr is not None
@@ -250,9 +256,23 @@ def stream_git(cwd: Path | str, args: Sequence[str], *, input: bytes | None = No
     if input is not None:
         feeder = threading.Thread(target=_feed, args=(proc, input), daemon=True)
         feeder.start()
+    reader: threading.Thread | None = None
     try:
-        yield from proc.stdout
+        if blocks:
+            # A thread reads ahead: git never waits on a full pipe while the caller works on a
+            # block, so git's diffs and the caller's parsing each keep a core busy.
+            ahead: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+            reader = threading.Thread(target=_read_ahead, args=(proc.stdout, ahead), daemon=True)
+            reader.start()
+            while (block := ahead.get()) is not None:
+                yield block
+        else:
+            yield from proc.stdout
     finally:
+        if reader is not None:
+            if reader.is_alive():  # the caller stopped early: git's output is not wanted
+                proc.kill()
+            reader.join()
         proc.stdout.close()
         if feeder is not None:
             feeder.join()
@@ -261,6 +281,20 @@ def stream_git(cwd: Path | str, args: Sequence[str], *, input: bytes | None = No
         proc.stderr.close()
     if returncode != 0:
         raise GitError(list(args), returncode, b"".join(errors).decode("utf-8", "replace"))
+
+
+_BLOCK = 1 << 18
+
+
+def _read_ahead(stdout: IO[bytes], out: queue.SimpleQueue[bytes | None]) -> None:
+    """Move ``stdout``'s blocks to ``out`` as git writes them, then None (at its end, or a read error)."""
+    try:
+        while block := stdout.read1(_BLOCK):  # type: ignore[attr-defined]
+            out.put(block)
+    except (OSError, ValueError):
+        pass
+    finally:
+        out.put(None)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
