@@ -395,9 +395,9 @@ class FileSymbols:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-# A C++ identifier and whether it follows ``.`` or ``->``: ``op.getNumBuffers()`` calls a member,
-# never a free function of that name. Such uses are kept as ``.name`` (see FileSymbols.used).
-_CPP_USE = re.compile(r"(\.|->)?\s*([A-Za-z_]\w*)")
+# A C++ identifier that follows ``.`` or ``->``: ``op.getNumBuffers()`` calls a member, never a
+# free function of that name. Such uses are kept as ``.name`` (see FileSymbols.used).
+_CPP_MEMBER_USE = re.compile(r"(?:\.|->)\s*([A-Za-z_]\w*)")
 _USE_KEYWORDS = _CPP_KEYWORDS | frozenset(
     [
         "def",
@@ -504,7 +504,10 @@ def read_file(
                     into.update(_td_line(line))
     text = "\x00".join(usable)
     if lang == "cpp":
-        used = {"." + name if member else name for member, name in set(_CPP_USE.findall(text))}
+        # Member accesses first, then the other identifiers of what is left: two plain scans
+        # are quicker than one with an optional prefix, and find the same uses.
+        used = {"." + name for name in set(_CPP_MEMBER_USE.findall(text))}
+        used.update(_IDENTIFIER.findall(_CPP_MEMBER_USE.sub("\x00", text)))
     else:
         used = set(_IDENTIFIER.findall(text))
     both = plus | minus
