@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import queue
 import signal
@@ -261,6 +262,7 @@ def stream_git(
         if blocks:
             # A thread reads ahead: git never waits on a full pipe while the caller works on a
             # block, so git's diffs and the caller's parsing each keep a core busy.
+            _widen_pipe(proc.stdout)
             ahead: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
             reader = threading.Thread(target=_read_ahead, args=(proc.stdout, ahead), daemon=True)
             reader.start()
@@ -284,6 +286,17 @@ def stream_git(
 
 
 _BLOCK = 1 << 18
+_PIPE = 1 << 20
+
+
+def _widen_pipe(pipe: IO[bytes]) -> None:
+    """Let git write up to 1 MiB ahead into ``pipe`` (Linux; elsewhere the pipe stays as it is): the
+    reading thread takes the interpreter lock only between the caller's steps, so a 64 KiB pipe
+    would make git wait between two of its reads."""
+    size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+    if size is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(pipe.fileno(), size, _PIPE)
 
 
 def _read_ahead(stdout: IO[bytes], out: queue.SimpleQueue[bytes | None]) -> None:
