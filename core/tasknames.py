@@ -55,6 +55,9 @@ REPLAY_DELIVERIES: Final = "forksync.replay_deliveries"
 EXPLAIN_NO_RERUN: Final = "forksync.explain_no_rerun"
 """installation_id, repo, check_run_id, head_sha, name, note: say on a forksync check run why its
 Re-run starts no job and what to do instead (workers/jobs/rerun.py)"""
+RERUN_SUITE: Final = "forksync.rerun_suite"
+"""installation_id, repo, head_sha, delivery: "Re-run all checks" on forksync's suite: each of
+forksync's check runs on the head does what its own Re-run does (workers/jobs/rerun.py)"""
 L3_RESET: Final = "forksync.l3_reset"
 """installation_id, repo, before, after: reset L3 sign-offs of a branch that moved"""
 
@@ -86,6 +89,7 @@ TASK_ROUTES: Final[dict[str, dict[str, str]]] = {
     L1_COVERAGE: {"queue": Q_GITHUB},  # API calls only
     L3_RESET: {"queue": Q_GITHUB},  # API calls only
     EXPLAIN_NO_RERUN: {"queue": Q_GITHUB},  # API calls only
+    RERUN_SUITE: {"queue": Q_GITHUB},  # one check-run listing, then sends
     L1_WATCHDOG: {"queue": Q_GITHUB},  # store reads and API calls only
     RECOVER_COMMANDS: {"queue": Q_GITHUB},  # store reads and one comment listing per repository
     REPLAY_DELIVERIES: {"queue": Q_GITHUB},  # store reads and sends only

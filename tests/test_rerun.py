@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from core import tasknames
-from core.github.records import CheckOutput
+from core.github.records import CheckOutput, CheckRunInfo
 from core.render.ingest import CHECK_NAME as INGEST_CHECK
 from core.render.l1 import COVERAGE_CHECK, L1_CHECK, POOLS_CHECK
 from core.render.l3 import check_name as l3_check_name
@@ -23,7 +23,16 @@ from tests.fixtures.payloads import OUR_APP_ID, deliver
 from tests.fixtures.webhooks import RecordingSender
 from tests.loopback_github import LoopbackGitHub
 from workers.app.handlers import dispatch
-from workers.jobs.rerun import ExplainNoRerun, apply_explain, l3_note, plan_check_run_rerun
+from workers.jobs.rerun import (
+    ExplainNoRerun,
+    Ingest,
+    RecheckCoverage,
+    RunL1,
+    apply_explain,
+    l3_note,
+    plan_check_run_rerun,
+    plan_suite_rerun,
+)
 
 SUITE_SHA = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"  # check_suite.rerequested.json's head
 INSTALLATION = 957387
@@ -59,12 +68,12 @@ def accepted(client: Any, sender: RecordingSender, event: str, data: dict[str, A
     return sender.sent[-1][1]
 
 
-def test_rerun_all_checks_on_forksyncs_suite_runs_l1_as_the_l1_check_rerun_does(
+def test_rerun_all_checks_on_forksyncs_suite_sends_the_suite_rerun_with_its_head(
     payload_bot: tuple[Any, RecordingSender], queued: list[tuple[str, dict[str, Any]]]
 ) -> None:
     """Re-run all checks on forksync's suite → ON_CHECK_SUITE rerequested with its head; the handler
-    sends run_l1 with the very kwargs a Re-run of ``forksync / L1`` on that head sends (same job, the
-    check run updated in place, the outside-PR gate inside the job)."""
+    sends ``forksync.rerun_suite``, which reads forksync's check runs on that head to know what to
+    run again (the event names the suite, not its checks)."""
     client, sender = payload_bot
     suite = accepted(client, sender, "check_suite", ours_suite_rerequested())
     assert sender.sent[0][0] == tasknames.ON_CHECK_SUITE
@@ -72,7 +81,7 @@ def test_rerun_all_checks_on_forksyncs_suite_runs_l1_as_the_l1_check_rerun_does(
     dispatch(tasknames.ON_CHECK_SUITE, suite)
     assert queued == [
         (
-            "run_l1",
+            "rerun_suite",
             {
                 "installation_id": INSTALLATION,
                 "repo": REPO,
@@ -81,12 +90,61 @@ def test_rerun_all_checks_on_forksyncs_suite_runs_l1_as_the_l1_check_rerun_does(
             },
         )
     ]
-    check = accepted(client, sender, "check_run", ours_check_run_rerequested(L1_CHECK))
-    dispatch(tasknames.ON_CHECK_RUN, check)
-    assert len(queued) == 2
-    (_, by_suite), (name, by_check) = queued
-    assert name == "run_l1"
-    assert {**by_suite, "delivery": None} == {**by_check, "delivery": None}
+
+
+def _info(rid: int, name: str, app_id: int | None = OUR_APP_ID) -> CheckRunInfo:
+    return CheckRunInfo(rid, name, SUITE_SHA, "completed", "success", "", app_id=app_id)
+
+
+def test_the_suite_rerun_plans_each_checks_job_once() -> None:
+    """A PR head: L1 once (it re-publishes coverage and pools, so coverage is not recomputed apart),
+    each L3 sign-off explained; a trunk commit's suite (the ingestion report alone): the ingestion
+    again, not L1 on a commit no PR tests; coverage alone: recomputed; nothing listed: L1, as the
+    L1 check's own Re-run does."""
+    l3 = l3_check_name("llama-70b")
+    pr_head = [_info(1, L1_CHECK), _info(2, COVERAGE_CHECK), _info(3, POOLS_CHECK), _info(4, l3)]
+    assert plan_suite_rerun(SUITE_SHA, pr_head) == [
+        RunL1(SUITE_SHA),
+        ExplainNoRerun(4, SUITE_SHA, l3, l3_note("llama-70b")),
+    ]
+    assert plan_suite_rerun(SUITE_SHA, [_info(5, INGEST_CHECK)]) == [Ingest()]
+    assert plan_suite_rerun(SUITE_SHA, [_info(6, COVERAGE_CHECK)]) == [RecheckCoverage(SUITE_SHA)]
+    assert plan_suite_rerun(SUITE_SHA, []) == [RunL1(SUITE_SHA)]
+
+
+def test_the_suite_rerun_task_reads_the_heads_checks_on_github(
+    loopback_github: LoopbackGitHub, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the real task on the loopback GitHub: a trunk commit holding forksync's ingestion
+    report ingests again; a PR head holding L1 runs L1 with the kwargs the L1 check's Re-run sends;
+    another App's check named like forksync's on the trunk commit is not taken for forksync's."""
+    from core.settings import WorkerSettings
+    from workers.app.celery_app import create_celery
+
+    gh = loopback_github
+    repo = "acme/fork"
+    trunk = gh.commit(repo, {"a.txt": "a\n"})
+    pr_head = gh.commit(repo, {"a.txt": "b\n"})
+    port = gh.adapter(gh.installation)
+    port.create_check_run(repo, name=INGEST_CHECK, head_sha=trunk, status="completed", conclusion="success")
+    foreign = port.create_check_run(
+        repo, name=L1_CHECK, head_sha=trunk, status="completed", conclusion="success"
+    )
+    gh.state.check_runs[repo][foreign.id]["app_id"] = gh.app_id + 1
+    port.create_check_run(repo, name=L1_CHECK, head_sha=pr_head, status="completed", conclusion="failure")
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    app = create_celery(WorkerSettings.from_mapping({**gh.settings(), "FORKSYNC_DATA_DIR": str(tmp_path)}))
+    queued: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(app, "send_task", lambda name, kwargs: queued.append((name, kwargs)))
+    monkeypatch.setattr(app.tasks[tasknames.RUN_L1], "delay", lambda **kw: queued.append(("run_l1", kw)))
+    task = app.tasks[tasknames.RERUN_SUITE]
+    base = {"installation_id": gh.installation, "repo": repo, "delivery": "d-1"}
+    assert task.apply(kwargs={**base, "head_sha": trunk}).get() == ["Ingest"]
+    assert task.apply(kwargs={**base, "head_sha": pr_head}).get() == ["RunL1"]
+    assert queued == [
+        (tasknames.INGEST, {**base, "reason": "rerun"}),
+        ("run_l1", {**base, "head_sha": pr_head}),
+    ]
 
 
 def test_another_apps_suite_is_not_forksyncs_to_rerun(payload_bot: tuple[Any, RecordingSender]) -> None:

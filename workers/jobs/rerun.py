@@ -3,17 +3,19 @@
 A maintainer clicks **Re-run** on one of forksync's check runs (``check_run rerequested``) or
 **Re-run all checks** on forksync's check suite (``check_suite rerequested``); the intake has
 already dropped the check runs and suites of other Apps. :func:`plan_check_run_rerun` and
-:func:`plan_suite_rerun` decide from the event alone which job runs again; the handlers in
-``workers/tasks/l1.py`` enqueue it. A check whose re-run cannot mean anything (an L3 sign-off is
-a person's word, not a job) gets :class:`ExplainNoRerun`: its check run says why and what to do
-instead, so the button never does nothing in silence.
+:func:`plan_suite_rerun` decide which job runs again, the first from the event alone, the
+second from forksync's check runs on the suite's head (:func:`suite_rerun` lists them); the
+handlers in ``workers/tasks/l1.py`` enqueue what they plan. A check whose re-run cannot mean
+anything (an L3 sign-off is a person's word, not a job) gets :class:`ExplainNoRerun`: its check
+run says why and what to do instead, so the button never does nothing in silence.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.github.records import CheckOutput
+from core.github.records import CheckOutput, CheckRunInfo
 from core.github.roles import GitHubPort
 from core.render.ingest import CHECK_NAME as INGEST_CHECK
 from core.render.l1 import COVERAGE_CHECK, L1_CHECK, POOLS_CHECK
@@ -85,12 +87,36 @@ def plan_check_run_rerun(name: str, check_run_id: int, head_sha: str) -> RerunAc
     return None
 
 
-def plan_suite_rerun(head_sha: str) -> list[RerunAction]:
-    """Re-run all checks of forksync's suite on ``head_sha``: L1 again, which re-publishes its
-    coverage and pool checks. The ingestion report and L3 sign-offs in the suite are not jobs of
-    that commit (ingestion re-runs on the next poll; sign-offs are people's): each check run's
-    own Re-run says so."""
-    return [RunL1(head_sha)]
+def plan_suite_rerun(head_sha: str, checks: Sequence[CheckRunInfo]) -> list[RerunAction]:
+    """Re-run all checks of forksync's suite on ``head_sha``: each of forksync's check runs there
+    (``checks``) does what its own Re-run does, each job once. L1 re-publishes its coverage and
+    pool checks, so beside an L1 check the coverage is not recomputed apart; a trunk commit's suite
+    holds the ingestion report, so there Re-run all ingests again instead of running L1 on a commit
+    no PR is testing; an L3 sign-off gets its explanation. With none of forksync's check runs
+    listed (GitHub dropped them, or the listing came back empty), L1 runs again, as a Re-run of
+    ``forksync / L1`` would."""
+    planned: list[RerunAction] = []
+    for check in checks:
+        action = plan_check_run_rerun(check.name, check.id, head_sha)
+        if action is not None and action not in planned:
+            planned.append(action)
+    if not planned:
+        return [RunL1(head_sha)]
+    if RunL1(head_sha) in planned:
+        planned = [a for a in planned if not isinstance(a, RecheckCoverage)]
+    return planned
+
+
+def suite_rerun(github: GitHubPort, repo: str, head_sha: str, app_id: int | None) -> list[RerunAction]:
+    """The jobs "Re-run all checks" on ``head_sha`` starts, planned from forksync's check runs
+    GitHub lists there (``app_id``: forksync's App, so another App's runs on the head, whatever
+    their names, are not taken for forksync's; None: told apart by name alone)."""
+    checks = [
+        c
+        for c in github.list_check_runs(repo, head_sha)
+        if c.name.startswith(OWN_PREFIX) and (app_id is None or c.app_id in (None, app_id))
+    ]
+    return plan_suite_rerun(head_sha, checks)
 
 
 def explained(note: str, summary: str | None) -> str:

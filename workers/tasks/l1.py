@@ -26,7 +26,7 @@ from workers.jobs.rerun import (
     RunL1,
     apply_explain,
     plan_check_run_rerun,
-    plan_suite_rerun,
+    suite_rerun,
 )
 
 log = logging.getLogger(__name__)
@@ -293,6 +293,29 @@ def explain_no_rerun(
     return apply_explain(app.adapter(installation_id), repo, action)
 
 
+@shared_task(
+    name=tasknames.RERUN_SUITE,
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,  # type: ignore[untyped-decorator]
+    time_limit=tasknames.time_limit_for(tasknames.RERUN_SUITE),
+)
+def rerun_suite(
+    self: Any, installation_id: int, repo: str, head_sha: str, delivery: str | None = None, **_: Any
+) -> list[str]:
+    """ "Re-run all checks" on forksync's suite: the jobs of forksync's check runs on the head, each
+    started as its own Re-run starts it (``workers/jobs/rerun.py``); returns their kinds."""
+    app, settings = _adapter(self, installation_id)
+    app_id = str(settings.bot.app_id or "").strip()
+    planned = suite_rerun(
+        app.adapter(installation_id), repo, head_sha, int(app_id) if app_id.isdigit() else None
+    )
+    for action in planned:
+        _start_rerun(installation_id, repo, action, delivery)
+    log.info("Re-run all checks on %s@%s: %s", repo, head_sha[:12], [type(a).__name__ for a in planned])
+    return [type(a).__name__ for a in planned]
+
+
 def _start_rerun(installation_id: int, repo: str, action: RerunAction, delivery: str | None) -> None:
     """Enqueue the job a Re-run button planned (workers/jobs/rerun.py)."""
     if isinstance(action, RunL1):
@@ -345,11 +368,11 @@ def l1_on_rerequest(
 def l1_on_check_suite(
     installation_id: int, repo: str, head_sha: str, action: str, delivery: str | None = None, **_: Any
 ) -> None:
-    """``Re-run all checks`` on forksync's suite (the intake drops other Apps' suites): L1 again on
-    its head. ``completed``: another CI system finished a suite, so the required checks may be
-    complete now (``forksync / coverage``)."""
+    """``Re-run all checks`` on forksync's suite (the intake drops other Apps' suites): the jobs of
+    forksync's check runs on its head (``forksync.rerun_suite`` lists them: L1 on a PR head, the
+    ingestion on a trunk commit). ``completed``: another CI system finished a suite, so the required
+    checks may be complete now (``forksync / coverage``)."""
     if action == "rerequested":
-        for planned in plan_suite_rerun(head_sha):
-            _start_rerun(installation_id, repo, planned, delivery)
+        rerun_suite.delay(installation_id=installation_id, repo=repo, head_sha=head_sha, delivery=delivery)
     elif action == "completed":
         l1_coverage.delay(installation_id=installation_id, repo=repo, head_sha=head_sha)
