@@ -132,13 +132,23 @@ _GLOBAL_FLAGS = re.compile(r"^\(\?([imsx]+)\)")
 
 def _combine(patterns: Sequence[tuple[str, str]]) -> tuple[re.Pattern[str] | None, tuple[str, ...]]:
     """One regex for every marker pattern: leading ``(?im)`` flags become scoped ``(?im:...)``,
-    each pattern's ``sha`` group becomes ``s<i>``. A pattern that does not fit keeps them apart."""
-    parts = []
+    each pattern's ``sha`` group becomes ``s<i>``. A pattern that does not fit keeps them apart.
+
+    The line-anchored ones (``(?m)`` and a leading ``^``: most trailers) share one ``^``, tried
+    once where a line starts instead of once per pattern at every character (the scan of 11,674
+    fbtriton messages: 0.60 s with six trailers each anchored, 0.16 s shared). They keep their
+    order among themselves, after the unanchored ones, which start with other characters."""
+    loose, anchored = [], []
     for i, (pattern, _) in enumerate(patterns):
         m = _GLOBAL_FLAGS.match(pattern)
         body = pattern[m.end() :] if m else pattern
         body = body.replace("(?P<sha>", f"(?P<s{i}>")
-        parts.append(f"(?{m.group(1)}:{body})" if m else f"(?:{body})")
+        flags = m.group(1) if m else ""
+        if "m" in flags and body.startswith("^"):
+            anchored.append(f"(?{flags}:{body[1:]})")
+        else:
+            loose.append(f"(?{flags}:{body})" if flags else f"(?:{body})")
+    parts = loose + ([f"(?m:^(?:{'|'.join(anchored)}))"] if anchored else [])
     try:
         combined = re.compile("|".join(parts))
     except re.error:
@@ -358,13 +368,29 @@ def _branch_numbers(subject: str) -> list[int]:
 # "[tags]" or "DOC: "): the verb, then the numbers at once ("Backport PR #N", "Backport of #a,
 # #b, and #c", "Automated cherry pick of #N", "backport gh-N", "Manually backport #N: ..."). Prose that mentions a backport ("the
 # backport of #N broke ...", "Partial backport of #N") does not start so and is not read.
-_PR_FORM_LINE = re.compile(
-    r"(?i)^[ \t]*(?:\[[^\]\n]*\][ \t]*)*(?-i:[A-Z][A-Za-z]{1,11}:[ \t]+)?"
+_PR_FORM = (
+    r"^[ \t]*(?:\[[^\]\n]*\][ \t]*)*(?-i:[A-Z][A-Za-z]{1,11}:[ \t]+)?"
     r"(?:manual(?:ly)?[ \t]+)?(?P<verb>back-?port(?:ed)?|(?P<k8s>automated[ \t]+)?cherry[ \t_-]?pick(?:ed)?)"
     r"(?:[ \t]+of)?(?:[ \t]+PRs?)?[ \t]+"
     r"(?P<numbers>(?:#|gh-)\d+\b(?:[ \t]*(?:,[ \t]*and|,|&|and)[ \t]*(?:#|gh-)\d+\b)*)"
     r"(?P<tail>.*)$"
 )
+_PR_FORM_LINE = re.compile("(?i)" + _PR_FORM)
+
+
+def _form_line_in(body: str) -> bool:
+    """Whether some line of ``body`` starts with a PR form: only the lines with the verb are tried."""
+    low = body.lower()  # the same offsets; a case-sensitive scan is several times faster
+    if "pick" not in low and "backport" not in low and "back-port" not in low:
+        return False
+    for m in _FORM_WORD.finditer(low):
+        start = low.rfind("\n", 0, m.start()) + 1
+        end = low.find("\n", m.end())
+        if _PR_FORM_LINE.match(body[start : len(body) if end < 0 else end]):  # "^" holds at a slice's start
+            return True
+    return False
+
+
 # A title that ends by saying so: "Update Li thresholding (Backport of #3402)", "... (backport
 # of #10401) (#10420)"; a partial or adapted backport says more and is not read.
 _PR_FORM_SUFFIX = re.compile(
@@ -372,7 +398,8 @@ _PR_FORM_SUFFIX = re.compile(
     r"(?P<numbers>(?:#|gh-)\d+\b(?:[ \t]*(?:,[ \t]*and|,|&|and)[ \t]*(?:#|gh-)\d+\b)*)[ \t]*\)"
     r"(?:[ \t]*\(#\d+\))?[ \t]*$"
 )
-_FORM_HINT = re.compile(r"(?i)port|pick")
+_FORM_HINT = re.compile(r"(?i)back-?port|cherry[ \t_-]?pick")
+_FORM_WORD = re.compile(r"back-?port|cherry[ \t_-]?pick")  # _FORM_HINT on lower-cased text
 _FORM_NUMBER = re.compile(r"(?i)(?:#|gh-)(\d+)\b")
 # What follows the numbers: MeeseeksDev's " on branch v3.7.x (<subject>)" or ": <subject>".
 _ON_BRANCH = re.compile(r"(?i)^\s+on\s+(?:branch\s+)?\S+\s+\((?P<subject>.*)\)\s*(?:\(#\d+\)\s*)?$")
@@ -391,12 +418,12 @@ def _pr_forms(subject: str, body: str, index: UpstreamIndex, rules: Rules) -> li
     numbers say the PR is not carried ("Backport of #N partially", "... is related") counts
     nothing. Where the two sides are different repositories a fork's ``#N`` may be its own PR:
     N is read only when the subject the form gives (or the commit's own) reads as upstream's."""
-    if not _FORM_HINT.search(subject) and not _FORM_HINT.search(body):
-        return []  # neither "port" nor "pick": most messages
+    suffix = _PR_FORM_SUFFIX.search(subject) if _FORM_HINT.search(subject) else None
+    if suffix is None and not _PR_FORM_LINE.match(subject) and not _form_line_in(body):
+        return []  # no line starts with a form (most messages): the sections need no reading
     one_space = rules.upstream_slug is not None and rules.upstream_slug == rules.fork_slug
     found: list[str] = []
     lines = [subject] + [text for text, _ in _included(body, pins=True)]
-    suffix = _PR_FORM_SUFFIX.search(subject)
     if suffix is not None:
         beside = _bare_subject(subject[: suffix.start()])
         for number in (int(n) for n in _FORM_NUMBER.findall(suffix.group("numbers"))):
