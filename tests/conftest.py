@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitrepo import Clock, GitRepo
+from tests.gitrepo import Clock, GitRepo, sealed_env
 
 # Fixture modules of each feature (tests/fixtures/*.py); add yours here.
 pytest_plugins: list[str] = [
@@ -23,6 +23,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.payloads",
     "tests.fixtures.store",
     "tests.fixtures.redis",
+    "tests.fixtures.demo",
 ]
 
 
@@ -30,31 +31,11 @@ pytest_plugins: list[str] = [
 def hermetic_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Seal git from the machine: temp HOME, no system config, fixed identity (git-revise style)."""
     home = tmp_path_factory.mktemp("home")
-    (home / ".gitconfig").write_text(
-        "[user]\n\tname = Test User\n\temail = test@example.com\n"
-        "[init]\n\tdefaultBranch = main\n"
-        "[commit]\n\tgpgsign = false\n"
-        "[advice]\n\tdetachedHead = false\n"
-        '[protocol "file"]\n\tallow = always\n'
-    )
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("FORKSYNC_CACHE_DIR", str(home / "forksync-cache"))
-    for var in (
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_AUTHOR_NAME",
-        "GIT_AUTHOR_EMAIL",
-        "GIT_COMMITTER_NAME",
-        "GIT_COMMITTER_EMAIL",
-        "GIT_AUTHOR_DATE",
-        "GIT_COMMITTER_DATE",
-    ):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Committer")
-    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "committer@example.com")
+    for name, value in sealed_env(home).items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
     assert os.environ["HOME"] == str(home)
     yield home
 

@@ -13,6 +13,43 @@ from pathlib import Path
 
 EPOCH = 1_700_000_000  # 2023-11-14T22:13:20Z: fixed, so shas are stable across runs
 
+# Variables a machine's git set-up or a caller's shell could leak into a test's git.
+_UNSET = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_DATE",
+)
+
+
+def sealed_env(home: Path) -> dict[str, str | None]:
+    """The environment changes that seal git from the machine (git-revise style): a temp HOME (made
+    here, with a fixed identity in its .gitconfig), no system config; None means unset. The
+    per-test ``hermetic_git`` fixture applies them; a session-scoped subprocess applies them itself."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Test User\n\temail = test@example.com\n"
+        "[init]\n\tdefaultBranch = main\n"
+        "[commit]\n\tgpgsign = false\n"
+        "[advice]\n\tdetachedHead = false\n"
+        '[protocol "file"]\n\tallow = always\n'
+    )
+    changes: dict[str, str | None] = dict.fromkeys(_UNSET)
+    changes.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        GIT_CONFIG_NOSYSTEM="1",
+        FORKSYNC_CACHE_DIR=str(home / "forksync-cache"),
+        GIT_COMMITTER_NAME="Test Committer",
+        GIT_COMMITTER_EMAIL="committer@example.com",
+    )
+    return changes
+
 
 class Clock:
     """Monotonic fake time shared by the repositories of one test."""

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.demo import DemoRuns
 from tests.fixtures.ledger import CliResult, ForkedPair, run_cli
 from workers.cli import SUBCOMMANDS
 
@@ -191,25 +192,16 @@ def test_demo_dir_is_reusable_and_a_foreign_folder_is_refused(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_demo_twice_in_one_dir_runs_the_loop_both_times(tmp_path: Path) -> None:
+def test_demo_twice_in_one_dir_runs_the_loop_both_times(demo_runs: DemoRuns) -> None:
     """The whole demo (the ingestion loop included) runs twice in one --dir, with the same story."""
     outputs = []
-    for _ in range(2):
-        proc = subprocess.run(
-            [sys.executable, "-m", "workers.cli", "demo", "--dir", str(tmp_path / "d")],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=dict(os.environ),
-            timeout=300,
-            check=False,
-        )
+    for proc in (demo_runs.first, demo_runs.second):  # real processes (tests/fixtures/demo.py)
         assert proc.returncode == 0, proc.stderr[-2000:]
         outputs.append(
             [line for line in proc.stdout.splitlines() if "ledger moved" in line or "now " in line]
         )
     assert outputs[0] == outputs[1] and outputs[0]
-    assert (tmp_path / "d" / "cache").is_dir()  # the demo's pair caches stay with it, not in ~/.cache
+    assert (demo_runs.dir / "cache").is_dir()  # the demo's pair caches stay with it, not in ~/.cache
 
 
 def test_worktree_whose_metadata_is_gone_points_at_git_worktree_prune(forked: Forked, tmp_path: Path) -> None:

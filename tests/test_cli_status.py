@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.demo import DemoRuns
 from tests.fixtures.ledger import ForkedPair, run_cli
 from tests.gitrepo import GitRepo
 from workers.demo.sample import make_sample
@@ -223,11 +224,11 @@ def test_status_warns_about_unreadable_notes(forked: Forked) -> None:
 
 
 @pytest.mark.slow
-def test_demo_runs_offline_and_shows_status(tmp_path: Path) -> None:
+def test_demo_runs_offline_and_shows_status(demo_runs: DemoRuns) -> None:
     """`forksync demo` builds the sample pair and prints its status table."""
-    r = run_cli("demo", "--dir", str(tmp_path / "demo"))
-    assert r.code == 0, r.err
-    assert "days behind" in r.out and "backlog (oldest first):" in r.out
+    r = demo_runs.first  # a real process (tests/fixtures/demo.py)
+    assert r.returncode == 0, r.stderr
+    assert "days behind" in r.stdout and "backlog (oldest first):" in r.stdout
 
 
 def test_console_entry_point_runs_as_a_process(forked: Forked) -> None:

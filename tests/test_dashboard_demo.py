@@ -2,37 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from bot import create_app
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from tests.fixtures.demo import DemoRuns
 
 
 @pytest.mark.slow
-def test_demo_prints_the_dashboard_url_and_the_page_shows_its_data(tmp_path: Path) -> None:
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY")
-    }
-    proc = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "demo", "--dir", str(tmp_path / "demo")],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+def test_demo_prints_the_dashboard_url_and_the_page_shows_its_data(demo_runs: DemoRuns) -> None:
+    proc = demo_runs.first  # a real process in a fresh --dir (tests/fixtures/demo.py)
     assert proc.returncode == 0, proc.stderr[-3000:]
     match = re.search(r"dashboard of the demo's data: http://127\.0\.0\.1:\d+(/\S+)", proc.stdout)
     assert match, proc.stdout[-2000:]
-    app = create_app({"FORKSYNC_DATA_DIR": str(tmp_path / "demo" / "data")})
+    app = create_app({"FORKSYNC_DATA_DIR": str(demo_runs.first_dir / "data")})
     page = app.test_client().get(match.group(1))
     assert page.status_code == 200
     html = page.text

@@ -2,36 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from tests.fixtures.demo import DemoRuns
 
 
 @pytest.mark.slow
-def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -> None:
+def test_demo_runs_the_loop_offline_and_says_what_is_simulated(demo_runs: DemoRuns) -> None:
     """The demo (a real process, no REDIS_URL, no GitHub settings) exits 0 and tells the whole loop:
     the bundle and chain PRs, L1 on the bundle PR (a real CPU suite, the check concluded), the
     nightly L2 on the trunk after the landing, one conflict resolved behind the rails and approved
     (``/approve`` through the command path) before it lands, and the backlog going to 0 once the
     maintainer decides the deferred commit (``/skip``); what is simulated is said."""
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GITHUB_APP_ID", "GITHUB_PRIVATE_KEY")
-    }
-    proc = subprocess.run(
-        [sys.executable, "-m", "workers.cli", "demo", "--dir", str(tmp_path / "demo")],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = demo_runs.first  # a real process in a fresh --dir (tests/fixtures/demo.py)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "simulated: GitHub" in out and "real: git, the engine" in out
@@ -98,10 +84,10 @@ def test_demo_runs_the_loop_offline_and_says_what_is_simulated(tmp_path: Path) -
     assert "forksync: 👍 /skip #7005" in left and "marked" in left
     assert "check: 0.0 days behind upstream, backlog 0, pending 0" in left and "backlog 0:" in left
     assert "Traceback" not in proc.stderr
-    assert (tmp_path / "demo" / "data" / "celery-broker.sqlite").exists()  # the embedded broker was used
+    assert (demo_runs.first_dir / "data" / "celery-broker.sqlite").exists()  # the embedded broker was used
     # The effects are real, on the fork's bare copy: the approval taught the resolution memory,
     # and the decision is in the notes.
-    bare = tmp_path / "demo" / "github" / "example-org" / "triton.git"
+    bare = demo_runs.first_dir / "github" / "example-org" / "triton.git"
     memory = subprocess.run(
         ["git", "-C", str(bare), "log", "--format=%s", "refs/forksync/resolutions"],
         capture_output=True,

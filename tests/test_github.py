@@ -611,3 +611,29 @@ def test_5xx_while_listing_installed_repositories_is_retryable(gh: LoopbackGitHu
     gh.fail(503, path="/app/installations")
     with pytest.raises(RetryableGitHubError):
         list(app.installed_repositories())
+
+
+def test_push_errors_read_statuses_outside_the_remotes_url() -> None:
+    """git names the remote in its messages: a loopback port such as 40357 or 40123 is not a 403 or a
+    401 (the non-fast-forward push test failed whenever the OS handed out such a port), while the
+    status git reports for the URL still classifies the push."""
+    from core.github.adapter import _classify_push
+
+    def rejected(port: int) -> str:
+        url = f"http://127.0.0.1:{port}/git/acme/fork.git"
+        return (
+            f"To {url}\nerror: failed to push some refs to '{url}'\n"
+            "hint: Updates were rejected because the remote contains work that you do not\n"
+        )
+
+    for port in (40357, 40123, 50231, 36403):
+        error = _classify_push(rejected(port), REPO, "topic", ())
+        assert type(error) is GitHubPushError and "moved on GitHub" in error.remedy, (port, error)
+    refused = "fatal: unable to access 'http://127.0.0.1:40123/git/acme/fork.git/': The requested URL returned error: 403"
+    assert type(_classify_push(refused, REPO, "topic", ())) is GitHubPermissionError
+    unauthorised = (
+        "fatal: unable to access 'http://127.0.0.1:40357/x.git/': The requested URL returned error: 401"
+    )
+    assert type(_classify_push(unauthorised, REPO, "topic", ())) is GitHubAuthError
+    flaky = "error: RPC failed; HTTP 502 curl 22 The requested URL returned error: 502"
+    assert isinstance(_classify_push(flaky, REPO, "topic", ()), RetryableGitHubError)

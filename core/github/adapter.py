@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -696,6 +697,10 @@ def _scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"]+")
+_STATUS = re.compile(r"\b([1-5]\d\d)\b")
+
+
 def _classify_push(stderr: str, repo: str, branch: str, secrets: Iterable[str]) -> GitHubError:
     stderr = _scrub(stderr, secrets)
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
@@ -705,15 +710,18 @@ def _classify_push(stderr: str, repo: str, branch: str, secrets: Iterable[str]) 
     )
     text = f"git push to {repo}:{branch} failed: {first}"
     lower = stderr.lower()
+    # HTTP statuses are whole numbers outside the URLs: git names the remote in its messages, and
+    # neither a port such as 127.0.0.1:40357 nor a sha with 403 in it is a 403.
+    codes = set(_STATUS.findall(_URL.sub("<url>", lower)))
     # A refused token makes git ask for a username, which it cannot (prompts are off).
-    if any(
+    if "401" in codes or any(
         sign in lower
-        for sign in ("authentication failed", "401", "invalid username or token", "could not read username")
+        for sign in ("authentication failed", "invalid username or token", "could not read username")
     ):
         return GitHubAuthError(
             text, "the installation token was refused; check the App has contents: write", 401
         )
-    if "403" in lower or "protected branch" in lower or "permission" in lower:
+    if "403" in codes or "protected branch" in lower or "permission" in lower:
         return GitHubPermissionError(
             text, "give the App contents: write, and allow it past branch protection", 403
         )
@@ -726,7 +734,7 @@ def _classify_push(stderr: str, repo: str, branch: str, secrets: Iterable[str]) 
     if (
         "could not resolve host" in lower
         or "timed out" in lower
-        or " 50" in lower
+        or any(code.startswith("50") for code in codes)
         or "unable to access" in lower
     ):
         return RetryableGitHubError(text, 0.0)
