@@ -255,3 +255,10 @@ def test_a_merge_is_read_for_its_pr_forms_only() -> None:
     assert [(p.sha, p.upstream, p.recogniser) for p in ledger.picks] == [
         (picked.sha, (UP[0].sha,), rec.PR_FORM)
     ]
+
+
+def test_a_form_is_read_after_text_whose_lower_case_is_longer() -> None:
+    """The body is scanned lower-cased for the verb; where lower-casing changes its length
+    ("İ" becomes two characters) the lines are still found in the body itself."""
+    body = "İstanbul users saw the colorbar drop its extension.\n\nBackport of #26123."
+    assert rec.recognise(fork("Fix the colorbar", body), INDEX, ONE).upstream == (UP[0].sha,)

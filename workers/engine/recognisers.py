@@ -366,8 +366,9 @@ def _branch_numbers(subject: str) -> list[int]:
 
 # A line that starts by saying it backports or cherry-picks upstream PRs (after a title's
 # "[tags]" or "DOC: "): the verb, then the numbers at once ("Backport PR #N", "Backport of #a,
-# #b, and #c", "Automated cherry pick of #N", "backport gh-N", "Manually backport #N: ..."). Prose that mentions a backport ("the
-# backport of #N broke ...", "Partial backport of #N") does not start so and is not read.
+# #b, and #c", "Automated cherry pick of #N", "backport gh-N", "Manually backport #N: ...").
+# Prose that mentions a backport ("the backport of #N broke ...", "Partial backport of #N")
+# does not start so and is not read.
 _PR_FORM = (
     r"^[ \t]*(?:\[[^\]\n]*\][ \t]*)*(?-i:[A-Z][A-Za-z]{1,11}:[ \t]+)?"
     r"(?:manual(?:ly)?[ \t]+)?(?P<verb>back-?port(?:ed)?|(?P<k8s>automated[ \t]+)?cherry[ \t_-]?pick(?:ed)?)"
@@ -380,12 +381,13 @@ _PR_FORM_LINE = re.compile("(?i)" + _PR_FORM)
 
 def _form_line_in(body: str) -> bool:
     """Whether some line of ``body`` starts with a PR form: only the lines with the verb are tried."""
-    low = body.lower()  # the same offsets; a case-sensitive scan is several times faster
+    low = body.lower()  # a case-sensitive scan of it is several times faster
     if "pick" not in low and "backport" not in low and "back-port" not in low:
         return False
-    for m in _FORM_WORD.finditer(low):
-        start = low.rfind("\n", 0, m.start()) + 1
-        end = low.find("\n", m.end())
+    words = _FORM_WORD.finditer(low) if len(low) == len(body) else _FORM_HINT.finditer(body)
+    for m in words:  # offsets into body (lower() kept its length, or body was scanned itself)
+        start = body.rfind("\n", 0, m.start()) + 1
+        end = body.find("\n", m.end())
         if _PR_FORM_LINE.match(body[start : len(body) if end < 0 else end]):  # "^" holds at a slice's start
             return True
     return False
