@@ -103,8 +103,7 @@ def _tree_with_conflicts(
 ) -> pygit2.Oid:
     """The tree ``git merge-tree`` writes for a conflicting merge: the files it merged cleanly as
     merged, the conflicting ones with markers (GitMerger keeps only the conflicting paths)."""
-    out = git._start(base, ours, theirs).wait().decode("utf-8", "surrogateescape")
-    return pygit2.Oid(hex=out.split("\n", 1)[0])
+    return pygit2.Oid(hex=git._start(base, ours, theirs).wait()[0])
 
 
 def _why_git(target: PickTarget, change: CommitChanges) -> str:

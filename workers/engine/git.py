@@ -6,6 +6,8 @@ import contextlib
 import fcntl
 import os
 import queue
+import select
+import shutil
 import signal
 import subprocess
 import threading
@@ -137,15 +139,18 @@ def _popen(
     stdin: bool,
     env: Mapping[str, str] | None = None,
     new_session: bool = False,
+    prefix: Sequence[str] = (),
+    stderr: bool = True,
 ) -> subprocess.Popen[bytes]:
-    """``git -C cwd ARGS`` started with piped stdout and stderr (stdin piped only when asked): the one
-    place a git process is spawned, so a missing git says the same thing everywhere."""
+    """``git -C cwd ARGS`` started with piped stdout and stderr (stdin piped only when asked; stderr
+    discarded with ``stderr=False``), run through ``prefix`` (a wrapper such as ``stdbuf -o0``): the
+    one place a git process is spawned, so a missing git says the same thing everywhere."""
     try:
         return subprocess.Popen(
-            ["git", "-C", str(cwd), *args],
+            [*prefix, "git", "-C", str(cwd), *args],
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
             env=_env(env),
             start_new_session=new_session,
         )
@@ -236,6 +241,85 @@ def feed_git(cwd: Path | str, args: Sequence[str]) -> FedGit:
     """Start a local git command whose stdin the caller writes as it goes (:class:`FedGit`)."""
     _local_only(args)
     return FedGit(_popen(args, cwd, stdin=True), args)
+
+
+class AskedGit:
+    """A local git command kept running that answers requests one at a time: one line on its stdin,
+    one answer on its stdout as NUL-terminated fields ending with an empty field (``git merge-tree
+    --stdin``). What a process per request costs in start-up (git's own, and reading the
+    repository's config and pack indexes again) is paid once. Started by :func:`ask_git`.
+
+    git buffers its stdout when it is a pipe and (2.39) does not flush after each answer, so the
+    command runs under ``stdbuf -o0``; whoever starts one checks, once, that an answer comes back
+    while the process still runs (:meth:`answer` with a ``timeout``). Its stderr is discarded: a
+    request it fails on ends the process (:meth:`answer` gives None), and the caller asks that
+    request again of a git of its own, which reports the failure as usual.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], shown: Sequence[str]) -> None:
+        self._proc = proc
+        self._shown = list(shown)
+        self._buffer = b""
+        self.alive = True
+
+    def ask(self, line: bytes) -> None:
+        """Send one request (a line, without its ``\n``); a git that died answers None."""
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(line + b"\n")
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.alive = False
+
+    def answer(self, timeout: float | None = None) -> list[bytes] | None:
+        """The fields of the next answer (without the empty field that ends it); None when git
+        exited first, or when no answer came within ``timeout`` seconds (then it is stopped)."""
+        if not self.alive:
+            return None
+        assert self._proc.stdout is not None
+        out = self._proc.stdout.fileno()
+        fields: list[bytes] = []
+        while self.alive:
+            field, sep, rest = self._buffer.partition(b"\0")
+            if sep:
+                self._buffer = rest
+                if not field:
+                    return fields
+                fields.append(field)
+                continue
+            if timeout is not None and not select.select([out], [], [], timeout)[0]:
+                self.close()
+                break
+            chunk = os.read(out, 1 << 16)
+            if not chunk:
+                self.alive = False
+                break
+            self._buffer += chunk
+        return None
+
+    def close(self) -> None:
+        """End the process (stdin closed: git exits after its last answer; killed if it does not)."""
+        self.alive = False
+        if self._proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+
+
+def ask_git(cwd: Path | str, args: Sequence[str]) -> AskedGit | None:
+    """Start a local git command that answers requests as they come (:class:`AskedGit`); None
+    where ``stdbuf`` (coreutils) is missing, without which git's answers would wait in its buffer."""
+    _local_only(args)
+    wrapper = shutil.which("stdbuf")
+    if wrapper is None:
+        return None
+    return AskedGit(_popen(args, cwd, stdin=True, prefix=(wrapper, "-o0"), stderr=False), args)
 
 
 def stream_git(

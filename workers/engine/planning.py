@@ -121,7 +121,12 @@ class TipTrial:
         target = self.chains.get(chain_id)
         if target is None:
             target = self.chains[chain_id] = self.started[chain_id]
-        for member in self.waiting.pop(chain_id, []):
+        members = self.waiting.pop(chain_id, [])
+        for i, member in enumerate(members):
+            # Most members conflict here too (they are in the chain for it) and leave the target as
+            # it is: start the next one's merge onto it now, beside this one (wasted only when
+            # this member picks cleanly and moves the target).
+            target.prefetch(self.changes[members[i + 1] if i + 1 < len(members) else sha])
             target.pick(self.changes[member])  # a conflicting member waits for its resolution: not applied
         return target.scratch().pick(self.changes[sha]).clean
 
