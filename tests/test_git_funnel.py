@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
 
 from tests.gitrepo import GitRepo
+from workers.engine import git as git_module
 from workers.engine.git import GitError, Repository, run_git, start_git
 
 
@@ -124,3 +126,23 @@ def test_stream_in_blocks_gives_the_same_bytes_and_stops_git_when_left(
     first.close()  # returns once git is stopped (it would otherwise write ~4 MB more)
     with pytest.raises(GitError):
         list(funnel.stream("log", "does-not-exist", "--", blocks=True))
+
+
+def test_stream_in_blocks_reads_ahead_boundedly_and_ends_cleanly(
+    make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With room for a single block ahead, a block stream still gives all of git's output, in
+    order, and exits 0 when read to the end (git is never stopped then); a caller that stops while
+    the reader waits to hand over a block does not hang."""
+    monkeypatch.setattr(git_module, "READ_AHEAD_BLOCKS", 1)
+    repo = make_repo("r")
+    sha = repo.commit("first", {"a.txt": "a\n"})
+    funnel = Repository(repo.path)
+    many = "".join(f"{sha}\n" for _ in range(60000)).encode()  # ~2.5 MB out: many blocks
+    args = ("cat-file", "--batch-check=%(objectname)")
+    for _ in range(5):  # a stream read to the end never reports a stopped git
+        assert b"".join(funnel.stream(*args, input=many, blocks=True)) == funnel.git(*args, input=many)
+    stopped = funnel.stream(*args, input=many, blocks=True)
+    next(stopped)
+    time.sleep(0.2)  # the reader fills its one slot and waits
+    stopped.close()

@@ -342,22 +342,28 @@ def stream_git(
         feeder = threading.Thread(target=_feed, args=(proc, input), daemon=True)
         feeder.start()
     reader: threading.Thread | None = None
+    ahead: queue.Queue[bytes | None] = queue.Queue(maxsize=READ_AHEAD_BLOCKS)
+    read_all = False
     try:
         if blocks:
-            # A thread reads ahead: git never waits on a full pipe while the caller works on a
-            # block, so git's diffs and the caller's parsing each keep a core busy.
+            # A thread reads ahead (at most READ_AHEAD_BLOCKS): git does not wait on a full pipe
+            # while the caller works on a block, so git's diffs and the caller's parsing each keep
+            # a core busy.
             _widen_pipe(proc.stdout)
-            ahead: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
             reader = threading.Thread(target=_read_ahead, args=(proc.stdout, ahead), daemon=True)
             reader.start()
             while (block := ahead.get()) is not None:
                 yield block
+            read_all = True
         else:
             yield from proc.stdout
     finally:
         if reader is not None:
-            if reader.is_alive():  # the caller stopped early: git's output is not wanted
+            if not read_all:  # the caller stopped early: git's output is not wanted
                 proc.kill()
+                while reader.is_alive():  # it may be waiting to hand over a block
+                    with contextlib.suppress(queue.Empty):
+                        ahead.get(timeout=0.05)
             reader.join()
         proc.stdout.close()
         if feeder is not None:
@@ -371,6 +377,8 @@ def stream_git(
 
 _BLOCK = 1 << 18
 _PIPE = 1 << 20
+# How many blocks a block stream reads ahead of its caller (up to 16 MiB held in memory).
+READ_AHEAD_BLOCKS = 64
 
 
 def _widen_pipe(pipe: IO[bytes]) -> None:
@@ -383,7 +391,7 @@ def _widen_pipe(pipe: IO[bytes]) -> None:
             fcntl.fcntl(pipe.fileno(), size, _PIPE)
 
 
-def _read_ahead(stdout: IO[bytes], out: queue.SimpleQueue[bytes | None]) -> None:
+def _read_ahead(stdout: IO[bytes], out: queue.Queue[bytes | None]) -> None:
     """Move ``stdout``'s blocks to ``out`` as git writes them, then None (at its end, or a read error)."""
     try:
         while block := stdout.read1(_BLOCK):  # type: ignore[attr-defined]
