@@ -40,6 +40,10 @@ DEFAULT_TRAILER_PATTERNS: tuple[str, ...] = (
     r"(?im)^Reactor (?:Cherry-pick|Backport) Revision:\s*(?P<sha>[0-9a-f]{7,40})\b",
     r"(?im)^Upstream[- ]Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
     r"(?im)^Original Commit:\s*(?P<sha>[0-9a-f]{7,40})\b",
+    # Linux stable and the distributions that follow it: "commit <sha> upstream." as the body's
+    # first line, or "[ Upstream commit <sha> ]"; the sha must still name an upstream commit.
+    r"(?im)^commit (?P<sha>[0-9a-f]{12,40}) upstream\b",
+    r"(?im)^\[ ?Upstream commit (?P<sha>[0-9a-f]{12,40}) ?\]",
 )
 # Decisions a fork records in its own messages (group "sha" is the upstream commit decided on).
 DEFAULT_DEFER_PATTERNS: tuple[str, ...] = (

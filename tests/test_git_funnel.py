@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
 
 from tests.gitrepo import GitRepo
+from workers.engine import git as git_module
 from workers.engine.git import GitError, Repository, run_git, start_git
 
 
@@ -103,3 +105,44 @@ def test_feed_writes_as_it_goes_and_abandon_leaves_nothing(make_repo: Callable[[
     bad.write(b"no such command\n")
     with pytest.raises(GitError):
         bad.finish()
+
+
+def test_stream_in_blocks_gives_the_same_bytes_and_stops_git_when_left(
+    make_repo: Callable[[str], GitRepo],
+) -> None:
+    """stream(blocks=True) yields git's stdout cut anywhere, the same bytes as git() in order; a
+    caller that stops reading early is not left waiting on git (git is stopped), and a failing
+    command still raises GitError at the end."""
+    repo = make_repo("r")
+    sha = repo.commit("first", {"a.txt": "a\n"})
+    funnel = Repository(repo.path)
+    many = "".join(f"{sha}\n" for _ in range(20000)).encode()  # ~820 kB out: several blocks
+    args = ("cat-file", "--batch-check=%(objectname)")
+    blocks = list(funnel.stream(*args, input=many, blocks=True))
+    assert b"".join(blocks) == funnel.git(*args, input=many)
+    assert len(blocks) > 1
+    first = funnel.stream(*args, input=many * 5, blocks=True)
+    assert next(first).startswith(sha.encode())
+    first.close()  # returns once git is stopped (it would otherwise write ~4 MB more)
+    with pytest.raises(GitError):
+        list(funnel.stream("log", "does-not-exist", "--", blocks=True))
+
+
+def test_stream_in_blocks_reads_ahead_boundedly_and_ends_cleanly(
+    make_repo: Callable[[str], GitRepo], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With room for a single block ahead, a block stream still gives all of git's output, in
+    order, and exits 0 when read to the end (git is never stopped then); a caller that stops while
+    the reader waits to hand over a block does not hang."""
+    monkeypatch.setattr(git_module, "READ_AHEAD_BLOCKS", 1)
+    repo = make_repo("r")
+    sha = repo.commit("first", {"a.txt": "a\n"})
+    funnel = Repository(repo.path)
+    many = "".join(f"{sha}\n" for _ in range(60000)).encode()  # ~2.5 MB out: many blocks
+    args = ("cat-file", "--batch-check=%(objectname)")
+    for _ in range(5):  # a stream read to the end never reports a stopped git
+        assert b"".join(funnel.stream(*args, input=many, blocks=True)) == funnel.git(*args, input=many)
+    stopped = funnel.stream(*args, input=many, blocks=True)
+    next(stopped)
+    time.sleep(0.2)  # the reader fills its one slot and waits
+    stopped.close()

@@ -122,3 +122,23 @@ def test_dependency_order_does_not_depend_on_hash_seeds() -> None:
         for seed in range(8)
     }
     assert outputs == {"[(45, 46), (45, 47)]\n"}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_owners_agree_with_blame_over_long_histories_of_a_busy_file(data: st.DataObject) -> None:
+    """Many commits on a longer file (ranges before the first hunk kept, after the last moved,
+    between them swept): each line's owner is still the commit that wrote it last."""
+    owners_brute: list[str | None] = [None] * 60
+    tracker = LineOwners(context=0)
+    for n in range(25):
+        hunks = data.draw(_edits(len(owners_brute)))
+        if not hunks:
+            continue
+        owners_brute = _brute_apply(owners_brute, hunks, f"c{n}")
+        tracker.apply(f"c{n}", [FileRanges("f", tuple(hunks))])
+    expanded: list[str | None] = [None] * len(owners_brute)
+    for seg in tracker._files.get("f", []):
+        for line in range(seg.start, seg.end):
+            expanded[line - 1] = seg.owner
+    assert expanded == owners_brute

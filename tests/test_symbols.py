@@ -229,3 +229,27 @@ def test_template_heavy_long_lines_do_not_backtrack() -> None:
     hunks = parse_hunks("@@ -1 +1 @@\n+" + line + "\n+" + "a<b " * 2000 + ">\n")
     assert file_symbols("include/triton/Big.h", hunks) == frozenset()
     assert time.perf_counter() - start < 1.0
+
+
+def test_uses_are_read_line_by_line_in_one_pass_over_the_file() -> None:
+    """read_file gives file_symbols' and file_definitions' answers at once; a use is read within its
+    line: a line ending in ``->`` or ``.`` does not make the next line's first name a member access,
+    a NUL inside a line splits names as any other non-identifier does, a long or comment line gives
+    none, and a line repeated in another hunk is read once (the same sets)."""
+    from workers.engine.symbols import FileSymbols, Hunk, file_definitions, read_file
+
+    hunks = [
+        Hunk("void Pass::run()", added=("  auto *op = state->", "  helperCall(x);", "  a\x00b.member();")),
+        Hunk(
+            "",
+            added=("  helperCall(x);", "// commentName(y);", "  " + "z" * 401 + "(q);"),
+            removed=("int Old(int x) {",),
+        ),
+    ]
+    symbols, definitions = read_file("lib/x.cpp", hunks)
+    assert (symbols, definitions) == (file_symbols("lib/x.cpp", hunks), file_definitions("lib/x.cpp", hunks))
+    assert {"helperCall", "state", "Old"} <= definitions.used and ".member" in definitions.used
+    assert not {".helperCall", "commentName", "q"} & definitions.used
+    assert definitions.defined == {"Old"} and definitions.introduced == frozenset()
+    assert "Pass::run" in symbols
+    assert read_file("README.md", hunks) == (frozenset(), FileSymbols())

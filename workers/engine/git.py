@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import queue
 import select
 import shutil
 import signal
@@ -12,6 +14,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from core.errors import ForksyncError
 
@@ -57,9 +60,9 @@ class Repository:
         """Start ``git -C path ARGS`` reading a stdin the caller writes as it goes (:func:`feed_git`)."""
         return feed_git(self.path, args)
 
-    def stream(self, *args: str, input: bytes | None = None) -> Iterator[bytes]:
-        """Like :meth:`git`, yielding stdout line by line while git runs (:func:`stream_git`)."""
-        return stream_git(self.path, args, input=input)
+    def stream(self, *args: str, input: bytes | None = None, blocks: bool = False) -> Iterator[bytes]:
+        """Like :meth:`git`, yielding stdout line by line (or in blocks) while git runs (:func:`stream_git`)."""
+        return stream_git(self.path, args, input=input, blocks=blocks)
 
     def text(self, *args: str, env: Mapping[str, str] | None = None) -> str:
         """Like :meth:`git`, decoded (UTF-8, replacing bad bytes), trailing newline stripped."""
@@ -319,11 +322,15 @@ def ask_git(cwd: Path | str, args: Sequence[str]) -> AskedGit | None:
     return AskedGit(_popen(args, cwd, stdin=True, prefix=(wrapper, "-o0"), stderr=False), args)
 
 
-def stream_git(cwd: Path | str, args: Sequence[str], *, input: bytes | None = None) -> Iterator[bytes]:
+def stream_git(
+    cwd: Path | str, args: Sequence[str], *, input: bytes | None = None, blocks: bool = False
+) -> Iterator[bytes]:
     """Run a local git command and yield its stdout line by line (each with its ``\\n``) as git
     writes it, so the caller works on the first lines while git computes the rest; raises
     :class:`GitError` at the end when git failed. ``input`` is fed from a thread (a long input
-    and a long output must not wait on each other)."""
+    and a long output must not wait on each other). ``blocks``: yield whatever each read of the
+    pipe returns instead (up to 256 KiB, cut anywhere), for a caller that splits the output
+    itself: a Python step per line costs more than git's work for a long diff."""
     _local_only(args)
     proc = _popen(args, cwd, stdin=input is not None)
     assert proc.stdout is not None and proc.stderr is not None
@@ -334,9 +341,30 @@ def stream_git(cwd: Path | str, args: Sequence[str], *, input: bytes | None = No
     if input is not None:
         feeder = threading.Thread(target=_feed, args=(proc, input), daemon=True)
         feeder.start()
+    reader: threading.Thread | None = None
+    ahead: queue.Queue[bytes | None] = queue.Queue(maxsize=READ_AHEAD_BLOCKS)
+    read_all = False
     try:
-        yield from proc.stdout
+        if blocks:
+            # A thread reads ahead (at most READ_AHEAD_BLOCKS): git does not wait on a full pipe
+            # while the caller works on a block, so git's diffs and the caller's parsing each keep
+            # a core busy.
+            _widen_pipe(proc.stdout)
+            reader = threading.Thread(target=_read_ahead, args=(proc.stdout, ahead), daemon=True)
+            reader.start()
+            while (block := ahead.get()) is not None:
+                yield block
+            read_all = True
+        else:
+            yield from proc.stdout
     finally:
+        if reader is not None:
+            if not read_all:  # the caller stopped early: git's output is not wanted
+                proc.kill()
+                while reader.is_alive():  # it may be waiting to hand over a block
+                    with contextlib.suppress(queue.Empty):
+                        ahead.get(timeout=0.05)
+            reader.join()
         proc.stdout.close()
         if feeder is not None:
             feeder.join()
@@ -345,6 +373,33 @@ def stream_git(cwd: Path | str, args: Sequence[str], *, input: bytes | None = No
         proc.stderr.close()
     if returncode != 0:
         raise GitError(list(args), returncode, b"".join(errors).decode("utf-8", "replace"))
+
+
+_BLOCK = 1 << 18
+_PIPE = 1 << 20
+# How many blocks a block stream reads ahead of its caller (up to 16 MiB held in memory).
+READ_AHEAD_BLOCKS = 64
+
+
+def _widen_pipe(pipe: IO[bytes]) -> None:
+    """Let git write up to 1 MiB ahead into ``pipe`` (Linux; elsewhere the pipe stays as it is): the
+    reading thread takes the interpreter lock only between the caller's steps, so a 64 KiB pipe
+    would make git wait between two of its reads."""
+    size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+    if size is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(pipe.fileno(), size, _PIPE)
+
+
+def _read_ahead(stdout: IO[bytes], out: queue.Queue[bytes | None]) -> None:
+    """Move ``stdout``'s blocks to ``out`` as git writes them, then None (at its end, or a read error)."""
+    try:
+        while block := stdout.read1(_BLOCK):  # type: ignore[attr-defined]
+            out.put(block)
+    except (OSError, ValueError):
+        pass
+    finally:
+        out.put(None)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:

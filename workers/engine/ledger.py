@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 # Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
-LEDGER_VERSION = 7  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins; 7: cache rows
+LEDGER_VERSION = 8  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins; 7: cache rows; 8: backport PR forms, Linux-stable trailers
 _KEEP_CACHED = 8
 
 
@@ -328,6 +328,11 @@ def compute_ledger(
         if commit.sha in index.side:
             continue  # an upstream side commit the fork merged with its merge: carried below
         if commit.is_merge:
+            # Only the PR forms of release tooling that speaks in its merges (recognise_merge).
+            found = rec.recognise_merge(commit, index, rules)
+            if found.upstream:
+                picks[commit.sha] = found
+                active[commit.sha] = True
             continue
         undo = reverts.revert_of(commit, fork_index, index, rules)
         if undo is not None:

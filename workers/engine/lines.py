@@ -13,9 +13,10 @@ Pure: it reads only the hunk ranges of each commit (``FileRanges``), never a blo
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 # Lines a dependency looks beyond each side of a hunk. One line is where a three-way merge of
 # two changes starts to conflict (xdiff treats touching regions as one); a larger value links more.
@@ -57,11 +58,18 @@ class LineDep:
         return f"{where} of {self.path}"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Segment:
-    start: int  # first line (1-based), current numbering
-    end: int  # one past the last line
+    """Lines ``start`` to ``end - 1`` (1-based, current numbering) of a file, last written by
+    ``owner``. A file's segments are kept sorted and disjoint; a busy file holds thousands."""
+
+    start: int
+    end: int
     owner: str
+
+
+_START = attrgetter("start")
+_END = attrgetter("end")
 
 
 class LineOwners:
@@ -85,9 +93,8 @@ class LineOwners:
             if f.whole or not f.hunks:
                 found.extend(LineDep(s.owner, f.path, s.start, s.end - 1) for s in segments)
                 continue
-            ends = [s.end for s in segments]
             for lo, hi in self._windows(f.hunks):
-                for s in _overlapping(segments, ends, lo, hi):
+                for s in _overlapping(segments, lo, hi):
                     found.append(LineDep(s.owner, f.path, max(lo, s.start), min(hi, s.end) - 1))
         return found
 
@@ -112,8 +119,8 @@ class LineOwners:
             self._files[f.path] = _shift(self._files.get(f.path, []), f.hunks, sha)
 
 
-def _overlapping(segments: list[_Segment], ends: list[int], lo: int, hi: int) -> list[_Segment]:
-    i = bisect_right(ends, lo)
+def _overlapping(segments: list[_Segment], lo: int, hi: int) -> list[_Segment]:
+    i = bisect_right(segments, lo, key=_END)
     out = []
     while i < len(segments) and segments[i].start < hi:
         out.append(segments[i])
@@ -126,8 +133,11 @@ def _shift(segments: list[_Segment], hunks: Sequence[Hunk], sha: str) -> list[_S
 
     One sweep over the (sorted, disjoint) segments and the hunks: a removal ``[s, s+n)`` drops
     those lines; an insertion after line ``s`` moves the lines from ``s+1`` on; the shift of a
-    line is the size change of every hunk ending at or before it. Linear in segments + hunks, so
-    a busy file with thousands of owned ranges costs no more per commit than its hunks.
+    line is the size change of every hunk ending at or before it. Segments the hunks do not
+    reach are found by bisection and kept (the caller drops the old list): those ending before
+    the first hunk as they are, those starting after the last moved by the total size change.
+    So a busy file with thousands of owned ranges costs per commit little more than its hunks
+    and the ranges between them.
     """
     hunks = sorted(hunks, key=lambda h: h.old_start)
     ends = [h.old_start + h.old_count if h.old_count else h.old_start + 1 for h in hunks]
@@ -136,9 +146,13 @@ def _shift(segments: list[_Segment], hunks: Sequence[Hunk], sha: str) -> list[_S
     for h in hunks:
         total += h.new_count - h.old_count
         deltas.append(total)
+    first_at = hunks[0].old_start if hunks[0].old_count else ends[0]  # where hunk 0 starts to matter
+    kept = bisect_right(segments, first_at, key=_END)  # segments[:kept] end at or before it
+    # segments[after:] start at or past the end of the last hunk: only moved
+    after = max(kept, bisect_left(segments, ends[-1], key=_START))
     out: list[_Segment] = []
     n = len(hunks)
-    for seg in segments:
+    for seg in segments[kept:after]:
         pos, stop = seg.start, seg.end
         k = bisect_right(ends, pos)  # hunks 0..k-1 end at or before pos: their shift applies
         while pos < stop:
@@ -156,17 +170,25 @@ def _shift(segments: list[_Segment], hunks: Sequence[Hunk], sha: str) -> list[_S
             pos = max(pos, end)  # removed lines are gone; an insertion boundary is passed
             k += 1
     out.extend(_Segment(h.new_start, h.new_start + h.new_count, sha) for h in hunks if h.new_count)
-    out.sort(key=lambda s: s.start)
-    return _coalesce(out)
+    out.sort(key=_START)
+    tail = segments[after:]
+    if total:
+        for seg in tail:
+            seg.start += total
+            seg.end += total
+    return _coalesce(segments[:kept], out, tail)
 
 
-def _coalesce(segments: list[_Segment]) -> list[_Segment]:
-    out: list[_Segment] = []
-    for s in segments:
+def _coalesce(head: list[_Segment], segments: list[_Segment], tail: list[_Segment]) -> list[_Segment]:
+    """``head`` and ``tail`` (each coalesced already) around ``segments``, neighbours of one owner
+    joined."""
+    out = head
+    for s in (*segments, *tail[:1]):
         if out and out[-1].owner == s.owner and out[-1].end == s.start:
             out[-1].end = s.end
         else:
             out.append(s)
+    out += tail[1:]
     return out
 
 

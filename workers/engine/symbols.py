@@ -20,6 +20,7 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import compress, repeat
 
 # Names so common that linking on them would join every chain to every other one: each Triton
 # pass has a ``runOnOperation``, each rewrite pattern a ``matchAndRewrite``, each Python class an
@@ -219,29 +220,7 @@ def file_symbols(path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BUILTI
     Files in other languages (MLIR tests, CMake, docs, data) give no symbols: they still link
     by file, and a guess at their "names" would only add false links.
     """
-    lang = language(path)
-    if lang is None:
-        return frozenset()
-    found: set[str] = set()
-    header = path[path.rfind(".") :].lower() in _HEADER_EXT
-    for hunk in hunks:
-        if lang == "cpp":
-            found.update(_cpp_context(hunk.context))
-            for line in (*hunk.added, *hunk.removed):
-                if len(line) <= MAX_LINE:
-                    found.update(_cpp_line(line, header))
-        elif lang == "python":
-            found.update(_py_context(hunk.context))
-            cls = _py_class_of(hunk.context)
-            for line in (*hunk.added, *hunk.removed):
-                if len(line) <= MAX_LINE:
-                    found.update(_py_line(line, cls))
-        else:
-            found.update(_td_line(hunk.context))
-            for line in (*hunk.added, *hunk.removed):
-                if len(line) <= MAX_LINE:
-                    found.update(_td_line(line))
-    return frozenset(s for s in found if _keep(s, stop))
+    return read_file(path, hunks, stop)[0]
 
 
 # The per-line readers below are pure functions of their text, and the same lines recur (in
@@ -416,9 +395,9 @@ class FileSymbols:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-# A C++ identifier and whether it follows ``.`` or ``->``: ``op.getNumBuffers()`` calls a member,
-# never a free function of that name. Such uses are kept as ``.name`` (see FileSymbols.used).
-_CPP_USE = re.compile(r"(\.|->)?\s*([A-Za-z_]\w*)")
+# A C++ identifier that follows ``.`` or ``->``: ``op.getNumBuffers()`` calls a member, never a
+# free function of that name. Such uses are kept as ``.name`` (see FileSymbols.used).
+_CPP_MEMBER_USE = re.compile(r"(?:\.|->)\s*([A-Za-z_]\w*)")
 _USE_KEYWORDS = _CPP_KEYWORDS | frozenset(
     [
         "def",
@@ -456,52 +435,95 @@ _USE_KEYWORDS = _CPP_KEYWORDS | frozenset(
 )
 
 
-def _line_definitions(lang: str, line: str, header: bool, cls: str | None) -> Iterable[str]:
-    """Definitions on one changed line that can matter outside the file: a macro of a .cpp, a
-    Python name that is private (``_x``) or nested (an indented ``def`` whose class is unknown)
-    is local to its file, where line links see it already."""
-    if len(line) > MAX_LINE:
-        return []
-    if lang == "cpp":
-        if not header and _CPP_MACRO.match(line):
-            return []
-        return _cpp_line(line, header)
-    if lang == "python":
-        names = _py_line(line, cls)
-        if names and line[:1].isspace() and "." not in names[0]:
-            return []  # nested def, or a method of a class the hunk does not name
-        return [n for n in names if not n.rsplit(".", 1)[-1].startswith("_")]
-    return _td_line(line)
-
-
 def file_definitions(
     path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BUILTIN_STOPLIST
 ) -> FileSymbols:
     """Definitions on the changed lines of one file (never the hunk's enclosing context: that is
     where a change is, not what it defines), and the identifiers those lines use."""
+    return read_file(path, hunks, stop)[1]
+
+
+def read_file(
+    path: str, hunks: Iterable[Hunk], stop: frozenset[str] = BUILTIN_STOPLIST
+) -> tuple[frozenset[str], FileSymbols]:
+    """(:func:`file_symbols`, :func:`file_definitions`) of one file's diff, read in one pass.
+
+    Both come from the same changed lines: each distinct line (the results are sets, so a line
+    repeated in a file counts once) goes through the memoised per-line reader of its language
+    once, and only the lines that name something are walked in Python. A definition that can
+    matter outside the file is kept: a macro of a .cpp, a Python name that is private (``_x``)
+    or nested (an indented ``def`` whose class is unknown) is local to its file, where line
+    links see it already. The identifiers used are found by one regex scan over the file's
+    changed lines joined by NUL, which no identifier, space or member access (``.``, ``->``)
+    matches: the same matches as a scan of each line.
+    """
     lang = language(path)
     if lang is None:
-        return FileSymbols()
+        return frozenset(), FileSymbols()
     header = path[path.rfind(".") :].lower() in _HEADER_EXT
+    found: set[str] = set()
     plus: set[str] = set()
     minus: set[str] = set()
-    used: set[str] = set()
+    # (class of the hunk's context, for Python) → the changed lines that can hold definitions
+    added: dict[str | None, set[str]] = {}
+    removed: dict[str | None, set[str]] = {}
     for hunk in hunks:
-        cls = _py_class_of(hunk.context) if lang == "python" else None
-        for lines, into in ((hunk.added, plus), (hunk.removed, minus)):
-            for line in lines:
-                into.update(_line_definitions(lang, line, header, cls))
-                if len(line) <= MAX_LINE and not line.lstrip().startswith(("//", "#", "*", "/*")):
-                    if lang == "cpp":
-                        used.update("." + name if member else name for member, name in _CPP_USE.findall(line))
-                    else:
-                        used.update(_IDENTIFIER.findall(line))
-    keep = {s for s in plus | minus if _keep(s, stop)}
-    return FileSymbols(
+        if lang == "cpp":
+            found.update(_cpp_context(hunk.context))
+            cls = None
+        elif lang == "python":
+            found.update(_py_context(hunk.context))
+            cls = _py_class_of(hunk.context)
+        else:
+            found.update(_td_line(hunk.context))
+            cls = None
+        added.setdefault(cls, set()).update(hunk.added)
+        removed.setdefault(cls, set()).update(hunk.removed)
+    usable: list[str] = []  # the lines whose identifiers count as uses
+    for side, into in ((added, plus), (removed, minus)):
+        for cls, lines in side.items():
+            short = [line for line in lines if len(line) <= MAX_LINE]
+            usable += [line for line in short if not line.lstrip().startswith(("//", "#", "*", "/*"))]
+            # Most lines define nothing: only those that do are walked here (the readers are memoised).
+            if lang == "cpp":
+                for line in compress(short, map(_cpp_line, short, repeat(header))):
+                    names = _cpp_line(line, header)
+                    found.update(names)
+                    if header or not _CPP_MACRO.match(line):  # a macro of a .cpp is local to it
+                        into.update(names)
+            elif lang == "python":
+                for line in compress(short, map(_py_line, short, repeat(cls))):
+                    names = _py_line(line, cls)
+                    found.update(names)
+                    if line[:1].isspace() and "." not in names[0]:
+                        continue  # nested def, or a method of a class the hunk does not name
+                    into.update(n for n in names if not n.rsplit(".", 1)[-1].startswith("_"))
+            else:
+                for line in compress(short, map(_td_line, short)):
+                    found.update(_td_line(line))
+                    into.update(_td_line(line))
+    text = "\x00".join(usable)
+    if lang == "cpp":
+        # Member accesses first, then the other identifiers of what is left: two plain scans
+        # are quicker than one with an optional prefix, and find the same uses.
+        used = {"." + name for name in set(_CPP_MEMBER_USE.findall(text))}
+        used.update(_IDENTIFIER.findall(_CPP_MEMBER_USE.sub("\x00", text)))
+    else:
+        used = set(_IDENTIFIER.findall(text))
+    both = plus | minus
+    keep = set(compress(both, map(_keep, both, repeat(stop))))
+    return frozenset(compress(found, map(_keep, found, repeat(stop)))), FileSymbols(
         introduced=frozenset(s for s in plus - minus if s in keep),
         defined=frozenset(module_scoped(s, path) for s in keep) if lang == "python" else frozenset(keep),
-        used=frozenset(u for u in used if u.lstrip(".") not in _USE_KEYWORDS and _keep(u.lstrip("."), stop)),
+        used=frozenset(compress(used, map(_use, used, repeat(stop)))),
     )
+
+
+@functools.lru_cache(maxsize=_MEMO)
+def _use(name: str, stop: frozenset[str]) -> bool:
+    """Whether an identifier on a changed line counts as a use (``.name``: a member access)."""
+    bare = name.lstrip(".")
+    return bare not in _USE_KEYWORDS and _keep(bare, stop)
 
 
 def module_scoped(name: str, path: str) -> str:
