@@ -37,8 +37,9 @@ import pygit2
 
 from benchmarks.replay_triton import CONFIG, build_replay
 from workers.engine.bundle import build
+from workers.engine.merges import GitMerger
 from workers.engine.pair import open_configured
-from workers.engine.pick import GitMerger, PickTarget
+from workers.engine.pick import PickTarget
 from workers.engine.planning import Planned, make_plan
 
 

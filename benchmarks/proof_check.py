@@ -36,8 +36,9 @@ from benchmarks.gen_bundling import make_bundling_pair
 from benchmarks.replay_triton import CONFIG, drop_caches
 from workers.engine.changes import CommitChanges
 from workers.engine.cleanmerge import merge_clean
+from workers.engine.merges import REGULAR_MODES, GitMerger, MergeCache, MergeOutcome
 from workers.engine.pair import open_configured
-from workers.engine.pick import _REGULAR, GitMerger, MergeCache, MergeOutcome, PickTarget
+from workers.engine.pick import PickTarget
 
 
 @dataclass
@@ -165,7 +166,7 @@ def check(repo: pygit2.Repository, record: Recorded, changes: dict[str, CommitCh
         for delta in old.diff_to_tree(two).deltas:
             path = delta.new_file.path
             entries = [_entry(t, path) for t in (old, one, two)]
-            if any(e is None or e[1] not in _REGULAR for e in entries):
+            if any(e is None or e[1] not in REGULAR_MODES for e in entries):
                 continue
             a, b, c = (e[0] for e in entries if e is not None)
             if len({a, b, c}) != 3:

@@ -40,9 +40,10 @@ from workers.engine.bundle import bundle_branch
 from workers.engine.changes import CommitChanges, commit_changes_many
 from workers.engine.git import Repository
 from workers.engine.lines import line_dependencies
+from workers.engine.merges import GitMerger
 from workers.engine.pair import open_configured
 from workers.engine.partition import Change, partition
-from workers.engine.pick import GitMerger, PickTarget
+from workers.engine.pick import PickTarget
 from workers.engine.planning import TipTrial, fork_history, make_plan
 from workers.engine.resolve.history import FileHistory, GitFileHistory, plan_locator
 from workers.engine.resolve.memory import MemoryIndex, learn

@@ -49,9 +49,10 @@ from core.config import RepoConfig, load_repo_config
 from workers.engine.changes import commit_changes_many
 from workers.engine.git import Repository
 from workers.engine.lines import line_dependencies
+from workers.engine.merges import GitMerger, MergeCache, merge_cache_key
 from workers.engine.partition import Plan, partition
 from workers.engine.parts import PartRecord
-from workers.engine.pick import GitMerger, MergeCache, PickTarget, merge_cache_key
+from workers.engine.pick import PickTarget
 from workers.engine.planning import TipTrial, as_change, names_in_tree
 from workers.engine.symbols import last_name, stoplist
 

@@ -53,10 +53,11 @@ from core.config import load_repo_config
 from workers.engine.changes import CHANGES_CACHE_FILE, CommitChanges, commit_changes_many
 from workers.engine.git import Repository, run_git
 from workers.engine.lines import line_dependencies
+from workers.engine.merges import MERGE_CACHE_FILE, GitMerger
 from workers.engine.pair import open_configured
 from workers.engine.partition import partition
 from workers.engine.paths import first_match
-from workers.engine.pick import MERGE_CACHE_FILE, GitMerger, PickTarget
+from workers.engine.pick import PickTarget
 from workers.engine.planning import TipTrial, as_change, make_plan, names_in_tree
 from workers.engine.symbols import last_name, stoplist
 

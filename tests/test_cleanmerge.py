@@ -19,7 +19,8 @@ from tests.gitrepo import GitRepo
 from tests.test_pick_git import fork_and_upstream, git_pick
 from workers.engine.changes import commit_changes
 from workers.engine.cleanmerge import HISTOGRAM_MAX_LINES, _Ancestor, _find_lcs, merge_clean, proof_holds_for
-from workers.engine.pick import GitMerger, MergeCache, PickTarget
+from workers.engine.merges import GitMerger, MergeCache
+from workers.engine.pick import PickTarget
 
 NUMBERED = "".join(f"line {i}\n" for i in range(30))
 

@@ -11,7 +11,8 @@ import pygit2
 from tests.gitrepo import GitRepo
 from tests.test_pick_git import HIST_BASE, HIST_OURS, HIST_THEIRS, fork_and_upstream
 from workers.engine.changes import commit_changes
-from workers.engine.pick import MERGE_CACHE_FILE, GitMerger, MergeCache, PickTarget
+from workers.engine.merges import MERGE_CACHE_FILE, GitMerger, MergeCache
+from workers.engine.pick import PickTarget
 
 
 def _pick(

@@ -10,12 +10,13 @@ import pygit2
 import pytest
 
 import workers.engine.git as git_funnel
-import workers.engine.pick as pick
+import workers.engine.merges as merges
 from tests.gitrepo import GitRepo
 from tests.test_pick_git import HIST_BASE, HIST_OURS, HIST_THEIRS, fork_and_upstream
 from workers.engine.changes import commit_changes
 from workers.engine.git import AskedGit, ask_git
-from workers.engine.pick import GitMerger, PickTarget
+from workers.engine.merges import GitMerger
+from workers.engine.pick import PickTarget
 
 
 def _pairs(make_repo: Callable[[str], GitRepo], tag: str = "") -> list[tuple[GitRepo, str, str]]:
@@ -65,7 +66,7 @@ def _alone(
 ) -> list[tuple[str | None, tuple[str, ...]]]:
     """The same picks with every merge a git process of its own (no server)."""
     with monkeypatch.context() as patched:
-        patched.setattr(pick, "_servers_answer", False)
+        patched.setattr(merges, "_servers_answer", False)
         outcomes = _picks(make_repo, "-alone")
     assert all(m.asked == 0 and m.calls == 1 for _, m in outcomes)
     return [o for o, _ in outcomes]
@@ -137,15 +138,15 @@ def test_where_answers_do_not_come_back_merges_run_alone(
         return AskedGit(git_funnel._popen(args, cwd, stdin=True, stderr=False), args)
 
     with monkeypatch.context() as patched:
-        patched.setattr(pick, "_servers_answer", None)
-        patched.setattr(pick, "SERVER_CHECK_S", 0.5)
-        patched.setattr(pick, "ask_git", buffered)
+        patched.setattr(merges, "_servers_answer", None)
+        patched.setattr(merges, "SERVER_CHECK_S", 0.5)
+        patched.setattr(merges, "ask_git", buffered)
         outcomes = _picks(make_repo, "-buffered")
-        assert pick._servers_answer is False
+        assert merges._servers_answer is False
     assert [o for o, _ in outcomes] == alone and all(m.asked == 0 for _, m in outcomes)
     with monkeypatch.context() as patched:
-        patched.setattr(pick, "_servers_answer", None)
+        patched.setattr(merges, "_servers_answer", None)
         patched.setattr(git_funnel.shutil, "which", lambda name: None)
         outcomes = _picks(make_repo, "-no-stdbuf")
-        assert pick._servers_answer is False
+        assert merges._servers_answer is False
     assert [o for o, _ in outcomes] == alone and all(m.asked == 0 for _, m in outcomes)

@@ -13,7 +13,8 @@ import pygit2
 
 from tests.gitrepo import GitRepo
 from workers.engine.changes import commit_changes
-from workers.engine.pick import GitMerger, PickTarget
+from workers.engine.merges import GitMerger
+from workers.engine.pick import PickTarget
 
 # Found by search: myers (libgit2's merge) and histogram (git's merge-ort) read these edits
 # differently; git reports a conflict where libgit2 merges cleanly.

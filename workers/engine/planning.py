@@ -34,10 +34,11 @@ from workers.engine.healing import HealNote, heal
 from workers.engine.ids import fresh_ids
 from workers.engine.ledger import Ledger, load_ledger
 from workers.engine.lines import LineDep, line_dependencies
+from workers.engine.merges import GitMerger, MergeCache
 from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition
 from workers.engine.parts import PartRecord
-from workers.engine.pick import GitMerger, MergeCache, PickTarget
+from workers.engine.pick import PickTarget
 from workers.engine.symbols import language, last_name, stoplist
 
 if TYPE_CHECKING:
