@@ -400,14 +400,6 @@ def _decode(body: bytes, content_type: str) -> Mapping[str, Any]:
     return data
 
 
-def _app_id(settings: Settings) -> int | None:
-    """GITHUB_APP_ID as an integer (to tell our check runs from other Apps'), None when unset or odd."""
-    try:
-        return int(settings.app_id) if settings.app_id else None
-    except ValueError:
-        return None
-
-
 @blueprint.post("/webhook")
 def webhook() -> Response:
     """The same intake as :class:`WebhookIntake` (which answers POST /webhook before Flask does
@@ -539,7 +531,7 @@ def _webhook(bot: BotState, environ: Environ, delivery: str, event_name: str) ->
     if isinstance(event, PingEvent):
         log.info("ping %s: %s", delivery, event.zen)
         return 200, f"pong: {event.zen}" if event.zen else "pong"
-    call = task_for(event, delivery, _app_id(settings))
+    call = task_for(event, delivery, settings.numeric_app_id)
     if isinstance(call, str):
         log.info("delivery %s (%s) ignored: %s", delivery, event_name, call)
         return 202, f"ignored: {call}"

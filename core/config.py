@@ -912,6 +912,15 @@ class Settings:
     dashboard_public: bool = True
     metrics_token: str | None = field(default=None, repr=False)
 
+    @property
+    def numeric_app_id(self) -> int | None:
+        """GITHUB_APP_ID as an integer (to tell forksync's check runs and suites from other Apps'),
+        None when unset or not a number."""
+        try:
+            return int(self.app_id) if self.app_id else None
+        except ValueError:
+            return None
+
     @classmethod
     def from_mapping(cls, env: Mapping[str, Any] | None = None) -> Settings:
         env = os.environ if env is None else env

@@ -303,17 +303,15 @@ def explain_no_rerun(
 def rerun_suite(
     self: Any, installation_id: int, repo: str, head_sha: str, delivery: str | None = None, **_: Any
 ) -> list[str]:
-    """ "Re-run all checks" on forksync's suite: the jobs of forksync's check runs on the head, each
+    """Re-run all checks on forksync's suite: the jobs of forksync's check runs on the head, each
     started as its own Re-run starts it (``workers/jobs/rerun.py``); returns their kinds."""
     app, settings = _adapter(self, installation_id)
-    app_id = str(settings.bot.app_id or "").strip()
-    planned = suite_rerun(
-        app.adapter(installation_id), repo, head_sha, int(app_id) if app_id.isdigit() else None
-    )
+    planned = suite_rerun(app.adapter(installation_id), repo, head_sha, settings.bot.numeric_app_id)
     for action in planned:
         _start_rerun(installation_id, repo, action, delivery)
-    log.info("Re-run all checks on %s@%s: %s", repo, head_sha[:12], [type(a).__name__ for a in planned])
-    return [type(a).__name__ for a in planned]
+    kinds = [type(a).__name__ for a in planned]
+    log.info("Re-run all checks on %s@%s: %s", repo, head_sha[:12], kinds)
+    return kinds
 
 
 def _start_rerun(installation_id: int, repo: str, action: RerunAction, delivery: str | None) -> None:
