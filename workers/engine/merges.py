@@ -607,7 +607,10 @@ class ProvedMerges:
                 if old is None or one is None or two is None
                 else merge_clean(old, one, two, self._memo, key)
             )
-            merged = None if text is None else self.repo.create_blob(text)
+            merged = None
+            if text is not None:
+                merged = self.repo.create_blob(text)
+                self._keep(merged, text)  # the target holds it now: the next merges of this path read it
             self._known[key] = merged
             if self.cache is not None:
                 self.cache.put_file_merge(base, ours, theirs, merged)
@@ -626,10 +629,14 @@ class ProvedMerges:
             if not isinstance(blob, pygit2.Blob):
                 return None
             data = blob.data
-            while len(self._blobs) >= BLOBS_KEPT:
-                del self._blobs[next(iter(self._blobs))]
-        self._blobs[oid] = data  # most recent last
+        self._keep(oid, data)
         return data
+
+    def _keep(self, oid: pygit2.Oid, data: bytes) -> None:
+        self._blobs.pop(oid, None)
+        while len(self._blobs) >= BLOBS_KEPT:
+            del self._blobs[next(iter(self._blobs))]
+        self._blobs[oid] = data  # most recent last
 
 
 # Blob contents a ProvedMerges keeps at once (the last used; tens of MB at most for busy files).
