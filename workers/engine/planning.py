@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,7 +39,8 @@ from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition
 from workers.engine.parts import PartRecord
 from workers.engine.pick import PickTarget
-from workers.engine.symbols import language, last_name, stoplist
+from workers.engine.symbols import last_name, stoplist
+from workers.engine.treenames import TreeNames
 
 if TYPE_CHECKING:
     from workers.engine.resolve.history import FileHistory
@@ -175,53 +176,6 @@ def as_change(
     )
 
 
-def names_in_tree(repo: Repository, tree: str, names: Iterable[str]) -> frozenset[str]:
-    """Which of ``names`` already occur, as whole words, in the source files of ``tree``.
-
-    A name a chain member "introduces" that the fork already has (another ``builder``, ``target``,
-    ``add``) is no new dependency for whoever uses it: only uses of names the fork lacks link.
-    Reads the C/C++, Python and TableGen blobs once and collects their identifiers (``git grep
-    -w -F`` with many patterns was pathologically slow on a real tree).
-    """
-    wanted = {n for n in names if n.isidentifier()}
-    if not wanted:
-        return frozenset()
-    pg = pygit2.Repository(str(repo.path))
-    root = pg.revparse_single(tree).peel(pygit2.Tree)
-    found: set[str] = set()
-    encoded = {n.encode() for n in wanted}
-    stack: list[pygit2.Tree] = [root]
-    while stack and len(found) < len(wanted):
-        for item in stack.pop():
-            if item.type == pygit2.enums.ObjectType.TREE:
-                sub = pg.get(item.id)
-                assert isinstance(sub, pygit2.Tree)
-                stack.append(sub)
-            elif item.name is not None and language(item.name) is not None:
-                blob = pg.get(item.id)
-                if isinstance(blob, pygit2.Blob) and not blob.is_binary:
-                    found.update(w.decode() for w in encoded.intersection(identifiers(blob.data)))
-    return frozenset(found)
-
-
-# Every byte that cannot be part of an ASCII identifier, as a space: what ``identifiers`` splits on.
-_NOT_IDENTIFIER = bytes(
-    c if chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) else ord(" ") for c in range(256)
-)
-
-
-def identifiers(data: bytes) -> set[bytes]:
-    """The distinct identifiers ``[A-Za-z_][A-Za-z0-9_]*`` in ``data``, as ``re.findall`` would find them
-    (a run such as ``123abc`` holds ``abc``), found by one ``translate`` and ``split`` instead of a
-    regex match per word (half the time on a fork's source files)."""
-    words = set(data.translate(_NOT_IDENTIFIER).split())
-    numbered = [w for w in words if w[0] < 0x3A]  # starts with a digit: any identifier follows the digits
-    words.difference_update(numbered)
-    words.update(w.lstrip(b"0123456789") for w in numbered)
-    words.discard(b"")
-    return words
-
-
 def history_dependencies(
     ledger: Ledger, changes: Mapping[str, CommitChanges], context: int
 ) -> dict[str, tuple[LineDep, ...]]:
@@ -261,6 +215,23 @@ def make_plan(
     """Partition the pair's pending and backlog commits (reads only; writes nothing to the fork).
 
     ``declined``: ids of bundles whose PR a maintainer closed unmerged (nothing is stacked on them)."""
+    # The fork's names come from one git grep over its tip, which runs while the ledger is read
+    # and the commits are analysed (it needs neither).
+    fork_names = TreeNames(pair.repo, pair.fork_tip)
+    try:
+        return _plan(pair, config, fork_names, ledger, store, declined)
+    finally:
+        fork_names.close()
+
+
+def _plan(
+    pair: Pair,
+    config: RepoConfig,
+    fork_names: TreeNames,
+    ledger: Ledger | None,
+    store: ChainStore | None,
+    declined: Collection[str],
+) -> Planned:
     ledger = ledger or load_ledger(pair, config.ledger, upstream_url=config.upstream.url)
     store = store if store is not None else read_chains(pair)
     repo = pygit2.Repository(str(pair.repo.path))
@@ -289,9 +260,7 @@ def make_plan(
     assert isinstance(fork_tip, pygit2.Commit)
     merger = GitMerger(repo, MergeCache.open(pair.cache_dir, repo))
     trial = TipTrial(PickTarget(repo, fork_tip.tree.id, merger), changes)
-    known = names_in_tree(
-        pair.repo, pair.fork_tip, (last_name(n) for s in walk for n in changes[s].introduced)
-    )
+    known = fork_names.having(last_name(n) for s in walk for n in changes[s].introduced)
     walk_changes = [as_change(changes[s], depends, known) for s in walk]
     carried = frozenset(
         sha for r in store.records for sha in r.commits if (e := ledger.entry(sha)) is not None and e.carriers
