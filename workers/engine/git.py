@@ -204,6 +204,10 @@ class RunningGit:
             raise GitError(self._shown, self._proc.returncode, err.decode("utf-8", "replace"))
         return out
 
+    def done(self) -> bool:
+        """Whether git has exited (so :meth:`wait` does not wait long)."""
+        return self._proc.poll() is not None
+
     def abandon(self) -> None:
         """Stop git (its answer is not wanted) and reap it."""
         with contextlib.suppress(ProcessLookupError):
@@ -311,6 +315,13 @@ class AskedGit:
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError):
             self.alive = False
+
+    def ready(self) -> bool:
+        """Whether reading the next answer would not wait long: some of it has come (or git ended)."""
+        if not self.alive or self._buffer:
+            return True
+        assert self._proc.stdout is not None
+        return bool(select.select([self._proc.stdout.fileno()], [], [], 0)[0])
 
     def answer(self, timeout: float | None = None) -> list[bytes] | None:
         """The fields of the next answer (without the empty field that ends it); None when git

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -114,6 +115,9 @@ class GitMerger:
         self._roots: dict[pygit2.Oid, pygit2.Oid] = {}  # ancestor tree → its throwaway root commit
         self._attributes: TreeAttributes | None = None
         self._servers: list[_MergeServer] = []
+        # Work the caller gives the merger to do while git merges (one small step a call, False
+        # when there is none left): the plan reads ahead its analyses (workers.engine.analyses).
+        self.idle: Callable[[], bool] | None = None
         # A merger dropped without close() still ends its servers' git processes.
         self._finalizer = weakref.finalize(self, _close_servers, self._servers)
 
@@ -199,6 +203,10 @@ class GitMerger:
     def _collect(
         self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid, running: _Started
     ) -> MergeOutcome:
+        idle = self.idle
+        while idle is not None and not running.ready():
+            if not idle():
+                self.idle = idle = None  # nothing left to do meanwhile
         fields = running.wait()
         if running.answered:
             self.asked += 1
@@ -312,6 +320,12 @@ class _Started:
 
     def _own(self) -> RunningGit:
         return start_git(self.where, [*self.options, *_MERGE_TREE, str(self.one), str(self.two)], check=False)
+
+    def ready(self) -> bool:
+        """Whether git's answer is (about to be) there: collecting it would not wait long."""
+        if self.server is not None:
+            return self.server.git.ready()
+        return self._alone is None or self._alone.done()
 
     def wait(self) -> list[str]:
         """git's answer: the merged tree's id, then the conflicting paths (empty when git gave none)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,9 +25,10 @@ import pygit2
 
 from core.config import RepoConfig
 from core.errors import ForksyncError
+from workers.engine.analyses import Dependencies, PlanAnalyses
 from workers.engine.bundle import BuildResult, PickStyle, Resolver, build, bundle_branch
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
-from workers.engine.changes import CommitChanges, cached_commit_changes, commit_changes
+from workers.engine.changes import AnalysisCache, CommitChanges, commit_changes
 from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.healing import HealNote, heal
@@ -65,7 +66,7 @@ class TipTrial:
     target per open chain for the partition's ``pick`` rule (``partition.ChainTrial``), and the
     fork tip plus the current bundle alone (``partition.BundleTrial``: bundles land independently)."""
 
-    def __init__(self, target: PickTarget, changes: dict[str, CommitChanges]) -> None:
+    def __init__(self, target: PickTarget, changes: Mapping[str, CommitChanges]) -> None:
         self.target = target
         self.changes = changes
         self.trunk = target.tree()
@@ -214,9 +215,12 @@ def make_plan(
 ) -> Planned:
     """Partition the pair's pending and backlog commits (reads only; writes nothing to the fork).
 
-    ``declined``: ids of bundles whose PR a maintainer closed unmerged (nothing is stacked on them)."""
-    # The fork's names come from one git grep over its tip, which runs while the ledger is read
-    # and the commits are analysed (it needs neither).
+    ``declined``: ids of bundles whose PR a maintainer closed unmerged (nothing is stacked on them).
+
+    While git merges a trial pick, the plan reads ahead: the analyses of the commits it will
+    place next and their line dependencies are made as they are first needed, or while the plan
+    would otherwise wait for git (:mod:`workers.engine.analyses`). The fork's names come from one
+    ``git grep`` that runs meanwhile (:mod:`workers.engine.treenames`)."""
     fork_names = TreeNames(pair.repo, pair.fork_tip)
     try:
         return _plan(pair, config, fork_names, ledger, store, declined)
@@ -241,12 +245,34 @@ def _plan(
     walk = tuple(s for s in walk if s not in hurried_set)
     stop = stoplist(config.risk.symbol_stoplist)
     line_mode = config.risk.link == "line"
-    everything = (*urgent, *walk, *(e.sha for e in ledger.entries)) if line_mode else (*urgent, *walk)
-    # Already picked history is read for its hunk ranges only (line dependencies), not its symbols.
-    changes = cached_commit_changes(
-        repo, pair.repo, everything, stop, analyse={*urgent, *walk}, folder=pair.cache_dir
-    )
-    depends = history_dependencies(ledger, changes, config.risk.context_lines) if line_mode else {}
+    # In upstream order, the order the walk reads them. Already picked history is read for its
+    # hunk ranges only (line dependencies), not its symbols.
+    order = (*(e.sha for e in ledger.entries), *urgent, *walk) if line_mode else (*urgent, *walk)
+    cache = AnalysisCache(pair.cache_dir, stop)
+    changes = PlanAnalyses(repo, pair.repo, cache, order, stop, {*urgent, *walk})
+    try:
+        return _placed(pair, config, fork_names, changes, ledger, store, declined, walk, deferred, urgent)
+    finally:
+        changes.close()
+
+
+def _placed(
+    pair: Pair,
+    config: RepoConfig,
+    fork_names: TreeNames,
+    changes: PlanAnalyses,
+    ledger: Ledger,
+    store: ChainStore,
+    declined: Collection[str],
+    walk: tuple[str, ...],
+    deferred: tuple[str, ...],
+    urgent: tuple[str, ...],
+) -> Planned:
+    repo = pygit2.Repository(str(pair.repo.path))
+    stop = stoplist(config.risk.symbol_stoplist)
+    line_mode = config.risk.link == "line"
+    history_order = [e.sha for e in ledger.entries]
+    depends = Dependencies(history_order, changes, config.risk.context_lines) if line_mode else None
     in_walk = set(walk)
     history: dict[str, Change] = {}
     for record in store.records:
@@ -259,25 +285,66 @@ def _plan(
     fork_tip = repo.get(pair.fork_tip)
     assert isinstance(fork_tip, pygit2.Commit)
     merger = GitMerger(repo, MergeCache.open(pair.cache_dir, repo))
+    merger.idle = depends.read_ahead if depends is not None else changes.read_ahead
     trial = TipTrial(PickTarget(repo, fork_tip.tree.id, merger), changes)
-    known = fork_names.having(last_name(n) for s in walk for n in changes[s].introduced)
-    walk_changes = [as_change(changes[s], depends, known) for s in walk]
+
+    def change_of(sha: str) -> Change:
+        c = changes[sha]
+        return as_change(c, depends, fork_names.having(last_name(n) for n in c.introduced))
+
+    walk_changes = OnDemand(walk, change_of)
     carried = frozenset(
         sha for r in store.records for sha in r.commits if (e := ledger.entry(sha)) is not None and e.carriers
     )
-    records, notes = heal(store.records, {c.sha: c for c in walk_changes}, walk, config.risk.link, carried)
+    records, notes = heal(store.records, walk_changes, walk, config.risk.link, carried)
     try:
-        plan = partition(walk_changes, config, trial, records, history, deferred, declined, store.parts)
+        plan = partition(
+            (walk_changes[s] for s in walk),
+            config,
+            trial,
+            records,
+            history,
+            deferred,
+            declined,
+            store.parts,
+            order=walk,
+        )
     finally:
         merger.close()
     assert merger.cache is not None
     merger.cache.save()
+    changes.save()
+    everything = changes.complete()
     hurried = tuple(
-        Urgent(name, s, urgent_trial(repo, pair.fork_tip, changes[s]))
+        Urgent(name, s, urgent_trial(repo, pair.fork_tip, everything[s]))
         for s, name in zip(urgent, fresh_ids("urgent", urgent), strict=True)
     )
     plan = dataclasses.replace(plan, urgent=hurried)
-    return Planned(plan, walk, changes, store, ledger, notes, merger.cache)
+    return Planned(plan, walk, dict(everything), store, ledger, notes, merger.cache)
+
+
+class OnDemand(Mapping[str, Change]):
+    """The partition's view of each commit of ``order``, made by ``make`` when first asked."""
+
+    def __init__(self, order: Sequence[str], make: Callable[[str], Change]) -> None:
+        self._order = order
+        self._known = set(order)
+        self._make = make
+        self._made: dict[str, Change] = {}
+
+    def __getitem__(self, sha: str) -> Change:
+        if sha not in self._known:
+            raise KeyError(sha)
+        made = self._made.get(sha)
+        if made is None:
+            made = self._made[sha] = self._make(sha)
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
 
 
 def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:

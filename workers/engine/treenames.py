@@ -65,7 +65,6 @@ class TreeNames:
         """Which of ``names`` occur in the tree as whole identifiers."""
         wanted = {n for n in names if n.isidentifier() and n.isascii()}
         if not wanted:
-            self.close()
             return frozenset()
         found = self.names()
         return frozenset(n for n in wanted if n.encode() in found)
