@@ -5,7 +5,9 @@ title, its list items and its trailers name, not what the first of them names):
 
 1. ``trailer``    -- ``Reactor Cherry-pick|Backport Revision: <sha>``, ``(cherry picked from
    commit <sha>)``, ``Upstream-Commit: <sha>``, ``Original Commit: <sha>`` (configurable;
-   several per commit are fine);
+   several per commit are fine); ``change-id``: Gerrit's ``Change-Id: I<40 hex>``, which a
+   cherry-pick keeps, names the upstream commit with the same id (``build_ledger`` reads
+   upstream's ids only when a fork message has one);
 2. ``bundle``     -- a bundle title's list (``Cherry-pick K upstream(#a #b ...)``, ``#a #b (#M)``,
    ``... dependents (#a #b ...)``, lists GitHub cut with ``…`` and continued in the body) plus
    the PRs and shas of the body's Picked lists (not its Deferred / Won't-port sections, whose
@@ -16,13 +18,17 @@ title, its list items and its trailers name, not what the first of them names):
    release tooling writes it: MeeseeksDev's ``Backport PR #N on branch B (<subject>) (#M)`` and
    ``Backport PR #N: <subject>``, NumPy's and Electron's ``Backport of #N.`` (``#a, #b, and
    #c``), Kubernetes' ``Automated cherry pick of #N: <subject> #K: <subject>`` and ``Cherry pick
-   of #N on release-1.28.`` (read in the fork's merge commits too, where that tooling puts it).
+   of #N on release-1.28.``, patchback's ``[PR #N/<short sha> backport][B] <subject> (#M)`` (the
+   sha read) and ``This is a backport of PR #N`` (read in the fork's merge commits too, where
+   that tooling puts it, with the branch names it gives: ``patchback/backports/B/<sha>/pr-N``).
    N is upstream's when both sides are one GitHub repository (a release branch: one number
    space), else only when the subject beside it reads as upstream's subject of N.
 
 Only when those name nothing: 5. ``subject`` -- the fork subject is an upstream subject
 verbatim (optionally + the fork's ``(#M)``, after the fork's own leading tags, or without
-upstream's tags with upstream's number kept; CPython's ``(GH-N)`` reads as ``(#N)``); 6.
+upstream's tags with upstream's number kept; CPython's ``(GH-N)`` reads as ``(#N)``), or after
+a tag naming the branch or saying backport (``[stable-2.16]``, ``[2.19]``, ``[Backport 2.x]``)
+upstream's words with only the fork's ``(#M)`` (no number read); 6.
 ``pr-pattern`` -- configured regexes with a group ``pr``; 7. ``body-link`` -- ``<upstream
 url>/pull/N`` in the body, outside excluded
 sections, when the title is a pick, the link is under a pick label (``Upstream:``) or its
@@ -38,6 +44,7 @@ come back in :attr:`Recognition.decided`. Reverts are read in ``reverts.py``; pa
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -432,7 +439,8 @@ def _form_line_in(body: str) -> bool:
     for m in words:  # offsets into body (lower() kept its length, or body was scanned itself)
         start = body.rfind("\n", 0, m.start()) + 1
         end = body.find("\n", m.end())
-        if _PR_FORM_LINE.match(body[start : len(body) if end < 0 else end]):  # "^" holds at a slice's start
+        line = body[start : len(body) if end < 0 else end]
+        if _PR_FORM_LINE.match(line) or _PATCHBACK_TAG.match(line):  # "^" holds at a slice's start
             return True
     return False
 
@@ -468,20 +476,15 @@ def _pr_forms(subject: str, body: str, index: UpstreamIndex, rules: Rules) -> li
     nothing. Where the two sides are different repositories a fork's ``#N`` may be its own PR:
     N is read only when the subject the form gives (or the commit's own) reads as upstream's."""
     suffix = _PR_FORM_SUFFIX.search(subject) if _FORM_HINT.search(subject) else None
-    tag = _PATCHBACK_TAG.match(subject)
-    if suffix is None and tag is None and not _PR_FORM_LINE.match(subject) and not _form_line_in(body):
+    if (
+        suffix is None
+        and not _PR_FORM_LINE.match(subject)
+        and not _PATCHBACK_TAG.match(subject)
+        and not _form_line_in(body)
+    ):
         return []  # no line starts with a form (most messages): the sections need no reading
     one_space = rules.upstream_slug is not None and rules.upstream_slug == rules.fork_slug
     found: list[str] = []
-    if tag is not None:
-        # The tag names upstream's commit by its sha: read it (no number to mistake for the
-        # fork's); its number only where the sha is not upstream's (as another form's number).
-        sha = index.sha(tag.group("sha"))
-        if sha is None:
-            sha = index.pr(int(tag.group("number")))
-            sha = sha if sha and (one_space or _reads_as(index, sha, _bare_subject(subject))) else None
-        if sha:
-            found.append(sha)
     lines = [subject] + [text for text, _ in _included(body, pins=True)]
     if suffix is not None:
         beside = _bare_subject(subject[: suffix.start()])
@@ -490,6 +493,17 @@ def _pr_forms(subject: str, body: str, index: UpstreamIndex, rules: Rules) -> li
             if sha and (one_space or _reads_as(index, sha, beside)):
                 found.append(sha)
     for at, line in enumerate(lines):
+        tag = _PATCHBACK_TAG.match(line)
+        if tag is not None:
+            # The tag names upstream's commit by its sha: read it (no number to mistake for the
+            # fork's); its number only where the sha is not upstream's (as another form's number).
+            sha = index.sha(tag.group("sha"))
+            if sha is None:
+                sha = index.pr(int(tag.group("number")))
+                sha = sha if sha and (one_space or _reads_as(index, sha, _bare_subject(line))) else None
+            if sha:
+                found.append(sha)
+            continue
         m = _PR_FORM_LINE.match(line)
         if m is None:
             continue
@@ -871,6 +885,13 @@ _BRANCH_TAG = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=4096)
+def _is_branch_tag(text: str) -> bool:
+    """Whether a leading tag's text is a branch tag; a fork's few tags ("AMD", "TLX") recur in
+    thousands of titles, so each is matched once."""
+    return bool(_BRANCH_TAG.match(text))
+
+
 def _branch_tagged(subject: str, index: UpstreamIndex) -> list[str]:
     """A backport its branch tag says is one, titled with upstream's subject and only the
     fork's own number: "[stable-2.16] assemble: fixed missing parameter error (#83124)" carries
@@ -881,7 +902,7 @@ def _branch_tagged(subject: str, index: UpstreamIndex) -> list[str]:
     text = subject.strip()
     tagged = False
     while (m := _LEADING_TAG.match(text)) is not None and m.end() < len(text):
-        tagged = tagged or bool(_BRANCH_TAG.match(m.group(1).strip()))
+        tagged = tagged or _is_branch_tag(m.group(1).strip())
         text = text[m.end() :]
         if tagged:
             break

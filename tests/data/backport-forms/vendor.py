@@ -87,6 +87,7 @@ PROJECTS: dict[str, tuple[str, dict[str, str]]] = {
         "main",
         {
             "c2af01e560": "merge: from patchback/backports/9.0.x/<sha>/pr-N, body [PR #N/<short sha> backport][9.0.x] ...",
+            "2b35bfa112": "no merge (a merge's copy), its subject the merge's, body [PR #N/<short sha> backport][8.3.x] ...",
         },
     ),
     "opensearch-project/job-scheduler": (
