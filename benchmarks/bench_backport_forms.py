@@ -21,7 +21,12 @@ base..FORK_BRANCH. Three answers to "which upstream commits does the release bra
   ``automated-cherry-pick-of-#N-#K``, ``...-cherry-pick-N``),
   ``(cherry picked from commit X)``, ``commit X upstream``, ``[ Upstream commit X ]``, and a
   subject that is an upstream subject with its ``(#N)`` (either side's leading ``[tags]`` may be
-  missing; the fork's own ``(#M)`` may follow).
+  missing; the fork's own ``(#M)`` may follow); since the second study half also patchback's
+  ``[PR #N/<sha> backport]`` tag, ``This is a backport of PR #N`` and its
+  ``patchback/backports/B/<sha>/pr-N`` branch, ``manual backport of #N``, ``backported from
+  <sha>``, a branch-like tag (``[2.16]``, ``[Backport 2.x]``) before upstream's subject without
+  its ``(#N)``, and a Gerrit ``Change-Id`` equal to an upstream commit's (read by its own ``git
+  log`` of upstream's messages).
 
 It prints each count, the overlaps, and the upstream commits one answer has and the other not,
 with the fork commit that names them (``--misses N`` per list), to be read by hand.
