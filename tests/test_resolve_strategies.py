@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from workers.engine.resolve import model
 from workers.engine.resolve.merge3 import diff3, git_merge, merged_of, parse_conflicts, tokens
 from workers.engine.resolve.model import Hunk
@@ -172,10 +174,48 @@ _CASE_008_THEIRS = (
 
 
 def test_fork_unchanged_takes_upstream_where_the_fork_only_reformatted() -> None:
-    """case-008: the fork's side is its parent minus a blank line; the maintainer took upstream's side."""
-    res = fork_unchanged(_hunk("", "\n", _CASE_008_THEIRS), HunkContext("src/_pytest/config/__init__.py"))
-    assert res is not None and res.strategy == model.FORK_UNCHANGED
-    assert "".join(res.lines) == _CASE_008_THEIRS
+    """The fork's side is its parent with other spacing inside the lines: upstream's side is taken."""
+    res = fork_unchanged(_hunk("x  =  1\n", "x = 1\n", "x = 2\n"), HunkContext("a.c"))
+    assert res is not None and res.strategy == model.FORK_UNCHANGED and res.lines == ("x = 2\n",)
+
+
+# Real blocks: openstack/cinder (Apache-2.0), backport bd707cbdd6 of 67cb1bde74 (.zuul.yaml, pike) and
+# backport cfa3056020 of 0bd4a6c286 (cinder/tests/unit/api/contrib/test_quotas.py, mitaka): the branch
+# had dropped the blank line after the block upstream deletes; the maintainer left it out.
+_ZUUL = (
+    "    post:\n      jobs:\n        - publish-loci-cinder\n",
+    "    post:\n      jobs:\n        - publish-loci-cinder\n\n",
+    "\n",
+)
+_QUOTAS = (
+    "from keystonemiddleware import auth_token\n",
+    "\nfrom keystonemiddleware import auth_token\n",
+    "\n",
+)
+
+
+def test_fork_unchanged_declines_where_upstream_keeps_a_blank_line_the_fork_deleted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fork deleted a blank line upstream's side keeps: the fork did change the block, declined.
+
+    Maintainers go both ways here (cinder left the blank line out; pytest, conflict-bench case-008,
+    took upstream's side with it), so no side is safe. Without the guard the rule took upstream's.
+    """
+    from workers.engine.resolve import strategies
+
+    for (ours, base, theirs), path in ((_ZUUL, ".zuul.yaml"), (_QUOTAS, "test_quotas.py")):
+        assert fork_unchanged(_hunk(ours, base, theirs), HunkContext(path)) is None
+    assert (
+        fork_unchanged(_hunk("", "\n", _CASE_008_THEIRS), HunkContext("src/_pytest/config/__init__.py"))
+        is None
+    )
+    # A blank line the fork deleted that upstream deletes too: nothing of the fork's is undone.
+    res = fork_unchanged(_hunk("x = 1\n", "\nx = 1\n", "x = 2\n"), HunkContext("a.py"))
+    assert res is not None and res.lines == ("x = 2\n",)
+    monkeypatch.setattr(strategies, "_BLANK_LINE_GUARD", False)
+    res = fork_unchanged(_hunk(*_ZUUL), HunkContext(".zuul.yaml"))
+    assert res is not None and res.lines == ("\n",)
 
 
 def test_fork_unchanged_declines_a_real_fork_change_or_a_python_reindent() -> None:
@@ -400,6 +440,85 @@ def test_fork_lacks_region_declines_new_lines_small_regions_and_moved_code() -> 
     assert fork_lacks_region(_hunk("", _SESSION_GET_BASE, _SESSION_GET_THEIRS), moved) is None
     # The fork has a version of the region: not this rule's case.
     assert fork_lacks_region(_hunk("x = 1\n", _SESSION_GET_BASE, _SESSION_GET_THEIRS), ctx) is None
+
+
+# Real block, abridged: openstack/cinder (Apache-2.0), backport 4d795e5a32 of 8230238365 onto pike,
+# cinder/tests/unit/volume/drivers/test_remotefs.py. The branch lacks the test upstream rewrites for the
+# fix being picked ("Avoid using 'truncate' on Windows"); the maintainer brought the rewritten test along.
+_WRITE_INFO_BASE = (
+    "    @ddt.data(False, True)\n"
+    "    @mock.patch('json.dump')\n"
+    "    @mock.patch('cinder.volume.drivers.remotefs.open')\n"
+    "    @mock.patch('os.path.exists')\n"
+    "    def test_write_info_file(self,\n"
+    "                             info_file_exists,\n"
+    "                             mock_os_path_exists,\n"
+    "                             mock_open,\n"
+    "                             mock_json_dump):\n"
+    "\n"
+    "        mock_os_path_exists.return_value = info_file_exists\n"
+    "        fake_info_path = '/path/to/info'\n"
+)
+_WRITE_INFO_THEIRS = (
+    "    @ddt.data({},\n"
+    "              {'info_file_exists': True},\n"
+    "              {'os_name': 'nt'})\n"
+    "    @ddt.unpack\n"
+    "    @mock.patch('json.dump')\n"
+    "    @mock.patch('cinder.volume.drivers.remotefs.open')\n"
+    "    @mock.patch('os.path.exists')\n"
+    "    def test_write_info_file(self,\n"
+    "                             mock_os_path_exists,\n"
+    "                             mock_open,\n"
+    "                             mock_json_dump,\n"
+    "                             info_file_exists=False,\n"
+    "                             os_name='posix'):\n"
+    "\n"
+    "        mock_os_path_exists.return_value = info_file_exists\n"
+    "        fake_info_path = '/path/to/info'\n"
+)
+
+
+def test_fork_lacks_region_declines_a_region_upstream_grows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Upstream's replacements in the region the fork lacks bring more lines than they take: declined.
+
+    A grown region is new code (here the test of the fix being picked), which the backport may
+    need even though the fork lacks the old version; without the guard the rule dropped it.
+    """
+    from workers.engine.resolve import strategies
+    from workers.engine.resolve.strategies import fork_lacks_region
+
+    ctx = HunkContext("cinder/tests/unit/volume/drivers/test_remotefs.py", "class T:\n    pass\n")
+    h = _hunk("", _WRITE_INFO_BASE, _WRITE_INFO_THEIRS)
+    assert fork_lacks_region(h, ctx) is None
+    monkeypatch.setattr(strategies, "_GROWTH_GUARD", False)
+    res = fork_lacks_region(h, ctx)
+    assert res is not None and res.lines == ()
+
+
+def test_import_merge_declines_where_the_fork_imports_a_name_from_another_module(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The branch spells a module differently (``oslo.config`` for ``oslo_config``): upstream's new imports may too.
+
+    Real block, abridged: openstack/cinder (Apache-2.0), backport 8940579083 of d96c40c0ab onto juno,
+    cinder/tests/test_volume.py. Upstream adds ``from oslo_concurrency import processutils``; the
+    maintainer imported it from ``cinder.openstack.common`` as the branch does. A merge by name took
+    upstream's spelling.
+    """
+    from workers.engine.resolve import strategies
+    from workers.engine.resolve.strategies import import_merge
+
+    h = _hunk(
+        "from oslo.config import cfg\n",
+        "from oslo_config import cfg\nfrom oslo_utils import units\n",
+        "from oslo_concurrency import processutils\nfrom oslo_config import cfg\nfrom oslo_utils import units\n",
+    )
+    ctx = _import_ctx("cinder/tests/test_volume.py", "from oslo.config import cfg\n\ncfg.CONF\n", "", "")
+    assert import_merge(h, ctx) is None
+    monkeypatch.setattr(strategies, "_IMPORT_MODULE_GUARD", False)
+    res = import_merge(h, ctx)
+    assert res is not None and "from oslo_concurrency import processutils\n" in res.lines
 
 
 def _import_ctx(path: str, fork: str, upstream: str, base: str) -> HunkContext:

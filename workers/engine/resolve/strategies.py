@@ -129,12 +129,15 @@ def fork_unchanged(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     spaces, re-wrapped spacing) and upstream changed it. The fork made no change of substance
     there, so upstream's side is the three-way answer. Guards: upstream's parent has lines
     there; in indentation-sensitive files (Python, YAML, reST, Markdown, Makefiles) the fork's
-    indentation must equal the parent's, since a re-indent there can be a change of meaning.
+    indentation must equal the parent's, since a re-indent there can be a change of meaning;
+    the fork has not deleted blank lines that upstream's side keeps (then it did make a change).
     """
     if not hunk.base:
         return None
     keep = ctx.path.endswith(_INDENT_SENSITIVE)
     if _content(hunk.ours, keep_indent=keep) != _content(hunk.base, keep_indent=keep):
+        return None
+    if _BLANK_LINE_GUARD and _reverts_fork_blank_lines(hunk, keep):
         return None
     return _resolution(
         hunk,
@@ -142,6 +145,40 @@ def fork_unchanged(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
         hunk.theirs,
         "the fork's side equals upstream's parent up to whitespace, so upstream's change is taken",
     )
+
+
+# Guards added on held-out projects' backports (docs/conflicts.md, "Guards from other projects"); a flag
+# each so that a test can show the guard is what declines.
+_BLANK_LINE_GUARD = True
+
+
+def _reverts_fork_blank_lines(hunk: Hunk, keep: bool) -> bool:
+    """The fork deleted blank lines of upstream's parent that upstream's side still has.
+
+    Then the fork's side is not "unchanged": taking upstream's side puts back the blank lines the
+    fork removed, and keeping them out applies a layout edit to text upstream wrote; maintainers
+    do either (pytest kept upstream's, cinder kept the fork's), so the rule declines.
+    """
+
+    def norm(line: str) -> str:
+        return line.rstrip() if keep else " ".join(line.split())
+
+    base, ours, theirs = ([norm(x) for x in side] for side in (hunk.base, hunk.ours, hunk.theirs))
+    dropped = {
+        i
+        for op, i1, i2, _, _ in SequenceMatcher(None, base, ours, autojunk=False).get_opcodes()
+        if op == "delete" and not any(base[i1:i2])
+        for i in range(i1, i2)
+    }
+    if not dropped:
+        return False
+    kept = {
+        i
+        for op, i1, i2, _, _ in SequenceMatcher(None, base, theirs, autojunk=False).get_opcodes()
+        if op == "equal"
+        for i in range(i1, i2)
+    }
+    return bool(dropped & kept)
 
 
 def _find_block(side: Sequence[str], block: Sequence[str]) -> int:
@@ -211,14 +248,18 @@ def _significant(lines: Sequence[str]) -> list[str]:
     return [line.strip() for line in lines if len(line.strip()) > 8]
 
 
+_GROWTH_GUARD = True
+
+
 def fork_lacks_region(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     """The fork does not have the region upstream edits: upstream's edit does not apply, the fork's side is kept.
 
     The fork's side of the block is empty: a test, a function, a config section that came to
     upstream after the fork branched (or that the fork removed), which upstream now edits.
     Guards, from the cases where the maintainer did otherwise: the region is at least 10
-    non-blank lines of upstream's parent; upstream only replaces or removes lines in it, and
-    adds no import (a new line, or a new import, may be needed by the rest of the pick); and
+    non-blank lines of upstream's parent; upstream only replaces or removes lines in it, its
+    replacements are no longer than what they replace (a region upstream grows is new code, such as
+    the test of the fix being picked), and it adds no import (a new line, or a new import, may be needed by the rest of the pick); and
     the region has not moved in the fork: fewer than half of its lines, and none of the lines
     upstream changes, are anywhere in the fork's file (else upstream's edit should follow it).
     """
@@ -231,6 +272,8 @@ def fork_lacks_region(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     ]
     if not ops or any(tag == "insert" for tag, *_ in ops):
         return None
+    if _GROWTH_GUARD and sum(j2 - j1 for *_, j1, j2 in ops) > sum(i2 - i1 for _, i1, i2, *_ in ops):
+        return None  # upstream's replacements bring more lines than they take: new code the pick may need
     new_lines = [line for _, _, _, j1, j2 in ops for line in hunk.theirs[j1:j2]]
     if any(_IMPORT_LINE.match(line) for line in new_lines):
         return None
@@ -250,6 +293,25 @@ def fork_lacks_region(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     )
 
 
+_IMPORT_MODULE_GUARD = True
+
+
+def _renames_a_module(ours: Sequence[str], base: Sequence[str]) -> bool:
+    """The fork imports a name of upstream's parent from another module (``oslo.config`` for ``oslo_config``).
+
+    The branch's modules are laid out differently there (a namespace package renamed, a module
+    vendored or moved), so the imports upstream adds may need the branch's spelling too
+    (cinder's ``processutils`` came from ``cinder.openstack.common`` on the branch, not
+    ``oslo_concurrency``): no merge by name can tell.
+    """
+    o, b = imports.parse_block(ours), imports.parse_block(base)
+    if o is None or b is None:
+        return False
+    where_o = {imports.bound_name(item): item[1] for line in o for item in line.items()}
+    where_b = {imports.bound_name(item): item[1] for line in b for item in line.items()}
+    return any(name in where_b and where_b[name] != module for name, module in where_o.items())
+
+
 def import_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     """Both sides only edit Python imports in the block: merge them by imported name.
 
@@ -259,9 +321,12 @@ def import_merge(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     drops stays dropped only if the other side's code does not use it (the fork's file, less
     the lines upstream removes; or the lines upstream's commit adds); the result is written in
     the order convention (isort's, or by module; ASCII or case-folded) all three sides follow,
-    and when they follow several that disagree here, it declines.
+    and when they follow several that disagree here, it declines. It declines too when the fork
+    imports one of the parent's names from another module (the branch's modules differ there).
     """
     if not ctx.path.endswith((".py", ".pyi")):
+        return None
+    if _IMPORT_MODULE_GUARD and _renames_a_module(hunk.ours, hunk.base):
         return None
     got = imports.merge(
         hunk.ours,
