@@ -80,7 +80,14 @@ class PlanAnalyses(Mapping[str, CommitChanges]):
         self._got[sha] = changes
         self._made.append(sha)
         self._waiting.discard(sha)
+        if self._cache is not None:
+            self._cache.add(sha in self._full, changes)
         return True
+
+    def encode_ahead(self) -> bool:
+        """Encode one made analysis's cache row now (:meth:`save` then only writes); False when
+        none is left to encode."""
+        return self._cache is not None and self._cache.encode_one()
 
     def complete(self) -> dict[str, CommitChanges]:
         """Every analysis, made now where it is not yet."""
@@ -92,8 +99,6 @@ class PlanAnalyses(Mapping[str, CommitChanges]):
         """Write what this plan analysed to the cache (the rest made first)."""
         self.complete()
         if self._cache is not None and self._made:
-            for sha in self._made:
-                self._cache.add(sha in self._full, self._got[sha])
             self._cache.save()
 
     def close(self) -> None:

@@ -454,14 +454,17 @@ class AnalysisCache:
     An upstream commit never changes, so neither does its analysis (for one stop-list and one
     version of the code: :func:`analysis_key`): the bot, planning again on every poll, diffs only
     the commits it has not seen. A commit analysed without symbols is analysed again when they
-    are asked for. The file is rewritten atomically with the newest :data:`ANALYSES_KEPT`; one
-    that cannot be read or written only costs speed.
+    are asked for. The file is rewritten atomically with the newest :data:`ANALYSES_KEPT`: the
+    lines read back as they were, the new ones encoded once (:meth:`encode_one` does it ahead,
+    one at a time, for a caller with time to spare); one that cannot be read or written only
+    costs speed.
     """
 
     def __init__(self, folder: Path, stop: frozenset[str]) -> None:
         self.path = folder / CHANGES_CACHE_FILE
         self.key = analysis_key(stop)
-        self._known = _read_analyses(self.path, self.key)
+        self._known, self._rows = _read_analyses(self.path, self.key)
+        self._unwritten: list[str] = []  # added since the file was read: rows still to encode
 
     @property
     def empty(self) -> bool:
@@ -480,10 +483,24 @@ class AnalysisCache:
     def add(self, read: bool, changes: CommitChanges) -> None:
         """A fresh analysis (``read``: its symbols were read), newest last."""
         self._known.pop(changes.sha, None)
+        self._rows.pop(changes.sha, None)
         self._known[changes.sha] = (read, changes)
+        self._unwritten.append(changes.sha)
+
+    def encode_one(self) -> bool:
+        """Encode the row of one analysis added since the file was read; False when none is left."""
+        while self._unwritten:
+            sha = self._unwritten.pop()
+            if sha not in self._rows and sha in self._known:
+                self._rows[sha] = analysis_row(*self._known[sha])
+                return True
+        return False
 
     def save(self) -> None:
-        _write_analyses(self.path, self.key, self._known)
+        rows = self._rows
+        kept = list(self._known.items())[-ANALYSES_KEPT:]
+        lines = [rows.get(sha) or analysis_row(read, c) for sha, (read, c) in kept]
+        _write_lines(self.path, self.key, lines)
 
 
 def _entry_json(entry: Entry | None) -> list[Any] | None:
@@ -494,14 +511,17 @@ def _entry_of(data: list[Any] | None) -> Entry | None:
     return None if data is None else (pygit2.Oid(hex=data[0]), int(data[1]))
 
 
-def _read_analyses(path: Path, key: str) -> dict[str, tuple[bool, CommitChanges]]:
+def _read_analyses(path: Path, key: str) -> tuple[dict[str, tuple[bool, CommitChanges]], dict[str, str]]:
+    """The analyses of a cache file written with ``key`` (sha → (symbols read, analysis)), and each
+    one's line as it was read."""
     try:
         lines = path.read_text("utf-8").split("\n")
     except (OSError, UnicodeDecodeError):
-        return {}
+        return {}, {}
     if not lines or lines[0] != key:
-        return {}
+        return {}, {}
     out: dict[str, tuple[bool, CommitChanges]] = {}
+    rows: dict[str, str] = {}
     for line in lines[1:]:
         if not line:
             continue
@@ -510,7 +530,8 @@ def _read_analyses(path: Path, key: str) -> dict[str, tuple[bool, CommitChanges]
         except (ValueError, TypeError):
             continue
         out[sha] = (read, changes)
-    return out
+        rows[sha] = line
+    return out, rows
 
 
 def analysis_row(read: bool, c: CommitChanges) -> str:
@@ -561,8 +582,7 @@ def analysis_of_row(line: str) -> tuple[str, bool, CommitChanges]:
     )
 
 
-def _write_analyses(path: Path, key: str, known: dict[str, tuple[bool, CommitChanges]]) -> None:
-    rows = [analysis_row(read, c) for read, c in list(known.values())[-ANALYSES_KEPT:]]
+def _write_lines(path: Path, key: str, rows: Sequence[str]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")

@@ -285,7 +285,9 @@ def _placed(
     fork_tip = repo.get(pair.fork_tip)
     assert isinstance(fork_tip, pygit2.Commit)
     merger = GitMerger(repo, MergeCache.open(pair.cache_dir, repo))
-    merger.idle = depends.read_ahead if depends is not None else changes.read_ahead
+    # While git merges: the analyses and dependencies still to make, then the cache's rows.
+    first = depends.read_ahead if depends is not None else changes.read_ahead
+    merger.idle = lambda: first() or changes.encode_ahead()
     trial = TipTrial(PickTarget(repo, fork_tip.tree.id, merger), changes)
 
     def change_of(sha: str) -> Change:
