@@ -179,3 +179,32 @@ def test_a_plan_that_reads_ahead_while_git_merges_is_the_same_plan(
     first = plan()
     assert read_ahead == first
     assert json.loads(first)["chains"] and made.conflicts_planted > 0  # conflicts: git merged
+
+
+def test_a_plan_pauses_cycle_collection_and_resumes_it_even_when_it_fails(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The collector is off while the plan is made (its passes over the analyses free nothing)
+    and on again after, whether the plan returns or raises; a caller that had it off keeps it off."""
+    import gc
+
+    seen: list[bool] = []
+
+    def failing(*args: object) -> None:
+        seen.append(gc.isenabled())
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(planning, "_plan", failing)
+    made = make_bundling_pair(tmp_path / "pair", pending=5, files=120)
+    pair, config = open_configured(str(made.upstream), str(made.fork))
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        planning.make_plan(pair, config)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(RuntimeError):
+            planning.make_plan(pair, config)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

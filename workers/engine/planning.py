@@ -28,7 +28,7 @@ from core.errors import ForksyncError
 from workers.engine.analyses import Dependencies, PlanAnalyses
 from workers.engine.bundle import BuildResult, PickStyle, Resolver, build, bundle_branch
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
-from workers.engine.changes import AnalysisCache, CommitChanges, commit_changes
+from workers.engine.changes import AnalysisCache, CommitChanges, commit_changes, no_cycle_collection
 from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.healing import HealNote, heal
@@ -223,7 +223,8 @@ def make_plan(
     ``git grep`` that runs meanwhile (:mod:`workers.engine.treenames`)."""
     fork_names = TreeNames(pair.repo, pair.fork_tip)
     try:
-        return _plan(pair, config, fork_names, ledger, store, declined)
+        with no_cycle_collection():
+            return _plan(pair, config, fork_names, ledger, store, declined)
     finally:
         fork_names.close()
 
