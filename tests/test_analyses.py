@@ -103,21 +103,23 @@ class _Running:
         return ["4b825dc642cb6eb9a060e54bf8d69288fbee4904"]
 
 
-def test_the_merger_works_while_git_merges_until_there_is_no_work(
-    make_repo: Callable[[str], GitRepo],
-) -> None:
+def test_the_merger_works_while_git_merges_until_there_is_no_work(make_repo: Callable[[str], GitRepo]) -> None:
+    """While a merge's answer has not come, the merger does one step of the caller's work per
+    check; a step that says "none now" ends that wait's work, not the next wait's."""
     repo = make_repo("r")
     repo.commit("base", {"a.txt": "a\n"})
     merger = GitMerger(pygit2.Repository(str(repo.path)))
     steps: list[int] = []
-    merger.idle = lambda: steps.append(1) or len(steps) < 2  # two steps of work, then none
+    merger.idle = lambda: steps.append(1) is None and len(steps) < 2  # two steps of work, then none
     oid = pygit2.Oid(hex="4b825dc642cb6eb9a060e54bf8d69288fbee4904")
     outcome = merger._collect(oid, oid, oid, _Running(late=5))  # type: ignore[arg-type]
     assert outcome == MergeOutcome(oid)
-    assert len(steps) == 2 and merger.idle is None  # told "no more" once: never asked again
-    merger.idle = lambda: steps.append(1) or True
+    assert len(steps) == 2  # the second said "none now": the merger waited for git
+    merger._collect(oid, oid, oid, _Running(late=5))  # type: ignore[arg-type]
+    assert len(steps) == 3  # asked again at the next wait (and told "none now" again)
+    merger.idle = lambda: steps.append(1) is None
     merger._collect(oid, oid, oid, _Running(late=3))  # type: ignore[arg-type]
-    assert len(steps) == 5  # one step per check until the answer is there
+    assert len(steps) == 6  # one step per check until the answer is there
     merger.close()
 
 

@@ -116,7 +116,7 @@ class GitMerger:
         self._attributes: TreeAttributes | None = None
         self._servers: list[_MergeServer] = []
         # Work the caller gives the merger to do while git merges (one small step a call, False
-        # when there is none left): the plan reads ahead its analyses (workers.engine.analyses).
+        # when there is none for now): the plan reads ahead (workers.engine.analyses, planning).
         self.idle: Callable[[], bool] | None = None
         # A merger dropped without close() still ends its servers' git processes.
         self._finalizer = weakref.finalize(self, _close_servers, self._servers)
@@ -204,9 +204,8 @@ class GitMerger:
         self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid, running: _Started
     ) -> MergeOutcome:
         idle = self.idle
-        while idle is not None and not running.ready():
-            if not idle():
-                self.idle = idle = None  # nothing left to do meanwhile
+        while idle is not None and not running.ready() and idle():
+            pass  # one step of the caller's work per check, until git answers or the work says "none now"
         fields = running.wait()
         if running.answered:
             self.asked += 1
