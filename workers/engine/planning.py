@@ -1,10 +1,12 @@
 """Plan, build and record for an upstream/fork pair: the ledger and git side of the partition.
 
-``make_plan(pair, config)`` reads the ledger and the recorded chains, analyses each commit to
-place (paths, size, symbols) in memory, and runs the pure partition with trial picks onto the
-fork tip. Commits marked ``urgent`` and not carried yet stay out of the partition: each becomes
-an urgent bundle of its own (``Plan.urgent``), trial-picked alone onto the fork tip. ``build_and_record`` builds the branches and writes them, with the chain record, to
-the fork in one atomic push. ``move_commit`` applies ``forksync chain add/remove``.
+``make_plan(pair, config)`` reads the ledger and the recorded chains and runs the pure partition
+with trial picks onto the fork tip; each commit's analysis (paths, size, symbols, line
+dependencies) is made in memory as the partition reaches it, or earlier while git merges a trial
+pick (:mod:`workers.engine.analyses`). Commits marked ``urgent`` and not carried yet stay out of
+the partition: each becomes an urgent bundle of its own (``Plan.urgent``), trial-picked alone
+onto the fork tip. ``build_and_record`` builds the branches and writes them, with the chain
+record, to the fork in one atomic push. ``move_commit`` applies ``forksync chain add/remove``.
 
 Who writes what: ``plan`` only reads. ``bundle`` writes the branches and records the open
 chains (ejected commits included); ``chain`` records the moved commit. The next run of any of
