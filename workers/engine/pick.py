@@ -145,6 +145,11 @@ class PickTarget:
         copy._dirs = dict(self._dirs)
         return copy
 
+    def needs_git(self, change: CommitChanges) -> bool:
+        """Whether picking ``change`` onto the target as it stands is git's merge to make (not
+        settled in process); its proofs are kept, so the pick that follows does not redo them."""
+        return self.merger is not None and self._without_git(change) is None
+
     def prefetch(self, change: CommitChanges) -> None:
         """Tell the merger that ``change`` will probably be picked onto this target next, so that
         git's merge, when the pick needs one, runs while the caller does other work. Nothing moves."""

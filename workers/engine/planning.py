@@ -128,11 +128,14 @@ class TipTrial:
             target = self.chains[chain_id] = self.started[chain_id]
         members = self.waiting.pop(chain_id, [])
         for i, member in enumerate(members):
-            # Most members conflict here too (they are in the chain for it) and leave the target as
-            # it is: start the next one's merge onto it now, beside this one (wasted only when
-            # this member picks cleanly and moves the target).
-            target.prefetch(self.changes[members[i + 1] if i + 1 < len(members) else sha])
-            target.pick(self.changes[member])  # a conflicting member waits for its resolution: not applied
+            change = self.changes[member]
+            # A member git must merge mostly conflicts here too (it is in the chain for it) and
+            # leaves the target as it is: start the next one's merge onto it now, beside this one.
+            # A member settled without git moves the target: the next merge would be onto the
+            # wrong tree, so it starts only once this one is applied.
+            if target.needs_git(change):
+                target.prefetch(self.changes[members[i + 1] if i + 1 < len(members) else sha])
+            target.pick(change)  # a conflicting member waits for its resolution: not applied
         return target.scratch().pick(self.changes[sha]).clean
 
 
