@@ -103,7 +103,9 @@ class _Running:
         return ["4b825dc642cb6eb9a060e54bf8d69288fbee4904"]
 
 
-def test_the_merger_works_while_git_merges_until_there_is_no_work(make_repo: Callable[[str], GitRepo]) -> None:
+def test_the_merger_works_while_git_merges_until_there_is_no_work(
+    make_repo: Callable[[str], GitRepo],
+) -> None:
     """While a merge's answer has not come, the merger does one step of the caller's work per
     check; a step that says "none now" ends that wait's work, not the next wait's."""
     repo = make_repo("r")
@@ -210,3 +212,20 @@ def test_a_plan_pauses_cycle_collection_and_resumes_it_even_when_it_fails(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_objects_are_read_as_git_reads_them(make_repo: Callable[[str], GitRepo]) -> None:
+    """After ``read_objects_as_git`` libgit2 no longer hashes each object it reads to check its id
+    (git does not either): a loose object stored under another id reads back as stored."""
+    repo = make_repo("r")
+    repo.commit("base", {"a.txt": "a\n"})
+    pg = pygit2.Repository(str(repo.path))
+    real = pg.create_blob(b"the real content\n")
+    other = pg.create_blob(b"other content\n")
+    objects = Path(pg.path) / "objects"
+    wrong = "0" * 2 + str(real)[2:]  # an id whose loose file holds ``other``'s bytes
+    (objects / wrong[:2]).mkdir(exist_ok=True)
+    shutil.copy(objects / str(other)[:2] / str(other)[2:], objects / wrong[:2] / wrong[2:])
+    planning.read_objects_as_git()
+    blob = pygit2.Repository(str(repo.path)).get(wrong)
+    assert isinstance(blob, pygit2.Blob) and blob.data == b"other content\n"

@@ -226,12 +226,21 @@ def make_plan(
     place next and their line dependencies are made as they are first needed, or while the plan
     would otherwise wait for git (:mod:`workers.engine.analyses`). The fork's names come from one
     ``git grep`` that runs meanwhile (:mod:`workers.engine.treenames`)."""
+    read_objects_as_git()
     fork_names = TreeNames(pair.repo, pair.fork_tip)
     try:
         with no_cycle_collection():
             return _plan(pair, config, fork_names, ledger, store, declined)
     finally:
         fork_names.close()
+
+
+def read_objects_as_git() -> None:
+    """libgit2 reads objects as git does: without hashing each object again to check its id (its
+    ``strict hash verification``, on by default). git checks ids where objects come in (fetch,
+    ``fsck``), not on every read; a plan reads ~1,800 blobs and many trees, and the re-hash is
+    ~40% of a blob read's CPU (3,000 Triton blobs: 0.21 -> 0.12 s). Process-wide, once set."""
+    pygit2.settings.enable_strict_hash_verification(False)
 
 
 def _plan(
