@@ -113,6 +113,7 @@ class GitMerger:
         self.asked = 0  # merges answered by a long-running git (_MergeServer)
         self._running: dict[tuple[str, str, str], _Started] = {}
         self._roots: dict[pygit2.Oid, pygit2.Oid] = {}  # ancestor tree → its throwaway root commit
+        self._theirs: dict[tuple[pygit2.Oid, pygit2.Oid], pygit2.Oid] = {}  # (ancestor, theirs) → its commit
         self._attributes: TreeAttributes | None = None
         self._servers: list[_MergeServer] = []
         # Work the caller gives the merger to do while git merges (one small step a call, False
@@ -165,7 +166,13 @@ class GitMerger:
         if root is None:
             root = self._roots[base] = self.repo.create_commit(None, self._SIG, self._SIG, "base", base, [])
         one = self.repo.create_commit(None, self._SIG, self._SIG, "ours", ours, [root])
-        two = self.repo.create_commit(None, self._SIG, self._SIG, "theirs", theirs, [root])
+        # The same commit is merged onto several targets (the running bundle, the next bundle's, a
+        # chain's): its side of the merge is one throwaway commit, made once.
+        two = self._theirs.get((base, theirs))
+        if two is None:
+            two = self._theirs[(base, theirs)] = self.repo.create_commit(
+                None, self._SIG, self._SIG, "theirs", theirs, [root]
+            )
         options = _merge_options(self._rules(ours))
         server = self._server(options)
         if server is not None:
