@@ -21,7 +21,12 @@ base..FORK_BRANCH. Three answers to "which upstream commits does the release bra
   ``automated-cherry-pick-of-#N-#K``, ``...-cherry-pick-N``),
   ``(cherry picked from commit X)``, ``commit X upstream``, ``[ Upstream commit X ]``, and a
   subject that is an upstream subject with its ``(#N)`` (either side's leading ``[tags]`` may be
-  missing; the fork's own ``(#M)`` may follow).
+  missing; the fork's own ``(#M)`` may follow); since the second study half also patchback's
+  ``[PR #N/<sha> backport]`` tag, ``This is a backport of PR #N`` and its
+  ``patchback/backports/B/<sha>/pr-N`` branch, ``manual backport of #N``, ``backported from
+  <sha>``, a branch-like tag (``[2.16]``, ``[Backport 2.x]``) before upstream's subject without
+  its ``(#N)``, and a Gerrit ``Change-Id`` equal to an upstream commit's (read by its own ``git
+  log`` of upstream's messages).
 
 It prints each count, the overlaps, and the upstream commits one answer has and the other not,
 with the fork commit that names them (``--misses N`` per list), to be read by hand.
@@ -44,6 +49,7 @@ from typing import Any
 
 sys.path.insert(0, os.environ.get("FORKSYNC_ROOT") or str(Path(__file__).resolve().parent.parent))
 
+from workers.engine import history
 from workers.engine import recognisers as rec
 from workers.engine.decisions import Decisions
 from workers.engine.git import Repository
@@ -62,13 +68,26 @@ _MARKER_PRS = (
     re.compile(r"(?i)/(?:auto-)?backport-(?:of-)?(?:pr-)?((?:\d+-?)+)(?:-on-\S+)?$", re.M),
     re.compile(r"(?i)automated-cherry-pick-of-((?:#\d+-?)+)"),
     re.compile(r"(?i)-cherry-pick-((?:\d+-?)+)$", re.M),
+    # widened on the second study half (aiohttp, pytest, job-scheduler): patchback's title tag
+    # and body, a manual backport
+    re.compile(r"(?i)^\[PR #(\d+)/[0-9a-f]{7,40} backport\]"),
+    re.compile(r"(?im)^\W*this is a backport of PR (#\d+)"),
+    re.compile(r"(?im)^\s*(?:\[[^\]\n]*\]\s*)*manual(?:ly)?\s+backport(?:ed)?\s+(?:of\s+)?(#\d+)"),
 )
 _K8S_JOINED = re.compile(r"(?im)^automated cherry pick of #\d+:.*$")
 _MARKER_SHAS = (
     re.compile(rf"(?i)\(cherry picked from commit ({_SHA})\)"),
     re.compile(rf"(?im)^commit ({_SHA}) upstream\b"),
     re.compile(rf"(?im)^\[\s*upstream commit ({_SHA})\s*\]"),
+    re.compile(rf"(?i)^\[PR #\d+/({_SHA}) backport\]"),
+    re.compile(r"(?i)/patchback/backports/[^/\s]+/([0-9a-f]{40})/pr-\d+"),
+    re.compile(rf"(?i)\bbackported from (?:commit )?({_SHA})\b"),
 )
+# A leading tag naming a release branch or saying "backport" ("[stable-2.16]", "[2.19]", "[8.3.x]",
+# "[Backport 2.x]", "[backport/2.16]"): the subject after it, without the fork's (#M), may be an
+# upstream subject without upstream's (#N).
+_BRANCHY_TAG = re.compile(r"(?i)^\[(?:[^\]\n]*\d\.(?:\d|x)[^\]\n]*|[^\]\n]*back-?port[^\]\n]*)\]\s*")
+_CHANGE_ID = re.compile(r"(?m)^Change-Id:\s*(I[0-9a-f]{40})\s*$")
 _TAGS = re.compile(r"^(?:\s*\[[^\]\n]*\]\s*)+")
 _TRAILING = re.compile(r"\s*\(#(\d+)\)\s*$")
 
@@ -127,10 +146,23 @@ def _names(paths: set[str]) -> set[str]:
     return {path.rsplit("/", 1)[-1] for path in paths}
 
 
-def markers(commit: Commit, index: rec.UpstreamIndex) -> set[str]:
-    """The upstream commits a human reads in ``commit``'s message (see the module docstring)."""
+def markers(
+    commit: Commit,
+    index: rec.UpstreamIndex,
+    numberless: dict[str, list[str]] | None = None,
+    upstream_change_ids: dict[str, str] | None = None,
+) -> set[str]:
+    """The upstream commits a human reads in ``commit``'s message (see the module docstring).
+    ``numberless``: upstream subjects without their tags and ``(#N)`` → commits;
+    ``upstream_change_ids``: Gerrit ``Change-Id`` → the upstream commit (on the line) with it."""
     message = commit.message or commit.subject
     found: set[str | None] = set()
+    for cid in _CHANGE_ID.findall(message):
+        found.add((upstream_change_ids or {}).get(cid))
+    if numberless and _BRANCHY_TAG.match(commit.subject):
+        words = _TRAILING.sub("", _TAGS.sub("", commit.subject.strip())).strip().casefold()
+        if not _TRAILING.search(words) and len(numberless.get(words, [])) == 1:
+            found.add(numberless[words][0])
     for i, pattern in enumerate(_MARKER_PRS):
         if i == 2 and not _K8S_JOINED.search(message):
             continue
@@ -165,6 +197,10 @@ def measure(
     side = merged_side_commits(repo, up_tip, [base], upstream)
     # ``separate``: read the fork as another repository's (its #N might be its own PRs).
     rules = rec.Rules.build(upstream_url=url, fork_url=f"{url}-fork" if separate else url)
+    # Gerrit Change-Ids, as build_ledger reads them (an engine from before them has no reader).
+    extra: dict[str, Any] = {}
+    if hasattr(history, "change_ids") and any("Change-Id:" in c.message for c in fork):
+        extra["change_ids"] = history.change_ids(repo, up_tip, [base])
     started = time.perf_counter()
     ledger = compute_ledger(
         upstream,
@@ -177,6 +213,7 @@ def measure(
         fork_tip=fork_tip,
         patch_id=lambda shas: {},
         side=side,
+        **extra,
     )
     seconds = time.perf_counter() - started
     index = rec.UpstreamIndex(upstream, side)
@@ -195,9 +232,21 @@ def measure(
     for sha, pid in fork_ids.items():
         if pid in owner:
             by_patch.setdefault(owner[pid], sha)
+    up_change_ids: dict[str, str] = {}  # the markers' own reading: every upstream commit's trailer block
+    log = git(mirror, "log", "--format=%H%x00%B%x00", up_tip, f"^{base}").decode("utf-8", "replace")
+    fields = log.split("\x00")
+    for sha, body in zip(fields[0::2], fields[1::2], strict=False):
+        for cid in _CHANGE_ID.findall(body.strip().rsplit("\n\n", 1)[-1]):
+            owner = side.get(sha.strip(), sha.strip())
+            if owner in index.position:
+                up_change_ids.setdefault(cid, owner)
+    numberless: dict[str, list[str]] = {}
+    for c in upstream:
+        words = _TRAILING.sub("", _TAGS.sub("", c.subject.strip())).strip().casefold()
+        numberless.setdefault(words, []).append(c.sha)
     by_markers: dict[str, str] = {}
     for c in fork:
-        for u in markers(c, index):
+        for u in markers(c, index, numberless, up_change_ids):
             by_markers.setdefault(u, c.sha)
     subjects = {c.sha: c.subject for c in (*upstream, *fork)}
 

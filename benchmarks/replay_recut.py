@@ -53,8 +53,9 @@ from workers.engine.merges import GitMerger, MergeCache, merge_cache_key
 from workers.engine.partition import Plan, partition
 from workers.engine.parts import PartRecord
 from workers.engine.pick import PickTarget
-from workers.engine.planning import TipTrial, as_change, names_in_tree
+from workers.engine.planning import TipTrial, as_change
 from workers.engine.symbols import last_name, stoplist
+from workers.engine.treenames import names_in_tree
 
 
 def _transition(earlier: Plan, later: Plan, landed: set[str], tally: dict[str, int]) -> None:

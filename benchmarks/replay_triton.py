@@ -58,8 +58,9 @@ from workers.engine.pair import open_configured
 from workers.engine.partition import partition
 from workers.engine.paths import first_match
 from workers.engine.pick import PickTarget
-from workers.engine.planning import TipTrial, as_change, make_plan, names_in_tree
+from workers.engine.planning import TipTrial, as_change, make_plan
 from workers.engine.symbols import last_name, stoplist
+from workers.engine.treenames import names_in_tree
 
 PRE_FORK_TIP = "2ac060b8b"
 CUT = 1000

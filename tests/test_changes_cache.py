@@ -8,7 +8,13 @@ from pathlib import Path
 import pygit2
 
 from tests.gitrepo import GitRepo
-from workers.engine.changes import CHANGES_CACHE_FILE, cached_commit_changes, commit_changes_many
+from workers.engine.changes import (
+    CHANGES_CACHE_FILE,
+    AnalysisCache,
+    analysis_row,
+    cached_commit_changes,
+    commit_changes_many,
+)
 from workers.engine.git import Repository
 from workers.engine.symbols import BUILTIN_STOPLIST
 
@@ -58,4 +64,27 @@ def test_symbols_are_read_when_first_skipped_and_other_rules_start_over(
         "helperWidth" not in cached_commit_changes(pg, git, shas, other, folder=tmp_path)[shas[1]].introduced
     )
     (tmp_path / CHANGES_CACHE_FILE).write_text("garbage\n[1, 2]\n")
+    assert cached_commit_changes(pg, git, shas, folder=tmp_path) == commit_changes_many(pg, git, shas)
+
+
+def test_rows_read_back_are_written_as_read_and_new_ones_encoded_once(
+    make_repo: Callable[[str], GitRepo], tmp_path: Path
+) -> None:
+    """Saving after one new analysis keeps the other rows' lines byte for byte (not encoded
+    again); a row encoded ahead is the row save would have written."""
+    repo, shas = _history(make_repo)
+    pg, git = pygit2.Repository(str(repo.path)), Repository(repo.path)
+    cached_commit_changes(pg, git, shas[:2], folder=tmp_path)
+    path = tmp_path / CHANGES_CACHE_FILE
+    key, *rows = path.read_text().splitlines()
+    spaced = [row.replace(", ", ",  ") for row in rows]  # the same JSON, other bytes
+    path.write_text("\n".join([key, *spaced]) + "\n")
+    cache = AnalysisCache(tmp_path, BUILTIN_STOPLIST)
+    fresh = commit_changes_many(pg, git, shas[2:])
+    cache.add(True, fresh[shas[2]])
+    assert cache.encode_one() and not cache.encode_one()
+    cache.save()
+    key2, *after = path.read_text().splitlines()
+    assert key2 == key and after[:2] == spaced
+    assert after[2] == analysis_row(True, fresh[shas[2]])
     assert cached_commit_changes(pg, git, shas, folder=tmp_path) == commit_changes_many(pg, git, shas)

@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.ledger import ForkedPair
 from workers.engine import recognisers as rec
-from workers.engine.decisions import Decisions
+from workers.engine.decisions import Decisions, Disposition
 from workers.engine.history import Commit
 from workers.engine.ledger import compute_ledger
 
 DATA = Path(__file__).parent / "data" / "backport-forms"
 ROWS = [json.loads(line) for line in (DATA / "messages.jsonl").read_text().splitlines()]
 UPSTREAM_ROWS = [json.loads(line) for line in (DATA / "upstream.jsonl").read_text().splitlines()]
+Forked = Callable[[], ForkedPair]
 
 
 def upstream_of(project: str) -> list[Commit]:
@@ -53,7 +56,10 @@ def read(project: str, short: str, *, fork: str | None = None) -> set[int | str 
     subject has no number), read as the ledger reads a merge or any other commit."""
     (row,) = [r for r in ROWS if r["project"] == project and str(r["sha"]).startswith(short)]
     upstream = upstream_of(project)
-    index = rec.UpstreamIndex(upstream)
+    change_ids = {
+        u["change_id"]: u["sha"] for u in UPSTREAM_ROWS if u["project"] == project and "change_id" in u
+    }
+    index = rec.UpstreamIndex(upstream, change_ids=change_ids)
     commit = fork_commit(row)
     read_by = rec.recognise_merge if commit.is_merge else rec.recognise
     found = read_by(commit, index, rules_for(project, fork=fork))
@@ -62,7 +68,7 @@ def read(project: str, short: str, *, fork: str | None = None) -> set[int | str 
 
 
 def test_the_vendored_messages_are_verbatim_real_ones() -> None:
-    assert len(ROWS) == 27
+    assert len(ROWS) == 35
     projects = {r["project"] for r in ROWS}
     assert projects == {u["project"] for u in UPSTREAM_ROWS}
     licence = (DATA / "LICENSE").read_text()
@@ -117,6 +123,23 @@ def test_the_vendored_messages_are_verbatim_real_ones() -> None:
         # "[ Upstream commit 1f9f73c28b00... ]": the side commit of upstream's merge
         ("linux-rdma/rdma-core", "950e2da59", {"1f9f73c28b006bcb4b37bfc594f12c173156c385"}),
         ("linux-rdma/rdma-core", "f49c9358f", {"0819419e791dd9cf9e145353fd97a09c43632f9f"}),
+        # patchback: "[PR #13275/b2b7b50c backport][3.15] Move flaky perf test to codspeed (#13276)"
+        ("aio-libs/aiohttp", "35785a7c1e", {13275}),
+        # patchback's title, body "Manual backport of #13176 (squash commit 6fa8f394...)"
+        ("aio-libs/aiohttp", "6bb46cf6a1", {13176}),
+        # merge of patchback/backports/9.0.x/<sha>/pr-14550, body "[PR #14550/aa01adce backport][9.0.x] ..."
+        ("pytest-dev/pytest", "c2af01e560", {14550}),
+        # the same merge's copy as one commit: the tag starts its body (held out: read after the run)
+        ("pytest-dev/pytest", "2b35bfa112", {13339}),
+        # "[Backport 2.19] Onboarding new maven snapshots publishing to s3 (job-scheduler) (#852)":
+        # upstream's words, only the fork's own number
+        ("opensearch-project/job-scheduler", "43fa5a60b2", {850}),
+        ("opensearch-project/job-scheduler", "b8cc244598", {355}),
+        # Gerrit: "Change-Id: I54a1c1d2..." alone, upstream's "strongly discourage noload" has it
+        ("sqlalchemy/sqlalchemy", "9ae9b434ef", {"1c3efa4bc79f5277231239394d96481f14ff0e58"}),
+        # retitled ("restore ValueError ..." for "raise ImportError ..."), cherry picked from a sha
+        # main never held (the change was rebased before it merged): its Change-Id names it
+        ("sqlalchemy/sqlalchemy", "9528b5977d", {"54a4ac0eb9d79a4af3a3267561f4903314494b0f"}),
     ],
 )
 def test_a_backport_form_names_what_it_carries(project: str, short: str, carries: set[int | str]) -> None:
@@ -154,6 +177,13 @@ def test_in_a_separate_fork_a_number_is_upstreams_only_when_its_subject_reads_so
     assert read("numpy/numpy", "da9f9c3bba", fork=other) == {27275}
     assert read("kubernetes/kops", "331f630d32", fork=other) == set()
     assert read("numpy/numpy", "567729acc7", fork=other) == set()  # branch names: one space only
+    # what names upstream by sha, words or Change-Id holds in any fork
+    assert read("aio-libs/aiohttp", "35785a7c1e", fork=other) == {13275}
+    assert read("pytest-dev/pytest", "c2af01e560", fork=other) == {14550}
+    assert read("opensearch-project/job-scheduler", "43fa5a60b2", fork=other) == {850}
+    assert read("sqlalchemy/sqlalchemy", "9ae9b434ef", fork=other) == {
+        "1c3efa4bc79f5277231239394d96481f14ff0e58"
+    }
 
 
 def up(n: int, subject: str) -> Commit:
@@ -262,3 +292,85 @@ def test_a_form_is_read_after_text_whose_lower_case_is_longer() -> None:
     ("İ" becomes two characters) the lines are still found in the body itself."""
     body = "İstanbul users saw the colorbar drop its extension.\n\nBackport of #26123."
     assert rec.recognise(fork("Fix the colorbar", body), INDEX, ONE).upstream == (UP[0].sha,)
+
+
+def test_a_branch_tagged_title_reads_upstreams_words_never_the_forks_number() -> None:
+    """``[stable-2.16] <upstream subject> (#M)`` (ansible), ``[Backport 2.x] ...`` (OpenSearch),
+    ``[2.19] ...``, ``[bp-2.16] ...``: the title after a tag naming the branch or saying backport,
+    without the fork's (#M), is one upstream subject without its (#N). The fork's M is never read,
+    even where upstream has a PR M; words two upstream commits share, or a component tag, name
+    nothing."""
+    index = rec.UpstreamIndex(
+        [
+            up(82360, "assemble: fixed missing parameter error (#82360)"),
+            up(83124, "Document the release process (#83124)"),
+            up(81843, "Bump sanity test requirements (#81843)"),
+            up(81846, "Bump sanity test requirements (#81846)"),
+        ]
+    )
+    fixed = index.pr(82360)
+    for tag in (
+        "[stable-2.16]",
+        "[2.16]",
+        "[bp-2.16]",
+        "[Backport 2.x]",
+        "[backport/2.16]",
+        "[release-2.16][ci]",
+    ):
+        for rules in (ONE, TWO):
+            found = rec.recognise(
+                fork(f"{tag} assemble: fixed missing parameter error (#83124)"), index, rules
+            )
+            assert (found.upstream, found.recogniser) == ((fixed,), rec.SUBJECT), tag
+    for title in (
+        "[stable-2.16] Bump sanity test requirements (#81848)",  # two upstream commits say so
+        "[AMD] assemble: fixed missing parameter error (#83124)",  # a component, not a branch
+        "assemble: fixed missing parameter error (#83124)",  # no tag: the same words may be new work
+        "[stable-2.16] assemble: fixed a missing parameter error (#83124)",  # other words
+    ):
+        assert rec.recognise(fork(title), index, ONE).upstream == (), title
+
+
+def test_a_patchback_tag_names_upstream_by_its_sha() -> None:
+    """``[PR #N/<short sha> backport][B] <subject> (#M)``: the sha is upstream's merged commit
+    (read in any fork); a sha upstream lacks falls back to N only as another form's number does
+    (one repository, or the subject reads as upstream's)."""
+    found = rec.recognise(fork(f"[PR #26123/{UP[0].sha[:8]} backport][3.7] Other words (#26140)"), INDEX, TWO)
+    assert (found.upstream, found.recogniser) == ((UP[0].sha,), rec.PR_FORM)
+    stranger = "[PR #26123/deadbeef backport][3.7] Other words (#26140)"
+    assert rec.recognise(fork(stranger), INDEX, ONE).upstream == (UP[0].sha,)
+    assert rec.recognise(fork(stranger), INDEX, TWO).upstream == ()
+    kept = "[PR #26123/deadbeef backport][3.7] FIX: colorbar extend with log norm (#26140)"
+    assert rec.recognise(fork(kept), INDEX, TWO).upstream == (UP[0].sha,)
+
+
+def test_a_change_id_names_the_upstream_commit_that_has_it() -> None:
+    """Gerrit keeps a change's ``Change-Id`` through a cherry-pick: the fork commit with
+    upstream's id carries that commit, retitled or not; an id upstream lacks, or one quoted from
+    another message, names nothing."""
+    cid = "I" + "5" * 40
+    index = rec.UpstreamIndex(UP, change_ids={cid: UP[3].sha, "I" + "6" * 40: "f" * 40})
+    found = rec.recognise(fork("net: close the race", f"Adapted for 2.0.\n\nChange-Id: {cid}"), index, TWO)
+    assert (found.upstream, found.recogniser) == ((UP[3].sha,), rec.CHANGE_ID)
+    for body in (f"Change-Id: I{'7' * 40}", f"Change-Id: I{'6' * 40}", f"> Change-Id: {cid}"):
+        assert rec.recognise(fork("net: close the race", body), index, TWO).upstream == (), body
+
+
+def test_build_ledger_reads_upstreams_change_ids_for_a_gerrit_pick(forked: Forked) -> None:
+    """End to end on real repositories: a Gerrit cherry-pick whose patch differs from upstream's
+    (adapted for the branch) and whose ``cherry picked from`` sha upstream never held is a pick
+    by its Change-Id, which build_ledger reads from upstream's messages."""
+    p = forked()
+    cid = "I" + "0123456789" * 4
+    upstream_sha = p.upstream.commit(
+        f"raise ImportError when greenlet not installed\n\nChange-Id: {cid}",
+        {"src/a.py": "raise ImportError\n"},
+    )
+    p.up(12)
+    p.fork.fetch(p.upstream, into="refs/remotes/upstream/main")
+    p.fork.commit(
+        f"restore ValueError when greenlet not installed\n\nChange-Id: {cid}\n(cherry picked from commit {'ab' * 20})",
+        {"src/a.py": "raise ValueError\n"},
+    )
+    entry = p.ledger().entry(upstream_sha)
+    assert entry is not None and entry.disposition is Disposition.PICKED

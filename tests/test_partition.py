@@ -7,7 +7,7 @@ test_partition_lines.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -239,6 +239,32 @@ def test_duplicate_commit_in_walk_is_refused() -> None:
     """A walk listing a commit twice is a bug upstream of the partition: refuse it loudly."""
     with pytest.raises(ValueError):
         partition([change(1, "a"), change(1, "a")], CONFIG, FakeTrial())
+
+
+def test_commits_made_as_they_are_placed_give_the_same_plan() -> None:
+    """A walk given as a generator with its order (the plan's analyses made as they are read)
+    places the same; each commit is made only once the ones before it are placed; a commit out
+    of the given order is refused."""
+    commits = [change(i, f"f{i % 4}.cpp", lines=20) for i in range(20)]
+    whole = partition(commits, CONFIG, FakeTrial({sha(4): ("f0.cpp",)})).to_json()
+    made: list[str] = []
+
+    class Watching(FakeTrial):
+        def try_pick(self, sha: str) -> tuple[str, ...]:
+            assert made[-1] == sha  # made just before it is placed, not all at once
+            return super().try_pick(sha)
+
+    trial = Watching({sha(4): ("f0.cpp",)})
+
+    def lazily() -> Iterator[Change]:
+        for c in commits:
+            made.append(c.sha)
+            yield c
+
+    order = [c.sha for c in commits]
+    assert partition(lazily(), CONFIG, trial, order=order).to_json() == whole
+    with pytest.raises(ValueError, match="order"):
+        partition(iter(commits[::-1]), CONFIG, FakeTrial(), order=order)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,58 +171,85 @@ def commit_changes_many(
     size and hunk ranges only, and empty symbol sets: the line-dependency walk over already
     picked history needs no more, and reading symbols is most of the parsing.
     """
+    return dict(iter_commit_changes(repo, git, shas, stop, analyse=analyse))
+
+
+def iter_commit_changes(
+    repo: pygit2.Repository,
+    git: Repository,
+    shas: Sequence[str],
+    stop: frozenset[str] = BUILTIN_STOPLIST,
+    *,
+    analyse: Collection[str] | None = None,
+) -> Generator[tuple[str, CommitChanges], None, None]:
+    """:func:`commit_changes_many`'s analyses one by one, in the order of ``shas`` (each once), each
+    as soon as git's diff of it has been read: a caller can work on the first commits while git
+    diffs the rest (:mod:`workers.engine.analyses` reads them as a plan needs them)."""
+    order = list(dict.fromkeys(shas))
     commits: dict[str, pygit2.Commit] = {}
-    merges: dict[str, CommitChanges] = {}
-    for sha in dict.fromkeys(shas):
-        commit = repo.get(sha)
-        if not isinstance(commit, pygit2.Commit):
+    for sha in order:
+        found = repo.get(sha)
+        if not isinstance(found, pygit2.Commit):
             raise KeyError(sha)
-        if len(commit.parents) > 1:
-            # diff-tree does not say which parent a merge's section is against: let libgit2
-            # diff merges (rare on a squash-merge mainline) against their first parent.
-            merges[str(commit.id)] = commit_changes(repo, str(commit.id), stop)
-        else:
-            commits[str(commit.id)] = commit
-    if not commits:
-        return merges
-    blocks = git.stream(
-        "-c",
-        "core.quotePath=false",
-        "diff-tree",
-        "--stdin",
-        "-r",
-        "--root",
-        "--no-renames",
-        "--patch-with-raw",
-        "-U0",
-        "--full-index",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--always",  # a section for every commit, empty ones too: sections follow the input one for one
-        input="".join(f"{sha}\n" for sha in commits).encode(),
-        blocks=True,
-    )
-    result: dict[str, CommitChanges] = dict(merges)
+        commits[sha] = found
+    # diff-tree does not say which parent a merge's section is against: libgit2 diffs merges
+    # (rare on a squash-merge mainline) against their first parent, at their turn.
+    diffed = [sha for sha in order if len(commits[sha].parents) <= 1]
+    sections: Iterator[tuple[str, str]] = iter(())
+    if diffed:
+        blocks = git.stream(
+            "-c",
+            "core.quotePath=false",
+            "diff-tree",
+            "--stdin",
+            "-r",
+            "--root",
+            "--no-renames",
+            "--patch-with-raw",
+            "-U0",
+            "--full-index",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--always",  # a section for every commit, empty ones too: sections follow the input one for one
+            input="".join(f"{sha}\n" for sha in diffed).encode(),
+            blocks=True,
+        )
+        sections = _sections(blocks, diffed)
+    pending: dict[str, str] = {}  # sections read ahead of their turn (a section git repeats)
     # Each commit is analysed as soon as its section ends, while git is still diffing the next
     # ones: git's diffs and the Python parsing and symbol reading overlap.
-    with _no_cycle_collection():
-        for sha, text in _sections(blocks, list(commits)):
-            if sha in commits and sha not in result:  # a section git repeats is read once
-                symbols = analyse is None or sha in analyse  # lines kept only where symbols are read
-                result[sha] = _section_changes(sha, text, symbols, repo, commits[sha], stop)
-    for sha, c in commits.items():
-        if sha not in result:  # git printed no section: a commit that changes nothing
-            result[sha] = _section_changes(sha, "", False, repo, c, stop)
-    return {sha: result[sha] for sha in (*merges, *commits)}
+    with no_cycle_collection():
+        for sha in order:
+            commit: pygit2.Commit = commits[sha]
+            if len(commit.parents) > 1:
+                yield sha, commit_changes(repo, sha, stop)
+                continue
+            text = pending.pop(sha, None)
+            while text is None:
+                got = next(sections, None)
+                if got is None:
+                    text = ""  # git printed no section: a commit that changes nothing
+                    break
+                if got[0] == sha:
+                    text = got[1]
+                elif got[0] not in pending:
+                    pending[got[0]] = got[1]
+            symbols = analyse is None or sha in analyse  # lines kept only where symbols are read
+            yield sha, _section_changes(sha, text, symbols, repo, commit, stop)
+        for _ in sections:  # the stream's end: git's exit status is checked there
+            pass
 
 
 @contextlib.contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector paused while commits are read: the reading allocates a million
-    strings, tuples and sets and makes no reference cycle, so the collector's passes over them free
-    nothing that reference counting does not. On the Triton replay its 211-460 passes (0.13-0.30 s
-    CPU, triggered by the count of allocations) become the one pass after the reading (0.09-0.15 s)."""
+def no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while commits are read (and, by
+    :func:`~workers.engine.planning.make_plan`, while a plan is made): the reading allocates a
+    million strings, tuples and sets and makes no reference cycle, so the collector's passes over
+    them free nothing that reference counting does not. On the Triton replay its 211-460 passes
+    (0.13-0.30 s CPU, triggered by the count of allocations) become the one pass after the reading
+    (0.09-0.15 s); paused for the whole plan, 0.25-0.3 s of the main thread's CPU become one pass
+    of ~0.05 s after it. Nested pauses resume only at the outermost one's end."""
     paused = gc.isenabled()
     gc.disable()
     try:
@@ -408,30 +435,75 @@ def cached_commit_changes(
     analyse: Collection[str] | None = None,
     folder: Path | None = None,
 ) -> dict[str, CommitChanges]:
-    """:func:`commit_changes_many`, reading back what earlier runs analysed.
+    """:func:`commit_changes_many`, reading back what earlier runs analysed (:class:`AnalysisCache`)."""
+    if folder is None:
+        return commit_changes_many(repo, git, shas, stop, analyse=analyse)
+    cache = AnalysisCache(folder, stop)
+    wanted = list(dict.fromkeys(shas))
+    full = set(wanted) if analyse is None else set(analyse)
+    missing = cache.missing(wanted, full)
+    if missing:
+        for sha, changes in iter_commit_changes(
+            repo, git, missing, stop, analyse=[s for s in missing if s in full]
+        ):
+            cache.add(sha in full, changes)
+        cache.save()
+    return {s: cache.get(s) for s in wanted}
+
+
+class AnalysisCache:
+    """A pair's analyses of upstream commits, kept between runs (:data:`CHANGES_CACHE_FILE`).
 
     An upstream commit never changes, so neither does its analysis (for one stop-list and one
     version of the code: :func:`analysis_key`): the bot, planning again on every poll, diffs only
-    the commits it has not seen. ``folder`` is a pair's cache directory (None: no cache). A
-    commit analysed without symbols is analysed again when they are asked for. The file is
-    rewritten atomically with the newest :data:`ANALYSES_KEPT`; one that cannot be read or
-    written only costs speed.
+    the commits it has not seen. A commit analysed without symbols is analysed again when they
+    are asked for. The file is rewritten atomically with the newest :data:`ANALYSES_KEPT`: the
+    lines read back as they were, the new ones encoded once (:meth:`encode_one` does it ahead,
+    one at a time, for a caller with time to spare); one that cannot be read or written only
+    costs speed.
     """
-    if folder is None:
-        return commit_changes_many(repo, git, shas, stop, analyse=analyse)
-    path = folder / CHANGES_CACHE_FILE
-    key = analysis_key(stop)
-    known = _read_analyses(path, key)
-    wanted = list(dict.fromkeys(shas))
-    full = set(wanted) if analyse is None else set(analyse)
-    missing = [s for s in wanted if s not in known or (s in full and not known[s][0])]
-    if missing:
-        fresh = commit_changes_many(repo, git, missing, stop, analyse=[s for s in missing if s in full])
-        for sha in missing:
-            known.pop(sha, None)
-            known[sha] = (sha in full, fresh[sha])
-        _write_analyses(path, key, known)
-    return {s: known[s][1] for s in wanted}
+
+    def __init__(self, folder: Path, stop: frozenset[str]) -> None:
+        self.path = folder / CHANGES_CACHE_FILE
+        self.key = analysis_key(stop)
+        self._known, self._rows = _read_analyses(self.path, self.key)
+        self._unwritten: list[str] = []  # added since the file was read: rows still to encode
+
+    @property
+    def empty(self) -> bool:
+        """Nothing is cached for this stop-list and this version of the code."""
+        return not self._known
+
+    def missing(self, wanted: Sequence[str], full: Collection[str]) -> list[str]:
+        """Which of ``wanted`` must be analysed (again): unknown, or known without the symbols that
+        ``full`` asks for; in the order of ``wanted``."""
+        known = self._known
+        return [s for s in wanted if s not in known or (s in full and not known[s][0])]
+
+    def get(self, sha: str) -> CommitChanges:
+        return self._known[sha][1]
+
+    def add(self, read: bool, changes: CommitChanges) -> None:
+        """A fresh analysis (``read``: its symbols were read), newest last."""
+        self._known.pop(changes.sha, None)
+        self._rows.pop(changes.sha, None)
+        self._known[changes.sha] = (read, changes)
+        self._unwritten.append(changes.sha)
+
+    def encode_one(self) -> bool:
+        """Encode the row of one analysis added since the file was read; False when none is left."""
+        while self._unwritten:
+            sha = self._unwritten.pop()
+            if sha not in self._rows and sha in self._known:
+                self._rows[sha] = analysis_row(*self._known[sha])
+                return True
+        return False
+
+    def save(self) -> None:
+        rows = self._rows
+        kept = list(self._known.items())[-ANALYSES_KEPT:]
+        lines = [rows.get(sha) or analysis_row(read, c) for sha, (read, c) in kept]
+        _write_lines(self.path, self.key, lines)
 
 
 def _entry_json(entry: Entry | None) -> list[Any] | None:
@@ -442,72 +514,78 @@ def _entry_of(data: list[Any] | None) -> Entry | None:
     return None if data is None else (pygit2.Oid(hex=data[0]), int(data[1]))
 
 
-def _read_analyses(path: Path, key: str) -> dict[str, tuple[bool, CommitChanges]]:
+def _read_analyses(path: Path, key: str) -> tuple[dict[str, tuple[bool, CommitChanges]], dict[str, str]]:
+    """The analyses of a cache file written with ``key`` (sha → (symbols read, analysis)), and each
+    one's line as it was read."""
     try:
         lines = path.read_text("utf-8").split("\n")
     except (OSError, UnicodeDecodeError):
-        return {}
+        return {}, {}
     if not lines or lines[0] != key:
-        return {}
+        return {}, {}
     out: dict[str, tuple[bool, CommitChanges]] = {}
+    rows: dict[str, str] = {}
     for line in lines[1:]:
         if not line:
             continue
         try:
-            sha, read, parent, tree, deltas, size, symbols, ranges, introduced, defined, used = json.loads(
-                line
-            )
-            out[sha] = (
-                bool(read),
-                CommitChanges(
-                    sha=sha,
-                    parent_tree=pygit2.Oid(hex=parent),
-                    tree=pygit2.Oid(hex=tree),
-                    deltas=tuple(FileDelta(p, _entry_of(o), _entry_of(n)) for p, o, n in deltas),
-                    lines=int(size),
-                    symbols=frozenset(symbols),
-                    ranges=tuple(
-                        FileRanges(p, tuple(LineHunk(*h) for h in hunks), bool(whole))
-                        for p, whole, hunks in ranges
-                    ),
-                    introduced=frozenset(introduced),
-                    defined=frozenset(defined),
-                    used=frozenset(used),
-                ),
-            )
+            sha, read, changes = analysis_of_row(line)
         except (ValueError, TypeError):
             continue
-    return out
+        out[sha] = (read, changes)
+        rows[sha] = line
+    return out, rows
 
 
-def _write_analyses(path: Path, key: str, known: dict[str, tuple[bool, CommitChanges]]) -> None:
-    rows = []
-    for sha, (read, c) in list(known.items())[-ANALYSES_KEPT:]:
-        rows.append(
-            json.dumps(
-                [
-                    sha,
-                    read,
-                    str(c.parent_tree),
-                    str(c.tree),
-                    [[d.path, _entry_json(d.old), _entry_json(d.new)] for d in c.deltas],
-                    c.lines,
-                    sorted(c.symbols),
-                    [
-                        [
-                            r.path,
-                            r.whole,
-                            [[h.old_start, h.old_count, h.new_start, h.new_count] for h in r.hunks],
-                        ]
-                        for r in c.ranges
-                    ],
-                    sorted(c.introduced),
-                    sorted(c.defined),
-                    sorted(c.used),
-                ],
-                ensure_ascii=False,
-            )
-        )
+def analysis_row(read: bool, c: CommitChanges) -> str:
+    """One commit's analysis as one line of JSON (no newline in it): the cache's row, and what
+    :mod:`workers.engine.analyst` sends; ``read``: whether its symbols were read."""
+    return json.dumps(
+        [
+            c.sha,
+            read,
+            str(c.parent_tree),
+            str(c.tree),
+            [[d.path, _entry_json(d.old), _entry_json(d.new)] for d in c.deltas],
+            c.lines,
+            sorted(c.symbols),
+            [
+                [r.path, r.whole, [[h.old_start, h.old_count, h.new_start, h.new_count] for h in r.hunks]]
+                for r in c.ranges
+            ],
+            sorted(c.introduced),
+            sorted(c.defined),
+            sorted(c.used),
+        ],
+        ensure_ascii=False,
+    )
+
+
+def analysis_of_row(line: str) -> tuple[str, bool, CommitChanges]:
+    """(sha, whether its symbols were read, the analysis) of an :func:`analysis_row` line;
+    ``ValueError`` or ``TypeError`` for a line that is not one."""
+    sha, read, parent, tree, deltas, size, symbols, ranges, introduced, defined, used = json.loads(line)
+    return (
+        sha,
+        bool(read),
+        CommitChanges(
+            sha=sha,
+            parent_tree=pygit2.Oid(hex=parent),
+            tree=pygit2.Oid(hex=tree),
+            deltas=tuple(FileDelta(p, _entry_of(o), _entry_of(n)) for p, o, n in deltas),
+            lines=int(size),
+            symbols=frozenset(symbols),
+            ranges=tuple(
+                FileRanges(p, tuple(LineHunk(*h) for h in hunks), bool(whole)) for p, whole, hunks in ranges
+            ),
+            introduced=frozenset(introduced),
+            defined=frozenset(defined),
+            used=frozenset(used),
+        ),
+    )
+
+
+def _write_lines(path: Path, key: str, rows: Sequence[str]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")

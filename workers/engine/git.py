@@ -165,29 +165,74 @@ def _local_only(args: Sequence[str]) -> None:
 
 
 class RunningGit:
-    """A local git command started by :func:`start_git`, still running: :meth:`wait` collects it."""
+    """A local git command started by :func:`start_git`, still running: :meth:`wait` collects it.
 
-    def __init__(self, proc: subprocess.Popen[bytes], shown: Sequence[str], check: bool) -> None:
+    With ``read_ahead`` a thread takes its output as git writes it, so that a command printing
+    more than a pipe holds runs to its end while the caller works (without it git waits on the
+    full pipe until :meth:`wait`)."""
+
+    def __init__(
+        self, proc: subprocess.Popen[bytes], shown: Sequence[str], check: bool, read_ahead: bool = False
+    ) -> None:
         self._proc = proc
         self._shown = list(shown)
         self._check = check
+        self._result: tuple[bytes, bytes] = (b"", b"")
+        self.stderr = b""  # what git printed there, once :meth:`wait` returned
+        self._reader: threading.Thread | None = None
+        if read_ahead:
+            self._reader = threading.Thread(target=self._communicate, daemon=True)
+            self._reader.start()
+
+    def _communicate(self) -> None:
+        self._result = self._proc.communicate()
+
+    @property
+    def returncode(self) -> int | None:
+        """git's exit status once :meth:`wait` returned (None before)."""
+        return self._proc.returncode
 
     def wait(self) -> bytes:
         """Its stdout once it exits (what :func:`run_git` returns); raises :class:`GitError` as it does."""
-        out, err = self._proc.communicate()
+        if self._reader is not None:
+            self._reader.join()
+            out, err = self._result
+        else:
+            out, err = self._proc.communicate()
+        self.stderr = err
         if self._check and self._proc.returncode != 0:
             raise GitError(self._shown, self._proc.returncode, err.decode("utf-8", "replace"))
         return out
 
+    def done(self) -> bool:
+        """Whether git has exited (so :meth:`wait` does not wait long)."""
+        return self._proc.poll() is not None
 
-def start_git(cwd: Path | str, args: Sequence[str], *, check: bool = True) -> RunningGit:
+    def abandon(self) -> None:
+        """Stop git (its answer is not wanted) and reap it."""
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.kill()
+        if self._reader is not None:
+            self._reader.join()
+        else:
+            self._proc.communicate()
+
+
+def start_git(
+    cwd: Path | str,
+    args: Sequence[str],
+    *,
+    check: bool = True,
+    read_ahead: bool = False,
+) -> RunningGit:
     """Start a local git command (no stdin) and return at once: the caller works on, then waits.
 
     For work that overlaps: a process, not a thread, so nothing is shared but the object
     database git writes to. Network commands go through :func:`run_git` (its timeout).
+    ``read_ahead``: see :class:`RunningGit`.
     """
     _local_only(args)
-    return RunningGit(_popen(args, cwd, stdin=False), args, check)
+    return RunningGit(_popen(args, cwd, stdin=False), args, check, read_ahead)
 
 
 class FedGit:
@@ -270,6 +315,13 @@ class AskedGit:
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError):
             self.alive = False
+
+    def ready(self) -> bool:
+        """Whether reading the next answer would not wait long: some of it has come (or git ended)."""
+        if not self.alive or self._buffer:
+            return True
+        assert self._proc.stdout is not None
+        return bool(select.select([self._proc.stdout.fileno()], [], [], 0)[0])
 
     def answer(self, timeout: float | None = None) -> list[bytes] | None:
         """The fields of the next answer (without the empty field that ends it); None when git

@@ -171,6 +171,28 @@ def merged_side_commits(
     return side
 
 
+def change_ids(repo: Repository, include: str, exclude: Sequence[str]) -> dict[str, str]:
+    """Gerrit ``Change-Id`` trailer → the commit that has it, for every commit in the range
+    (side commits too: Gerrit's ``Merge "X" into main`` lands X off the first-parent line).
+
+    A cherry-pick made in Gerrit keeps the change's id, so this names upstream's commit even when
+    the picked sha never landed (a change rebased before it merged). One ``git log`` that reads
+    only the trailers, run only when some fork message has one. With one id on several commits
+    the newest wins, as a PR number's does."""
+    args = ["log", "--format=%H%x1f%(trailers:key=Change-Id,valueonly,separator=%x1f)", include]
+    raw = repo.git(*args, *(f"^{sha}" for sha in exclude), "--").decode("utf-8", "replace")
+    found: dict[str, str] = {}
+    for line in raw.splitlines():
+        sha, *ids = line.split("\x1f")
+        for cid in ids:
+            if _CHANGE_ID.fullmatch(cid.strip()):
+                found.setdefault(cid.strip(), sha)
+    return found
+
+
+_CHANGE_ID = re.compile(r"I[0-9a-f]{40}")
+
+
 def changed_files(
     repo: Repository, include: str, exclude: Sequence[str], *, first_parent: bool = True
 ) -> dict[str, frozenset[Change]]:

@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,7 @@ from workers.engine.decisions import Decisions, Disposition, read_decisions
 from workers.engine.history import (
     Change,
     Commit,
+    change_ids,
     changed_files_raw,
     commit_files_raw,
     file_records,
@@ -66,7 +67,7 @@ __all__ = [
 ]
 
 # Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
-LEDGER_VERSION = 8  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins; 7: cache rows; 8: backport PR forms, Linux-stable trailers
+LEDGER_VERSION = 9  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins; 7: cache rows; 8: backport PR forms, Linux-stable trailers; 9: branch-tagged backports, patchback, Gerrit Change-Id
 _KEEP_CACHED = 8
 
 
@@ -304,12 +305,14 @@ def compute_ledger(
     files_touching: patchmatch.FilesTouching | None = None,
     side: dict[str, str] | None = None,
     changes_of: patchmatch.ChangesOf | None = None,
+    change_ids: Mapping[str, str] | None = None,
 ) -> Ledger:
     """The pure core: upstream range and fork range (oldest first) → ledger.
 
-    ``side`` maps upstream commits merged in off the first-parent line to their merge.
+    ``side`` maps upstream commits merged in off the first-parent line to their merge;
+    ``change_ids`` maps Gerrit Change-Ids to the upstream commits that have them.
     """
-    index = rec.UpstreamIndex(upstream, side)
+    index = rec.UpstreamIndex(upstream, side, change_ids)
     fork_index = reverts.ForkIndex(fork)
     picks: dict[str, rec.Recognition] = {}  # fork sha → what it carries
     active: dict[str, bool] = {}  # fork pick (or un-pick) → not reverted
@@ -585,6 +588,12 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
         base_time_f = pool.submit(repo.text, "show", "-s", "--format=%ct", pair.base)
         decisions = read_decisions(repo, FORK_NOTES_REF if pair.fork_notes_tip else None)
         fork = fork_f.result()
+        # Gerrit's Change-Ids, read from upstream only when the fork's messages carry one.
+        ids_f = (
+            pool.submit(change_ids, repo, pair.upstream_tip, [pair.base])
+            if any("Change-Id:" in c.message for c in fork)
+            else None
+        )
         upstream_paths = paths_f.result()
         known: dict[str, frozenset[Change]] = {}
         known_raw = b""
@@ -652,6 +661,7 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
             files_touching=file_sets,
             side=merged_side_commits(repo, pair.upstream_tip, [pair.base], upstream),
             changes_of=changes.get,
+            change_ids=ids_f.result() if ids_f is not None else None,
         )
 
 

@@ -199,12 +199,20 @@ def line_dependencies(
 
     One dependency per (commit, file, range), sorted; a commit never depends on itself.
     """
-    owners = LineOwners(context)
-    out: dict[str, tuple[LineDep, ...]] = {}
-    for sha, files in history:
-        deps = owners.dependencies(files)
-        out[sha] = tuple(
+    walk = DependencyWalk(context)
+    return {sha: walk.step(sha, files) for sha, files in history}
+
+
+class DependencyWalk:
+    """:func:`line_dependencies` one commit at a time: feed the history in upstream order, each
+    step answers that commit's dependencies on the commits fed before it."""
+
+    def __init__(self, context: int = DEFAULT_CONTEXT) -> None:
+        self._owners = LineOwners(context)
+
+    def step(self, sha: str, files: Sequence[FileRanges]) -> tuple[LineDep, ...]:
+        deps = self._owners.dependencies(files)
+        self._owners.apply(sha, files)
+        return tuple(
             sorted(set(d for d in deps if d.commit != sha), key=lambda d: (d.path, d.start, d.commit, d.end))
         )
-        owners.apply(sha, files)
-    return out

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -114,6 +115,9 @@ class GitMerger:
         self._roots: dict[pygit2.Oid, pygit2.Oid] = {}  # ancestor tree → its throwaway root commit
         self._attributes: TreeAttributes | None = None
         self._servers: list[_MergeServer] = []
+        # Work the caller gives the merger to do while git merges (one small step a call, False
+        # when there is none for now): the plan reads ahead (workers.engine.analyses, planning).
+        self.idle: Callable[[], bool] | None = None
         # A merger dropped without close() still ends its servers' git processes.
         self._finalizer = weakref.finalize(self, _close_servers, self._servers)
 
@@ -199,6 +203,9 @@ class GitMerger:
     def _collect(
         self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid, running: _Started
     ) -> MergeOutcome:
+        idle = self.idle
+        while idle is not None and not running.ready() and idle():
+            pass  # one step of the caller's work per check, until git answers or the work says "none now"
         fields = running.wait()
         if running.answered:
             self.asked += 1
@@ -312,6 +319,12 @@ class _Started:
 
     def _own(self) -> RunningGit:
         return start_git(self.where, [*self.options, *_MERGE_TREE, str(self.one), str(self.two)], check=False)
+
+    def ready(self) -> bool:
+        """Whether git's answer is (about to be) there: collecting it would not wait long."""
+        if self.server is not None:
+            return self.server.git.ready()
+        return self._alone is None or self._alone.done()
 
     def wait(self) -> list[str]:
         """git's answer: the merged tree's id, then the conflicting paths (empty when git gave none)."""
@@ -607,7 +620,10 @@ class ProvedMerges:
                 if old is None or one is None or two is None
                 else merge_clean(old, one, two, self._memo, key)
             )
-            merged = None if text is None else self.repo.create_blob(text)
+            merged = None
+            if text is not None:
+                merged = self.repo.create_blob(text)
+                self._keep(merged, text)  # the target holds it now: the next merges of this path read it
             self._known[key] = merged
             if self.cache is not None:
                 self.cache.put_file_merge(base, ours, theirs, merged)
@@ -626,10 +642,14 @@ class ProvedMerges:
             if not isinstance(blob, pygit2.Blob):
                 return None
             data = blob.data
-            while len(self._blobs) >= BLOBS_KEPT:
-                del self._blobs[next(iter(self._blobs))]
-        self._blobs[oid] = data  # most recent last
+        self._keep(oid, data)
         return data
+
+    def _keep(self, oid: pygit2.Oid, data: bytes) -> None:
+        self._blobs.pop(oid, None)
+        while len(self._blobs) >= BLOBS_KEPT:
+            del self._blobs[next(iter(self._blobs))]
+        self._blobs[oid] = data  # most recent last
 
 
 # Blob contents a ProvedMerges keeps at once (the last used; tens of MB at most for busy files).

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -322,7 +322,7 @@ class _OpenBundle:
 
 
 def partition(
-    commits: Sequence[Change],
+    commits: Iterable[Change],
     config: RepoConfig,
     trial: Trial,
     chains: Sequence[ChainRecord] = (),
@@ -330,6 +330,8 @@ def partition(
     deferred: Sequence[str] = (),
     declined: Collection[str] = (),
     parts: Sequence[PartRecord] = (),
+    *,
+    order: Sequence[str] | None = None,
 ) -> Plan:
     """Place every commit of ``commits`` (upstream order) in exactly one bundle or chain.
 
@@ -340,10 +342,18 @@ def partition(
     nothing stays stacked on them (module docstring, **Stacks**). ``parts``: the bundles recorded
     by the last build; a bundle that still holds most of a recorded one's commits keeps its id
     (:func:`workers.engine.parts.keep_ids`), so its branch and PR survive a re-cut.
+    ``order``: the shas of ``commits``, in their order, when ``commits`` are made as they are placed
+    (a generator whose analyses are still coming: :mod:`workers.engine.analyst`); the walk needs
+    every commit's position before it places the first.
     """
-    walk = _Walk(commits, config, trial)
+    if order is None:
+        commits = list(commits)
+        order = [c.sha for c in commits]
+    walk = _Walk(order, config, trial)
     walk.restore(chains, history or {})
-    for change in commits:
+    for sha, change in zip(order, commits, strict=True):
+        if change.sha != sha:
+            raise ValueError(f"commit {change.sha} placed where the order says {sha}")
         walk.place(change)
     return walk.plan(deferred, frozenset(declined), parts)
 
@@ -351,9 +361,9 @@ def partition(
 class _Walk:
     """The state of one partition walk: open chains, their link index, the current bundle."""
 
-    def __init__(self, commits: Sequence[Change], config: RepoConfig, trial: Trial) -> None:
-        self.position = {c.sha: i for i, c in enumerate(commits)}
-        if len(self.position) != len(commits):
+    def __init__(self, order: Sequence[str], config: RepoConfig, trial: Trial) -> None:
+        self.position = {sha: i for i, sha in enumerate(order)}
+        if len(self.position) != len(order):
             raise ValueError("a commit appears twice in the walk")
         self.config = config
         self.trial = trial

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,9 +25,10 @@ import pygit2
 
 from core.config import RepoConfig
 from core.errors import ForksyncError
+from workers.engine.analyses import Dependencies, PlanAnalyses
 from workers.engine.bundle import BuildResult, PickStyle, Resolver, build, bundle_branch
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
-from workers.engine.changes import CommitChanges, cached_commit_changes, commit_changes
+from workers.engine.changes import AnalysisCache, CommitChanges, commit_changes, no_cycle_collection
 from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.healing import HealNote, heal
@@ -39,7 +40,8 @@ from workers.engine.pair import FORK_NOTES_REF, Pair
 from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition
 from workers.engine.parts import PartRecord
 from workers.engine.pick import PickTarget
-from workers.engine.symbols import language, last_name, stoplist
+from workers.engine.symbols import last_name, stoplist
+from workers.engine.treenames import TreeNames
 
 if TYPE_CHECKING:
     from workers.engine.resolve.history import FileHistory
@@ -64,7 +66,7 @@ class TipTrial:
     target per open chain for the partition's ``pick`` rule (``partition.ChainTrial``), and the
     fork tip plus the current bundle alone (``partition.BundleTrial``: bundles land independently)."""
 
-    def __init__(self, target: PickTarget, changes: dict[str, CommitChanges]) -> None:
+    def __init__(self, target: PickTarget, changes: Mapping[str, CommitChanges]) -> None:
         self.target = target
         self.changes = changes
         self.trunk = target.tree()
@@ -175,53 +177,6 @@ def as_change(
     )
 
 
-def names_in_tree(repo: Repository, tree: str, names: Iterable[str]) -> frozenset[str]:
-    """Which of ``names`` already occur, as whole words, in the source files of ``tree``.
-
-    A name a chain member "introduces" that the fork already has (another ``builder``, ``target``,
-    ``add``) is no new dependency for whoever uses it: only uses of names the fork lacks link.
-    Reads the C/C++, Python and TableGen blobs once and collects their identifiers (``git grep
-    -w -F`` with many patterns was pathologically slow on a real tree).
-    """
-    wanted = {n for n in names if n.isidentifier()}
-    if not wanted:
-        return frozenset()
-    pg = pygit2.Repository(str(repo.path))
-    root = pg.revparse_single(tree).peel(pygit2.Tree)
-    found: set[str] = set()
-    encoded = {n.encode() for n in wanted}
-    stack: list[pygit2.Tree] = [root]
-    while stack and len(found) < len(wanted):
-        for item in stack.pop():
-            if item.type == pygit2.enums.ObjectType.TREE:
-                sub = pg.get(item.id)
-                assert isinstance(sub, pygit2.Tree)
-                stack.append(sub)
-            elif item.name is not None and language(item.name) is not None:
-                blob = pg.get(item.id)
-                if isinstance(blob, pygit2.Blob) and not blob.is_binary:
-                    found.update(w.decode() for w in encoded.intersection(identifiers(blob.data)))
-    return frozenset(found)
-
-
-# Every byte that cannot be part of an ASCII identifier, as a space: what ``identifiers`` splits on.
-_NOT_IDENTIFIER = bytes(
-    c if chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) else ord(" ") for c in range(256)
-)
-
-
-def identifiers(data: bytes) -> set[bytes]:
-    """The distinct identifiers ``[A-Za-z_][A-Za-z0-9_]*`` in ``data``, as ``re.findall`` would find them
-    (a run such as ``123abc`` holds ``abc``), found by one ``translate`` and ``split`` instead of a
-    regex match per word (half the time on a fork's source files)."""
-    words = set(data.translate(_NOT_IDENTIFIER).split())
-    numbered = [w for w in words if w[0] < 0x3A]  # starts with a digit: any identifier follows the digits
-    words.difference_update(numbered)
-    words.update(w.lstrip(b"0123456789") for w in numbered)
-    words.discard(b"")
-    return words
-
-
 def history_dependencies(
     ledger: Ledger, changes: Mapping[str, CommitChanges], context: int
 ) -> dict[str, tuple[LineDep, ...]]:
@@ -260,7 +215,28 @@ def make_plan(
 ) -> Planned:
     """Partition the pair's pending and backlog commits (reads only; writes nothing to the fork).
 
-    ``declined``: ids of bundles whose PR a maintainer closed unmerged (nothing is stacked on them)."""
+    ``declined``: ids of bundles whose PR a maintainer closed unmerged (nothing is stacked on them).
+
+    While git merges a trial pick, the plan reads ahead: the analyses of the commits it will
+    place next and their line dependencies are made as they are first needed, or while the plan
+    would otherwise wait for git (:mod:`workers.engine.analyses`). The fork's names come from one
+    ``git grep`` that runs meanwhile (:mod:`workers.engine.treenames`)."""
+    fork_names = TreeNames(pair.repo, pair.fork_tip)
+    try:
+        with no_cycle_collection():
+            return _plan(pair, config, fork_names, ledger, store, declined)
+    finally:
+        fork_names.close()
+
+
+def _plan(
+    pair: Pair,
+    config: RepoConfig,
+    fork_names: TreeNames,
+    ledger: Ledger | None,
+    store: ChainStore | None,
+    declined: Collection[str],
+) -> Planned:
     ledger = ledger or load_ledger(pair, config.ledger, upstream_url=config.upstream.url)
     store = store if store is not None else read_chains(pair)
     repo = pygit2.Repository(str(pair.repo.path))
@@ -270,12 +246,34 @@ def make_plan(
     walk = tuple(s for s in walk if s not in hurried_set)
     stop = stoplist(config.risk.symbol_stoplist)
     line_mode = config.risk.link == "line"
-    everything = (*urgent, *walk, *(e.sha for e in ledger.entries)) if line_mode else (*urgent, *walk)
-    # Already picked history is read for its hunk ranges only (line dependencies), not its symbols.
-    changes = cached_commit_changes(
-        repo, pair.repo, everything, stop, analyse={*urgent, *walk}, folder=pair.cache_dir
-    )
-    depends = history_dependencies(ledger, changes, config.risk.context_lines) if line_mode else {}
+    # In upstream order, the order the walk reads them. Already picked history is read for its
+    # hunk ranges only (line dependencies), not its symbols.
+    order = (*(e.sha for e in ledger.entries), *urgent, *walk) if line_mode else (*urgent, *walk)
+    cache = AnalysisCache(pair.cache_dir, stop)
+    changes = PlanAnalyses(repo, pair.repo, cache, order, stop, {*urgent, *walk})
+    try:
+        return _placed(pair, config, fork_names, changes, ledger, store, declined, walk, deferred, urgent)
+    finally:
+        changes.close()
+
+
+def _placed(
+    pair: Pair,
+    config: RepoConfig,
+    fork_names: TreeNames,
+    changes: PlanAnalyses,
+    ledger: Ledger,
+    store: ChainStore,
+    declined: Collection[str],
+    walk: tuple[str, ...],
+    deferred: tuple[str, ...],
+    urgent: tuple[str, ...],
+) -> Planned:
+    repo = pygit2.Repository(str(pair.repo.path))
+    stop = stoplist(config.risk.symbol_stoplist)
+    line_mode = config.risk.link == "line"
+    history_order = [e.sha for e in ledger.entries]
+    depends = Dependencies(history_order, changes, config.risk.context_lines) if line_mode else None
     in_walk = set(walk)
     history: dict[str, Change] = {}
     for record in store.records:
@@ -288,27 +286,68 @@ def make_plan(
     fork_tip = repo.get(pair.fork_tip)
     assert isinstance(fork_tip, pygit2.Commit)
     merger = GitMerger(repo, MergeCache.open(pair.cache_dir, repo))
+    # While git merges: the analyses and dependencies still to make, then the cache's rows.
+    first = depends.read_ahead if depends is not None else changes.read_ahead
+    merger.idle = lambda: first() or changes.encode_ahead()
     trial = TipTrial(PickTarget(repo, fork_tip.tree.id, merger), changes)
-    known = names_in_tree(
-        pair.repo, pair.fork_tip, (last_name(n) for s in walk for n in changes[s].introduced)
-    )
-    walk_changes = [as_change(changes[s], depends, known) for s in walk]
+
+    def change_of(sha: str) -> Change:
+        c = changes[sha]
+        return as_change(c, depends, fork_names.having(last_name(n) for n in c.introduced))
+
+    walk_changes = OnDemand(walk, change_of)
     carried = frozenset(
         sha for r in store.records for sha in r.commits if (e := ledger.entry(sha)) is not None and e.carriers
     )
-    records, notes = heal(store.records, {c.sha: c for c in walk_changes}, walk, config.risk.link, carried)
+    records, notes = heal(store.records, walk_changes, walk, config.risk.link, carried)
     try:
-        plan = partition(walk_changes, config, trial, records, history, deferred, declined, store.parts)
+        plan = partition(
+            (walk_changes[s] for s in walk),
+            config,
+            trial,
+            records,
+            history,
+            deferred,
+            declined,
+            store.parts,
+            order=walk,
+        )
     finally:
         merger.close()
     assert merger.cache is not None
     merger.cache.save()
+    changes.save()
+    everything = changes.complete()
     hurried = tuple(
-        Urgent(name, s, urgent_trial(repo, pair.fork_tip, changes[s]))
+        Urgent(name, s, urgent_trial(repo, pair.fork_tip, everything[s]))
         for s, name in zip(urgent, fresh_ids("urgent", urgent), strict=True)
     )
     plan = dataclasses.replace(plan, urgent=hurried)
-    return Planned(plan, walk, changes, store, ledger, notes, merger.cache)
+    return Planned(plan, walk, dict(everything), store, ledger, notes, merger.cache)
+
+
+class OnDemand(Mapping[str, Change]):
+    """The partition's view of each commit of ``order``, made by ``make`` when first asked."""
+
+    def __init__(self, order: Sequence[str], make: Callable[[str], Change]) -> None:
+        self._order = order
+        self._known = set(order)
+        self._make = make
+        self._made: dict[str, Change] = {}
+
+    def __getitem__(self, sha: str) -> Change:
+        if sha not in self._known:
+            raise KeyError(sha)
+        made = self._made.get(sha)
+        if made is None:
+            made = self._made[sha] = self._make(sha)
+        return made
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
 
 
 def pick_style(pair: Pair, config: RepoConfig) -> PickStyle:

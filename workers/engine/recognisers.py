@@ -5,7 +5,9 @@ title, its list items and its trailers name, not what the first of them names):
 
 1. ``trailer``    -- ``Reactor Cherry-pick|Backport Revision: <sha>``, ``(cherry picked from
    commit <sha>)``, ``Upstream-Commit: <sha>``, ``Original Commit: <sha>`` (configurable;
-   several per commit are fine);
+   several per commit are fine); ``change-id``: Gerrit's ``Change-Id: I<40 hex>``, which a
+   cherry-pick keeps, names the upstream commit with the same id (``build_ledger`` reads
+   upstream's ids only when a fork message has one);
 2. ``bundle``     -- a bundle title's list (``Cherry-pick K upstream(#a #b ...)``, ``#a #b (#M)``,
    ``... dependents (#a #b ...)``, lists GitHub cut with ``…`` and continued in the body) plus
    the PRs and shas of the body's Picked lists (not its Deferred / Won't-port sections, whose
@@ -16,13 +18,17 @@ title, its list items and its trailers name, not what the first of them names):
    release tooling writes it: MeeseeksDev's ``Backport PR #N on branch B (<subject>) (#M)`` and
    ``Backport PR #N: <subject>``, NumPy's and Electron's ``Backport of #N.`` (``#a, #b, and
    #c``), Kubernetes' ``Automated cherry pick of #N: <subject> #K: <subject>`` and ``Cherry pick
-   of #N on release-1.28.`` (read in the fork's merge commits too, where that tooling puts it).
+   of #N on release-1.28.``, patchback's ``[PR #N/<short sha> backport][B] <subject> (#M)`` (the
+   sha read) and ``This is a backport of PR #N`` (read in the fork's merge commits too, where
+   that tooling puts it, with the branch names it gives: ``patchback/backports/B/<sha>/pr-N``).
    N is upstream's when both sides are one GitHub repository (a release branch: one number
    space), else only when the subject beside it reads as upstream's subject of N.
 
 Only when those name nothing: 5. ``subject`` -- the fork subject is an upstream subject
 verbatim (optionally + the fork's ``(#M)``, after the fork's own leading tags, or without
-upstream's tags with upstream's number kept; CPython's ``(GH-N)`` reads as ``(#N)``); 6.
+upstream's tags with upstream's number kept; CPython's ``(GH-N)`` reads as ``(#N)``), or after
+a tag naming the branch or saying backport (``[stable-2.16]``, ``[2.19]``, ``[Backport 2.x]``)
+upstream's words with only the fork's ``(#M)`` (no number read); 6.
 ``pr-pattern`` -- configured regexes with a group ``pr``; 7. ``body-link`` -- ``<upstream
 url>/pull/N`` in the body, outside excluded
 sections, when the title is a pick, the link is under a pick label (``Upstream:``) or its
@@ -38,6 +44,7 @@ come back in :attr:`Recognition.decided`. Reverts are read in ``reverts.py``; pa
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +54,7 @@ from workers.engine.history import Commit
 from workers.engine.titles import bundle_numbers, parse_title
 
 TRAILER = "trailer"
+CHANGE_ID = "change-id"  # Gerrit's Change-Id trailer, kept by a cherry-pick: the same change
 BUNDLE = "bundle"
 PR_SUBJECT = "pr-subject"
 PR_FORM = "pr-form"
@@ -57,6 +65,8 @@ SAME_CHANGE = "same-change"  # same author, author date and subject
 PATCH_ID = "patch-id"
 MERGE = "merge"
 
+# Gerrit's trailer: a cherry-pick keeps it, so the fork's copy names the same change as upstream's.
+_CHANGE_ID_TRAILER = re.compile(r"(?m)^[ \t]*Change-Id:[ \t]*(I[0-9a-f]{40})[ \t]*$")
 # Leading "[Tag]" groups of upstream's subject inside a pick title (titles.py takes the title apart).
 _LEADING_TAG = re.compile(r"^\s*\[([^\]\n]*)\]\s*")
 _LEADING_TAGS = re.compile(r"^(?:\s*\[[^\]\n]*\]\s*)+")
@@ -173,15 +183,27 @@ class UpstreamIndex:
     them counts for that merge.
     """
 
-    def __init__(self, commits: Sequence[Commit], side: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        commits: Sequence[Commit],
+        side: Mapping[str, str] | None = None,
+        change_ids: Mapping[str, str] | None = None,
+    ) -> None:
         self.position = {c.sha: i for i, c in enumerate(commits)}
         self.side = dict(side or {})
+        # Gerrit Change-Id → the upstream commit on the line that has it (or landed it).
+        self.change_ids = {
+            cid: self.side.get(sha, sha)
+            for cid, sha in (change_ids or {}).items()
+            if self.side.get(sha, sha) in self.position
+        }
         self._sorted = sorted({*self.position, *self.side})
         self.by_pr: dict[int, list[str]] = {}
         self.by_subject: dict[str, list[str]] = {}
         self.subjects = {c.sha: c.subject for c in commits}
         self._subjects_sorted: list[str] | None = None
         self._untagged: dict[str, list[str]] | None = None
+        self._numberless: dict[str, list[str]] | None = None
         for c in commits:
             pr = c.pr_number
             if pr is not None:
@@ -200,6 +222,10 @@ class UpstreamIndex:
         if found is not None and found in self.side:
             return self.side[found]
         return found
+
+    def change(self, change_id: str) -> str | None:
+        """The upstream commit of Gerrit change ``change_id`` (``I`` + 40 hex digits), if any."""
+        return self.change_ids.get(change_id)
 
     def pr(self, number: int) -> str | None:
         """The upstream commit of PR ``number``; with several (a re-land), the newest."""
@@ -224,6 +250,16 @@ class UpstreamIndex:
             return None
         m = _TRAILING_PR.search(text)
         return shas[0] if m is not None and self.pr(int(m.group(1))) == shas[0] else None
+
+    def numberless_subject(self, text: str) -> str | None:
+        """The one upstream commit whose subject, without its own ``(#N)``, is ``text`` (a
+        backport titled by its branch keeps upstream's words but only the fork's number)."""
+        if self._numberless is None:
+            self._numberless = {}
+            for sha, subject in self.subjects.items():
+                self._numberless.setdefault(normalise(_TRAILING_PR.sub("", subject)), []).append(sha)
+        shas = self._numberless.get(normalise(text))
+        return shas[0] if shas and len(shas) == 1 else None
 
     def subject_prefix(self, text: str, minimum: int = 24) -> str | None:
         """The one upstream commit whose subject starts with ``text`` (long enough), if unique."""
@@ -261,7 +297,7 @@ class Recognition:
 
 
 NOTHING = Recognition((), None)
-_ORDER = (TRAILER, BUNDLE, PR_SUBJECT, PR_FORM, SUBJECT, PR_PATTERN, BODY_LINK)
+_ORDER = (TRAILER, CHANGE_ID, BUNDLE, PR_SUBJECT, PR_FORM, SUBJECT, PR_PATTERN, BODY_LINK)
 
 
 def recognise(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recognition:
@@ -286,6 +322,8 @@ def recognise(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recognition
 
     marks = _markers(own, index, rules)
     add((sha for sha, kind in marks if kind == "carry"), TRAILER)
+    if index.change_ids and "Change-Id:" in own:
+        add((index.change(cid) for cid in _CHANGE_ID_TRAILER.findall(own)), CHANGE_ID)
     decided = tuple((sha, kind, "trailer") for sha, kind in marks if kind != "carry")
     if title.is_pick and title.bundle:
         sections = _bundle_sections(body, index, rules)
@@ -337,6 +375,8 @@ def recognise_merge(commit: Commit, index: UpstreamIndex, rules: Rules) -> Recog
     partial = any(_PARTIAL.search(line) and _FORM_HINT.search(line) for line in body.splitlines())
     if one_space and not partial:
         found += [s for s in (index.pr(n) for n in _branch_numbers(commit.subject)) if s]
+    if not partial:  # a sha is upstream's wherever the branch lives
+        found += [s for s in (index.sha(t) for t in _branch_shas(commit.subject)) if s]
     if not found:
         return NOTHING
     ordered = tuple(sorted(dict.fromkeys(found), key=index.position.__getitem__))
@@ -355,6 +395,17 @@ _BACKPORT_BRANCH = re.compile(
 )
 
 
+# patchback's branch names the upstream commit itself: "patchback/backports/9.0.x/<sha>/pr-14550".
+_PATCHBACK_BRANCH = re.compile(r"^patchback/backports/[^/\s]+/(?P<sha>[0-9a-f]{40})/pr-\d+$")
+
+
+def _branch_shas(subject: str) -> list[str]:
+    """The upstream shas a merge's ``Merge pull request #M from owner/<branch>`` names in its branch."""
+    m = _MERGED_BRANCH.match(subject)
+    b = _PATCHBACK_BRANCH.match(m.group("branch")) if m else None
+    return [b.group("sha")] if b else []
+
+
 def _branch_numbers(subject: str) -> list[int]:
     """The PR numbers a merge's ``Merge pull request #M from owner/<branch>`` names in its branch."""
     m = _MERGED_BRANCH.match(subject)
@@ -370,8 +421,8 @@ def _branch_numbers(subject: str) -> list[int]:
 # Prose that mentions a backport ("the backport of #N broke ...", "Partial backport of #N")
 # does not start so and is not read.
 _PR_FORM = (
-    r"^[ \t]*(?:\[[^\]\n]*\][ \t]*)*(?-i:[A-Z][A-Za-z]{1,11}:[ \t]+)?"
-    r"(?:manual(?:ly)?[ \t]+)?(?P<verb>back-?port(?:ed)?|(?P<k8s>automated[ \t]+)?cherry[ \t_-]?pick(?:ed)?)"
+    r"^[ \t]*(?:\*\*|__)?(?:\[[^\]\n]*\][ \t]*)*(?-i:[A-Z][A-Za-z]{1,11}:[ \t]+)?"
+    r"(?:this[ \t]+(?:is|was)[ \t]+an?[ \t]+)?(?:manual(?:ly)?[ \t]+)?(?P<verb>back-?port(?:ed)?|(?P<k8s>automated[ \t]+)?cherry[ \t_-]?pick(?:ed)?)"
     r"(?:[ \t]+of)?(?:[ \t]+PRs?)?[ \t]+"
     r"(?P<numbers>(?:#|gh-)\d+\b(?:[ \t]*(?:,[ \t]*and|,|&|and)[ \t]*(?:#|gh-)\d+\b)*)"
     r"(?P<tail>.*)$"
@@ -388,7 +439,8 @@ def _form_line_in(body: str) -> bool:
     for m in words:  # offsets into body (lower() kept its length, or body was scanned itself)
         start = body.rfind("\n", 0, m.start()) + 1
         end = body.find("\n", m.end())
-        if _PR_FORM_LINE.match(body[start : len(body) if end < 0 else end]):  # "^" holds at a slice's start
+        line = body[start : len(body) if end < 0 else end]
+        if _PR_FORM_LINE.match(line) or _PATCHBACK_TAG.match(line):  # "^" holds at a slice's start
             return True
     return False
 
@@ -400,6 +452,9 @@ _PR_FORM_SUFFIX = re.compile(
     r"(?P<numbers>(?:#|gh-)\d+\b(?:[ \t]*(?:,[ \t]*and|,|&|and)[ \t]*(?:#|gh-)\d+\b)*)[ \t]*\)"
     r"(?:[ \t]*\(#\d+\))?[ \t]*$"
 )
+# patchback's title tag (aiohttp, pytest, ansible collections): "[PR #13275/b2b7b50c backport][3.15]
+# Move flaky perf test to codspeed (#13276)", the upstream PR and its merged commit's short sha.
+_PATCHBACK_TAG = re.compile(r"(?i)^\s*\[PR[ \t]+#(?P<number>\d+)/(?P<sha>[0-9a-f]{7,40})[ \t]+back-?port\]")
 _FORM_HINT = re.compile(r"(?i)back-?port|cherry[ \t_-]?pick")
 _FORM_WORD = re.compile(r"back-?port|cherry[ \t_-]?pick")  # _FORM_HINT on lower-cased text
 _FORM_NUMBER = re.compile(r"(?i)(?:#|gh-)(\d+)\b")
@@ -421,7 +476,12 @@ def _pr_forms(subject: str, body: str, index: UpstreamIndex, rules: Rules) -> li
     nothing. Where the two sides are different repositories a fork's ``#N`` may be its own PR:
     N is read only when the subject the form gives (or the commit's own) reads as upstream's."""
     suffix = _PR_FORM_SUFFIX.search(subject) if _FORM_HINT.search(subject) else None
-    if suffix is None and not _PR_FORM_LINE.match(subject) and not _form_line_in(body):
+    if (
+        suffix is None
+        and not _PR_FORM_LINE.match(subject)
+        and not _PATCHBACK_TAG.match(subject)
+        and not _form_line_in(body)
+    ):
         return []  # no line starts with a form (most messages): the sections need no reading
     one_space = rules.upstream_slug is not None and rules.upstream_slug == rules.fork_slug
     found: list[str] = []
@@ -433,6 +493,17 @@ def _pr_forms(subject: str, body: str, index: UpstreamIndex, rules: Rules) -> li
             if sha and (one_space or _reads_as(index, sha, beside)):
                 found.append(sha)
     for at, line in enumerate(lines):
+        tag = _PATCHBACK_TAG.match(line)
+        if tag is not None:
+            # The tag names upstream's commit by its sha: read it (no number to mistake for the
+            # fork's); its number only where the sha is not upstream's (as another form's number).
+            sha = index.sha(tag.group("sha"))
+            if sha is None:
+                sha = index.pr(int(tag.group("number")))
+                sha = sha if sha and (one_space or _reads_as(index, sha, _bare_subject(line))) else None
+            if sha:
+                found.append(sha)
+            continue
         m = _PR_FORM_LINE.match(line)
         if m is None:
             continue
@@ -798,7 +869,55 @@ def _same_subject(subject: str, index: UpstreamIndex) -> list[str]:
         sha = index.untagged_subject(candidate)
         if sha:
             return [sha]
-    return []
+    return _branch_tagged(subject, index)
+
+
+# A leading tag that says the commit is a backport or names the release branch it was made for:
+# "[Backport]", "[backport/2.16]", "[Backport 2.x]", "[Backport v3.5-branch]", patchback's
+# "[PR #13275/b2b7b50c backport]", a version ("[stable-2.16]", "[2.16]", "[bp-2.16]", "[8.3.x]",
+# "[v0.19.x]", "[release/3.5.x]", "[maintenance/2.0.x]"), "[release-1.28]". A component tag
+# ("[AMD]", "[mypyc]", "[Docs]") is none of these.
+_BRANCH_TAG = re.compile(
+    r"(?i)^(?:(?:back-?port(?:ed)?|cherry[\s_-]?pick(?:ed)?)(?:[\s/:_-]+[\w./-]+)?|"
+    r"PR\s+#\d+/[0-9a-f]{7,40}\s+back-?port|"
+    r"[\w/ -]*?\bv?\d+\.(?:\d+|x)[\w./-]*|"
+    r"(?:stable|release|maint(?:enance)?)[/_-][\w./-]+)$"
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_branch_tag(text: str) -> bool:
+    """Whether a leading tag's text is a branch tag; a fork's few tags ("AMD", "TLX") recur in
+    thousands of titles, so each is matched once."""
+    return bool(_BRANCH_TAG.match(text))
+
+
+def _branch_tagged(subject: str, index: UpstreamIndex) -> list[str]:
+    """A backport its branch tag says is one, titled with upstream's subject and only the
+    fork's own number: "[stable-2.16] assemble: fixed missing parameter error (#83124)" carries
+    upstream's "assemble: fixed missing parameter error (#82360)", "[2.19] Change X (#888)"
+    upstream's "Change X (#880)". No number is read, so the fork's (#M) is never taken for
+    upstream's; the words must be one upstream subject's exactly (one commit's alone), and a
+    title that still ends in a number after the fork's is left to the rules above."""
+    text = subject.strip()
+    tagged = False
+    while (m := _LEADING_TAG.match(text)) is not None and m.end() < len(text):
+        tagged = tagged or _is_branch_tag(m.group(1).strip())
+        text = text[m.end() :]
+        if tagged:
+            break
+    if not tagged:
+        return []
+    while True:
+        words = _TRAILING_PR.sub("", text, count=1)
+        if not _TRAILING_PR.search(words):
+            sha = index.numberless_subject(_unquoted(words))
+            if sha:
+                return [sha]
+        m = _LEADING_TAG.match(text)  # the fork's tags after the branch's: "[2.16][ci] ..."
+        if m is None or m.end() >= len(text):
+            return []
+        text = text[m.end() :]
 
 
 # CPython's backports ("[3.12] gh-112345: Fix the tokenizer (GH-112346) (#112400)") write

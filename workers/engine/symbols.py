@@ -147,6 +147,8 @@ _CPP_EXT = {
 _HEADER_EXT = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".def"}
 _PY_EXT = {".py", ".pyi"}
 _TD_EXT = {".td"}
+# Every extension :func:`language` gives a language to (lower case).
+SOURCE_EXTENSIONS = frozenset(_CPP_EXT | _PY_EXT | _TD_EXT)
 
 _CPP_KEYWORD_TEXT = (
     "if for while switch return else do case default sizeof alignof decltype new delete throw "

@@ -4,11 +4,13 @@
 --format=%B``), one per backport form ``benchmarks/bench_backport_forms.py`` was measured on
 (and a few that only mention a backport), with the number of parents (merges are read for the
 forms their tooling writes there); ``upstream.jsonl``: the commits of each project's main
-branch those messages name (by ``#N``, ``gh-N``, a backport branch's numbers, or a
-sha; a sha names a side commit as the mirror has it), with their real sha and subject.
+branch those messages name (by ``#N``, ``gh-N``, a backport branch's numbers, a sha (a sha
+names a side commit as the mirror has it), or, listed in ``NAMED_OTHERWISE``, their words or
+Gerrit Change-Id), with their real sha, subject and Change-Id (where they have one).
 
-Run: ``python tests/data/backport-forms/vendor.py MIRRORS_DIR`` (the ``fetch`` tool's
-``/work/.mirror``: one ``owner+name/repo`` bare clone per project).
+Run: ``python tests/data/backport-forms/vendor.py MIRRORS_DIR [PROJECT ...]`` (the ``fetch``
+tool's ``/work/.mirror``: one ``owner+name/repo`` bare clone per project; with PROJECTs, only
+their rows are made again and the others kept).
 """
 
 from __future__ import annotations
@@ -74,6 +76,39 @@ PROJECTS: dict[str, tuple[str, dict[str, str]]] = {
             "f49c9358f": "[ Upstream commit <sha> ], a second one",
         },
     ),
+    "aio-libs/aiohttp": (
+        "master",
+        {
+            "35785a7c1e": "patchback: [PR #N/<short sha> backport][3.15] <subject> (#M), body This is a backport of PR #N",
+            "6bb46cf6a1": "patchback title, body Manual backport of #N (squash commit <sha>)",
+        },
+    ),
+    "pytest-dev/pytest": (
+        "main",
+        {
+            "c2af01e560": "merge: from patchback/backports/9.0.x/<sha>/pr-N, body [PR #N/<short sha> backport][9.0.x] ...",
+            "2b35bfa112": "no merge (a merge's copy), its subject the merge's, body [PR #N/<short sha> backport][8.3.x] ...",
+        },
+    ),
+    "opensearch-project/job-scheduler": (
+        "main",
+        {
+            "43fa5a60b2": "[Backport 2.19] <upstream subject without its (#N)> (#M)",
+            "b8cc244598": "[Backport 2.x] <upstream subject without its (#N)> (#M)",
+        },
+    ),
+    "sqlalchemy/sqlalchemy": (
+        "main",
+        {
+            "9ae9b434ef": "Gerrit: only a Change-Id, upstream's commit has the same one",
+            "9528b5977d": "Gerrit: retitled, cherry picked from a sha main does not hold, Change-Id upstream's",
+        },
+    ),
+}
+# Upstream commits a message names by neither number nor sha (its words, its Change-Id).
+NAMED_OTHERWISE: dict[str, list[str]] = {
+    "opensearch-project/job-scheduler": ["878e158539", "8eecad00d2"],
+    "sqlalchemy/sqlalchemy": ["1c3efa4bc7", "54a4ac0eb9"],
 }
 _NUMBERS = re.compile(r"(?i)(?:#|gh-|/pull/)(\d+)\b|backport-(?:of-pr-)?((?:\d+-?)+)|cherry-pick-(\d+)")
 _SHAS = re.compile(r"\b[0-9a-f]{40}\b")
@@ -86,9 +121,20 @@ def git(mirror: Path, *args: str) -> str:
     ).stdout
 
 
-def main(mirrors: Path) -> None:
-    messages, upstream = [], []
+def main(mirrors: Path, only: list[str]) -> None:
+    """Vendor every project, or only those named (the other projects' rows are kept as they are)."""
+    kept = [
+        [
+            r
+            for r in map(json.loads, (HERE / name).read_text().splitlines())
+            if only and r["project"] not in only
+        ]
+        for name in ("messages.jsonl", "upstream.jsonl")
+    ]
+    messages, upstream = kept
     for project, (branch, picks) in PROJECTS.items():
+        if only and project not in only:
+            continue
         mirror = mirrors / project.replace("/", "+") / "repo"
         # main's history (first-parent line and what its merges brought in), newest first
         line = [
@@ -118,12 +164,19 @@ def main(mirrors: Path) -> None:
                 except subprocess.CalledProcessError:
                     continue  # a sha the mirror does not hold names nothing here
                 wanted.setdefault(named, subject)
+        for short in NAMED_OTHERWISE.get(project, []):
+            sha = git(mirror, "rev-parse", short).strip()
+            wanted.setdefault(sha, git(mirror, "log", "-1", "--format=%s", sha).strip())
         order = {sha: i for i, (sha, _) in enumerate(reversed(line))}
         for sha, subject in sorted(wanted.items(), key=lambda kv: order.get(kv[0], -1)):
-            upstream.append({"project": project, "sha": sha, "subject": subject})
+            row = {"project": project, "sha": sha, "subject": subject}
+            ids = git(mirror, "log", "-1", "--format=%(trailers:key=Change-Id,valueonly)", sha).split()
+            if ids:  # Gerrit's: a cherry-pick keeps it
+                row["change_id"] = ids[0]
+            upstream.append(row)
     (HERE / "messages.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in messages))
     (HERE / "upstream.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in upstream))
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), sys.argv[2:])
