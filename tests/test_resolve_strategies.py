@@ -161,6 +161,51 @@ def test_dependency_pins_decline_product_versions_and_other_edits() -> None:
     assert dependency_pins(_hunk("a==1\n", "a==2\nb==1\n", "a==3\n"), CTX) is None
 
 
+# Real blocks: containerd/containerd (Apache-2.0), backport 9e72e91e63 of db31fbc5a1 onto release/2.0
+# ("ci: bump Go 1.24.6"), .devcontainer/devcontainer.json; the maintainer bumped the branch's own Go line
+# to "1.23.12". And openstack/glance (Apache-2.0), backport 9b52a89765 of 8160ae2933 onto havana,
+# requirements.txt; the maintainer kept the branch's lower floors.
+_DEVCONTAINER_GO = (
+    '\t\t\t"version": "1.23.11"\n',
+    '\t\t\t"version": "1.24.5"\n',
+    '\t\t\t"version": "1.24.6"\n',
+)
+_GLANCE_FLOORS = (
+    "python-cinderclient>=1.0.4\npython-keystoneclient>=0.3.0\n",
+    "python-cinderclient>=1.0.5\npython-keystoneclient>=0.3.2\n",
+    "python-cinderclient>=1.0.6\npython-keystoneclient>=0.4.1\n",
+)
+
+
+def test_dependency_pins_decline_the_branchs_own_version_and_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSON ``"version"`` (the branch's release line) and a ``>=`` floor are the branch's own: declined.
+
+    Without the narrowing the rule took upstream's newer version: Go 1.24.6 onto a branch that
+    tracks Go 1.23, and upstream's raised floors onto a stable branch; both maintainers did otherwise.
+    Exact pins, the rule's right answers on the developers' set, still resolve.
+    """
+    from workers.engine.resolve import strategies
+    from workers.engine.resolve.strategies import dependency_pins
+
+    ctx = HunkContext(".devcontainer/devcontainer.json")
+    assert dependency_pins(_hunk(*_DEVCONTAINER_GO), ctx) is None
+    assert dependency_pins(_hunk(*_GLANCE_FLOORS), HunkContext("requirements.txt")) is None
+    assert dependency_pins(_hunk("pkg~=1.0\n", "pkg~=1.1\n", "pkg~=1.2\n"), CTX) is None
+    # Real block: aio-libs/aiohttp (Apache-2.0), conflict-bench case-037, requirements/test.txt: kept.
+    res = dependency_pins(_hunk("coverage==7.10.7\n", "coverage==7.11.0\n", "coverage==7.13.0\n"), CTX)
+    assert res is not None and res.lines == ("coverage==7.13.0\n",)
+    res = dependency_pins(
+        _hunk('"left-pad": "^1.2.0",\n', '"left-pad": "^1.1.0",\n', '"left-pad": "^1.3.0",\n'), ctx
+    )
+    assert res is not None and res.lines == ('"left-pad": "^1.3.0",\n',)
+    monkeypatch.setattr(strategies, "_OWN_VERSION_GUARD", False)
+    res = dependency_pins(_hunk(*_DEVCONTAINER_GO), ctx)
+    assert res is not None and res.lines == ('\t\t\t"version": "1.24.6"\n',)
+    monkeypatch.setattr(strategies, "_BOUNDS_GUARD", False)
+    res = dependency_pins(_hunk(*_GLANCE_FLOORS), HunkContext("requirements.txt"))
+    assert res is not None and res.lines == _hunk(*_GLANCE_FLOORS).theirs
+
+
 # Real extract: pytest-dev/pytest (MIT), conflict-bench case-008, src/_pytest/config/__init__.py, backport
 # to 7.0.x: the branch had dropped a blank line where upstream added a cached _get_directory.
 _CASE_008_THEIRS = (

@@ -612,6 +612,16 @@ _PIN = re.compile(
 _VERSION = re.compile(r"\d+(?:\.\d+)*")
 
 
+# Narrowings from held-out projects (docs/conflicts.md, "Guards from other projects"); a flag each so that a
+# test can show the narrowing is what declines. A JSON ``"version"`` key is the file's own version
+# (package.json) or a tool's release line (a devcontainer's Go), not a dependency's; a bound (``>=``,
+# ``~=``, ``<=``) is the range the branch supports, not the version it tests.
+_OWN_VERSION_GUARD = True
+_OWN_VERSION = re.compile(r'^\s*"version"\s*:', re.IGNORECASE)
+_BOUNDS_GUARD = True
+_BOUND = re.compile(r"^\s*(-\s*)?[A-Za-z0-9][\w.\-\[\],]*\s*(>=|~=|<=)")
+
+
 def _version_key(line: str) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(p) for p in v.split(".")) for v in _VERSION.findall(line))
 
@@ -620,7 +630,12 @@ def dependency_pins(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     """Both sides moved the same dependency pins: on each line keep the newer version.
 
     Guards: the three sides have the same lines, every line is a pin, and the sides of a line
-    differ only in version numbers (same package, same operator).
+    differ only in version numbers (same package, same operator). Only exact pins (``==``, an
+    action's ``@v``, ``rev:``, a package.json dependency) name the version a branch tests, where
+    the newer one is what maintainers take; it declines on the branch's own versions: a JSON
+    ``"version"`` key (the package's own version, a devcontainer's Go release line: the branch
+    keeps its line and bumps within it) and a bound (``>=``, ``~=``, ``<=``: the range of versions
+    the branch supports, which a maintenance branch keeps; glance kept its lower floors).
     """
     ours, base, theirs = _bare(hunk.ours), _bare(hunk.base), _bare(hunk.theirs)
     if not base or not (len(ours) == len(base) == len(theirs)):
@@ -629,6 +644,10 @@ def dependency_pins(hunk: Hunk, ctx: HunkContext) -> HunkResolution | None:
     picked = {"fork": 0, "upstream": 0}
     for o, b, t, raw_o, raw_t in zip(ours, base, theirs, hunk.ours, hunk.theirs, strict=True):
         if not all(_PIN.match(x) for x in (o, b, t)):
+            return None
+        if _OWN_VERSION_GUARD and any(_OWN_VERSION.match(x) for x in (o, b, t)):
+            return None
+        if _BOUNDS_GUARD and any(_BOUND.match(x) for x in (o, b, t)):
             return None
         if len({_VERSION.sub("#", x) for x in (o, b, t)}) != 1:
             return None
