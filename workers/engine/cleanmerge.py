@@ -66,8 +66,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from itertools import accumulate, repeat
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 # ``buffer_is_binary``: a NUL in the first FIRST_FEW_BYTES bytes makes a file binary to git.
 FIRST_FEW_BYTES = 8000
@@ -101,22 +105,22 @@ class MergeMemo:
 
     def file(self, key: Hashable, data: bytes) -> _File:
         """``data`` (named ``key``) split into records, kept for the next merges that meet it."""
-        found = self.files.pop(key, None)
-        if found is None:
-            found = _File(data)
-            while len(self.files) >= self.FILES_KEPT:
-                del self.files[next(iter(self.files))]
-        self.files[key] = found  # most recent last
-        return found
+        return keep_recent(self.files, key, lambda: _File(data), self.FILES_KEPT)
 
     def ancestor(self, key: Hashable, records: Sequence[bytes]) -> _Ancestor:
-        found = self.ancestors.pop(key, None)
-        if found is None:
-            found = _Ancestor(records)
-            while len(self.ancestors) >= self.ANCESTORS_KEPT:
-                del self.ancestors[next(iter(self.ancestors))]
-        self.ancestors[key] = found  # most recent last
-        return found
+        return keep_recent(self.ancestors, key, lambda: _Ancestor(records), self.ANCESTORS_KEPT)
+
+
+def keep_recent(kept: dict[K, V], key: K, make: Callable[[], V], limit: int) -> V:
+    """``kept[key]`` (made by ``make`` when absent), kept as the most recent of at most ``limit``
+    entries: ``kept`` is in order of use, the least recently used dropped first."""
+    found = kept.pop(key, None)
+    if found is None:
+        found = make()
+        while len(kept) >= limit:
+            del kept[next(iter(kept))]
+    kept[key] = found  # most recent last
+    return found
 
 
 def merge_clean(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 import pygit2
 
 from workers.engine.attributes import ATTRIBUTES_FILE, TreeAttributes
-from workers.engine.cleanmerge import MergeMemo, merge_clean, proof_holds_for
+from workers.engine.cleanmerge import MergeMemo, keep_recent, merge_clean, proof_holds_for
 from workers.engine.git import AskedGit, RunningGit, ask_git, run_git, start_git
 
 if TYPE_CHECKING:
@@ -211,8 +211,9 @@ class GitMerger:
         self, base: pygit2.Oid, ours: pygit2.Oid, theirs: pygit2.Oid, running: _Started
     ) -> MergeOutcome:
         idle = self.idle
-        while idle is not None and not running.ready() and idle():
-            pass  # one step of the caller's work per check, until git answers or the work says "none now"
+        while idle is not None and not running.ready():
+            if not idle():  # one step of the caller's work per check; none left for now: wait for git
+                break
         fields = running.wait()
         if running.answered:
             self.asked += 1
@@ -643,20 +644,16 @@ class ProvedMerges:
     def _data(self, oid: pygit2.Oid) -> bytes | None:
         """A blob's bytes (None if it is no blob); the last few are kept: the same ancestor and
         target versions of a file meet many commits' versions in one plan."""
-        data = self._blobs.pop(oid, None)
+        data = self._blobs.get(oid)
         if data is None:
             blob = self.repo.get(oid)
             if not isinstance(blob, pygit2.Blob):
                 return None
             data = blob.data
-        self._keep(oid, data)
-        return data
+        return self._keep(oid, data)
 
-    def _keep(self, oid: pygit2.Oid, data: bytes) -> None:
-        self._blobs.pop(oid, None)
-        while len(self._blobs) >= BLOBS_KEPT:
-            del self._blobs[next(iter(self._blobs))]
-        self._blobs[oid] = data  # most recent last
+    def _keep(self, oid: pygit2.Oid, data: bytes) -> bytes:
+        return keep_recent(self._blobs, oid, lambda: data, BLOBS_KEPT)
 
 
 # Blob contents a ProvedMerges keeps at once (the last used; tens of MB at most for busy files).

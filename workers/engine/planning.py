@@ -16,6 +16,7 @@ conflicts.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import re
@@ -227,12 +228,8 @@ def make_plan(
     would otherwise wait for git (:mod:`workers.engine.analyses`). The fork's names come from one
     ``git grep`` that runs meanwhile (:mod:`workers.engine.treenames`)."""
     read_objects_as_git()
-    fork_names = TreeNames(pair.repo, pair.fork_tip)
-    try:
-        with no_cycle_collection():
-            return _plan(pair, config, fork_names, ledger, store, declined)
-    finally:
-        fork_names.close()
+    with contextlib.closing(TreeNames(pair.repo, pair.fork_tip)) as fork_names, no_cycle_collection():
+        return _plan(pair, config, fork_names, ledger, store, declined)
 
 
 def read_objects_as_git() -> None:
@@ -263,17 +260,20 @@ def _plan(
     # In upstream order, the order the walk reads them. Already picked history is read for its
     # hunk ranges only (line dependencies), not its symbols.
     order = (*(e.sha for e in ledger.entries), *urgent, *walk) if line_mode else (*urgent, *walk)
-    cache = AnalysisCache(pair.cache_dir, stop)
-    changes = PlanAnalyses(repo, pair.repo, cache, order, stop, {*urgent, *walk})
-    try:
-        return _placed(pair, config, fork_names, changes, ledger, store, declined, walk, deferred, urgent)
-    finally:
-        changes.close()
+    analyses = PlanAnalyses(
+        repo, pair.repo, AnalysisCache(pair.cache_dir, stop), order, stop, {*urgent, *walk}
+    )
+    with contextlib.closing(analyses) as changes:
+        return _placed(
+            pair, config, repo, stop, fork_names, changes, ledger, store, declined, walk, deferred, urgent
+        )
 
 
 def _placed(
     pair: Pair,
     config: RepoConfig,
+    repo: pygit2.Repository,
+    stop: frozenset[str],
     fork_names: TreeNames,
     changes: PlanAnalyses,
     ledger: Ledger,
@@ -283,8 +283,7 @@ def _placed(
     deferred: tuple[str, ...],
     urgent: tuple[str, ...],
 ) -> Planned:
-    repo = pygit2.Repository(str(pair.repo.path))
-    stop = stoplist(config.risk.symbol_stoplist)
+    """The partition of ``walk`` with its analyses (``changes``), made as it reads them."""
     line_mode = config.risk.link == "line"
     history_order = [e.sha for e in ledger.entries]
     depends = Dependencies(history_order, changes, config.risk.context_lines) if line_mode else None

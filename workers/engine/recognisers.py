@@ -399,21 +399,28 @@ _BACKPORT_BRANCH = re.compile(
 _PATCHBACK_BRANCH = re.compile(r"^patchback/backports/[^/\s]+/(?P<sha>[0-9a-f]{40})/pr-\d+$")
 
 
+def _merged_branch(subject: str) -> str:
+    """The branch a ``Merge pull request #M from owner/<branch>`` subject names ("" for another subject)."""
+    m = _MERGED_BRANCH.match(subject)
+    return m.group("branch") if m else ""
+
+
 def _branch_shas(subject: str) -> list[str]:
     """The upstream shas a merge's ``Merge pull request #M from owner/<branch>`` names in its branch."""
-    m = _MERGED_BRANCH.match(subject)
-    b = _PATCHBACK_BRANCH.match(m.group("branch")) if m else None
+    b = _PATCHBACK_BRANCH.match(_merged_branch(subject))
     return [b.group("sha")] if b else []
 
 
 def _branch_numbers(subject: str) -> list[int]:
     """The PR numbers a merge's ``Merge pull request #M from owner/<branch>`` names in its branch."""
-    m = _MERGED_BRANCH.match(subject)
-    b = _BACKPORT_BRANCH.match(m.group("branch")) if m else None
+    b = _BACKPORT_BRANCH.match(_merged_branch(subject))
     if b is None:
         return []
     return [int(n) for n in re.findall(r"\d+", b.group("a") or b.group("b") or b.group("c"))]
 
+
+# The PR numbers a backport form names: "#1", "#1, #2 and #3", "gh-4 & #5".
+_NUMBERS = r"(?P<numbers>(?:#|gh-)\d+\b(?:[ \t]*(?:,[ \t]*and|,|&|and)[ \t]*(?:#|gh-)\d+\b)*)"
 
 # A line that starts by saying it backports or cherry-picks upstream PRs (after a title's
 # "[tags]" or "DOC: "): the verb, then the numbers at once ("Backport PR #N", "Backport of #a,
@@ -423,9 +430,7 @@ def _branch_numbers(subject: str) -> list[int]:
 _PR_FORM = (
     r"^[ \t]*(?:\*\*|__)?(?:\[[^\]\n]*\][ \t]*)*(?-i:[A-Z][A-Za-z]{1,11}:[ \t]+)?"
     r"(?:this[ \t]+(?:is|was)[ \t]+an?[ \t]+)?(?:manual(?:ly)?[ \t]+)?(?P<verb>back-?port(?:ed)?|(?P<k8s>automated[ \t]+)?cherry[ \t_-]?pick(?:ed)?)"
-    r"(?:[ \t]+of)?(?:[ \t]+PRs?)?[ \t]+"
-    r"(?P<numbers>(?:#|gh-)\d+\b(?:[ \t]*(?:,[ \t]*and|,|&|and)[ \t]*(?:#|gh-)\d+\b)*)"
-    r"(?P<tail>.*)$"
+    r"(?:[ \t]+of)?(?:[ \t]+PRs?)?[ \t]+" + _NUMBERS + r"(?P<tail>.*)$"
 )
 _PR_FORM_LINE = re.compile("(?i)" + _PR_FORM)
 
@@ -449,7 +454,8 @@ def _form_line_in(body: str) -> bool:
 # of #10401) (#10420)"; a partial or adapted backport says more and is not read.
 _PR_FORM_SUFFIX = re.compile(
     r"(?i)\((?:back-?port(?:ed)?|cherry[ \t_-]?pick(?:ed)?)(?:[ \t]+of)?(?:[ \t]+PRs?)?[ \t]+"
-    r"(?P<numbers>(?:#|gh-)\d+\b(?:[ \t]*(?:,[ \t]*and|,|&|and)[ \t]*(?:#|gh-)\d+\b)*)[ \t]*\)"
+    + _NUMBERS
+    + r"[ \t]*\)"
     r"(?:[ \t]*\(#\d+\))?[ \t]*$"
 )
 # patchback's title tag (aiohttp, pytest, ansible collections): "[PR #13275/b2b7b50c backport][3.15]
