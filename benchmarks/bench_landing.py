@@ -35,7 +35,7 @@ from typing import Any
 
 import pygit2
 
-from benchmarks.replay_triton import CONFIG, build_replay
+from benchmarks.replay_history import TRITON, build_replay
 from workers.engine.bundle import build
 from workers.engine.merges import GitMerger
 from workers.engine.pair import open_configured
@@ -49,7 +49,7 @@ def _load() -> list[float]:
 
 def _plan(work: Path) -> tuple[Any, Any, Planned, float]:
     cfg = work / "forksync-line.yml"
-    cfg.write_text(CONFIG.replace("LINK", "line"))
+    cfg.write_text(TRITON.config_text("line"))
     pair, config = open_configured(str(work / "upstream.git"), str(work / "fork"), config_file=str(cfg))
     started = time.monotonic()
     planned = make_plan(pair, config)
@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "forksync-landing")
     args = parser.parse_args()
     os.environ.setdefault("FORKSYNC_CACHE_DIR", str(args.work / "cache"))
-    info = build_replay(args.mirror, args.work)
+    info = build_replay(TRITON, args.mirror, args.work)
     fork = args.work / "fork"
     out_info = {"holes": len(info["holes"]), "left_behind": len(info["left_behind"])}
     out: dict[str, Any] = {"load_before": _load(), "replay": out_info}

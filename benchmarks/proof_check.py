@@ -33,7 +33,7 @@ import pygit2
 
 import workers.engine.planning as planning
 from benchmarks.gen_bundling import make_bundling_pair
-from benchmarks.replay_triton import CONFIG, drop_caches
+from benchmarks.replay_history import TRITON, drop_caches
 from workers.engine.changes import CommitChanges
 from workers.engine.cleanmerge import merge_clean
 from workers.engine.merges import REGULAR_MODES, GitMerger, MergeCache, MergeOutcome
@@ -215,7 +215,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.replay:
         cfg = args.replay / "forksync-line.yml"
-        cfg.write_text(CONFIG.replace("LINK", "line"))
+        cfg.write_text(TRITON.config_text("line"))
         doc = run(str(args.replay / "upstream.git"), str(args.replay / "fork"), str(cfg))
         print(json.dumps({"replay": doc}, indent=1), flush=True)
     if args.synthetic:

@@ -34,7 +34,7 @@ from typing import Any
 
 import pygit2
 
-from benchmarks.replay_triton import CONFIG, build_replay
+from benchmarks.replay_history import TRITON, build_replay
 from core.config import load_repo_config
 from workers.engine.bundle import bundle_branch
 from workers.engine.changes import CommitChanges, commit_changes_many
@@ -69,7 +69,7 @@ def build_chains(
     history: FileHistory | None = None,
 ) -> dict[str, Any]:
     """Build each chain through on the fork trunk ``tree`` (as bundle.py builds every branch, and as
-    replay_triton.chain_conflicts counts), resolving each conflicting pick with forksync."""
+    replay_history.chain_conflicts counts), resolving each conflicting pick with forksync."""
     merger = GitMerger(pg)
     totals: Counter[str] = Counter()
     strategies: Counter[str] = Counter()
@@ -166,7 +166,7 @@ def _reason_kind(reason: str) -> str:
 def snapshot(work: Path) -> dict[str, Any]:
     """The snapshot replay's line-mode plan (replay_triton's), its chains built with the resolver."""
     cfg_file = work / "forksync-line.yml"
-    cfg_file.write_text(CONFIG.replace("LINK", "line"))
+    cfg_file.write_text(TRITON.config_text("line"))
     pair, config = open_configured(str(work / "upstream.git"), str(work / "fork"), config_file=str(cfg_file))
     planned = make_plan(pair, config)
     pg = pygit2.Repository(str(pair.repo.path))
@@ -189,7 +189,7 @@ def weekly(work: Path, info: dict[str, Any]) -> dict[str, Any]:
     """replay_triton's weekly windows (pure partition per week), each week's chains built with the resolver."""
     up = work / "upstream.git"
     pg = pygit2.Repository(str(up))
-    config = load_repo_config(CONFIG.replace("LINK", "line"))
+    config = load_repo_config(TRITON.config_text("line"))
     commits: list[str] = info["upstream"]
     changes = commit_changes_many(pg, Repository(up), commits, stoplist(config.risk.symbol_stoplist))
     weeks: dict[str, list[str]] = {}
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=("snapshot", "weekly"), default=None)
     args = parser.parse_args(argv)
     os.environ.setdefault("FORKSYNC_CACHE_DIR", str(args.work / "cache"))
-    info = build_replay(args.mirror, args.work)
+    info = build_replay(TRITON, args.mirror, args.work)
     result: dict[str, Any] = {"load_before": [round(x, 2) for x in os.getloadavg()]}
     if args.only in (None, "snapshot"):
         result["snapshot"] = snapshot(args.work)

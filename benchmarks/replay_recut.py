@@ -44,7 +44,7 @@ from typing import Any
 
 import pygit2
 
-from benchmarks.replay_triton import CONFIG, build_replay
+from benchmarks.replay_history import TRITON, build_replay
 from core.config import RepoConfig, load_repo_config
 from workers.engine.changes import commit_changes_many
 from workers.engine.git import Repository
@@ -79,7 +79,7 @@ def replay(work: Path, info: dict[str, Any], landing: str, zones: bool, merges: 
     """Every week, day by day, planned before (no record) and after (the last plan's bundles recorded)."""
     up = work / "upstream.git"
     pg = pygit2.Repository(str(up))
-    text = CONFIG.replace("LINK", "line")
+    text = TRITON.config_text("line")
     if not zones:
         text = re.sub(r"  diverged_zones:\n(    - .*\n)+", "  diverged_zones: []\n", text)
     config: RepoConfig = load_repo_config(text)
@@ -170,7 +170,7 @@ def growth(work: Path, landing: str, step: int, merges: MergeCache) -> dict[str,
     from workers.engine.planning import history_dependencies, make_plan
 
     cfg = work / "forksync-line.yml"
-    cfg.write_text(CONFIG.replace("LINK", "line"))
+    cfg.write_text(TRITON.config_text("line"))
     pair, config = open_configured(str(work / "upstream.git"), str(work / "fork"), config_file=str(cfg))
     planned = make_plan(pair, config)
     pg = pygit2.Repository(str(pair.repo.path))
@@ -251,7 +251,7 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=20, help="snapshot model: upstream commits per arrival")
     args = parser.parse_args()
     os.environ.setdefault("FORKSYNC_CACHE_DIR", str(args.work / "cache"))
-    info = build_replay(args.mirror, args.work)
+    info = build_replay(TRITON, args.mirror, args.work)
     merges = MergeCache(None, merge_cache_key(args.work / "upstream.git"))
     out: dict[str, Any] = {"load_before": [round(x, 2) for x in os.getloadavg()], "runs": []}
     models = args.model or ["weekly", "snapshot"]
