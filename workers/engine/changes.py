@@ -3,7 +3,9 @@
 Computed once per commit from its diff against its first parent (upstream history is read
 first-parent, so a merge commit counts as the change it brought to the mainline), with rename
 detection off: a rename is a deletion plus an addition, which is what a cherry-pick needs and
-what links chains by file (both the old and the new path).
+what links chains by file (both the old and the new path). Only the line ranges see renames
+(:func:`moved_ranges`): a moved file's lines keep their owners, as ``git blame`` and a
+cherry-pick's merge follow the move.
 """
 
 from __future__ import annotations
@@ -118,9 +120,54 @@ def commit_changes(
         deltas=tuple(deltas),
         lines=lines,
         symbols=frozenset(symbols),
-        ranges=tuple(sorted(ranges, key=lambda r: r.path)),
+        ranges=moved_ranges(
+            repo, parent_tree.id, commit.tree.id, deltas, sorted(ranges, key=lambda r: r.path)
+        ),
         **_union(defs),
     )
+
+
+def moved_ranges(
+    repo: pygit2.Repository,
+    parent_tree: pygit2.Oid,
+    tree: pygit2.Oid,
+    deltas: Sequence[FileDelta],
+    ranges: Sequence[FileRanges],
+) -> tuple[FileRanges, ...]:
+    """``ranges`` (one per path, rename detection off) with each rename found as git finds one
+    (libgit2's similarity, git's default 50% threshold, no copies) made one entry: the new path,
+    ``renamed_from`` the old, and the hunks between the two blobs (none when moved as it was,
+    ``whole`` for a changed binary); the old path's deletion and the new path's addition go.
+    Only a commit that both adds and deletes files is diffed again."""
+    if not any(d.old is None for d in deltas) or not any(d.new is None for d in deltas):
+        return tuple(ranges)
+    old_tree, new_tree = repo.get(parent_tree), repo.get(tree)
+    assert isinstance(old_tree, pygit2.Tree) and isinstance(new_tree, pygit2.Tree)
+    diff = old_tree.diff_to_tree(new_tree)
+    try:
+        diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES)
+    except (pygit2.GitError, KeyError):  # a blob the object database lacks (a partial clone)
+        return tuple(ranges)
+    moves: dict[str, FileRanges] = {}
+    for delta in diff.deltas:
+        if delta.status != pygit2.enums.DeltaStatus.RENAMED:
+            continue
+        old, new = delta.old_file, delta.new_file
+        if old.id == new.id:
+            moves[new.path] = FileRanges(new.path, renamed_from=old.path)
+            continue
+        a, b = repo.get(old.id), repo.get(new.id)
+        if not (isinstance(a, pygit2.Blob) and isinstance(b, pygit2.Blob)):  # a submodule's commit
+            moves[new.path] = FileRanges(new.path, whole=True, renamed_from=old.path)
+            continue
+        patch = repo.diff(a, b, context_lines=0)
+        spans = tuple(LineHunk(h.old_start, h.old_lines, h.new_start, h.new_lines) for h in patch.hunks)
+        binary = patch.delta.is_binary or not spans
+        moves[new.path] = FileRanges(new.path, () if binary else spans, whole=binary, renamed_from=old.path)
+    if not moves:
+        return tuple(ranges)
+    gone = {m.renamed_from for m in moves.values()}
+    return tuple(moves.get(r.path, r) for r in ranges if r.path not in gone)
 
 
 def _union(defs: Sequence[FileSymbols]) -> dict[str, frozenset[str]]:
@@ -344,14 +391,15 @@ def _section_changes(
         found |= symbols_of
         defs.append(definitions)
     ranges = [FileRanges(p, tuple(spans.get(p, ())), whole=not spans.get(p)) for p in sorted(deltas)]
+    ordered = tuple(deltas[k] for k in sorted(deltas))
     return CommitChanges(
         sha=sha,
         parent_tree=parent_tree,
         tree=c.tree.id,
-        deltas=tuple(deltas[k] for k in sorted(deltas)),
+        deltas=ordered,
         lines=count,
         symbols=frozenset(found),
-        ranges=tuple(ranges),
+        ranges=moved_ranges(repo, parent_tree, c.tree.id, ordered, ranges),
         **_union(defs),
     )
 
@@ -550,7 +598,12 @@ def analysis_row(read: bool, c: CommitChanges) -> str:
             c.lines,
             sorted(c.symbols),
             [
-                [r.path, r.whole, [[h.old_start, h.old_count, h.new_start, h.new_count] for h in r.hunks]]
+                [
+                    r.path,
+                    r.whole,
+                    [[h.old_start, h.old_count, h.new_start, h.new_count] for h in r.hunks],
+                    *([r.renamed_from] if r.renamed_from else []),
+                ]
                 for r in c.ranges
             ],
             sorted(c.introduced),
@@ -576,7 +629,8 @@ def analysis_of_row(line: str) -> tuple[str, bool, CommitChanges]:
             lines=int(size),
             symbols=frozenset(symbols),
             ranges=tuple(
-                FileRanges(p, tuple(LineHunk(*h) for h in hunks), bool(whole)) for p, whole, hunks in ranges
+                FileRanges(p, tuple(LineHunk(*h) for h in hunks), bool(whole), *moved)
+                for p, whole, hunks, *moved in ranges
             ),
             introduced=frozenset(introduced),
             defined=frozenset(defined),

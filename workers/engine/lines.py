@@ -35,11 +35,17 @@ class Hunk:
 
 @dataclass(frozen=True)
 class FileRanges:
-    """The hunks of one file in one commit; ``whole`` for a change without hunks (binary, mode)."""
+    """The hunks of one file in one commit; ``whole`` for a change without hunks (binary, mode).
+
+    ``renamed_from``: the file's path in the parent when the commit moved it (git's rename
+    detection). Its hunks then number that path's lines, and the lines the move leaves as they
+    were keep their owners at the new path, as ``git blame`` follows a rename (and a cherry-pick's
+    merge follows it too): a move without hunks changes no line, so depends on none."""
 
     path: str
     hunks: tuple[Hunk, ...] = ()
     whole: bool = False
+    renamed_from: str = ""
 
 
 @dataclass(frozen=True)
@@ -84,18 +90,21 @@ class LineOwners:
         """The earlier commits the given changes depend on (before applying them)."""
         found: list[LineDep] = []
         for f in files:
-            whole = self._whole.get(f.path)
+            if f.renamed_from and not (f.whole or f.hunks):
+                continue  # moved as it was
+            path = f.renamed_from or f.path  # where the lines are in the parent
+            whole = self._whole.get(path)
             if whole is not None:
-                found.append(LineDep(whole, f.path, 0, 0))
-            segments = self._files.get(f.path)
+                found.append(LineDep(whole, path, 0, 0))
+            segments = self._files.get(path)
             if not segments:
                 continue
             if f.whole or not f.hunks:
-                found.extend(LineDep(s.owner, f.path, s.start, s.end - 1) for s in segments)
+                found.extend(LineDep(s.owner, path, s.start, s.end - 1) for s in segments)
                 continue
             for lo, hi in self._windows(f.hunks):
                 for s in _overlapping(segments, lo, hi):
-                    found.append(LineDep(s.owner, f.path, max(lo, s.start), min(hi, s.end) - 1))
+                    found.append(LineDep(s.owner, path, max(lo, s.start), min(hi, s.end) - 1))
         return found
 
     def _windows(self, hunks: Sequence[Hunk]) -> list[tuple[int, int]]:
@@ -111,12 +120,31 @@ class LineOwners:
     def apply(self, sha: str, files: Iterable[FileRanges]) -> None:
         """Record that ``sha`` changed these ranges: shift the others, own the new lines."""
         for f in files:
+            if f.renamed_from:
+                self._move(sha, f)
+                continue
             if f.whole or not f.hunks:
                 self._whole[f.path] = sha
                 self._files.pop(f.path, None)
                 continue
             self._whole.pop(f.path, None)
             self._files[f.path] = _shift(self._files.get(f.path, []), f.hunks, sha)
+
+    def _move(self, sha: str, f: FileRanges) -> None:
+        """A renamed file's owners go with it to its new path, shifted through its hunks."""
+        segments = self._files.pop(f.renamed_from, [])
+        whole = self._whole.pop(f.renamed_from, None)
+        self._files.pop(f.path, None)
+        self._whole.pop(f.path, None)
+        if f.whole:
+            self._whole[f.path] = sha
+            return
+        if whole is not None:
+            self._whole[f.path] = whole
+        if f.hunks:
+            segments = _shift(segments, f.hunks, sha)
+        if segments:
+            self._files[f.path] = segments
 
 
 def _overlapping(segments: list[_Segment], lo: int, hi: int) -> list[_Segment]:
