@@ -502,6 +502,13 @@ def snapshot(
             result["share"] = round(result["bundled"] / result["placed"], 3)
             result["ours_chained_oracle_bundled"] = len(ours - theirs)
             result["oracle_chained_ours_bundled"] = len(theirs - ours)
+            why = {r.commit: f"{r.kind}: {r.detail}" for c in plan.chains for r in c.reasons}
+            result["ours_chained_oracle_bundled_why"] = {
+                s[:10]: why.get(s, "") for s in planned.order if s in ours - theirs
+            }
+            result["oracle_chained_ours_bundled_commits"] = [
+                s[:10] for s in planned.order if s in theirs - ours
+            ]
             out["oracle"] = result
             out[link]["loose_members"] = loose_members(
                 Path(pair.repo.path),

@@ -8,7 +8,7 @@ import pygit2
 
 from tests.gitrepo import GitRepo
 from workers.engine.changes import commit_changes
-from workers.engine.symbols import BUILTIN_STOPLIST, file_symbols, parse_hunks, stoplist
+from workers.engine.symbols import BUILTIN_STOPLIST, file_definitions, file_symbols, parse_hunks, stoplist
 
 CPP_PASS = """\
 #include "triton/Dialect/TritonGPU/Transforms/Passes.h"
@@ -253,3 +253,35 @@ def test_uses_are_read_line_by_line_in_one_pass_over_the_file() -> None:
     assert definitions.defined == {"Old"} and definitions.introduced == frozenset()
     assert "Pass::run" in symbols
     assert read_file("README.md", hunks) == (frozenset(), FileSymbols())
+
+
+def test_python_helpers_nested_in_methods_are_local() -> None:
+    """A ``def`` nested in a method of a class hunk is local: it is neither ``Class.name`` nor a
+    definition another commit could change (onnx's version-converter tests: each test method
+    defines its own ``def test():``, #7872 and #7880 were linked by it)."""
+    patch = (
+        "@@ -276,0 +277,3 @@ class TestVersionConverter(unittest.TestCase):\n"
+        "+    def test_gemm_7_6_rejects_1d_input(self) -> None:\n"
+        "+        # Regression test: heap-buffer-overflow when B has rank < 2 (advisory)\n"
+        "+        def test() -> None:\n"
+    )
+    path = "onnx/test/version_converter_test.py"
+    assert file_symbols(path, parse_hunks(patch)) == {
+        "TestVersionConverter",
+        "TestVersionConverter.test_gemm_7_6_rejects_1d_input",
+    }  # not TestVersionConverter.test (and a bare `test` is on the stop-list)
+    defined = file_definitions(path, parse_hunks(patch)).defined
+    assert defined == {f"TestVersionConverter.test_gemm_7_6_rejects_1d_input in {path}"}
+
+
+def test_a_static_function_of_a_cpp_is_local_to_it() -> None:
+    """A top-level ``static`` function of a .cpp (internal linkage) defines nothing another file
+    can change: onnx's ``static ... Parse(const char*)`` in ``cpp2py_export.cpp`` (#7276) is not
+    ``OnnxParser``'s ``Parse`` in ``parser.h`` (#7179). The same line in a header still counts."""
+    patch = (
+        "@@ -262 +262 @@ PYBIND11_MODULE(onnx_cpp2py_export, onnx_cpp2py_export) {\n"
+        "-static std::tuple<bool, py::bytes, py::bytes> Parse(const char* cstr) {\n"
+        "+static std::tuple<bool, nb::bytes, nb::bytes> Parse(const char* cstr) {\n"
+    )
+    assert "Parse" not in file_definitions("onnx/cpp2py_export.cpp", parse_hunks(patch)).defined
+    assert "Parse" in file_definitions("onnx/defs/parser.h", parse_hunks(patch)).defined

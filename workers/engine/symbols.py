@@ -181,6 +181,7 @@ _CPP_USING = re.compile(r"^\s*using\s+(?P<name>[A-Za-z_]\w*)\s*=")
 _PY_DEF = re.compile(r"^(?P<indent>\s*)(?:async\s+)?def\s+(?P<name>[A-Za-z_]\w*)\s*[\[(]")
 _PY_CLASS = re.compile(r"^(?P<indent>\s*)class\s+(?P<name>[A-Za-z_]\w*)\s*[:(\[]")
 # Module-level assignment (column 0): `NAME = ...`, `NAME: T = ...`; not `==`, not attribute/index.
+_ONE_LEVEL = ("    ", "  ", "\t")  # a top-level class's methods' indent, in the usual styles
 _PY_ASSIGN = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)")
 
 _TD_RECORD = re.compile(r"^\s*(?:def|defm|class|multiclass)\s+(?P<name>[A-Za-z_][\w]*)")
@@ -324,8 +325,10 @@ def _py_line(line: str, cls: str | None) -> tuple[str, ...]:
     if match:
         name = match.group("name")
         # A method inside a hunk whose context is `class Foo:` is `Foo.name`: a generic method
-        # name stays specific to its class instead of linking every class that has one.
-        return (f"{cls}.{name}" if cls and match.group("indent") else name,)
+        # name stays specific to its class instead of linking every class that has one. Only a
+        # `def` one level under the (top-level) class is its method; one deeper is a helper nested
+        # in a method (two tests that each define their own `def test():` share nothing).
+        return (f"{cls}.{name}" if cls and match.group("indent") in _ONE_LEVEL else name,)
     match = _PY_CLASS.match(line)
     if match:
         return (match.group("name"),)
@@ -454,9 +457,10 @@ def read_file(
     repeated in a file counts once) goes through the memoised per-line reader of its language
     once, and only the lines that name something are walked in Python. A definition that can
     matter outside the file is kept: a macro of a .cpp, a Python name that is private (``_x``)
-    or nested (an indented ``def`` whose class is unknown) is local to its file, where line
-    links see it already. The identifiers used are found by one regex scan over the file's
-    changed lines joined by NUL, which no identifier, space or member access (``.``, ``->``)
+    or nested (an indented ``def`` whose class is unknown, or a ``def`` nested in a method) and a
+    top-level ``static`` of a .cpp are local to their file, where line links see them already.
+    The identifiers used are found by one regex scan over the file's changed lines joined by
+    NUL, which no identifier, space or member access (``.``, ``->``)
     matches: the same matches as a scan of each line.
     """
     lang = language(path)
@@ -491,7 +495,9 @@ def read_file(
                 for line in compress(short, map(_cpp_line, short, repeat(header))):
                     names = _cpp_line(line, header)
                     found.update(names)
-                    if header or not _CPP_MACRO.match(line):  # a macro of a .cpp is local to it
+                    # A macro of a .cpp is local to it, and so is a `static` at its top level
+                    # (internal linkage: another file's `Parse` is another function).
+                    if header or not (_CPP_MACRO.match(line) or line.startswith("static ")):
                         into.update(names)
             elif lang == "python":
                 for line in compress(short, map(_py_line, short, repeat(cls))):
