@@ -43,43 +43,46 @@ come back in :attr:`Recognition.decided`. Reverts are read in ``reverts.py``; pa
 
 from __future__ import annotations
 
-import bisect
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from core.config import DEFAULT_DEFER_PATTERNS, DEFAULT_TRAILER_PATTERNS, DEFAULT_WONT_PORT_PATTERNS
 from workers.engine.history import Commit
+from workers.engine.recognise.index import UpstreamIndex, _reads_as
+from workers.engine.recognise.model import (
+    BODY_LINK,
+    BUNDLE,
+    CHANGE_ID,
+    NOTHING,
+    PR_FORM,
+    PR_PATTERN,
+    PR_SUBJECT,
+    SUBJECT,
+    TRAILER,
+    Recognition,
+)
+from workers.engine.recognise.rules import Rules, _is_upstream
+from workers.engine.recognise.tokens import (
+    _LEADING_TAG,
+    _LEADING_TAGS,
+    _LIST_ITEM,
+    _QUOTES,
+    _SHA_TOKEN,
+    _TRAILING_PR,
+)
 from workers.engine.titles import bundle_numbers, parse_title
-
-TRAILER = "trailer"
-CHANGE_ID = "change-id"  # Gerrit's Change-Id trailer, kept by a cherry-pick: the same change
-BUNDLE = "bundle"
-PR_SUBJECT = "pr-subject"
-PR_FORM = "pr-form"
-SUBJECT = "subject"
-PR_PATTERN = "pr-pattern"
-BODY_LINK = "body-link"
-SAME_CHANGE = "same-change"  # same author, author date and subject
-PATCH_ID = "patch-id"
-MERGE = "merge"
 
 # Gerrit's trailer: a cherry-pick keeps it, so the fork's copy names the same change as upstream's.
 _CHANGE_ID_TRAILER = re.compile(r"(?m)^[ \t]*Change-Id:[ \t]*(I[0-9a-f]{40})[ \t]*$")
-# Leading "[Tag]" groups of upstream's subject inside a pick title (titles.py takes the title apart).
-_LEADING_TAG = re.compile(r"^\s*\[([^\]\n]*)\]\s*")
-_LEADING_TAGS = re.compile(r"^(?:\s*\[[^\]\n]*\]\s*)+")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|\|)\s*")
-_TRAILING_PR = re.compile(r"\s*\(#(\d+)\)\s*$")
+
 _HASH_NUM = re.compile(r"#(\d+)\b")
-_SHA_TOKEN = re.compile(r"(?<![0-9a-zA-Z])([0-9a-f]{7,40})(?![0-9a-zA-Z])")
+
 _PULL_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/pull/(\d+)")
 _COMMIT_LINK = re.compile(
     r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/commit/([0-9a-f]{7,40})"
 )
 _SLUG_REF = re.compile(r"(?<![\w/.-])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
-_QUOTES = {"'": "'", '"': '"', "“": "”", "‘": "’", "`": "`"}
 
 # Section headings in pick bodies whose references are NOT picks.
 _EXCLUDED_SECTION = re.compile(
@@ -92,211 +95,6 @@ _INCLUDED_SECTION = re.compile(r"(?i)picked|included|commits|changes|upstream|su
 # Lines that name the fork's own review, never upstream (ghstack / Phabricator exports).
 _OWN_REVIEW_LINE = re.compile(r"(?i)^\s*(pull request resolved|differential revision|reviewed by)\s*:")
 
-
-@dataclass(frozen=True)
-class Rules:
-    """The configurable part of recognition, compiled once."""
-
-    trailer_patterns: tuple[re.Pattern[str], ...]
-    pr_patterns: tuple[re.Pattern[str], ...]
-    upstream_slug: str | None  # "owner/repo" of upstream on GitHub, lower case, when known
-    fork_slug: str | None
-    defer_patterns: tuple[re.Pattern[str], ...] = ()
-    wont_port_patterns: tuple[re.Pattern[str], ...] = ()
-    # All of the above as one alternation (group "s<i>" per pattern, kinds[i] says which list):
-    # one scan of each message instead of one per pattern. None when they cannot be combined.
-    markers: re.Pattern[str] | None = None
-    marker_kinds: tuple[str, ...] = ()
-
-    @classmethod
-    def build(
-        cls,
-        trailer_patterns: Sequence[str] = DEFAULT_TRAILER_PATTERNS,
-        pr_patterns: Sequence[str] = (),
-        upstream_url: str | None = None,
-        fork_url: str | None = None,
-        defer_patterns: Sequence[str] = DEFAULT_DEFER_PATTERNS,
-        wont_port_patterns: Sequence[str] = DEFAULT_WONT_PORT_PATTERNS,
-    ) -> Rules:
-        markers, kinds = _combine(
-            [
-                *((p, "carry") for p in trailer_patterns),
-                *((p, "deferred") for p in defer_patterns),
-                *((p, "wont_port") for p in wont_port_patterns),
-            ]
-        )
-        return cls(
-            trailer_patterns=tuple(re.compile(p) for p in trailer_patterns),
-            pr_patterns=tuple(re.compile(p) for p in pr_patterns),
-            upstream_slug=_slug(upstream_url),
-            fork_slug=_slug(fork_url),
-            defer_patterns=tuple(re.compile(p) for p in defer_patterns),
-            wont_port_patterns=tuple(re.compile(p) for p in wont_port_patterns),
-            markers=markers,
-            marker_kinds=kinds,
-        )
-
-
-_GLOBAL_FLAGS = re.compile(r"^\(\?([imsx]+)\)")
-
-
-def _combine(patterns: Sequence[tuple[str, str]]) -> tuple[re.Pattern[str] | None, tuple[str, ...]]:
-    """One regex for every marker pattern: leading ``(?im)`` flags become scoped ``(?im:...)``,
-    each pattern's ``sha`` group becomes ``s<i>``. A pattern that does not fit keeps them apart.
-
-    The line-anchored ones (``(?m)`` and a leading ``^``: most trailers) share one ``^``, tried
-    once where a line starts instead of once per pattern at every character (the scan of 11,674
-    fbtriton messages: 0.60 s with six trailers each anchored, 0.16 s shared). They keep their
-    order among themselves, after the unanchored ones, which start with other characters."""
-    loose, anchored = [], []
-    for i, (pattern, _) in enumerate(patterns):
-        m = _GLOBAL_FLAGS.match(pattern)
-        body = pattern[m.end() :] if m else pattern
-        body = body.replace("(?P<sha>", f"(?P<s{i}>")
-        flags = m.group(1) if m else ""
-        if "m" in flags and body.startswith("^"):
-            anchored.append(f"(?{flags}:{body[1:]})")
-        else:
-            loose.append(f"(?{flags}:{body})" if flags else f"(?:{body})")
-    parts = loose + ([f"(?m:^(?:{'|'.join(anchored)}))"] if anchored else [])
-    try:
-        combined = re.compile("|".join(parts))
-    except re.error:
-        return None, ()
-    if combined.groupindex.keys() != {f"s{i}" for i in range(len(patterns))}:
-        return None, ()
-    return combined, tuple(kind for _, kind in patterns)
-
-
-def _slug(url: str | None) -> str | None:
-    if not url:
-        return None
-    m = re.search(r"github\.com[/:]([^/]+/[^/]+?)(?:\.git)?/*$", url)
-    return m.group(1).lower() if m else None
-
-
-class UpstreamIndex:
-    """Lookups over the upstream range: by sha (or unique prefix), PR number, and subject.
-
-    ``side`` maps commits that upstream brought in through merge commits (not on its
-    first-parent history) to the first-parent merge that landed them, so a pick of one of
-    them counts for that merge.
-    """
-
-    def __init__(
-        self,
-        commits: Sequence[Commit],
-        side: Mapping[str, str] | None = None,
-        change_ids: Mapping[str, str] | None = None,
-    ) -> None:
-        self.position = {c.sha: i for i, c in enumerate(commits)}
-        self.side = dict(side or {})
-        # Gerrit Change-Id → the upstream commit on the line that has it (or landed it).
-        self.change_ids = {
-            cid: self.side.get(sha, sha)
-            for cid, sha in (change_ids or {}).items()
-            if self.side.get(sha, sha) in self.position
-        }
-        self._sorted = sorted({*self.position, *self.side})
-        self.by_pr: dict[int, list[str]] = {}
-        self.by_subject: dict[str, list[str]] = {}
-        self.subjects = {c.sha: c.subject for c in commits}
-        self._subjects_sorted: list[str] | None = None
-        self._untagged: dict[str, list[str]] | None = None
-        self._numberless: dict[str, list[str]] | None = None
-        for c in commits:
-            pr = c.pr_number
-            if pr is not None:
-                self.by_pr.setdefault(pr, []).append(c.sha)
-            self.by_subject.setdefault(normalise(c.subject), []).append(c.sha)
-
-    def sha(self, text: str) -> str | None:
-        """The upstream commit a full or abbreviated sha names, if exactly one."""
-        text = text.lower()
-        if len(text) == 40:
-            found: str | None = text if text in self.position or text in self.side else None
-        else:
-            i = bisect.bisect_left(self._sorted, text)
-            hits = [h for h in self._sorted[i : i + 2] if h.startswith(text)]
-            found = hits[0] if len(hits) == 1 else None
-        if found is not None and found in self.side:
-            return self.side[found]
-        return found
-
-    def change(self, change_id: str) -> str | None:
-        """The upstream commit of Gerrit change ``change_id`` (``I`` + 40 hex digits), if any."""
-        return self.change_ids.get(change_id)
-
-    def pr(self, number: int) -> str | None:
-        """The upstream commit of PR ``number``; with several (a re-land), the newest."""
-        shas = self.by_pr.get(number)
-        return shas[-1] if shas else None
-
-    def subject(self, text: str) -> str | None:
-        shas = self.by_subject.get(normalise(text))
-        return shas[-1] if shas else None
-
-    def untagged_subject(self, text: str) -> str | None:
-        """The one upstream commit whose subject, without its leading ``[tags]``, is ``text``
-        (which ends in that commit's own ``(#N)``: a pick retitled without upstream's tags)."""
-        if self._untagged is None:
-            self._untagged = {}
-            for sha, subject in self.subjects.items():
-                bare = _LEADING_TAGS.sub("", subject)
-                if bare != subject and _TRAILING_PR.search(bare):
-                    self._untagged.setdefault(normalise(bare), []).append(sha)
-        shas = self._untagged.get(normalise(text))
-        if not shas or len(shas) != 1:
-            return None
-        m = _TRAILING_PR.search(text)
-        return shas[0] if m is not None and self.pr(int(m.group(1))) == shas[0] else None
-
-    def numberless_subject(self, text: str) -> str | None:
-        """The one upstream commit whose subject, without its own ``(#N)``, is ``text`` (a
-        backport titled by its branch keeps upstream's words but only the fork's number)."""
-        if self._numberless is None:
-            self._numberless = {}
-            for sha, subject in self.subjects.items():
-                self._numberless.setdefault(normalise(_TRAILING_PR.sub("", subject)), []).append(sha)
-        shas = self._numberless.get(normalise(text))
-        return shas[0] if shas and len(shas) == 1 else None
-
-    def subject_prefix(self, text: str, minimum: int = 24) -> str | None:
-        """The one upstream commit whose subject starts with ``text`` (long enough), if unique."""
-        key = normalise(text)
-        if len(key) < minimum:
-            return None
-        if self._subjects_sorted is None:
-            self._subjects_sorted = sorted(self.by_subject)
-        i = bisect.bisect_left(self._subjects_sorted, key)
-        hits = [s for s in self._subjects_sorted[i : i + 2] if s.startswith(key)]
-        if len(hits) != 1 or len(self.by_subject[hits[0]]) != 1:
-            return None
-        return self.by_subject[hits[0]][0]
-
-
-def normalise(subject: str) -> str:
-    return " ".join(subject.split()).casefold()
-
-
-@dataclass(frozen=True)
-class Recognition:
-    """What one fork commit carries: upstream shas (upstream order) and the recogniser used.
-
-    ``found_by`` names, per upstream sha, the recogniser that found it (a bundle's title, its
-    trailers and its lists each add to the union); ``recogniser`` is the strongest of them.
-    ``decided`` holds the decisions the message records: (upstream sha, "deferred" or
-    "wont_port", where: "trailer" or "section").
-    """
-
-    upstream: tuple[str, ...]
-    recogniser: str | None
-    urgent: bool = False
-    found_by: tuple[str, ...] = ()
-    decided: tuple[tuple[str, str, str], ...] = ()
-
-
-NOTHING = Recognition((), None)
 _ORDER = (TRAILER, CHANGE_ID, BUNDLE, PR_SUBJECT, PR_FORM, SUBJECT, PR_PATTERN, BODY_LINK)
 
 
@@ -788,22 +586,6 @@ def _pick_subject(rest: str, index: UpstreamIndex) -> list[str]:
     return []
 
 
-_WORD = re.compile(r"[a-z0-9_]+")
-
-
-def _reads_as(index: UpstreamIndex, sha: str, text: str) -> bool:
-    """``text`` is upstream's subject of ``sha`` (without its ``(#N)``), retitled a little at
-    most: one starts with the other (a cut title), or most of their words are shared."""
-    theirs = normalise(_TRAILING_PR.sub("", index.subjects.get(sha, "")))
-    ours = normalise(text).rstrip("…. ")
-    if not theirs or not ours:
-        return False
-    if theirs.startswith(ours) or ours.startswith(theirs):
-        return True
-    a, b = set(_WORD.findall(theirs)), set(_WORD.findall(ours))
-    return len(a & b) * 2 >= len(a | b)
-
-
 def _quoted_pick(quoted: str, index: UpstreamIndex) -> list[str]:
     close = quoted.rfind(_QUOTES[quoted[0]])
     # The closing quote is the one only the fork's "(#M)" follows: a quote inside a cut title
@@ -1070,13 +852,6 @@ def _links_in(line: str, index: UpstreamIndex, rules: Rules) -> list[str]:
             if sha:
                 found.append(sha)
     return found
-
-
-def _is_upstream(slug: str, rules: Rules) -> bool:
-    slug = slug.lower()
-    if rules.upstream_slug is not None:
-        return slug == rules.upstream_slug
-    return rules.fork_slug is None or slug != rules.fork_slug
 
 
 def _included(body: str, *, pins: bool = False) -> list[tuple[str, str]]:

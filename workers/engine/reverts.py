@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 from workers.engine import recognisers as rec
 from workers.engine.history import Commit
+from workers.engine.recognise.index import UpstreamIndex, normalise
+from workers.engine.recognise.rules import Rules
 
 _REVERTS_SHA = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 _REVERTS_PR = re.compile(r"(?m)^\s*Reverts ([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
@@ -71,10 +73,10 @@ class ForkIndex:
         self.by_number: dict[int, list[str]] = {}
         self.by_diff: dict[str, str] = {}  # Phabricator "Differential Revision: D<n>" of a non-revert
         for c in commits:
-            self.by_subject.setdefault(rec.normalise(c.subject), []).append(c.sha)
+            self.by_subject.setdefault(normalise(c.subject), []).append(c.sha)
             m = _TRAILING_PR.search(c.subject)
             if m is not None:
-                self.by_title.setdefault(rec.normalise(c.subject[: m.start()]), []).append(c.sha)
+                self.by_title.setdefault(normalise(c.subject[: m.start()]), []).append(c.sha)
                 self.by_number.setdefault(int(m.group(1)), []).append(c.sha)
             if c.message and "Differential Revision:" in c.message:
                 d = _OWN_DIFF.search(c.message)
@@ -105,7 +107,7 @@ def layers(subject: str) -> tuple[list[str | None], str]:
             return diffs, ""
 
 
-def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: rec.Rules) -> Revert | None:
+def revert_of(commit: Commit, fork: ForkIndex, index: UpstreamIndex, rules: Rules) -> Revert | None:
     """What ``commit`` reverts, or None when it is no revert (it may be a pick)."""
     message = commit.message or commit.subject
     if not _MAYBE.match(commit.subject) and "This reverts commit" not in message:
@@ -134,10 +136,10 @@ def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: 
             return Revert(fork=target, how="diff")
     first = _first_inner(commit.subject)
     for text in (first, _TRAILING_PR.sub("", first)):
-        target = earlier(fork.by_subject.get(rec.normalise(text))) if text else None
+        target = earlier(fork.by_subject.get(normalise(text))) if text else None
         if target:
             return Revert(fork=target, how="subject")
-    target = earlier(fork.by_title.get(rec.normalise(first))) if first else None
+    target = earlier(fork.by_title.get(normalise(first))) if first else None
     if target:
         return Revert(fork=target, how="revert-button")
     # A Phabricator diff imported from a fork PR is titled "[triton][PR] <PR title>", and its
@@ -146,9 +148,7 @@ def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: 
     while (tag := _LEADING_TAG.match(tail)) is not None and tag.end() < len(tail):
         tail = tail[tag.end() :]
         for text in (tail, _TRAILING_PR.sub("", tail)):
-            target = earlier(
-                fork.by_subject.get(rec.normalise(text)) or fork.by_title.get(rec.normalise(text))
-            )
+            target = earlier(fork.by_subject.get(normalise(text)) or fork.by_title.get(normalise(text)))
             if target:
                 return Revert(fork=target, how="subject")
     for slug, number in _REVERTS_PR.findall(own):
