@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from workers.engine import recognisers as rec
 from workers.engine.history import Commit
+from workers.engine.recognise.body import own_text
 from workers.engine.recognise.index import UpstreamIndex, normalise
 from workers.engine.recognise.rules import Rules
 
@@ -112,7 +113,7 @@ def revert_of(commit: Commit, fork: ForkIndex, index: UpstreamIndex, rules: Rule
     message = commit.message or commit.subject
     if not _MAYBE.match(commit.subject) and "This reverts commit" not in message:
         return None  # the cold path: most fork commits are no revert
-    own = commit.subject + "\n" + rec.own_text(message.split("\n", 1)[1] if "\n" in message else "")
+    own = commit.subject + "\n" + own_text(message.split("\n", 1)[1] if "\n" in message else "")
     is_upstream_pick = bool(rec._trailers(own, index, rules) or rec._same_subject(commit.subject, index))
     here = fork.position.get(commit.sha, len(fork.position))
 
