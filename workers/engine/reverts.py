@@ -32,6 +32,7 @@ from workers.engine.history import Commit
 from workers.engine.recognise.body import own_text
 from workers.engine.recognise.index import UpstreamIndex, normalise
 from workers.engine.recognise.rules import Rules
+from workers.engine.recognise.subjects import _same_subject
 from workers.engine.recognise.trailers import _trailers
 
 _REVERTS_SHA = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
@@ -115,7 +116,7 @@ def revert_of(commit: Commit, fork: ForkIndex, index: UpstreamIndex, rules: Rule
     if not _MAYBE.match(commit.subject) and "This reverts commit" not in message:
         return None  # the cold path: most fork commits are no revert
     own = commit.subject + "\n" + own_text(message.split("\n", 1)[1] if "\n" in message else "")
-    is_upstream_pick = bool(_trailers(own, index, rules) or rec._same_subject(commit.subject, index))
+    is_upstream_pick = bool(_trailers(own, index, rules) or _same_subject(commit.subject, index))
     here = fork.position.get(commit.sha, len(fork.position))
 
     def earlier(shas: Sequence[str] | None) -> str | None:
