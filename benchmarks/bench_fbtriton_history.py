@@ -39,12 +39,12 @@ from typing import Any
 
 sys.path.insert(0, os.environ.get("FORKSYNC_ROOT") or str(Path(__file__).resolve().parent.parent))
 
-from workers.engine import recognisers as rec
 from workers.engine import reverts
 from workers.engine.decisions import Decisions
 from workers.engine.git import Repository
 from workers.engine.history import Commit, read_range
 from workers.engine.ledger import compute_ledger
+from workers.engine.recognise import recognise
 from workers.engine.recognise.index import UpstreamIndex
 from workers.engine.recognise.model import NOTHING
 from workers.engine.recognise.rules import Rules
@@ -192,7 +192,7 @@ def measure(mirror: Path, branches_only: bool = False, suspects: int = 0) -> dic
     rows = []
     for c in fork:
         revert = None if c.is_merge else reverts.revert_of(c, fork_index, index, rules)
-        found = rec.recognise(c, index, rules) if not c.is_merge and revert is None else NOTHING
+        found = recognise(c, index, rules) if not c.is_merge and revert is None else NOTHING
         kind = outcome_of(c, carried.get(c.sha, ()), revert, bool(found.decided))
         decisions.update(k for _, k, _ in found.decided)
         outcomes[kind] += 1

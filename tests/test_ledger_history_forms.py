@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from workers.engine import recognisers as rec
 from workers.engine import reverts
 from workers.engine.decisions import Decisions, Disposition
 from workers.engine.history import Commit
 from workers.engine.ledger import compute_ledger
+from workers.engine.recognise import recognise
 from workers.engine.recognise.index import UpstreamIndex
 from workers.engine.recognise.model import BODY_LINK, SUBJECT, Recognition
 from workers.engine.recognise.rules import Rules
@@ -45,7 +45,7 @@ def read(short: str) -> Recognition:
     commit = Commit(
         row["sha"], ("0" * 40,), "Fork", "fork@example.com", 2, 2, row["subject"], (), row["message"]
     )
-    return rec.recognise(commit, INDEX, RULES)
+    return recognise(commit, INDEX, RULES)
 
 
 def carried(short: str) -> set[int | None]:
@@ -83,7 +83,7 @@ def test_other_repositories_numbers_in_a_subject_are_not_upstreams() -> None:
         "[BACKEND] Don't flush denorms for precise div/sqrt (pytorch/pytorch#8557)",
         (),
     )
-    assert rec.recognise(other, INDEX, RULES).upstream == ()
+    assert recognise(other, INDEX, RULES).upstream == ()
 
 
 @pytest.mark.parametrize(
@@ -118,7 +118,7 @@ def test_a_pick_retitled_without_upstreams_tags_keeps_its_number_and_is_a_pick()
         ("[TLX] Update ptxas_options knobs default (#8121)", ()),  # another text
     ):
         commit = Commit("e" * 40, (), "F", "f@x", 2, 2, subject, ())
-        assert tuple(PR[s] for s in rec.recognise(commit, INDEX, RULES).upstream) == want, subject
+        assert tuple(PR[s] for s in recognise(commit, INDEX, RULES).upstream) == want, subject
 
 
 PICKED_37 = {
@@ -236,7 +236,7 @@ def test_a_body_link_without_the_commits_own_words_for_a_pick_is_read_only_under
         commit = Commit(
             "d" * 40, (), "F", "f@x", 2, 2, "Fix aggregates (#12)", (), f"Fix aggregates (#12)\n\n{body}"
         )
-        assert tuple(PR[s] for s in rec.recognise(commit, INDEX, RULES).upstream) == want, body
+        assert tuple(PR[s] for s in recognise(commit, INDEX, RULES).upstream) == want, body
 
 
 def fork_history(*shorts: str) -> list[Commit]:

@@ -6,9 +6,9 @@ import hashlib
 
 import pytest
 
-from workers.engine import recognisers as rec
 from workers.engine import reverts
 from workers.engine.history import Commit
+from workers.engine.recognise import recognise
 from workers.engine.recognise.index import UpstreamIndex
 from workers.engine.recognise.model import BODY_LINK, BUNDLE, PR_SUBJECT, TRAILER
 from workers.engine.recognise.rules import Rules
@@ -51,11 +51,11 @@ RULES = Rules.build(upstream_url=UPSTREAM_URL, fork_url=FORK_URL)
 
 
 def carried(subject: str, body: str = "", rules: Rules = RULES) -> tuple[str, ...]:
-    return rec.recognise(commit("f" * 40, subject, body), INDEX, rules).upstream
+    return recognise(commit("f" * 40, subject, body), INDEX, rules).upstream
 
 
 def how(subject: str, body: str = "") -> str | None:
-    return rec.recognise(commit("f" * 40, subject, body), INDEX, RULES).recogniser
+    return recognise(commit("f" * 40, subject, body), INDEX, RULES).recogniser
 
 
 def test_cherry_pick_x_trailer() -> None:
@@ -167,11 +167,11 @@ def test_configured_pr_pattern() -> None:
 
 def test_urgent_tag_is_read_from_the_pick_subject() -> None:
     """`[Cherry-pick][URGENT] ...` marks the pick urgent (it must not move the frontier)."""
-    found = rec.recognise(
+    found = recognise(
         commit("f" * 40, "[Cherry-pick][URGENT] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES
     )
     assert found.upstream == (sha(0xA1),) and found.urgent
-    plain = rec.recognise(commit("f" * 40, "[Cherry-pick] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES)
+    plain = recognise(commit("f" * 40, "[Cherry-pick] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES)
     assert not plain.urgent
 
 

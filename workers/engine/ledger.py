@@ -34,7 +34,6 @@ from typing import Any
 
 from core.config import LedgerConfig
 from workers.engine import dispositions, forkpins, patchmatch, reverts
-from workers.engine import recognisers as rec
 from workers.engine.decisions import Decisions, Disposition, read_decisions
 from workers.engine.history import (
     Change,
@@ -52,6 +51,7 @@ from workers.engine.history import (
 )
 from workers.engine.metrics import Fact, Metrics, compute_metrics
 from workers.engine.pair import FORK_NOTES_REF, Pair
+from workers.engine.recognise import recognise, recognise_merge
 from workers.engine.recognise.index import UpstreamIndex
 from workers.engine.recognise.model import MERGE, Recognition
 from workers.engine.recognise.rules import Rules
@@ -335,7 +335,7 @@ def compute_ledger(
             continue  # an upstream side commit the fork merged with its merge: carried below
         if commit.is_merge:
             # Only the PR forms of release tooling that speaks in its merges (recognise_merge).
-            found = rec.recognise_merge(commit, index, rules)
+            found = recognise_merge(commit, index, rules)
             if found.upstream:
                 picks[commit.sha] = found
                 active[commit.sha] = True
@@ -365,7 +365,7 @@ def compute_ledger(
                 )
                 active[commit.sha] = True
             continue  # a revert is never a pick (one of something we cannot name undoes nothing)
-        found = rec.recognise(commit, index, rules)
+        found = recognise(commit, index, rules)
         for sha, disposition, where in found.decided:
             said[sha] = dispositions.MessageDecision(sha, Disposition(disposition), commit.sha, where)
         if found.upstream:

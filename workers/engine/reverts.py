@@ -27,8 +27,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workers.engine import recognisers as rec
 from workers.engine.history import Commit
+from workers.engine.recognise import recognise
 from workers.engine.recognise.body import own_text
 from workers.engine.recognise.index import UpstreamIndex, normalise
 from workers.engine.recognise.rules import Rules
@@ -174,7 +174,7 @@ def revert_of(commit: Commit, fork: ForkIndex, index: UpstreamIndex, rules: Rule
                 return Revert(fork=target, how="original-diff")
     # Nothing in the fork matches: the innermost subject says what the chain is about.
     named = (
-        rec.recognise(Commit(commit.sha, commit.parents, "", "", 0, 0, inner, ()), index, rules)
+        recognise(Commit(commit.sha, commit.parents, "", "", 0, 0, inner, ()), index, rules)
         if inner
         else None
     )
