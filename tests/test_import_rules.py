@@ -102,6 +102,13 @@ def reach(graph: dict[str, set[str]], start: str) -> dict[str, list[str]]:
     return paths
 
 
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    """A made-up tree for the probes: each path under ``root`` with its text."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
 def within(module: str, prefixes: Iterable[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
@@ -315,9 +322,7 @@ def test_the_app_probe_sees_each_way_in(tmp_path: Path) -> None:
         "\ndef f(s):\n    return runtime.app_for(s)\n",
         "workers/app/runtime.py": "def app_for(s):\n    from core.github.app import app_for\n    return app_for(s)\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_tree(tmp_path, files)
     assert app_for_callers(tmp_path) == {"workers.tasks.a", "workers.tasks.b", "workers.tasks.d", APP_SEAM}
 
 
@@ -334,9 +339,7 @@ def test_the_rules_catch_a_breach(tmp_path: Path) -> None:
         "workers/engine/ledger.py": "from ..jobs import run\nfrom core.config import x\nfrom typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    import celery\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_tree(tmp_path, files)
     made_up = import_graph(tmp_path)
     assert violations(made_up, ["workers.engine"], ["flask"]) == [
         "workers.engine.ledger -> core.config -> bot.views -> flask"
@@ -393,9 +396,7 @@ def test_the_recognise_rule_catches_a_breach(tmp_path: Path) -> None:
         "from workers.engine.recognise.index import UpstreamIndex\n",
         "workers/engine/recognise/index.py": "from workers.engine.recognise.bundles import y\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_tree(tmp_path, files)
     assert recognise_breaches(tmp_path) == [
         "workers.engine.recognise.bundles -> workers.engine.recognise",
         "workers.engine.recognise.index -> workers.engine.recognise.bundles",
