@@ -25,7 +25,9 @@ AWAY = "tests/pydantic_core/test_garbage_collection.py"
 def _history(make_repo: Callable[[str], GitRepo]) -> tuple[GitRepo, list[str]]:
     """created, moved away (a blank line dropped), moved back (restored), edited: pydantic's four steps."""
     repo = make_repo("up")
-    back, away, fixed = ((DATA / n).read_text() for n in ("moved-back.py", "moved-away.py", "fixed.py"))
+    back, away, fixed = (
+        (DATA / n).read_text() for n in ("moved-back.py.txt", "moved-away.py.txt", "fixed.py.txt")
+    )
     shas = [repo.commit("create", {HOME: back, "README.md": "pydantic-core\n"})]
     shas.append(repo.commit("Migrate `pydantic-core` tests (#13582)", {HOME: None, AWAY: away}))
     shas.append(repo.commit("Revert moving `pydantic-core` tests (#13589)", {AWAY: None, HOME: back}))
@@ -65,7 +67,7 @@ def test_the_edit_picks_where_the_moves_never_happened(make_repo: Callable[[str]
     assert isinstance(tree, pygit2.Tree)
     assert HOME not in tree and AWAY in tree
     assert tree[AWAY].id == pg.create_blob(
-        (DATA / "fixed.py").read_bytes().replace(b"\n\nfrom pydantic_core", b"\nfrom pydantic_core", 1)
+        (DATA / "fixed.py.txt").read_bytes().replace(b"\n\nfrom pydantic_core", b"\nfrom pydantic_core", 1)
     )
 
 
