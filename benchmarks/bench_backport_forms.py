@@ -50,11 +50,12 @@ from typing import Any
 sys.path.insert(0, os.environ.get("FORKSYNC_ROOT") or str(Path(__file__).resolve().parent.parent))
 
 from workers.engine import history
-from workers.engine import recognisers as rec
 from workers.engine.decisions import Decisions
 from workers.engine.git import Repository
 from workers.engine.history import Commit, merged_side_commits, read_range
 from workers.engine.ledger import compute_ledger
+from workers.engine.recognise.index import UpstreamIndex
+from workers.engine.recognise.rules import Rules
 
 _SHA = r"[0-9a-f]{7,40}"
 # What a human reads as "this carries upstream PR N" (independent of forksync's recognisers).
@@ -148,7 +149,7 @@ def _names(paths: set[str]) -> set[str]:
 
 def markers(
     commit: Commit,
-    index: rec.UpstreamIndex,
+    index: UpstreamIndex,
     numberless: dict[str, list[str]] | None = None,
     upstream_change_ids: dict[str, str] | None = None,
 ) -> set[str]:
@@ -196,7 +197,7 @@ def measure(
     fork = read_range(repo, fork_tip, [base], first_parent=False, messages=True, files=False)
     side = merged_side_commits(repo, up_tip, [base], upstream)
     # ``separate``: read the fork as another repository's (its #N might be its own PRs).
-    rules = rec.Rules.build(upstream_url=url, fork_url=f"{url}-fork" if separate else url)
+    rules = Rules.build(upstream_url=url, fork_url=f"{url}-fork" if separate else url)
     # Gerrit Change-Ids, as build_ledger reads them (an engine from before them has no reader).
     extra: dict[str, Any] = {}
     if hasattr(history, "change_ids") and any("Change-Id:" in c.message for c in fork):
@@ -216,7 +217,7 @@ def measure(
         **extra,
     )
     seconds = time.perf_counter() - started
-    index = rec.UpstreamIndex(upstream, side)
+    index = UpstreamIndex(upstream, side)
     by_messages: dict[str, str] = {}  # upstream sha → the fork commit that names it
     how: dict[str, str] = {}
     for p in ledger.picks:

@@ -29,10 +29,10 @@ ROOT = Path(os.environ.get("FORKSYNC_ROOT") or Path(__file__).resolve().parent.p
 sys.path.insert(0, str(ROOT))
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "fbtriton-picks"
 
-from workers.engine import recognisers as rec  # noqa: E402
 from workers.engine.decisions import Decisions  # noqa: E402
 from workers.engine.history import Commit  # noqa: E402
 from workers.engine.ledger import compute_ledger  # noqa: E402
+from workers.engine.recognise.rules import Rules  # noqa: E402
 
 
 def fake_sha(text: str) -> str:
@@ -76,7 +76,7 @@ def measure(data: Path = DATA) -> dict[str, Any]:
     up, fork, base = histories(rows, upstream)
     pr_of = {c.sha: u["pr"] for c, u in zip(up, upstream, strict=True)}
     collides = {u["pr"] for u in upstream if u["collides"]}
-    rules = rec.Rules.build(
+    rules = Rules.build(
         upstream_url="https://github.com/triton-lang/triton",
         fork_url="https://github.com/facebookexperimental/triton",
     )

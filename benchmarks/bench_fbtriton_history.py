@@ -39,12 +39,15 @@ from typing import Any
 
 sys.path.insert(0, os.environ.get("FORKSYNC_ROOT") or str(Path(__file__).resolve().parent.parent))
 
-from workers.engine import recognisers as rec
 from workers.engine import reverts
 from workers.engine.decisions import Decisions
 from workers.engine.git import Repository
 from workers.engine.history import Commit, read_range
 from workers.engine.ledger import compute_ledger
+from workers.engine.recognise import recognise
+from workers.engine.recognise.index import UpstreamIndex
+from workers.engine.recognise.model import NOTHING
+from workers.engine.recognise.rules import Rules
 from workers.engine.titles import parse_title
 
 BASE = "2ac060b8b955cf4c6412458bea9df554342c1b1a"
@@ -165,7 +168,7 @@ def where_shas_are(mirror: Path, shas: set[str], upstream: set[str]) -> dict[str
 
 def measure(mirror: Path, branches_only: bool = False, suspects: int = 0) -> dict[str, Any]:
     upstream, fork, on_branches = read(mirror, branches_only)
-    rules = rec.Rules.build(upstream_url=UPSTREAM_URL, fork_url=FORK_URL)
+    rules = Rules.build(upstream_url=UPSTREAM_URL, fork_url=FORK_URL)
     started = time.perf_counter()
     ledger = compute_ledger(
         upstream,
@@ -180,7 +183,7 @@ def measure(mirror: Path, branches_only: bool = False, suspects: int = 0) -> dic
     )
     seconds = time.perf_counter() - started
     carried = {p.sha: p.upstream for p in ledger.picks}
-    index = rec.UpstreamIndex(upstream)
+    index = UpstreamIndex(upstream)
     fork_index = reverts.ForkIndex(fork)
     up_shas = {c.sha for c in upstream}
     outcomes: Counter[str] = Counter()
@@ -189,7 +192,7 @@ def measure(mirror: Path, branches_only: bool = False, suspects: int = 0) -> dic
     rows = []
     for c in fork:
         revert = None if c.is_merge else reverts.revert_of(c, fork_index, index, rules)
-        found = rec.recognise(c, index, rules) if not c.is_merge and revert is None else rec.NOTHING
+        found = recognise(c, index, rules) if not c.is_merge and revert is None else NOTHING
         kind = outcome_of(c, carried.get(c.sha, ()), revert, bool(found.decided))
         decisions.update(k for _, k, _ in found.decided)
         outcomes[kind] += 1

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from benchmarks.bench_fbtriton_history import cues_of, outcome_of
 from tests.test_ledger_history_forms import INDEX, MESSAGES, RULES, UPSTREAM, fork_history
-from workers.engine import recognisers as rec
 from workers.engine import reverts
+from workers.engine.recognise import recognise
+from workers.engine.recognise.model import NOTHING
 
 
 def outcome(short: str, *earlier: str) -> str:
     history = fork_history(*earlier, short)
     commit = history[-1]
     undo = reverts.revert_of(commit, reverts.ForkIndex(history), INDEX, RULES)
-    found = rec.recognise(commit, INDEX, RULES) if undo is None else rec.NOTHING
+    found = recognise(commit, INDEX, RULES) if undo is None else NOTHING
     return outcome_of(commit, found.upstream, undo, bool(found.decided))
 
 

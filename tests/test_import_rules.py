@@ -102,6 +102,13 @@ def reach(graph: dict[str, set[str]], start: str) -> dict[str, list[str]]:
     return paths
 
 
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    """A made-up tree for the probes: each path under ``root`` with its text."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
 def within(module: str, prefixes: Iterable[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in prefixes)
 
@@ -315,9 +322,7 @@ def test_the_app_probe_sees_each_way_in(tmp_path: Path) -> None:
         "\ndef f(s):\n    return runtime.app_for(s)\n",
         "workers/app/runtime.py": "def app_for(s):\n    from core.github.app import app_for\n    return app_for(s)\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_tree(tmp_path, files)
     assert app_for_callers(tmp_path) == {"workers.tasks.a", "workers.tasks.b", "workers.tasks.d", APP_SEAM}
 
 
@@ -334,9 +339,7 @@ def test_the_rules_catch_a_breach(tmp_path: Path) -> None:
         "workers/engine/ledger.py": "from ..jobs import run\nfrom core.config import x\nfrom typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    import celery\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_tree(tmp_path, files)
     made_up = import_graph(tmp_path)
     assert violations(made_up, ["workers.engine"], ["flask"]) == [
         "workers.engine.ledger -> core.config -> bot.views -> flask"
@@ -348,3 +351,53 @@ def test_the_rules_catch_a_breach(tmp_path: Path) -> None:
     assert "core.config -> bot.views -> workers.jobs" in violations(made_up, ["core"], ["bot", "workers"])
     assert "bot.views -> workers" in violations(made_up, ["bot"], ["workers"])
     assert cycles(made_up) == [["bot.views", "core.config", "workers.engine.ledger", "workers.jobs"]]
+
+
+# The ledger's recognisers: the package runs the families in order; a family never imports the
+# package (it would run the registry from inside itself), and what the families share imports no family.
+RECOGNISE = "workers.engine.recognise"
+RECOGNISE_SHARED = ("model", "rules", "index", "tokens", "body")
+
+
+def named_imports(root: Path, package: str) -> dict[str, set[str]]:
+    """module of ``package`` -> the modules its own import statements name (not the parent
+    packages Python runs first, which the graph above adds to every submodule)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((root / package.replace(".", "/")).glob("*.py")):
+        module = module_name(path, root)
+        found[module] = set(
+            _imports(ast.parse(path.read_text(), str(path)), module, path.name == "__init__.py")
+        )
+    return found
+
+
+def recognise_breaches(root: Path = ROOT) -> list[str]:
+    imports = named_imports(root, RECOGNISE)
+    shared = {f"{RECOGNISE}.{name}" for name in RECOGNISE_SHARED}
+    families = set(imports) - shared - {RECOGNISE}
+    out = [f"{m} -> {RECOGNISE}" for m in sorted(imports) if m != RECOGNISE and RECOGNISE in imports[m]]
+    out += [f"{m} -> {f}" for m in sorted(shared & imports.keys()) for f in sorted(imports[m] & families)]
+    return out
+
+
+def test_recognise_families_never_import_the_registry() -> None:
+    """No module of ``workers/engine/recognise`` imports the package that runs them, and the shared
+    modules (model, rules, index, tokens, body) import no family; the walk finds the package."""
+    assert {f"{RECOGNISE}.{name}" for name in RECOGNISE_SHARED} <= named_imports(ROOT, RECOGNISE).keys()
+    assert recognise_breaches() == []
+
+
+def test_the_recognise_rule_catches_a_breach(tmp_path: Path) -> None:
+    """A made-up package whose family imports the registry and whose index imports a family is
+    caught; a family importing a shared module is not (the check above can fail)."""
+    files = {
+        "workers/engine/recognise/__init__.py": "from workers.engine.recognise.bundles import x\n",
+        "workers/engine/recognise/bundles.py": "def f():\n    from workers.engine.recognise import recognise\n"
+        "from workers.engine.recognise.index import UpstreamIndex\n",
+        "workers/engine/recognise/index.py": "from workers.engine.recognise.bundles import y\n",
+    }
+    write_tree(tmp_path, files)
+    assert recognise_breaches(tmp_path) == [
+        "workers.engine.recognise.bundles -> workers.engine.recognise",
+        "workers.engine.recognise.index -> workers.engine.recognise.bundles",
+    ]

@@ -18,10 +18,13 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.ledger import ForkedPair
-from workers.engine import recognisers as rec
 from workers.engine.decisions import Decisions, Disposition
 from workers.engine.history import Commit
 from workers.engine.ledger import compute_ledger
+from workers.engine.recognise import recognise, recognise_merge
+from workers.engine.recognise.index import UpstreamIndex
+from workers.engine.recognise.model import CHANGE_ID, PR_FORM, SUBJECT, TRAILER
+from workers.engine.recognise.rules import Rules
 
 DATA = Path(__file__).parent / "data" / "backport-forms"
 ROWS = [json.loads(line) for line in (DATA / "messages.jsonl").read_text().splitlines()]
@@ -37,10 +40,10 @@ def upstream_of(project: str) -> list[Commit]:
     ]
 
 
-def rules_for(project: str, *, fork: str | None = None) -> rec.Rules:
+def rules_for(project: str, *, fork: str | None = None) -> Rules:
     """Both sides one repository (a release branch) unless ``fork`` names another one."""
     url = f"https://github.com/{project}"
-    return rec.Rules.build(upstream_url=url, fork_url=fork or url)
+    return Rules.build(upstream_url=url, fork_url=fork or url)
 
 
 def fork_commit(row: dict[str, object]) -> Commit:
@@ -59,9 +62,9 @@ def read(project: str, short: str, *, fork: str | None = None) -> set[int | str 
     change_ids = {
         u["change_id"]: u["sha"] for u in UPSTREAM_ROWS if u["project"] == project and "change_id" in u
     }
-    index = rec.UpstreamIndex(upstream, change_ids=change_ids)
+    index = UpstreamIndex(upstream, change_ids=change_ids)
     commit = fork_commit(row)
-    read_by = rec.recognise_merge if commit.is_merge else rec.recognise
+    read_by = recognise_merge if commit.is_merge else recognise
     found = read_by(commit, index, rules_for(project, fork=fork))
     number = {c.sha: c.pr_number or c.sha for c in upstream}
     return {number[s] for s in found.upstream}
@@ -203,9 +206,9 @@ UP = [
     up(3, "Document the release process (#26130)"),
     up(4, "net: fix a race in tcp_close"),
 ]
-INDEX = rec.UpstreamIndex(UP)
-ONE = rec.Rules.build(upstream_url="https://github.com/o/p", fork_url="https://github.com/o/p")
-TWO = rec.Rules.build(upstream_url="https://github.com/o/p", fork_url="https://github.com/fork/p")
+INDEX = UpstreamIndex(UP)
+ONE = Rules.build(upstream_url="https://github.com/o/p", fork_url="https://github.com/o/p")
+TWO = Rules.build(upstream_url="https://github.com/o/p", fork_url="https://github.com/fork/p")
 
 
 def test_the_forks_own_pr_number_after_a_meeseeks_title_is_never_upstreams() -> None:
@@ -213,7 +216,7 @@ def test_the_forks_own_pr_number_after_a_meeseeks_title_is_never_upstreams() -> 
     upstream has a PR M too."""
     title = "Backport PR #26123 on branch v3.7.x (FIX: colorbar extend with log norm) (#26130)"
     for rules in (ONE, TWO):
-        assert rec.recognise(fork(title), INDEX, rules).upstream == (UP[0].sha,)
+        assert recognise(fork(title), INDEX, rules).upstream == (UP[0].sha,)
 
 
 def test_a_backport_line_in_prose_or_saying_it_is_partial_is_not_read() -> None:
@@ -224,22 +227,21 @@ def test_a_backport_line_in_prose_or_saying_it_is_partial_is_not_read() -> None:
         "Backport of #26123 partially: only the test.",
         "Partial backport of #26123.",
     ):
-        assert rec.recognise(fork("Fix the colorbar", body), INDEX, ONE).upstream == ()
-    assert rec.recognise(fork("Fix the colorbar", "Backport of #26123."), INDEX, ONE).upstream == (UP[0].sha,)
+        assert recognise(fork("Fix the colorbar", body), INDEX, ONE).upstream == ()
+    assert recognise(fork("Fix the colorbar", "Backport of #26123."), INDEX, ONE).upstream == (UP[0].sha,)
 
 
 def test_a_cpython_backport_title_reads_gh_n_as_upstreams_number() -> None:
     """miss-islington's ``[3.12] <upstream subject with (GH-N)> (#M)`` without its trailer is
     upstream's subject: ``(GH-N)`` reads as ``(#N)`` where upstream's subject carries ``(#N)``."""
     title = "[3.12] gh-112345: Fix crash in the tokenizer (GH-112346) (#112400)"
-    found = rec.recognise(fork(title), INDEX, TWO)
-    assert (found.upstream, found.recogniser) == ((UP[1].sha,), rec.SUBJECT)
+    found = recognise(fork(title), INDEX, TWO)
+    assert (found.upstream, found.recogniser) == ((UP[1].sha,), SUBJECT)
     # another number, or another subject, is no match
     assert (
-        rec.recognise(fork("[3.12] gh-112345: Fix crash in the tokenizer (GH-112999)"), INDEX, TWO).upstream
-        == ()
+        recognise(fork("[3.12] gh-112345: Fix crash in the tokenizer (GH-112999)"), INDEX, TWO).upstream == ()
     )
-    assert rec.recognise(fork("[3.12] gh-112345: Fix a crash (GH-112346)"), INDEX, TWO).upstream == ()
+    assert recognise(fork("[3.12] gh-112345: Fix a crash (GH-112346)"), INDEX, TWO).upstream == ()
 
 
 def test_linux_stable_trailers_name_an_upstream_commit_only_when_it_is_one() -> None:
@@ -247,14 +249,12 @@ def test_linux_stable_trailers_name_an_upstream_commit_only_when_it_is_one() -> 
     default trailers; a sha upstream does not have names nothing."""
     sha = UP[3].sha
     for body in (f"commit {sha} upstream.\n\nA race ...", f"[ Upstream commit {sha} ]\n\nA race ..."):
-        found = rec.recognise(fork("net: fix a race in tcp_close", body), INDEX, TWO)
-        assert (found.upstream, found.recogniser) == ((sha,), rec.TRAILER)
+        found = recognise(fork("net: fix a race in tcp_close", body), INDEX, TWO)
+        assert (found.upstream, found.recogniser) == ((sha,), TRAILER)
     stranger = "f" * 40
-    assert rec.recognise(fork("net: x", f"commit {stranger} upstream."), INDEX, TWO).upstream == ()
+    assert recognise(fork("net: x", f"commit {stranger} upstream."), INDEX, TWO).upstream == ()
     # mentioned in prose, not as the line's start: "the fix in commit <sha> upstream" is no trailer
-    assert (
-        rec.recognise(fork("net: x", f"Unlike the fix in commit {sha} upstream."), INDEX, TWO).upstream == ()
-    )
+    assert recognise(fork("net: x", f"Unlike the fix in commit {sha} upstream."), INDEX, TWO).upstream == ()
 
 
 def test_a_merge_is_read_for_its_pr_forms_only() -> None:
@@ -282,16 +282,14 @@ def test_a_merge_is_read_for_its_pr_forms_only() -> None:
         fork_tip=picked.sha,
         patch_id=lambda shas: {},
     )
-    assert [(p.sha, p.upstream, p.recogniser) for p in ledger.picks] == [
-        (picked.sha, (UP[0].sha,), rec.PR_FORM)
-    ]
+    assert [(p.sha, p.upstream, p.recogniser) for p in ledger.picks] == [(picked.sha, (UP[0].sha,), PR_FORM)]
 
 
 def test_a_form_is_read_after_text_whose_lower_case_is_longer() -> None:
     """The body is scanned lower-cased for the verb; where lower-casing changes its length
     ("İ" becomes two characters) the lines are still found in the body itself."""
     body = "İstanbul users saw the colorbar drop its extension.\n\nBackport of #26123."
-    assert rec.recognise(fork("Fix the colorbar", body), INDEX, ONE).upstream == (UP[0].sha,)
+    assert recognise(fork("Fix the colorbar", body), INDEX, ONE).upstream == (UP[0].sha,)
 
 
 def test_a_branch_tagged_title_reads_upstreams_words_never_the_forks_number() -> None:
@@ -300,7 +298,7 @@ def test_a_branch_tagged_title_reads_upstreams_words_never_the_forks_number() ->
     without the fork's (#M), is one upstream subject without its (#N). The fork's M is never read,
     even where upstream has a PR M; words two upstream commits share, or a component tag, name
     nothing."""
-    index = rec.UpstreamIndex(
+    index = UpstreamIndex(
         [
             up(82360, "assemble: fixed missing parameter error (#82360)"),
             up(83124, "Document the release process (#83124)"),
@@ -318,30 +316,28 @@ def test_a_branch_tagged_title_reads_upstreams_words_never_the_forks_number() ->
         "[release-2.16][ci]",
     ):
         for rules in (ONE, TWO):
-            found = rec.recognise(
-                fork(f"{tag} assemble: fixed missing parameter error (#83124)"), index, rules
-            )
-            assert (found.upstream, found.recogniser) == ((fixed,), rec.SUBJECT), tag
+            found = recognise(fork(f"{tag} assemble: fixed missing parameter error (#83124)"), index, rules)
+            assert (found.upstream, found.recogniser) == ((fixed,), SUBJECT), tag
     for title in (
         "[stable-2.16] Bump sanity test requirements (#81848)",  # two upstream commits say so
         "[AMD] assemble: fixed missing parameter error (#83124)",  # a component, not a branch
         "assemble: fixed missing parameter error (#83124)",  # no tag: the same words may be new work
         "[stable-2.16] assemble: fixed a missing parameter error (#83124)",  # other words
     ):
-        assert rec.recognise(fork(title), index, ONE).upstream == (), title
+        assert recognise(fork(title), index, ONE).upstream == (), title
 
 
 def test_a_patchback_tag_names_upstream_by_its_sha() -> None:
     """``[PR #N/<short sha> backport][B] <subject> (#M)``: the sha is upstream's merged commit
     (read in any fork); a sha upstream lacks falls back to N only as another form's number does
     (one repository, or the subject reads as upstream's)."""
-    found = rec.recognise(fork(f"[PR #26123/{UP[0].sha[:8]} backport][3.7] Other words (#26140)"), INDEX, TWO)
-    assert (found.upstream, found.recogniser) == ((UP[0].sha,), rec.PR_FORM)
+    found = recognise(fork(f"[PR #26123/{UP[0].sha[:8]} backport][3.7] Other words (#26140)"), INDEX, TWO)
+    assert (found.upstream, found.recogniser) == ((UP[0].sha,), PR_FORM)
     stranger = "[PR #26123/deadbeef backport][3.7] Other words (#26140)"
-    assert rec.recognise(fork(stranger), INDEX, ONE).upstream == (UP[0].sha,)
-    assert rec.recognise(fork(stranger), INDEX, TWO).upstream == ()
+    assert recognise(fork(stranger), INDEX, ONE).upstream == (UP[0].sha,)
+    assert recognise(fork(stranger), INDEX, TWO).upstream == ()
     kept = "[PR #26123/deadbeef backport][3.7] FIX: colorbar extend with log norm (#26140)"
-    assert rec.recognise(fork(kept), INDEX, TWO).upstream == (UP[0].sha,)
+    assert recognise(fork(kept), INDEX, TWO).upstream == (UP[0].sha,)
 
 
 def test_a_change_id_names_the_upstream_commit_that_has_it() -> None:
@@ -349,11 +345,11 @@ def test_a_change_id_names_the_upstream_commit_that_has_it() -> None:
     upstream's id carries that commit, retitled or not; an id upstream lacks, or one quoted from
     another message, names nothing."""
     cid = "I" + "5" * 40
-    index = rec.UpstreamIndex(UP, change_ids={cid: UP[3].sha, "I" + "6" * 40: "f" * 40})
-    found = rec.recognise(fork("net: close the race", f"Adapted for 2.0.\n\nChange-Id: {cid}"), index, TWO)
-    assert (found.upstream, found.recogniser) == ((UP[3].sha,), rec.CHANGE_ID)
+    index = UpstreamIndex(UP, change_ids={cid: UP[3].sha, "I" + "6" * 40: "f" * 40})
+    found = recognise(fork("net: close the race", f"Adapted for 2.0.\n\nChange-Id: {cid}"), index, TWO)
+    assert (found.upstream, found.recogniser) == ((UP[3].sha,), CHANGE_ID)
     for body in (f"Change-Id: I{'7' * 40}", f"Change-Id: I{'6' * 40}", f"> Change-Id: {cid}"):
-        assert rec.recognise(fork("net: close the race", body), index, TWO).upstream == (), body
+        assert recognise(fork("net: close the race", body), index, TWO).upstream == (), body
 
 
 def test_build_ledger_reads_upstreams_change_ids_for_a_gerrit_pick(forked: Forked) -> None:

@@ -17,16 +17,16 @@ from typing import Any
 import pytest
 
 from benchmarks.bench_fbtriton_corpus import fake_sha, histories
-from workers.engine import recognisers as rec
 from workers.engine.decisions import Decisions, Disposition
 from workers.engine.history import Commit
 from workers.engine.ledger import Ledger, compute_ledger
+from workers.engine.recognise.rules import Rules
 
 DATA = Path(__file__).parent / "data" / "fbtriton-picks"
 ROWS = [json.loads(line) for line in (DATA / "fbtriton-picks.jsonl").read_text().splitlines()]
 EXPECTED = [json.loads(line) for line in (DATA / "expected.jsonl").read_text().splitlines()]
 UPSTREAM = [json.loads(line) for line in (DATA / "upstream.jsonl").read_text().splitlines()]
-RULES = rec.Rules.build(
+RULES = Rules.build(
     upstream_url="https://github.com/triton-lang/triton",
     fork_url="https://github.com/facebookexperimental/triton",
 )

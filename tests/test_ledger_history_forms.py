@@ -15,11 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from workers.engine import recognisers as rec
 from workers.engine import reverts
 from workers.engine.decisions import Decisions, Disposition
 from workers.engine.history import Commit
 from workers.engine.ledger import compute_ledger
+from workers.engine.recognise import recognise
+from workers.engine.recognise.index import UpstreamIndex
+from workers.engine.recognise.model import BODY_LINK, SUBJECT, Recognition
+from workers.engine.recognise.rules import Rules
 
 DATA = Path(__file__).parent / "data" / "fbtriton-history"
 MESSAGES = {
@@ -29,20 +32,20 @@ UPSTREAM = [
     Commit(u["sha"], (), "Upstream", "up@example.com", 1_000_000 + i, 1_000_000 + i, u["subject"], ())
     for i, u in enumerate(map(json.loads, (DATA / "upstream.jsonl").read_text().splitlines()))
 ]
-INDEX = rec.UpstreamIndex(UPSTREAM)
+INDEX = UpstreamIndex(UPSTREAM)
 PR = {c.sha: c.pr_number for c in UPSTREAM}
-RULES = rec.Rules.build(
+RULES = Rules.build(
     upstream_url="https://github.com/triton-lang/triton",
     fork_url="https://github.com/facebookexperimental/triton",
 )
 
 
-def read(short: str) -> rec.Recognition:
+def read(short: str) -> Recognition:
     row = MESSAGES[short]
     commit = Commit(
         row["sha"], ("0" * 40,), "Fork", "fork@example.com", 2, 2, row["subject"], (), row["message"]
     )
-    return rec.recognise(commit, INDEX, RULES)
+    return recognise(commit, INDEX, RULES)
 
 
 def carried(short: str) -> set[int | None]:
@@ -66,7 +69,7 @@ def test_an_upstream_subject_whose_number_names_the_upstream_repository_is_still
     upstream's squash suffix `(#8557)` arrived qualified with upstream's slug."""
     assert "(triton-lang/triton#8557) (#870)" in MESSAGES["995ec89f9d"]["subject"]
     assert carried("995ec89f9d") == {8557}
-    assert read("995ec89f9d").recogniser == rec.SUBJECT
+    assert read("995ec89f9d").recogniser == SUBJECT
 
 
 def test_other_repositories_numbers_in_a_subject_are_not_upstreams() -> None:
@@ -80,7 +83,7 @@ def test_other_repositories_numbers_in_a_subject_are_not_upstreams() -> None:
         "[BACKEND] Don't flush denorms for precise div/sqrt (pytorch/pytorch#8557)",
         (),
     )
-    assert rec.recognise(other, INDEX, RULES).upstream == ()
+    assert recognise(other, INDEX, RULES).upstream == ()
 
 
 @pytest.mark.parametrize(
@@ -100,7 +103,7 @@ def test_a_fork_prefix_before_an_upstream_subject_verbatim_is_a_pick(short: str,
     """A release or side branch takes upstream's commit with its whole title, number included,
     and adds its own leading tags (no pick tag): the rest is upstream's subject."""
     assert carried(short) == {pr}
-    assert read(short).recogniser == rec.SUBJECT
+    assert read(short).recogniser == SUBJECT
 
 
 def test_a_pick_retitled_without_upstreams_tags_keeps_its_number_and_is_a_pick() -> None:
@@ -115,7 +118,7 @@ def test_a_pick_retitled_without_upstreams_tags_keeps_its_number_and_is_a_pick()
         ("[TLX] Update ptxas_options knobs default (#8121)", ()),  # another text
     ):
         commit = Commit("e" * 40, (), "F", "f@x", 2, 2, subject, ())
-        assert tuple(PR[s] for s in rec.recognise(commit, INDEX, RULES).upstream) == want, subject
+        assert tuple(PR[s] for s in recognise(commit, INDEX, RULES).upstream) == want, subject
 
 
 PICKED_37 = {
@@ -190,22 +193,22 @@ def test_a_plain_fork_commit_that_names_an_upstream_pr_in_prose_carries_nothing(
     [
         # "[Triton][Frontend] Promote `_aggregate` to public (#10095) (#1822)": the subject, a
         # fork prefix before upstream's, says it first; the body's "Cherry-pick of upstream <link>."
-        ("3b806e685b", 10095, rec.SUBJECT),
+        ("3b806e685b", 10095, SUBJECT),
         (
             "f673b3d738",
             8480,
-            rec.BODY_LINK,
+            BODY_LINK,
         ),  # "- cherry-pick of the upstream triton [PR#8480](<pull/8480>) to add ..."
         # "This PR ports two ... fixes ...:" then "- `b45acd4b5` / [Triton #10194: ...](<pull/10194>)"
-        ("744a5de206", 10194, rec.BODY_LINK),
+        ("744a5de206", 10194, BODY_LINK),
         (
             "8a1cdc2c52",
             8698,
-            rec.BODY_LINK,
+            BODY_LINK,
         ),  # "[triton] Backport ..." + "Original commit is\n<commit/c44b870bd...>."
         # "Add extension hook (port of <pull/8137>) (#992)" + "Backport of upstream commit <pull/8137>"
-        ("90a4bb12eb", 8137, rec.BODY_LINK),
-        ("e5e3a6b009", 10194, rec.BODY_LINK),  # "Port b45acd4b5 / Triton #10194.": a bare upstream sha
+        ("90a4bb12eb", 8137, BODY_LINK),
+        ("e5e3a6b009", 10194, BODY_LINK),  # "Port b45acd4b5 / Triton #10194.": a bare upstream sha
     ],
 )
 def test_a_body_link_whose_sentence_or_title_says_it_is_picked_is_still_a_pick(
@@ -233,7 +236,7 @@ def test_a_body_link_without_the_commits_own_words_for_a_pick_is_read_only_under
         commit = Commit(
             "d" * 40, (), "F", "f@x", 2, 2, "Fix aggregates (#12)", (), f"Fix aggregates (#12)\n\n{body}"
         )
-        assert tuple(PR[s] for s in rec.recognise(commit, INDEX, RULES).upstream) == want, body
+        assert tuple(PR[s] for s in recognise(commit, INDEX, RULES).upstream) == want, body
 
 
 def fork_history(*shorts: str) -> list[Commit]:
@@ -297,7 +300,7 @@ def test_a_release_branch_pick_quotes_upstreams_subject_after_its_prefix_with_no
     `[release/3.4] "<upstream subject (#N)>" (#M)`, without trailer or pick tag."""
     assert "cherry picked from" not in MESSAGES[short]["message"]
     assert carried(short) == {pr}
-    assert read(short).recogniser == rec.SUBJECT
+    assert read(short).recogniser == SUBJECT
 
 
 PICKED_42 = {

@@ -6,9 +6,12 @@ import hashlib
 
 import pytest
 
-from workers.engine import recognisers as rec
 from workers.engine import reverts
 from workers.engine.history import Commit
+from workers.engine.recognise import recognise
+from workers.engine.recognise.index import UpstreamIndex
+from workers.engine.recognise.model import BODY_LINK, BUNDLE, PR_SUBJECT, TRAILER
+from workers.engine.recognise.rules import Rules
 
 UPSTREAM_URL = "https://github.com/triton-lang/triton"
 FORK_URL = "https://github.com/example-org/triton"
@@ -43,23 +46,23 @@ UPSTREAM = [
     commit(sha(0xA4), "[Docs] Clarify dot precision (#102)"),
     commit(sha(0xA5), 'Revert "[BACKEND] Hoist loads (#101)" (#103)'),
 ]
-INDEX = rec.UpstreamIndex(UPSTREAM)
-RULES = rec.Rules.build(upstream_url=UPSTREAM_URL, fork_url=FORK_URL)
+INDEX = UpstreamIndex(UPSTREAM)
+RULES = Rules.build(upstream_url=UPSTREAM_URL, fork_url=FORK_URL)
 
 
-def carried(subject: str, body: str = "", rules: rec.Rules = RULES) -> tuple[str, ...]:
-    return rec.recognise(commit("f" * 40, subject, body), INDEX, rules).upstream
+def carried(subject: str, body: str = "", rules: Rules = RULES) -> tuple[str, ...]:
+    return recognise(commit("f" * 40, subject, body), INDEX, rules).upstream
 
 
 def how(subject: str, body: str = "") -> str | None:
-    return rec.recognise(commit("f" * 40, subject, body), INDEX, RULES).recogniser
+    return recognise(commit("f" * 40, subject, body), INDEX, RULES).recogniser
 
 
 def test_cherry_pick_x_trailer() -> None:
     """`(cherry picked from commit <sha>)` names the upstream commit, full or abbreviated."""
     assert carried("Fix", f"(cherry picked from commit {sha(0xA2)})") == (sha(0xA2),)
     assert carried("Fix", f"(cherry picked from commit {sha(0xA3)[:12]})") == (sha(0xA3),)
-    assert how("Fix", f"(cherry picked from commit {sha(0xA2)})") == rec.TRAILER
+    assert how("Fix", f"(cherry picked from commit {sha(0xA2)})") == TRAILER
 
 
 def test_reactor_and_upstream_commit_trailers_several_on_one_commit() -> None:
@@ -77,7 +80,7 @@ def test_fork_pr_number_is_never_read_as_upstream() -> None:
     """In `[Cherry-pick] '<subject> (#N)' (#M)`, M is the fork's PR even if upstream has a PR M."""
     assert carried("[Cherry-pick] '[FRONTEND] Allow constexpr step (#100)' (#7)") == (sha(0xA2),)
     assert carried('[Cherry-pick][RESOLVED] "[BACKEND] Hoist loads (#101)" (#7)') == (sha(0xA3),)
-    assert how("[Cherry-pick] '[FRONTEND] Allow constexpr step (#100)' (#7)") == rec.PR_SUBJECT
+    assert how("[Cherry-pick] '[FRONTEND] Allow constexpr step (#100)' (#7)") == PR_SUBJECT
 
 
 def test_unquoted_pick_subject_with_two_numbers_takes_the_upstream_one() -> None:
@@ -110,7 +113,7 @@ def test_bundle_subject_lists_every_upstream_pr() -> None:
     """`[Cherry-pick][BUNDLE] Cherry-pick K upstream(#a #b ...)` carries each listed PR, not the fork's."""
     got = carried("[Cherry-pick][BUNDLE] Cherry-pick 3 upstream(#100 #101 #102) (#7)")
     assert got == (sha(0xA2), sha(0xA3), sha(0xA4))
-    assert how("[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#100, #102) (#9)") == rec.BUNDLE
+    assert how("[Cherry-pick][BUNDLE] Cherry-pick 2 upstream(#100, #102) (#9)") == BUNDLE
 
 
 def test_bundle_body_deferred_and_wont_port_sections_are_not_picks() -> None:
@@ -134,7 +137,7 @@ def test_truncated_bundle_subject_is_completed_from_the_body() -> None:
 def test_body_link_to_upstream_pull() -> None:
     """A body link `<upstream url>/pull/N` is a pick of N when nothing stronger is present."""
     assert carried("Port the kernel cache (#9)", f"Upstream: {UPSTREAM_URL}/pull/101") == (sha(0xA3),)
-    assert how("Port the kernel cache (#9)", f"Upstream: {UPSTREAM_URL}/pull/101") == rec.BODY_LINK
+    assert how("Port the kernel cache (#9)", f"Upstream: {UPSTREAM_URL}/pull/101") == BODY_LINK
 
 
 def test_links_to_the_fork_or_other_repositories_are_not_picks() -> None:
@@ -145,7 +148,7 @@ def test_links_to_the_fork_or_other_repositories_are_not_picks() -> None:
 
 def test_without_a_known_upstream_url_fork_links_are_still_excluded() -> None:
     """When upstream's URL is unknown, links count unless they point at the fork itself."""
-    rules = rec.Rules.build(fork_url=FORK_URL)
+    rules = Rules.build(fork_url=FORK_URL)
     assert carried("Port (#9)", f"{UPSTREAM_URL}/pull/100", rules) == (sha(0xA2),)
     assert carried("Port (#9)", f"{FORK_URL}/pull/100", rules) == ()
 
@@ -158,17 +161,17 @@ def test_a_stronger_recogniser_wins_over_links_in_a_copied_upstream_body() -> No
 
 def test_configured_pr_pattern() -> None:
     """`ledger.pr_patterns` regexes with a group `pr` name upstream PRs."""
-    rules = rec.Rules.build(pr_patterns=[r"(?m)^Upstream-PR: #(?P<pr>\d+)$"], upstream_url=UPSTREAM_URL)
+    rules = Rules.build(pr_patterns=[r"(?m)^Upstream-PR: #(?P<pr>\d+)$"], upstream_url=UPSTREAM_URL)
     assert carried("Port it (#9)", "Upstream-PR: #102", rules) == (sha(0xA4),)
 
 
 def test_urgent_tag_is_read_from_the_pick_subject() -> None:
     """`[Cherry-pick][URGENT] ...` marks the pick urgent (it must not move the frontier)."""
-    found = rec.recognise(
+    found = recognise(
         commit("f" * 40, "[Cherry-pick][URGENT] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES
     )
     assert found.upstream == (sha(0xA1),) and found.urgent
-    plain = rec.recognise(commit("f" * 40, "[Cherry-pick] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES)
+    plain = recognise(commit("f" * 40, "[Cherry-pick] '[AMD] Fix buffer loads (#7)' (#8)"), INDEX, RULES)
     assert not plain.urgent
 
 

@@ -15,6 +15,7 @@ LISTED = (
     "bot",
     "workers",
     "workers/engine",
+    "workers/engine/recognise",
     "workers/testing",
     "workers/jobs",
     "workers/adapters",

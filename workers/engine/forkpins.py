@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers.engine.history import Commit
-from workers.engine.recognisers import UpstreamIndex
+from workers.engine.recognise.index import UpstreamIndex
 
 _PIN = re.compile(r"(?<![A-Za-z0-9_])UPSTREAM_(FRONTIER_)?HASH(?![A-Za-z0-9_])`?")
 _CLAUSE_END = re.compile(r";|\n|\.\s|\.$")

@@ -34,7 +34,6 @@ from typing import Any
 
 from core.config import LedgerConfig
 from workers.engine import dispositions, forkpins, patchmatch, reverts
-from workers.engine import recognisers as rec
 from workers.engine.decisions import Decisions, Disposition, read_decisions
 from workers.engine.history import (
     Change,
@@ -52,6 +51,10 @@ from workers.engine.history import (
 )
 from workers.engine.metrics import Fact, Metrics, compute_metrics
 from workers.engine.pair import FORK_NOTES_REF, Pair
+from workers.engine.recognise import recognise, recognise_merge
+from workers.engine.recognise.index import UpstreamIndex
+from workers.engine.recognise.model import MERGE, Recognition
+from workers.engine.recognise.rules import Rules
 
 __all__ = [
     "Disposition",
@@ -295,7 +298,7 @@ def compute_ledger(
     upstream: Sequence[Commit],
     fork: Sequence[Commit],
     decisions: Decisions,
-    rules: rec.Rules,
+    rules: Rules,
     *,
     base: str,
     base_time: int,
@@ -312,9 +315,9 @@ def compute_ledger(
     ``side`` maps upstream commits merged in off the first-parent line to their merge;
     ``change_ids`` maps Gerrit Change-Ids to the upstream commits that have them.
     """
-    index = rec.UpstreamIndex(upstream, side, change_ids)
+    index = UpstreamIndex(upstream, side, change_ids)
     fork_index = reverts.ForkIndex(fork)
-    picks: dict[str, rec.Recognition] = {}  # fork sha → what it carries
+    picks: dict[str, Recognition] = {}  # fork sha → what it carries
     active: dict[str, bool] = {}  # fork pick (or un-pick) → not reverted
     reverted_by: dict[str, str] = {}
     reverted: dict[str, str] = {}  # revert commit → fork commit it reverts
@@ -332,7 +335,7 @@ def compute_ledger(
             continue  # an upstream side commit the fork merged with its merge: carried below
         if commit.is_merge:
             # Only the PR forms of release tooling that speaks in its merges (recognise_merge).
-            found = rec.recognise_merge(commit, index, rules)
+            found = recognise_merge(commit, index, rules)
             if found.upstream:
                 picks[commit.sha] = found
                 active[commit.sha] = True
@@ -349,7 +352,7 @@ def compute_ledger(
                 ]
                 if orphans and not active.get(undo.fork):
                     # A revert of a revert whose pick nobody can name: it carries that pick again.
-                    picks[commit.sha] = rec.Recognition(
+                    picks[commit.sha] = Recognition(
                         tuple(orphans), reverts.REAPPLY, found_by=(reverts.REAPPLY,) * len(orphans)
                     )
                     active[commit.sha] = True
@@ -357,12 +360,12 @@ def compute_ledger(
                 unpicks[commit.sha] = undo.upstream
                 active[commit.sha] = True
             elif undo.reapplies:
-                picks[commit.sha] = rec.Recognition(
+                picks[commit.sha] = Recognition(
                     undo.reapplies, reverts.REAPPLY, found_by=(reverts.REAPPLY,) * len(undo.reapplies)
                 )
                 active[commit.sha] = True
             continue  # a revert is never a pick (one of something we cannot name undoes nothing)
-        found = rec.recognise(commit, index, rules)
+        found = recognise(commit, index, rules)
         for sha, disposition, where in found.decided:
             said[sha] = dispositions.MessageDecision(sha, Disposition(disposition), commit.sha, where)
         if found.upstream:
@@ -390,7 +393,7 @@ def compute_ledger(
     )
     for fork_sha, up_sha, how in same:
         urgent = picks[fork_sha].urgent if fork_sha in picks else False
-        picks[fork_sha] = rec.Recognition((up_sha,), how, urgent, (how,))
+        picks[fork_sha] = Recognition((up_sha,), how, urgent, (how,))
         active[fork_sha] = fork_sha not in reverted_by
         if active[fork_sha]:
             carried.setdefault(up_sha, []).append(fork_sha)
@@ -464,7 +467,7 @@ def compute_ledger(
                     carried=sha in carried,
                     behind_frontier=i < frontier_pos,
                 ),
-                recognisers=tuple(how_found.get((f, sha), rec.MERGE) for f in now),
+                recognisers=tuple(how_found.get((f, sha), MERGE) for f in now),
                 decided_by=stand.source if stand is not None else None,
             )
         )
@@ -486,7 +489,7 @@ def compute_ledger(
     )
 
 
-def _found_by(found: rec.Recognition) -> tuple[str, ...]:
+def _found_by(found: Recognition) -> tuple[str, ...]:
     return (
         found.found_by
         if len(found.found_by) == len(found.upstream)
@@ -495,7 +498,7 @@ def _found_by(found: rec.Recognition) -> tuple[str, ...]:
 
 
 def _carried(
-    picks: dict[str, rec.Recognition],
+    picks: dict[str, Recognition],
     active: dict[str, bool],
     unpicks: dict[str, tuple[str, ...]],
     position: dict[str, int],
@@ -547,7 +550,7 @@ def _apply_revert(
         active[original] = depth % 2 == 1
 
 
-def _all_carriers(picks: dict[str, rec.Recognition], position: dict[str, int]) -> dict[str, list[str]]:
+def _all_carriers(picks: dict[str, Recognition], position: dict[str, int]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for sha in sorted(picks, key=position.__getitem__):
         for up in picks[sha].upstream:
@@ -558,8 +561,8 @@ def _all_carriers(picks: dict[str, rec.Recognition], position: dict[str, int]) -
 # --------------------------------------------------------------------------- git-backed entry points
 
 
-def rules_for(pair: Pair, config: LedgerConfig, upstream_url: str | None = None) -> rec.Rules:
-    return rec.Rules.build(
+def rules_for(pair: Pair, config: LedgerConfig, upstream_url: str | None = None) -> Rules:
+    return Rules.build(
         trailer_patterns=config.trailer_patterns,
         pr_patterns=config.pr_patterns,
         upstream_url=upstream_url or pair.upstream_url,

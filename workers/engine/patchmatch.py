@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from workers.engine import recognisers as rec
 from workers.engine.history import Change, Commit
+from workers.engine.recognise.index import normalise
+from workers.engine.recognise.model import PATCH_ID, SAME_CHANGE
 
 PatchIds = Callable[[Iterable[str]], dict[str, str]]
 # Given the fork candidates' paths: the changed-file sets of upstream commits (all of them, or
@@ -52,12 +53,10 @@ def same_change(
     remaining: list[Commit] = []
     for f in fork_side:
         same_author = by_author.get((f.author_email.lower(), f.author_time), [])
-        subject = rec.normalise(f.subject)
-        hit = next(
-            (u for u in same_author if u.sha not in taken and rec.normalise(u.subject) == subject), None
-        )
+        subject = normalise(f.subject)
+        hit = next((u for u in same_author if u.sha not in taken and normalise(u.subject) == subject), None)
         if hit is not None:
-            matches.append((f.sha, hit.sha, rec.SAME_CHANGE))
+            matches.append((f.sha, hit.sha, SAME_CHANGE))
             taken.add(hit.sha)
         else:
             remaining.append(f)
@@ -93,7 +92,7 @@ def same_change(
         for f, pool in candidates:
             nearest = next((u for u in pool if u.sha not in taken), None)
             if f.changes and nearest is not None and changes_of(nearest.sha) == f.changes:
-                matches.append((f.sha, nearest.sha, rec.PATCH_ID))
+                matches.append((f.sha, nearest.sha, PATCH_ID))
                 taken.add(nearest.sha)
             else:
                 rest.append((f, pool))
@@ -121,7 +120,7 @@ def same_change(
                 continue
             hit = next((u for u in pool[:stop] if u.sha not in taken and ids.get(u.sha) == pid), None)
             if hit is not None:
-                matches.append((f.sha, hit.sha, rec.PATCH_ID))
+                matches.append((f.sha, hit.sha, PATCH_ID))
                 taken.add(hit.sha)
                 done.add(f.sha)
     return matches

@@ -27,8 +27,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workers.engine import recognisers as rec
 from workers.engine.history import Commit
+from workers.engine.recognise import recognise
+from workers.engine.recognise.body import own_text
+from workers.engine.recognise.index import UpstreamIndex, normalise
+from workers.engine.recognise.rules import Rules
+from workers.engine.recognise.subjects import _same_subject
+from workers.engine.recognise.trailers import _trailers
 
 _REVERTS_SHA = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 _REVERTS_PR = re.compile(r"(?m)^\s*Reverts ([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)#(\d+)\b")
@@ -71,10 +76,10 @@ class ForkIndex:
         self.by_number: dict[int, list[str]] = {}
         self.by_diff: dict[str, str] = {}  # Phabricator "Differential Revision: D<n>" of a non-revert
         for c in commits:
-            self.by_subject.setdefault(rec.normalise(c.subject), []).append(c.sha)
+            self.by_subject.setdefault(normalise(c.subject), []).append(c.sha)
             m = _TRAILING_PR.search(c.subject)
             if m is not None:
-                self.by_title.setdefault(rec.normalise(c.subject[: m.start()]), []).append(c.sha)
+                self.by_title.setdefault(normalise(c.subject[: m.start()]), []).append(c.sha)
                 self.by_number.setdefault(int(m.group(1)), []).append(c.sha)
             if c.message and "Differential Revision:" in c.message:
                 d = _OWN_DIFF.search(c.message)
@@ -105,13 +110,13 @@ def layers(subject: str) -> tuple[list[str | None], str]:
             return diffs, ""
 
 
-def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: rec.Rules) -> Revert | None:
+def revert_of(commit: Commit, fork: ForkIndex, index: UpstreamIndex, rules: Rules) -> Revert | None:
     """What ``commit`` reverts, or None when it is no revert (it may be a pick)."""
     message = commit.message or commit.subject
     if not _MAYBE.match(commit.subject) and "This reverts commit" not in message:
         return None  # the cold path: most fork commits are no revert
-    own = commit.subject + "\n" + rec.own_text(message.split("\n", 1)[1] if "\n" in message else "")
-    is_upstream_pick = bool(rec._trailers(own, index, rules) or rec._same_subject(commit.subject, index))
+    own = commit.subject + "\n" + own_text(message.split("\n", 1)[1] if "\n" in message else "")
+    is_upstream_pick = bool(_trailers(own, index, rules) or _same_subject(commit.subject, index))
     here = fork.position.get(commit.sha, len(fork.position))
 
     def earlier(shas: Sequence[str] | None) -> str | None:
@@ -134,10 +139,10 @@ def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: 
             return Revert(fork=target, how="diff")
     first = _first_inner(commit.subject)
     for text in (first, _TRAILING_PR.sub("", first)):
-        target = earlier(fork.by_subject.get(rec.normalise(text))) if text else None
+        target = earlier(fork.by_subject.get(normalise(text))) if text else None
         if target:
             return Revert(fork=target, how="subject")
-    target = earlier(fork.by_title.get(rec.normalise(first))) if first else None
+    target = earlier(fork.by_title.get(normalise(first))) if first else None
     if target:
         return Revert(fork=target, how="revert-button")
     # A Phabricator diff imported from a fork PR is titled "[triton][PR] <PR title>", and its
@@ -146,9 +151,7 @@ def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: 
     while (tag := _LEADING_TAG.match(tail)) is not None and tag.end() < len(tail):
         tail = tail[tag.end() :]
         for text in (tail, _TRAILING_PR.sub("", tail)):
-            target = earlier(
-                fork.by_subject.get(rec.normalise(text)) or fork.by_title.get(rec.normalise(text))
-            )
+            target = earlier(fork.by_subject.get(normalise(text)) or fork.by_title.get(normalise(text)))
             if target:
                 return Revert(fork=target, how="subject")
     for slug, number in _REVERTS_PR.findall(own):
@@ -171,7 +174,7 @@ def revert_of(commit: Commit, fork: ForkIndex, index: rec.UpstreamIndex, rules: 
                 return Revert(fork=target, how="original-diff")
     # Nothing in the fork matches: the innermost subject says what the chain is about.
     named = (
-        rec.recognise(Commit(commit.sha, commit.parents, "", "", 0, 0, inner, ()), index, rules)
+        recognise(Commit(commit.sha, commit.parents, "", "", 0, 0, inner, ()), index, rules)
         if inner
         else None
     )
