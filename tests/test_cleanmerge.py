@@ -19,7 +19,7 @@ from tests.gitrepo import GitRepo
 from tests.test_pick_git import fork_and_upstream, git_pick
 from workers.engine.changes import commit_changes
 from workers.engine.cleanmerge import HISTOGRAM_MAX_LINES, _Ancestor, _find_lcs, merge_clean, proof_holds_for
-from workers.engine.merges import GitMerger, MergeCache
+from workers.engine.merges import PROOF_PAYS_BYTES, GitMerger, MergeCache
 from workers.engine.pick import PickTarget
 
 NUMBERED = "".join(f"line {i}\n" for i in range(30))
@@ -240,6 +240,45 @@ def test_a_pick_changing_a_file_both_sides_changed_needs_no_git(make_repo: Calla
     tree, merger = _pick(repo, tip, up, prove=True)
     assert tree == expected and merger.calls == 0 and merger.proofs is not None and merger.proofs.proved == 1
     assert _pick(repo, tip, up, prove=False)[0] == expected  # what git's merge itself gives
+
+
+def test_a_file_over_the_proof_size_goes_to_git_with_the_same_tree(
+    make_repo: Callable[[str], GitRepo],
+) -> None:
+    """The same far-apart edits on both sides of a file over PROOF_PAYS_BYTES: the pick goes to
+    git (a proof of a large file costs the plan's thread more than git's merge on another core),
+    and the tree is cherry-pick's; the small file next to it is still proved when it alone is merged."""
+    big = "".join(f"int function_number_{i}() {{ return {i}; }}\n" for i in range(200))
+    small = "".join(f"int f{i}() {{ return {i}; }}\n" for i in range(40))
+    assert len(big) > PROOF_PAYS_BYTES >= len(small) + 40
+    repo, tip, up = fork_and_upstream(
+        make_repo,
+        {"lib/big.c": big, "lib/small.c": small},
+        {
+            "lib/big.c": big.replace("return 3;", "return 33;"),
+            "lib/small.c": small.replace("return 3;", "return 33;"),
+        },
+        {"lib/big.c": big.replace("return 190;", "return 1900;")},
+    )
+    expected = git_pick(repo, tip, up)
+    assert expected is not None
+    tree, merger = _pick(repo, tip, up, prove=True)
+    assert tree == expected and merger.calls == 1 and merger.proofs is not None and merger.proofs.proved == 0
+    assert not merger.proving_pays(len(big)) and merger.proving_pays(len(small))
+    # Upstream's next commit changes the small file alone: proved, no git.
+    repo.git("checkout", "-q", "--detach", up)
+    small_up = repo.commit(
+        "upstream: small only", {"lib/small.c": small.replace("return 30;", "return 300;")}
+    )
+    repo.git("checkout", "-q", "fork")
+    small_tip = repo.commit(
+        "fork: the big file as upstream has it",
+        {"lib/big.c": big.replace("return 190;", "return 1900;").replace("return 3;", "return 33;")},
+    )
+    expected = git_pick(repo, small_tip, small_up)
+    tree, merger = _pick(repo, small_tip, small_up, prove=True)
+    assert expected is not None and tree == expected
+    assert merger.calls == 0 and merger.proofs is not None and merger.proofs.proved == 1
 
 
 def test_gitattributes_on_the_path_send_the_pick_to_git(make_repo: Callable[[str], GitRepo]) -> None:

@@ -23,10 +23,12 @@ merge — a file changed on both sides, a path missing in the target (a fork-sid
 added into a directory the target no longer has — to ``git merge-tree`` on the same three trees,
 which is git's own merge: the same verdict and tree as ``git cherry-pick`` on the same inputs.
 The fast path is unchanged: there git's result is the same by construction. Rename detection is
-bounded by :data:`RENAME_LIMIT` (git's ``merge.renameLimit``). A file changed on both sides no
-longer needs git when :class:`ProvedMerges` proves its merge clean
+bounded by :data:`RENAME_LIMIT` (git's ``merge.renameLimit``). A small file changed on both sides
+no longer needs git when :class:`ProvedMerges` proves its merge clean
 (:mod:`workers.engine.cleanmerge`: git's merged bytes, never a claimed conflict); the pick then
-settles without writing a tree or starting git, like the fast path.
+settles without writing a tree or starting git, like the fast path. Larger files go to git
+(:meth:`~workers.engine.merges.GitMerger.proving_pays`): there the proof's Python costs the
+plan's thread more than git's merge on another core.
 
 A conflicting pick leaves the target unchanged and reports the conflicting paths.
 """
@@ -308,12 +310,27 @@ class PickTarget:
                     return None
         if vanished and self._emptied_dirs_changed(change, vanished):
             return None
+        if both and not self._worth_proving(both):
+            return None
         for delta, ours in both:
             merged = self._proved(change, delta, ours)
             if merged is None:
                 return None
             updates[delta.path] = merged
         return updates, bool(both)
+
+    def _worth_proving(self, both: list[tuple[FileDelta, Entry | None]]) -> bool:
+        """Whether the merger wants these file merges proved now (:meth:`GitMerger.proving_pays`,
+        by the largest version of any of them): a pick settles without git only if all are."""
+        if self.merger is None:
+            return False
+        header = self.repo.odb.read_header
+        size = 0
+        for delta, ours in both:
+            for side in (delta.old, ours, delta.new):
+                if side is not None and side[1] in REGULAR_MODES:
+                    size = max(size, header(side[0])[1])
+        return self.merger.proving_pays(size)
 
     def _proved(self, change: CommitChanges, delta: FileDelta, ours: Entry | None) -> Entry | None:
         """git's entry for a path changed on both sides, when it is a clean content merge that
