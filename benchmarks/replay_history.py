@@ -356,10 +356,11 @@ def chain_conflicts(
     tree: pygit2.Oid,
     chains: Sequence[Sequence[str]],
     changes: dict[str, CommitChanges],
+    conflicting: list[str] | None = None,
 ) -> list[int]:
     """Conflicts met building each chain through on the fork trunk, as bundle.py builds every
     branch (alone on the trunk, landable in any order); a conflict "resolved" by taking the
-    upstream side of its files, and counted."""
+    upstream side of its files, and counted (and each conflicting member added to ``conflicting``)."""
     merger = GitMerger(pg)
     counts = []
     for members in chains:
@@ -369,6 +370,8 @@ def chain_conflicts(
             result = target.pick(changes[sha])
             if not result.clean:
                 conflicts += 1
+                if conflicting is not None:
+                    conflicting.append(sha)
                 # resolved by taking the upstream side of its files
                 target.replace({d.path: d.new for d in changes[sha].deltas})
         counts.append(conflicts)
@@ -592,7 +595,7 @@ def weekly(
     stacked = 0
     chain_sizes: list[int] = []
     oracle_sizes: list[int] = []
-    conflicts = left_out = 0
+    conflicts = left_out = on_bundles = 0
     loose: list[dict[str, str]] = []
     seeds: dict[str, int] = {}  # chains by the reason of their first member (what started them)
     members: dict[str, int] = {}  # chain members by reason
@@ -620,7 +623,12 @@ def weekly(
             seeds[c.reasons[0].kind] = seeds.get(c.reasons[0].kind, 0) + 1
             for r in c.reasons:
                 members[r.kind] = members.get(r.kind, 0) + 1
-        conflicts += sum(chain_conflicts(pg, tree, [c.commits for c in plan.chains], changes))
+        conflicting: list[str] = []
+        conflicts += sum(chain_conflicts(pg, tree, [c.commits for c in plan.chains], changes, conflicting))
+        # A conflicting member whose lines depend on a commit the week's bundles hold: its trial
+        # pick (onto the fork + the bundles before it) was clean; built alone on the trunk it is not.
+        bundled = {s for b in plan.bundles for s in b.commits}
+        on_bundles += sum(bool({d.commit for d in deps[s]} & bundled) for s in conflicting)
         if not skip_oracle:
             result = oracle(
                 up, pg, shas, since, tree, changes, config.risk.diverged_zones + config.risk.risky_paths
@@ -647,6 +655,7 @@ def weekly(
         "median_chain": statistics.median(chain_sizes) if chain_sizes else 0,
         "largest_chains": sorted(chain_sizes, reverse=True)[:6],
         "chain_conflicts": conflicts,
+        "chain_conflicts_on_bundled_lines": on_bundles,
         "seeds": dict(sorted(seeds.items())),
         "members": dict(sorted(members.items())),
         "oracle": None
