@@ -164,7 +164,25 @@ risk:
 """,
 )
 
-PROJECTS: dict[str, Project] = {p.name: p for p in (TRITON, PYDANTIC, ONNX)}
+# astral-sh/uv (Rust, with binary trampolines). A company's fork with its own authentication and
+# publishing to its registry (diverged), taking the Rust toolchain pin on its own.
+UV = Project(
+    name="uv",
+    tip="26a9dd4b2125bc271b47855e1fa0c49af3365db5",
+    config="""\
+upstream: {url: https://github.com/astral-sh/uv, branch: main}
+fork: {branch: main}
+bundle: {max_commits: 30, max_lines: 5000}
+risk:
+  diverged_zones:
+    - "crates/uv-auth/**"
+    - "crates/uv-publish/**"
+  risky_paths: ["rust-toolchain.toml"]
+  link: LINK
+""",
+)
+
+PROJECTS: dict[str, Project] = {p.name: p for p in (TRITON, PYDANTIC, ONNX, UV)}
 
 
 def git(cwd: Path, *args: str, check: bool = True) -> str:
