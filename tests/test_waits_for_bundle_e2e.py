@@ -4,6 +4,7 @@ PR says which upstream commit and which bundle it waits for, instead of dropping
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,24 +44,48 @@ class World:
             return [i for n, i in self.gh.state.issues[FORK].items() if n not in self.gh.state.pulls[FORK]]
 
 
-@pytest.fixture
-def world(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Iterator[World]:
+@contextlib.contextmanager
+def _world(
+    tmp_path: Path, make_repo: Callable[[str], GitRepo], subject: str, files: dict[str, str]
+) -> Iterator[World]:
+    """The ingest pair with one more upstream commit, #105 (``subject``, ``files``), on the loopback GitHub."""
     gh = LoopbackGitHub(tmp_path / "github").start()
     try:
         gh.add_repo(FORK)
         installation = gh.add_installation([FORK])
         pair = build_ingest_pair(make_repo, tmp_path, fork_bare=gh.bare(FORK))
         pair.push_fork()
-        # #105 bumps the LLVM pin again (a risky path: it joins #103's chain) and edits src/c.py, which
-        # #104 adds: #104 is in the bundle, not landed, so the fork has no src/c.py yet.
-        pair.shas["#105"] = pair.advance_upstream(
-            "Bump LLVM and use it in c (#105)",
-            {"cmake/llvm-hash.txt": "0a1b2c\n", "src/c.py": "def c():\n    return 30\n"},
-        )
+        pair.shas["#105"] = pair.advance_upstream(subject, files)
         env = loopback_ingest_env(gh, pair, tmp_path, installation)
         yield World(gh, pair, env)
     finally:
         gh.close()
+
+
+@pytest.fixture
+def world(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Iterator[World]:
+    # #105 bumps the LLVM pin again (a risky path: it joins #103's chain) and edits src/c.py, which
+    # #104 adds: #104 is in the bundle, not landed, so the fork has no src/c.py yet.
+    with _world(
+        tmp_path,
+        make_repo,
+        "Bump LLVM and use it in c (#105)",
+        {"cmake/llvm-hash.txt": "0a1b2c\n", "src/c.py": "def c():\n    return 30\n"},
+    ) as made:
+        yield made
+
+
+@pytest.fixture
+def lines_world(tmp_path: Path, make_repo: Callable[[str], GitRepo]) -> Iterator[World]:
+    # #105 joins #103's chain (the LLVM pin) and changes the line of src/b.py that #102, bundled and
+    # not landed, changed: on the trunk (b still returns 2) its pick conflicts there.
+    with _world(
+        tmp_path,
+        make_repo,
+        "Bump LLVM and tune b (#105)",
+        {"cmake/llvm-hash.txt": "0a1b2c\n", "src/b.py": "def b():\n    return 200\n"},
+    ) as made:
+        yield made
 
 
 def test_a_chain_member_editing_a_file_an_open_bundle_adds_waits_for_it(world: World) -> None:
@@ -99,3 +124,28 @@ def test_once_the_bundle_lands_the_waiting_member_picks(world: World) -> None:
     assert s["#103"] in log and s["#105"] in log
     assert fork.text("show", f"{chain}:src/c.py") == "def c():\n    return 30"
     assert "Stopped at" not in world.pulls()[chain]["body"]
+
+
+def test_a_chain_member_changing_lines_of_an_open_bundle_waits_for_it_unresolved(lines_world: World) -> None:
+    """#105's conflict on the trunk is #102's lines, which its trial pick found on the bundle's tree:
+    the plan says the chain comes after #102, the build asks no resolver and the chain PR says it
+    waits for #102 and its bundle; once the bundle lands, the rebuilt chain carries #105 cleanly."""
+    world, s = lines_world, lines_world.pair.shas
+    world.ingest()
+    pulls = world.pulls()
+    bundle = f"forksync/bundle/{s['#102'][:7]}"
+    chain = f"forksync/chain/{s['#103'][:7]}"
+    assert sorted(pulls) == sorted([bundle, chain])
+    fork = Repository(world.gh.bare(FORK))
+    log = fork.text("log", "--format=%B", f"main..{chain}")
+    assert s["#103"] in log and s["#105"] not in log
+    body = pulls[chain]["body"]
+    assert f"**Waits at `{s['#105'][:12]}`** for upstream `{s['#102'][:10]}`, not landed yet" in body
+    assert "src/b.py" in body and bundle in body
+    assert "Conflict Resolution" not in body and "wait for a human" not in body
+    world.gh.merge(FORK, pulls[bundle]["number"])
+    world.ingest()
+    log = fork.text("log", "--format=%B", f"main..{chain}")
+    assert s["#103"] in log and s["#105"] in log
+    assert fork.text("show", f"{chain}:src/b.py") == "def b():\n    return 200"
+    assert "Waits at" not in world.pulls()[chain]["body"]

@@ -31,6 +31,7 @@ the caller's job (``planning.build_and_record``).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -345,11 +346,15 @@ class _Builder:
         commits: Sequence[str],
         stop_at_conflict: bool,
         resolve: Callable[[str, str], Resolution | None] | None = None,
+        after: Callable[[str, tuple[str, ...]], tuple[tuple[str, str, str], ...]] | None = None,
     ) -> tuple[str, list[str], list[str], list[tuple[str, tuple[str, ...], str]]]:
         """Pick ``commits`` onto ``target`` whose tree is ``base``'s (a sha, or a mark of this stream).
 
         ``resolve(sha, onto_tree)`` is asked at a conflict (chains); a resolved pick is committed
         with the resolved tree and recorded in ``self.resolved``, one that is not stops the run.
+        ``after(sha, conflicting paths)``: (path, why, the upstream commit it waits for) for each
+        conflicting path when every one of them is a bundled commit's that has not landed (the
+        chain's trial pick went onto that bundle's tree): then the pick waits for it, unresolved.
         Returns (head, carried upstream shas, pick marks, failures as (sha, conflicting paths, error)).
         """
         target.take_updates()
@@ -359,7 +364,13 @@ class _Builder:
         failures: list[tuple[str, tuple[str, ...], str]] = []
         for sha in commits:
             result = target.pick(self.changes[sha])
-            if not result.clean and resolve is not None:
+            waits = after(sha, result.conflicts) if after is not None and result.conflicts else ()
+            if waits:
+                # Not a conflict to resolve: the lines come with a bundle still open, and the pick is
+                # made again on the trunk once that bundle has landed.
+                self.waiting[sha] = tuple((path, why) for path, why, _ in waits)
+                self.waits_for[sha] = tuple(dict.fromkeys(needed for _, _, needed in waits))
+            elif not result.clean and resolve is not None:
                 outcome = resolve(sha, str(target.tree()))
                 if outcome is not None and outcome.resolved and outcome.tree:
                     target.move_to(pygit2.Oid(hex=outcome.tree))
@@ -391,6 +402,32 @@ class _Builder:
             carried.append(sha)
             picks.append(head)
         return head, carried, picks, failures
+
+
+def _waits_on_bundles(
+    chain: Chain, plan: Plan, changes: Mapping[str, CommitChanges], sha: str, conflicts: tuple[str, ...]
+) -> tuple[tuple[str, str, str], ...]:
+    """(path, why, the bundled commit) for each of ``conflicts`` of chain member ``sha``, when each
+    is a file the trunk has and a bundled commit whose lines the member changes (:attr:`Chain.after`)
+    changed too; empty when any conflict is the member's own (a conflict to resolve) or a file the
+    trunk lacks (the resolver says which commit brings it)."""
+    needs = chain.bundled_needs(sha)
+    out = []
+    for path in conflicts:
+        brought = next((n for n in needs if n in changes and path in changes[n].paths), None)
+        if brought is None or any(d.path == path and d.old is None for d in changes[brought].deltas):
+            return ()
+        bundle = plan.bundle_of(brought)
+        where = f"in bundle {bundle.id} ({bundle_branch(bundle)})" if bundle is not None else "planned"
+        out.append(
+            (
+                path,
+                f"changes lines that upstream {brought[:10]} changed, which is {where}, not landed yet: "
+                "this pick waits for it (land that bundle first; the chain is then rebuilt on the new trunk)",
+                brought,
+            )
+        )
+    return tuple(out)
 
 
 def bundle_branch(bundle: Bundle) -> str:
@@ -469,13 +506,16 @@ def build(
                 if resolver is None
                 else (lambda sha, onto: resolver(repo, sha, onto, config=resolver_config))
             )
-            # On the trunk too: a member needing a bundle still open conflicts (or is resolved) until it lands.
+            # On the trunk too: a member that changes lines of a bundle still open and conflicts there
+            # waits for that bundle to land (then the chain is rebuilt on the new trunk); other
+            # conflicts go to the resolver.
             chain_head, carried, picks, failures = builder.run(
                 PickTarget(repo, tip.tree.id, merger),
                 fork_tip,
                 chain.commits,
                 stop_at_conflict=True,
                 resolve=ask,
+                after=functools.partial(_waits_on_bundles, chain, plan, changes),
             )
             chains.append(
                 (chain, fork_tip, fork_branch, chain_head, carried, picks, failures[0] if failures else None)

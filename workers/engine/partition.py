@@ -56,7 +56,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from core.config import RepoConfig
@@ -142,6 +142,13 @@ class Chain:
     reasons: tuple[Reason, ...]
     picked: tuple[Reason, ...] = ()  # members already picked: they keep linking until all are
     excluded: tuple[str, ...] = ()
+    # (member, the bundled commits whose lines it changes): its trial pick went onto their bundle's
+    # tree, but the chain is built on the trunk, where they are not until their bundle lands
+    after: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def bundled_needs(self, sha: str) -> tuple[str, ...]:
+        """The bundled commits member ``sha`` changes lines of (empty: none)."""
+        return next((needs for member, needs in self.after if member == sha), ())
 
     def record(self) -> ChainRecord:
         """What to record durably: every member (picked ones first) and the hand removals."""
@@ -186,7 +193,8 @@ class Plan:
         chain. Urgent commits appear as their own single-commit bundle (``"urgent": true``, built
         alone on the fork tip); each deferred hole as a ``manual`` chain of its own (``"deferred":
         true``, never built: it stays in the backlog, out of bundles). ``deferred`` and ``urgent``
-        also list them apart, for readers that want only those."""
+        also list them apart, for readers that want only those. A chain's ``after_bundled`` maps
+        each member whose lines depend on bundled commits to those commits (they land first)."""
         urgent_bundles = [
             {"id": u.id, "commits": [u.commit], "lines": 0, "urgent": True, "conflicts": list(u.conflicts)}
             for u in self.urgent
@@ -210,7 +218,12 @@ class Plan:
         return {
             "bundles": urgent_bundles + [_bundle_json(b) for b in self.bundles],
             "chains": [
-                {"id": c.id, "commits": list(c.commits), "reasons": [r.as_json() for r in c.reasons]}
+                {
+                    "id": c.id,
+                    "commits": list(c.commits),
+                    "reasons": [r.as_json() for r in c.reasons],
+                    **({"after_bundled": {m: list(n) for m, n in c.after}} if c.after else {}),
+                }
                 for c in self.chains
             ]
             + deferred_chains,
@@ -311,6 +324,7 @@ class _Open:
     members: list[str]
     reasons: dict[str, Reason]
     excluded: set[str]
+    after: dict[str, tuple[str, ...]] = field(default_factory=dict)  # member → bundled commits it needs
 
 
 @dataclass
@@ -424,6 +438,19 @@ class _Walk:
         chain = self.opened[self.find(chain_id)]
         chain.members.append(change.sha)
         chain.reasons[change.sha] = reason
+        # Bundled commits whose lines it changes (line links only: those are what a pick conflicts on).
+        needs = tuple(
+            sorted(
+                (
+                    sha
+                    for sha, link in self.member_links.links_of(change, _same).items()
+                    if link.kind == "line"
+                ),
+                key=self.position.__getitem__,
+            )
+        )
+        if needs:
+            chain.after[change.sha] = needs
         self.links.add(chain.id, change.sha, change.paths, change.symbols, change.defined, change.introduced)
         for path in change.paths:
             self.touched.setdefault(path, set()).add(chain.id)
@@ -441,6 +468,7 @@ class _Walk:
             keep.members = sorted({*keep.members, *other.members}, key=self.position.__getitem__)
             keep.reasons.update(other.reasons)
             keep.excluded |= other.excluded
+            keep.after.update(other.after)
             keep.order = min(keep.order, other.order)
             if self.chain_trial is not None:
                 self.chain_trial.chain_merge(keep.id, other_id, other.members)
@@ -634,6 +662,7 @@ class _Walk:
                         tuple(chain.reasons[s] for s in members),
                         picked=tuple({r.commit: r for r in chain.picked}.values()),
                         excluded=tuple(sorted(chain.excluded)),
+                        after=tuple((s, chain.after[s]) for s in members if s in chain.after),
                     ),
                 )
             )
