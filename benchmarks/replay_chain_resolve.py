@@ -27,7 +27,6 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,13 +35,13 @@ import pygit2
 
 from benchmarks.replay_history import TRITON, build_replay
 from core.config import load_repo_config
-from workers.engine.bundle import bundle_branch
+from workers.engine.bundle import bundle_branch, waits_on_bundles
 from workers.engine.changes import CommitChanges, commit_changes_many
 from workers.engine.git import Repository
 from workers.engine.lines import line_dependencies
 from workers.engine.merges import GitMerger
 from workers.engine.pair import open_configured
-from workers.engine.partition import Change, partition
+from workers.engine.partition import Change, Plan, partition
 from workers.engine.pick import PickTarget
 from workers.engine.planning import TipTrial, fork_history, make_plan
 from workers.engine.resolve.history import FileHistory, GitFileHistory, plan_locator
@@ -63,27 +62,39 @@ def _file(pg: pygit2.Repository, tree: pygit2.Tree, path: str) -> bytes | None:
 def build_chains(
     pg: pygit2.Repository,
     tree: pygit2.Oid,
-    chains: Sequence[Sequence[str]],
+    plan: Plan,
     changes: dict[str, CommitChanges],
     memory: MemoryIndex,
     history: FileHistory | None = None,
 ) -> dict[str, Any]:
-    """Build each chain through on the fork trunk ``tree`` (as bundle.py builds every branch, and as
-    replay_history.chain_conflicts counts), resolving each conflicting pick with forksync."""
+    """Build each chain of ``plan`` through on the fork trunk ``tree`` (as bundle.py builds every
+    branch, and as replay_history.chain_conflicts counts), resolving each conflicting pick with
+    forksync, except a pick that conflicts only on lines of a bundle not landed: it waits for that
+    bundle, as bundle.py's build does (``waits_on_bundles``)."""
     merger = GitMerger(pg)
     totals: Counter[str] = Counter()
     strategies: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     per_chain = []
-    for members in chains:
+    for chain in plan.chains:
+        members = chain.commits
         target = PickTarget(pg, tree, merger)
         conflicts = resolved = 0
         first_wait: int | None = None
         for i, sha in enumerate(members):
             onto = target.tree()
-            if target.pick(changes[sha]).clean:
+            picked = target.pick(changes[sha])
+            if picked.clean:
                 continue
             conflicts += 1
+            after = waits_on_bundles(chain, plan, changes, sha, picked.conflicts)
+            if after:
+                first_wait = i if first_wait is None else first_wait
+                totals["picks waiting for a bundle not landed (its lines)"] += 1
+                totals["files waiting"] += len(after)
+                reasons["a bundle not landed"] += len(after)
+                target.replace({d.path: d.new for d in changes[sha].deltas})  # the proxy, as below
+                continue
             outcome = resolve_pick(pg, sha, str(onto), memory=memory, history=history)
             commit = pg.get(sha)
             assert isinstance(commit, pygit2.Commit)
@@ -176,7 +187,7 @@ def snapshot(work: Path) -> dict[str, Any]:
     out = build_chains(
         pg,
         tip.tree.id,
-        [c.commits for c in planned.plan.chains],
+        planned.plan,
         planned.changes,
         MemoryIndex(),
         fork_history(pair, planned),
@@ -224,9 +235,12 @@ def weekly(work: Path, info: dict[str, Any]) -> dict[str, Any]:
         where = plan_locator(placed, {sha: c.id for c in plan.chains for sha in c.commits})
         start = str(first.parents[0].id)
         history = GitFileHistory(Repository(up), start, start, where=where)
-        got = build_chains(pg, tree, [c.commits for c in plan.chains], changes, memory, history)
+        got = build_chains(pg, tree, plan, changes, memory, history)
         for key in ("conflicts", "resolved", "waiting"):
             total[key] += got[key]
+        total["waiting for a bundle not landed"] += got["files"].get(
+            "picks waiting for a bundle not landed (its lines)", 0
+        )
         for key, n in got["strategies"].items():
             total["strategy " + key] += n
     return {"weeks": len(weeks), **dict(total), "seconds": round(time.monotonic() - started, 1)}

@@ -404,7 +404,7 @@ class _Builder:
         return head, carried, picks, failures
 
 
-def _waits_on_bundles(
+def waits_on_bundles(
     chain: Chain, plan: Plan, changes: Mapping[str, CommitChanges], sha: str, conflicts: tuple[str, ...]
 ) -> tuple[tuple[str, str, str], ...]:
     """(path, why, the bundled commit) for each of ``conflicts`` of chain member ``sha``, when each
@@ -515,7 +515,7 @@ def build(
                 chain.commits,
                 stop_at_conflict=True,
                 resolve=ask,
-                after=functools.partial(_waits_on_bundles, chain, plan, changes),
+                after=functools.partial(waits_on_bundles, chain, plan, changes),
             )
             chains.append(
                 (chain, fork_tip, fork_branch, chain_head, carried, picks, failures[0] if failures else None)
