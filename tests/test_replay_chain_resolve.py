@@ -10,6 +10,7 @@ from benchmarks.replay_chain_resolve import build_chains
 from tests.gitrepo import GitRepo
 from workers.engine.changes import commit_changes_many
 from workers.engine.git import Repository
+from workers.engine.partition import Chain, Plan, Reason
 from workers.engine.resolve.memory import MemoryIndex
 
 
@@ -25,7 +26,8 @@ def test_chain_members_are_resolved_or_counted_waiting(make_repo: Callable[[str]
     pg = pygit2.Repository(str(repo.path / ".git"))
     changes = commit_changes_many(pg, Repository(repo.path), [up1, up2])
     tip = pg.revparse_single("fork").peel(pygit2.Commit)
-    out = build_chains(pg, tip.tree.id, [[up1, up2]], changes, MemoryIndex())
+    chain = Chain("chain-x", (up1, up2), tuple(Reason(s, "manual", "test") for s in (up1, up2)))
+    out = build_chains(pg, tip.tree.id, Plan((), (chain,)), changes, MemoryIndex())
     assert out["chains"] == [{"members": 2, "conflicts": 2, "resolved": 1, "waiting": 1, "first_wait": 1}]
     assert out["strategies"] == {"list-union": 1}
     assert out["waiting_reasons"] == {"hunks no rule is safe on": 1}
