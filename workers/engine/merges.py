@@ -46,7 +46,7 @@ class TreeMerger(Protocol):
 
     ``proofs``: the file merges this merger's outcome is known for without running it (a
     :class:`ProvedMerges`), or None when every merge must be asked for; ``proving_pays``: whether
-    they are worth trying now (:attr:`GitMerger.proving_pays`).
+    they are worth trying now (:meth:`GitMerger.proving_pays`).
     """
 
     proofs: ProvedMerges | None
@@ -151,7 +151,7 @@ class GitMerger:
         A proof is Python on the caller's thread, and its cost grows with the file (on the Triton
         replay ~0.9 ms a file merge under 200 lines, ~3 ms from 1,000 lines on, against git's
         ~5 ms for the whole merge-tree on the other core; proving every file merge there made the
-        proofs 28% of a cold plan's wall time, and the plan ~35% slower than with none).
+        proofs 28% of a cold plan's wall time, and the plan 30-50% slower than with none).
         A small file's proof costs less than what a merge by git needs of the caller first: the
         target tree written, the throwaway commit, the answer read back."""
         return size <= PROOF_PAYS_BYTES

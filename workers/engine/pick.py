@@ -329,7 +329,10 @@ class PickTarget:
         for delta, ours in both:
             for side in (delta.old, ours, delta.new):
                 if side is not None and side[1] in REGULAR_MODES:
-                    size = max(size, header(side[0])[1])
+                    try:
+                        size = max(size, header(side[0])[1])
+                    except KeyError:  # a blob the object database lacks (a partial clone): git's to merge
+                        return False
         return self.merger.proving_pays(size)
 
     def _proved(self, change: CommitChanges, delta: FileDelta, ours: Entry | None) -> Entry | None:
