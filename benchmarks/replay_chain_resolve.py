@@ -27,13 +27,12 @@ import os
 import tempfile
 import time
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pygit2
 
-from benchmarks.replay_history import TRITON, build_replay
+from benchmarks.replay_history import TRITON, build_replay, upstream_weeks
 from core.config import load_repo_config
 from workers.engine.bundle import bundle_branch, waits_on_bundles
 from workers.engine.changes import CommitChanges, commit_changes_many
@@ -203,11 +202,7 @@ def weekly(work: Path, info: dict[str, Any]) -> dict[str, Any]:
     config = load_repo_config(TRITON.config_text("line"))
     commits: list[str] = info["upstream"]
     changes = commit_changes_many(pg, Repository(up), commits, stoplist(config.risk.symbol_stoplist))
-    weeks: dict[str, list[str]] = {}
-    for sha in commits:
-        c = pg.get(sha)
-        assert isinstance(c, pygit2.Commit)
-        weeks.setdefault(datetime.fromtimestamp(c.commit_time, UTC).strftime("%G-W%V"), []).append(sha)
+    weeks = upstream_weeks(pg, commits)
     memory = MemoryIndex()
     total: Counter[str] = Counter()
     started = time.monotonic()

@@ -580,6 +580,16 @@ def diverged_tree(
     return merged.tree(), len(conflicted)
 
 
+def upstream_weeks(pg: pygit2.Repository, commits: Sequence[str]) -> dict[str, list[str]]:
+    """``commits`` (upstream order) by the ISO week of their commit time: the weekly windows."""
+    weeks: dict[str, list[str]] = {}
+    for sha in commits:
+        c = pg.get(sha)
+        assert isinstance(c, pygit2.Commit)
+        weeks.setdefault(datetime.fromtimestamp(c.commit_time, UTC).strftime("%G-W%V"), []).append(sha)
+    return weeks
+
+
 def weekly(
     project: Project,
     work: Path,
@@ -602,12 +612,7 @@ def weekly(
     stop = stoplist(config.risk.symbol_stoplist)
     commits: list[str] = info["upstream"]
     changes = commit_changes_many(pg, Repository(up), commits, stop)
-    weeks: dict[str, list[str]] = {}
-    for sha in commits:
-        c = pg.get(sha)
-        assert isinstance(c, pygit2.Commit)
-        week = datetime.fromtimestamp(c.commit_time, UTC).strftime("%G-W%V")
-        weeks.setdefault(week, []).append(sha)
+    weeks = upstream_weeks(pg, commits)
     ours_b = oracle_b = total = 0
     bundle_sizes: list[int] = []
     stacked = 0

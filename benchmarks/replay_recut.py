@@ -44,7 +44,7 @@ from typing import Any
 
 import pygit2
 
-from benchmarks.replay_history import TRITON, build_replay
+from benchmarks.replay_history import TRITON, build_replay, upstream_weeks
 from core.config import RepoConfig, load_repo_config
 from workers.engine.changes import commit_changes_many
 from workers.engine.git import Repository
@@ -86,11 +86,7 @@ def replay(work: Path, info: dict[str, Any], landing: str, zones: bool, merges: 
     stop = stoplist(config.risk.symbol_stoplist)
     commits: list[str] = info["upstream"]
     changes = commit_changes_many(pg, Repository(up), commits, stop)
-    weeks: dict[str, list[str]] = {}
-    for sha in commits:
-        c = pg.get(sha)
-        assert isinstance(c, pygit2.Commit)
-        weeks.setdefault(datetime.fromtimestamp(c.commit_time, UTC).strftime("%G-W%V"), []).append(sha)
+    weeks = upstream_weeks(pg, commits)
     tallies = {
         side: {"kept": 0, "kept_changed": 0, "superseded": 0, "new": 0, "landed": 0}
         for side in ("before", "after")

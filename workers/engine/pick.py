@@ -322,8 +322,8 @@ class PickTarget:
     def _worth_proving(self, both: list[tuple[FileDelta, Entry | None]]) -> bool:
         """Whether the merger wants these file merges proved now (:meth:`GitMerger.proving_pays`,
         by the largest version of any of them): a pick settles without git only if all are."""
-        if self.merger is None:
-            return False
+        if self.merger is None or self.merger.proofs is None:
+            return False  # nothing to prove with: the sizes need not be read
         header = self.repo.odb.read_header
         size = 0
         for delta, ours in both:
