@@ -40,7 +40,8 @@ from workers.engine.git import Repository
 from workers.engine.lines import line_dependencies
 from workers.engine.merges import GitMerger
 from workers.engine.pair import open_configured
-from workers.engine.partition import Change, Plan, partition
+from workers.engine.partition.records import Change, Plan
+from workers.engine.partition.walk import partition
 from workers.engine.pick import PickTarget
 from workers.engine.planning import TipTrial, fork_history, make_plan
 from workers.engine.resolve.history import FileHistory, GitFileHistory, plan_locator

@@ -69,7 +69,8 @@ from workers.engine.git import Repository, run_git
 from workers.engine.lines import line_dependencies
 from workers.engine.merges import MERGE_CACHE_FILE, GitMerger
 from workers.engine.pair import open_configured
-from workers.engine.partition import Plan, partition
+from workers.engine.partition.records import Plan
+from workers.engine.partition.walk import partition
 from workers.engine.paths import first_match
 from workers.engine.pick import PickTarget
 from workers.engine.planning import TipTrial, as_change, make_plan

@@ -50,7 +50,8 @@ from workers.engine.changes import commit_changes_many
 from workers.engine.git import Repository
 from workers.engine.lines import line_dependencies
 from workers.engine.merges import GitMerger, MergeCache, merge_cache_key
-from workers.engine.partition import Plan, partition
+from workers.engine.partition.records import Plan
+from workers.engine.partition.walk import partition
 from workers.engine.parts import PartRecord
 from workers.engine.pick import PickTarget
 from workers.engine.planning import TipTrial, as_change

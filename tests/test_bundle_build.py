@@ -11,7 +11,7 @@ from tests.gitrepo import GitRepo
 from workers.engine.bundle import PickStyle, build, pick_message
 from workers.engine.changes import commit_changes
 from workers.engine.merges import GitMerger, MergeCache
-from workers.engine.partition import Bundle, Plan
+from workers.engine.partition.records import Bundle, Plan
 from workers.engine.pick import PickTarget
 
 AWKWARD = ["src/with space.py", "src/ünïcode.txt", '"quoted".txt', "tab\there.txt"]

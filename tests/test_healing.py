@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from workers.engine.healing import heal
 from workers.engine.lines import LineDep
-from workers.engine.partition import ChainRecord, Change, Reason
+from workers.engine.partition.records import ChainRecord, Change, Reason
 
 
 def sha(n: int) -> str:

@@ -10,7 +10,8 @@ from tests.test_partition_lines import ChainFakeTrial
 from workers.engine.bundle import bundle_branch
 from workers.engine.ids import fresh_id, fresh_ids
 from workers.engine.lines import LineDep
-from workers.engine.partition import Change, Plan, partition
+from workers.engine.partition.records import Change, Plan
+from workers.engine.partition.walk import partition
 from workers.engine.parts import PartRecord, keep_ids
 
 SMALL = RepoConfig(bundle=BundleConfig(max_commits=2, max_lines=100), risk=RiskConfig(max_lines=50))

@@ -14,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.config import BundleConfig, RepoConfig, RiskConfig
-from workers.engine.partition import ChainRecord, Change, Plan, Reason, partition, path_matches
+from workers.engine.partition.records import ChainRecord, Change, Plan, Reason
+from workers.engine.partition.walk import partition
+from workers.engine.paths import path_matches
 
 CONFIG = RepoConfig(
     bundle=BundleConfig(max_commits=3, max_lines=100),

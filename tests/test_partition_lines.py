@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 
 from core.config import BundleConfig, RepoConfig, RiskConfig
 from workers.engine.lines import LineDep
-from workers.engine.partition import Change, Plan, Reason, partition
+from workers.engine.partition.records import Change, Plan, Reason
+from workers.engine.partition.walk import partition
 from workers.engine.symbols import Hunk, file_definitions
 
 CONFIG = RepoConfig(bundle=BundleConfig(max_commits=10, max_lines=100), risk=RiskConfig(max_lines=50))

@@ -11,7 +11,8 @@ from core.config import BundleConfig, RepoConfig, RiskConfig
 from core.render.ingest import fill_pull_marks
 from workers.engine.chains import decode, decode_store, encode
 from workers.engine.lines import LineDep
-from workers.engine.partition import ChainRecord, Change, Plan, Reason, partition
+from workers.engine.partition.records import ChainRecord, Change, Plan, Reason
+from workers.engine.partition.walk import partition
 from workers.engine.parts import PartRecord, keep_ids, keeps, whereabouts
 from workers.jobs.ingest_plan import ClosePull, IngestFacts, Moved, PullFacts, Wanted, plan
 
@@ -218,7 +219,7 @@ def test_the_recut_benchmark_counts_each_pr_once() -> None:
     """benchmarks.replay_recut's tally: each earlier bundle is kept (changed or not), landed or
     superseded; each later id the earlier plan lacked is new."""
     from benchmarks.replay_recut import _transition
-    from workers.engine.partition import Bundle
+    from workers.engine.partition.records import Bundle
 
     earlier = Plan((Bundle(bid(1), (far(1),)), Bundle(bid(2), (far(2),)), Bundle(bid(3), (far(3),))), ())
     later = Plan((Bundle(bid(2), (far(2), far(4))), Bundle(bid(5), (far(5),))), ())

@@ -16,6 +16,7 @@ LISTED = (
     "workers",
     "workers/engine",
     "workers/engine/recognise",
+    "workers/engine/partition",
     "workers/testing",
     "workers/jobs",
     "workers/adapters",

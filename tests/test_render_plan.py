@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.render.plan import WIDTH, fit, plan_text, summarise_paths
-from workers.engine.partition import Bundle, Chain, Plan, Reason
+from workers.engine.partition.records import Bundle, Chain, Plan, Reason
 
 
 def test_long_file_lists_are_summarised_by_folder() -> None:

@@ -10,7 +10,7 @@ from benchmarks.replay_chain_resolve import build_chains
 from tests.gitrepo import GitRepo
 from workers.engine.changes import commit_changes_many
 from workers.engine.git import Repository
-from workers.engine.partition import Chain, Plan, Reason
+from workers.engine.partition.records import Chain, Plan, Reason
 from workers.engine.resolve.memory import MemoryIndex
 
 

@@ -45,7 +45,7 @@ from workers.engine.changes import CommitChanges, Entry
 from workers.engine.git import FedGit, Repository
 from workers.engine.ids import fresh_id
 from workers.engine.merges import GitMerger, MergeCache
-from workers.engine.partition import Bundle, Chain, Plan, Reason
+from workers.engine.partition.records import Bundle, Chain, Plan, Reason
 from workers.engine.pick import PickResult, PickTarget
 
 if TYPE_CHECKING:

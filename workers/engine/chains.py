@@ -26,7 +26,7 @@ import pygit2
 from core.errors import ForksyncError
 from workers.engine.git import GitError, run_git
 from workers.engine.pair import Pair
-from workers.engine.partition import REASON_KINDS, ChainRecord, Reason
+from workers.engine.partition.records import REASON_KINDS, ChainRecord, Reason
 from workers.engine.parts import PartRecord
 
 CHAINS_REF = "refs/forksync/chains"

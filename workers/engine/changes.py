@@ -62,7 +62,7 @@ class CommitChanges:
     deltas: tuple[FileDelta, ...]
     lines: int
     symbols: frozenset[str]
-    # Line mode (lines.py, partition.py): hunk ranges per file, and definitions and uses.
+    # Line mode (lines.py, partition/): hunk ranges per file, and definitions and uses.
     ranges: tuple[FileRanges, ...] = ()
     introduced: frozenset[str] = frozenset()
     defined: frozenset[str] = frozenset()

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from workers.engine.links import ChainLinks
-from workers.engine.partition import ChainRecord, Change, Reason
+from workers.engine.partition.records import ChainRecord, Change, Reason
 
 LINK_KINDS = frozenset({"line", "symbol", "file", "pick"})
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from workers.engine.symbols import last_name
 
 if TYPE_CHECKING:
-    from workers.engine.partition import Change
+    from workers.engine.partition.records import Change
 
 
 # A qualified C++ name links its uses by its last part only from this length on.

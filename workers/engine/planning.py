@@ -40,7 +40,8 @@ from workers.engine.ledger import Ledger, load_ledger
 from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.merges import GitMerger, MergeCache
 from workers.engine.pair import FORK_NOTES_REF, Pair
-from workers.engine.partition import ChainRecord, Change, Plan, Reason, Urgent, partition
+from workers.engine.partition.records import ChainRecord, Change, Plan, Reason, Urgent
+from workers.engine.partition.walk import partition
 from workers.engine.parts import PartRecord
 from workers.engine.pick import PickTarget
 from workers.engine.symbols import last_name, stoplist
@@ -66,14 +67,15 @@ class Planned:
 
 class TipTrial:
     """Trial picks onto the fork tip plus everything bundled so far (one in-memory target), one
-    target per open chain for the partition's ``pick`` rule (``partition.ChainTrial``), and the
-    fork tip plus the current bundle alone (``partition.BundleTrial``: bundles land independently)."""
+    target per open chain for the partition's ``pick`` rule (``partition.trials.ChainTrial``), and
+    the fork tip plus the current bundle alone (``partition.trials.BundleTrial``: bundles land
+    independently)."""
 
     def __init__(self, target: PickTarget, changes: Mapping[str, CommitChanges]) -> None:
         self.target = target
         self.changes = changes
         self.trunk = target.tree()
-        self.alone: PickTarget | None = None  # the trunk plus the current bundle (partition.BundleTrial)
+        self.alone: PickTarget | None = None  # the trunk plus the current bundle (trials.BundleTrial)
         self._trunk_target: PickTarget | None = None  # the trunk, never picked onto (prefetch only)
         # Chain targets are built lazily: only a conflicting commit asks for one (the pick rule),
         # so most chains never pay for picking their members a second time.

@@ -247,7 +247,7 @@ def in_flight(
 
 def owners_of(path: str, owners: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
     """Owners whose pattern covers ``path`` (``owners:`` map of the config; a trailing / is a subtree)."""
-    from workers.engine.partition import path_matches
+    from workers.engine.paths import path_matches
 
     out: list[str] = []
     for pattern, who in owners.items():

@@ -97,7 +97,7 @@ def owners_of(
 ) -> list[tuple[str, tuple[str, ...]]]:
     """The (area pattern, owners) a path belongs to: every matching ``owners:`` entry, else the
     last matching CODEOWNERS rule; none when unowned."""
-    from workers.engine.partition import path_matches
+    from workers.engine.paths import path_matches
 
     if owners:
         return [(pattern, who) for pattern, who in owners.items() if path_matches(path, pattern)]

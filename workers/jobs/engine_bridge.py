@@ -27,7 +27,7 @@ from workers.engine.bundle import Built, Resolved, bundle_branch
 from workers.engine.git import Repository
 from workers.engine.ledger import Ledger
 from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
-from workers.engine.partition import Bundle, Plan, Reason
+from workers.engine.partition.records import Bundle, Plan, Reason
 from workers.engine.parts import whereabouts
 from workers.engine.planning import Planned, build_and_record, make_plan
 from workers.jobs.dashboard_feed import (
