@@ -53,7 +53,7 @@ from workers.engine import history
 from workers.engine.decisions import Decisions
 from workers.engine.git import Repository
 from workers.engine.history import Commit, merged_side_commits, read_range
-from workers.engine.ledger import compute_ledger
+from workers.engine.ledger.compute import compute_ledger
 from workers.engine.recognise.index import UpstreamIndex
 from workers.engine.recognise.rules import Rules
 

@@ -31,7 +31,7 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "fbtriton-pic
 
 from workers.engine.decisions import Decisions  # noqa: E402
 from workers.engine.history import Commit  # noqa: E402
-from workers.engine.ledger import compute_ledger  # noqa: E402
+from workers.engine.ledger.compute import compute_ledger  # noqa: E402
 from workers.engine.recognise.rules import Rules  # noqa: E402
 
 

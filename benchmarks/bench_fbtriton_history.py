@@ -43,7 +43,7 @@ from workers.engine import reverts
 from workers.engine.decisions import Decisions
 from workers.engine.git import Repository
 from workers.engine.history import Commit, read_range
-from workers.engine.ledger import compute_ledger
+from workers.engine.ledger.compute import compute_ledger
 from workers.engine.recognise import recognise
 from workers.engine.recognise.index import UpstreamIndex
 from workers.engine.recognise.model import NOTHING

@@ -53,7 +53,7 @@ from typing import Any
 sys.path.insert(0, os.environ.get("FORKSYNC_ROOT") or str(Path(__file__).resolve().parent.parent))
 
 from core.config import load_repo_config
-from workers.engine.ledger import build_ledger
+from workers.engine.ledger.build import build_ledger
 from workers.engine.pair import open_pair
 
 PRE_FORK_TIP = "3931ef6f7ea3c26aacf2c720d3906e06beba386a^"

@@ -48,15 +48,15 @@ from benchmarks.gen_pair import PairSpec
 # Python stages: (module, function, label). Wrapped where the ledger looks them up.
 _STAGES = (
     ("workers.cli.status", "open_from_args", "open the pair (config, refs, merge-base)"),
-    ("workers.engine.ledger", "read_range", "parse the range logs"),
-    ("workers.engine.ledger", "tree_paths", "read the upstream tree listing"),
-    ("workers.engine.ledger", "file_records", "parse the upstream file listing"),
-    ("workers.engine.ledger", "read_decisions", "read the decisions notes"),
-    ("workers.engine.ledger", "merged_side_commits", "merged side commits"),
-    ("workers.engine.ledger", "patch_ids", "patch-id stage (Python side)"),
-    ("workers.engine.ledger", "compute_ledger", "recognition + ledger + metrics"),
-    ("workers.engine.ledger", "_store", "write the ledger cache"),
-    ("workers.engine.ledger", "_store_file_sets", "write the file-set cache"),
+    ("workers.engine.ledger.build", "read_range", "parse the range logs"),
+    ("workers.engine.ledger.build", "tree_paths", "read the upstream tree listing"),
+    ("workers.engine.ledger.build", "file_records", "parse the upstream file listing"),
+    ("workers.engine.ledger.build", "read_decisions", "read the decisions notes"),
+    ("workers.engine.ledger.build", "merged_side_commits", "merged side commits"),
+    ("workers.engine.ledger.build", "patch_ids", "patch-id stage (Python side)"),
+    ("workers.engine.ledger.build", "compute_ledger", "recognition + ledger + metrics"),
+    ("workers.engine.ledger.cache", "_store", "write the ledger cache"),
+    ("workers.engine.ledger.build", "_store_file_sets", "write the file-set cache"),
 )
 
 

@@ -181,7 +181,7 @@ def test_mark_ambiguous_sha_prefix(forked: Forked) -> None:
     from core.config import LedgerConfig
     from core.errors import ForksyncError
     from workers.cli.mark import resolve_ref
-    from workers.engine.ledger import load_ledger
+    from workers.engine.ledger.cache import load_ledger
     from workers.engine.pair import open_pair
 
     p = forked()
@@ -258,7 +258,7 @@ def test_console_entry_point_runs_as_a_process(forked: Forked) -> None:
 
 def test_sample_pair_ledger_matches_its_story(tmp_path: Path) -> None:
     """Every recogniser, the bundle, the revert, urgent, wont_port and deferred in the sample."""
-    from workers.engine.ledger import build_ledger
+    from workers.engine.ledger.build import build_ledger
     from workers.engine.pair import open_configured
 
     sample = make_sample(tmp_path / "s")

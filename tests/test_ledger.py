@@ -8,7 +8,7 @@ import pytest
 
 from tests.fixtures.ledger import ForkedPair
 from workers.engine.decisions import Disposition
-from workers.engine.ledger import load_ledger
+from workers.engine.ledger.cache import load_ledger
 from workers.engine.pair import open_pair
 
 Forked = Callable[[], ForkedPair]
@@ -252,7 +252,7 @@ def test_warm_ledger_comes_from_the_cache_and_a_decision_invalidates_it(
 ) -> None:
     """A second status with unchanged tips and notes does not rebuild; a new decision does."""
     from core.config import LedgerConfig
-    from workers.engine import ledger as ledger_mod
+    from workers.engine.ledger import cache as ledger_mod
 
     p = forked()
     a = p.up(10)

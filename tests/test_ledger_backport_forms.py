@@ -20,7 +20,7 @@ import pytest
 from tests.fixtures.ledger import ForkedPair
 from workers.engine.decisions import Decisions, Disposition
 from workers.engine.history import Commit
-from workers.engine.ledger import compute_ledger
+from workers.engine.ledger.compute import compute_ledger
 from workers.engine.recognise import recognise, recognise_merge
 from workers.engine.recognise.index import UpstreamIndex
 from workers.engine.recognise.model import CHANGE_ID, PR_FORM, SUBJECT, TRAILER

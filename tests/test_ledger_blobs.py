@@ -8,10 +8,10 @@ import pytest
 
 from tests.fixtures.ledger import ForkedPair
 from tests.test_ledger_recognisers import RULES, commit, sha
-from workers.engine import ledger as ledger_module
 from workers.engine.decisions import Decisions
 from workers.engine.history import Change, Commit, read_range
-from workers.engine.ledger import compute_ledger
+from workers.engine.ledger import build as ledger_module
+from workers.engine.ledger.compute import compute_ledger
 from workers.engine.pair import open_pair
 
 Forked = Callable[[], ForkedPair]

@@ -19,7 +19,8 @@ import pytest
 from benchmarks.bench_fbtriton_corpus import fake_sha, histories
 from workers.engine.decisions import Decisions, Disposition
 from workers.engine.history import Commit
-from workers.engine.ledger import Ledger, compute_ledger
+from workers.engine.ledger.compute import compute_ledger
+from workers.engine.ledger.records import Ledger
 from workers.engine.recognise.rules import Rules
 
 DATA = Path(__file__).parent / "data" / "fbtriton-picks"

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tests.fixtures.ledger import ForkedPair
-from workers.engine.ledger import Disposition, Ledger
+from workers.engine.decisions import Disposition
+from workers.engine.ledger.records import Ledger
 
 Forked = Callable[[], ForkedPair]
 

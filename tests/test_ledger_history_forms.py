@@ -18,7 +18,7 @@ import pytest
 from workers.engine import reverts
 from workers.engine.decisions import Decisions, Disposition
 from workers.engine.history import Commit
-from workers.engine.ledger import compute_ledger
+from workers.engine.ledger.compute import compute_ledger
 from workers.engine.recognise import recognise
 from workers.engine.recognise.index import UpstreamIndex
 from workers.engine.recognise.model import BODY_LINK, SUBJECT, Recognition

@@ -20,8 +20,9 @@ from benchmarks.gen_pair import PairSpec, generate_pair
 from core.config import LedgerConfig
 from tests.fixtures.ledger import ForkedPair
 from workers.engine import history
-from workers.engine import ledger as ledger_mod
 from workers.engine.decisions import Disposition
+from workers.engine.ledger import build as ledger_mod
+from workers.engine.ledger import cache as ledger_cache
 from workers.engine.pair import open_pair
 
 Forked = Callable[[], ForkedPair]
@@ -101,9 +102,9 @@ def test_the_cache_keeps_the_ledger_exactly(tmp_path: Path, monkeypatch: pytest.
     gen = generate_pair(tmp_path / "pair", PairSpec(upstream_commits=300, fork_commits=60, files=40, seed=7))
     monkeypatch.setenv("FORKSYNC_CACHE_DIR", str(tmp_path / "cache"))
     pair = open_pair(str(gen.upstream), str(gen.fork))
-    built = ledger_mod.load_ledger(pair, LedgerConfig())
-    monkeypatch.setattr(ledger_mod, "build_ledger", lambda *a, **k: pytest.fail("rebuilt"))
-    warm = ledger_mod.load_ledger(pair, LedgerConfig())
+    built = ledger_cache.load_ledger(pair, LedgerConfig())
+    monkeypatch.setattr(ledger_cache, "build_ledger", lambda *a, **k: pytest.fail("rebuilt"))
+    warm = ledger_cache.load_ledger(pair, LedgerConfig())
     assert warm.as_json() == built.as_json() and warm.entries == built.entries
     assert any(e.recognisers for e in warm.entries) and any(not e.carriers for e in warm.entries)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from tests.fixtures.ledger import ForkedPair, run_cli
 from tests.test_ledger_fbtriton import carriers, merge_fork_pr
-from workers.engine.ledger import Disposition
+from workers.engine.decisions import Disposition
 
 Forked = Callable[[], ForkedPair]
 BETA = "[triton][beta]"

@@ -250,7 +250,7 @@ def test_bundle_status_lines_are_not_picks() -> None:
 def test_patch_id_rounds_find_a_far_match_and_ask_few_ids() -> None:
     """A marker-less pick of a commit far from the frontier is still found; ids are asked in <= 3 batches."""
     from workers.engine.decisions import Decisions
-    from workers.engine.ledger import compute_ledger
+    from workers.engine.ledger.compute import compute_ledger
 
     ups = [
         commit(sha(1000 + i), f"Change {i} (#{500 + i})", files=("lib/x.cpp",), time=1000 + i)

@@ -17,6 +17,7 @@ LISTED = (
     "workers/engine",
     "workers/engine/recognise",
     "workers/engine/partition",
+    "workers/engine/ledger",
     "workers/testing",
     "workers/jobs",
     "workers/adapters",

@@ -12,8 +12,8 @@ import pytest
 
 from tests.fixtures.ledger import CliResult, ForkedPair, run_cli
 from workers.cli import warm
-from workers.engine import ledger as ledger_module
 from workers.engine import pair as pair_module
+from workers.engine.ledger import records as ledger_module
 
 Forked = Callable[[], ForkedPair]
 ROOT = Path(__file__).resolve().parent.parent

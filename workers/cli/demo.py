@@ -19,7 +19,7 @@ from core.github.records import cut
 from workers.cli.pairargs import one_line_errors
 from workers.cli.status import render_table
 from workers.demo.sample import Sample, make_sample
-from workers.engine.ledger import load_ledger
+from workers.engine.ledger.cache import load_ledger
 from workers.engine.pair import open_configured
 
 

@@ -20,7 +20,8 @@ from typing import Any
 from core.errors import ForksyncError
 from workers.cli.pairargs import add_pair_arguments, one_line_errors, open_from_args
 from workers.engine.decisions import Disposition
-from workers.engine.ledger import Ledger, LedgerEntry, load_ledger
+from workers.engine.ledger.cache import load_ledger
+from workers.engine.ledger.records import Ledger, LedgerEntry
 from workers.engine.pair import Pair
 
 BACKLOG = "backlog"

@@ -21,7 +21,8 @@ from core.config import RepoConfig
 from core.errors import ForksyncError
 from workers.cli.pairargs import add_pair_arguments, one_line_errors, open_from_args
 from workers.engine.git import GitError
-from workers.engine.ledger import load_ledger, matching
+from workers.engine.ledger.cache import load_ledger
+from workers.engine.ledger.records import matching
 from workers.engine.pair import FORK_PREFIX, Pair
 from workers.engine.resolve import resolve_pick
 from workers.engine.resolve.agent import agent_step, from_config

@@ -12,7 +12,7 @@ from typing import Any
 from workers.cli import warm
 from workers.cli.pairargs import add_pair_arguments, one_line_errors, open_from_args
 from workers.engine.forkpins import ForkPins
-from workers.engine.ledger import load_status
+from workers.engine.ledger.cache import load_status
 from workers.engine.metrics import Metrics
 from workers.engine.pair import Pair
 

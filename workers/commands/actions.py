@@ -40,7 +40,8 @@ from workers.commands.services import Services, fork_auth, git_auth, send_task, 
 
 __all__ = ["Services", "fork_auth", "git_auth", "send_task", "services_of"]  # their home is services.py
 from workers.engine.decisions import Disposition
-from workers.engine.ledger import Ledger, LedgerEntry, load_ledger, matching
+from workers.engine.ledger.cache import load_ledger
+from workers.engine.ledger.records import Ledger, LedgerEntry, matching
 from workers.engine.pair import Pair, normalise_web_url, open_pair
 
 log = logging.getLogger("forksync.commands")

@@ -23,7 +23,7 @@ from workers.commands.execute import execute
 from workers.commands.handler import Context, bot_comment
 from workers.commands.services import fetch_pull_branch
 from workers.engine.bundle import BOT_COMMITTER, PickStyle
-from workers.engine.ledger import load_ledger
+from workers.engine.ledger.cache import load_ledger
 from workers.engine.pair import normalise_web_url
 from workers.engine.resolve.agent import agent_step, from_config
 from workers.engine.resolve.branch import build_through, plan_branch, read_branch

@@ -478,7 +478,7 @@ def _print_issues(gh: DryGitHub) -> None:
 
 def _backlog(upstream: Path, remote: Path) -> list[Any]:
     """The ledger's backlog entries (holes behind the frontier), read from the fork's bare copy."""
-    from workers.engine.ledger import load_ledger
+    from workers.engine.ledger.cache import load_ledger
     from workers.engine.pair import open_configured
 
     pair, config = open_configured(str(upstream), str(remote))
@@ -530,7 +530,7 @@ def _clear_deferred(gh: DemoGitHub, client: Any, upstream: Path, remote: Path) -
 def _why_backlog(upstream: Path, remote: Path, gh: DryGitHub) -> None:
     """Say why the backlog can grow when a bundle lands: the frontier jumped over the commits that
     wait in risky chains, and the ledger counts those holes until their own PRs land."""
-    from workers.engine.ledger import load_ledger
+    from workers.engine.ledger.cache import load_ledger
     from workers.engine.pair import open_configured
 
     pair, config = open_configured(str(upstream), str(remote))

@@ -229,7 +229,7 @@ def touching_files_raw(repo: Repository, include: str, exclude: Sequence[str], p
 
     A path-limited walk reads only the trees on the way to ``paths``; with a few paths that is
     a fraction of the full listing's tree diffs (git matches each tree entry against every
-    path, so with many paths the full listing is cheaper: see ``ledger.PATH_LIMITED_MAX``).
+    path, so with many paths the full listing is cheaper: see ``ledger.build.PATH_LIMITED_MAX``).
     """
     args = [
         "-c",

@@ -36,7 +36,8 @@ from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.healing import HealNote, heal
 from workers.engine.ids import fresh_ids
-from workers.engine.ledger import Ledger, load_ledger
+from workers.engine.ledger.cache import load_ledger
+from workers.engine.ledger.records import Ledger
 from workers.engine.lines import LineDep, line_dependencies
 from workers.engine.merges import GitMerger, MergeCache
 from workers.engine.pair import FORK_NOTES_REF, Pair

@@ -25,7 +25,7 @@ from core.render.resolution import conflict_resolution_section
 from workers.adapters.gitcache import reset
 from workers.engine.bundle import Built, Resolved, bundle_branch
 from workers.engine.git import Repository
-from workers.engine.ledger import Ledger
+from workers.engine.ledger.records import Ledger
 from workers.engine.pair import Pair, cache_root, normalise_web_url, open_pair
 from workers.engine.partition.records import Bundle, Plan, Reason
 from workers.engine.parts import whereabouts

@@ -16,7 +16,7 @@ from workers.engine.git import Repository
 from workers.engine.resolve.model import Absence, Dropped, WaitsFor
 
 if TYPE_CHECKING:
-    from workers.engine.ledger import Ledger
+    from workers.engine.ledger.records import Ledger
 
 
 class FileHistory(Protocol):
