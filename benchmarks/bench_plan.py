@@ -15,6 +15,10 @@ The CLI runs with compiled bytecode, as an installed forksync does (written once
 
     python -m benchmarks.bench_plan                 # 1,000 plan, 200 bundle, scaling 250/1000/4000
     python -m benchmarks.bench_plan --quick         # smaller, for a smoke run
+
+The bundle figure also measures its floor in the same alternated rounds (``FLOOR``): a fresh
+interpreter that asks git for the same merges the bundle asked for and writes and pushes the same
+commits, deciding nothing; the ratio of the loop to it bounds what any such tool can reach.
 """
 
 from __future__ import annotations
@@ -87,6 +91,100 @@ def in_process(kind: str, pair_root: Path, cache: Path) -> float:
     return time.perf_counter() - start
 
 
+def merges_asked(pair_root: Path, cache: Path) -> tuple[Path, list[str]]:
+    """The engine's bundle in process, recording every merge it asks git for: the cache repository
+    and each merge's ``merge-tree --stdin`` line (its two throwaway commits, which stay there)."""
+    from workers.engine import merges
+
+    lines: list[str] = []
+    where: list[Path] = []
+    start = merges.GitMerger._start
+
+    def recording(self: Any, base: Any, ours: Any, theirs: Any) -> Any:
+        started = start(self, base, ours, theirs)
+        lines.append(f"{started.one} {started.two}")
+        where[:] = [self.path]
+        return started
+
+    merges.GitMerger._start = recording  # type: ignore[method-assign]
+    try:
+        in_process("bundle", pair_root, cache)
+    finally:
+        merges.GitMerger._start = start  # type: ignore[method-assign]
+    return where[0], lines
+
+
+# The floor of a bundle, as one fresh interpreter (a Python tool's start-up, pygit2 imported): the
+# merges the bundle asked git for, in one long-running ``git merge-tree --stdin`` (git's own
+# verdicts, the least a tool agreeing with cherry-pick must ask), then the built commits written
+# as one pack (``git fast-import`` of their ``fast-export`` stream into an empty repository that
+# borrows the fork's objects) and pushed to the fork in one atomic push. No ledger, analysis,
+# partition, tree writes or conflict resolution: a bound no planner goes under.
+FLOOR = """
+import subprocess, sys
+import pygit2  # noqa: F401  (a Python tool's import)
+merge_repo, merges, stream, cache, fork, *refs = sys.argv[1:]
+subprocess.run(["git", "-C", merge_repo, "merge-tree", "--stdin", "--write-tree", "--name-only",
+                "--no-messages", "-z"], input=open(merges, "rb").read(), capture_output=True)
+subprocess.run(["git", "init", "-q", "--bare", cache], check=True)
+open(cache + "/objects/info/alternates", "w").write(fork + "/.git/objects\\n")
+subprocess.run(["git", "-C", cache, "-c", "core.fsync=none", "fast-import", "--quiet"],
+               stdin=open(stream, "rb"), check=True)
+subprocess.run(["git", "-C", cache, "push", "-q", "--atomic", "--no-verify", fork,
+                *[f"{r}:{r}" for r in refs]], check=True)
+"""
+
+
+def floor_inputs(fork: Path, work: Path) -> list[str]:
+    """What the floor needs of a built fork: its forksync refs, and their commits as one
+    ``fast-export`` stream (blobs, trees as paths, commits; the fork's own history excluded)."""
+    refs = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(fork),
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/heads/forksync",
+            "refs/forksync",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    with (work / "floor.stream").open("wb") as out:
+        subprocess.run(
+            ["git", "-C", str(fork), "fast-export", "--reference-excluded-parents", *refs, "^main"],
+            check=True,
+            stdout=out,
+        )
+    return refs
+
+
+def floor_run(
+    merge_repo: Path, merges: Path, work: Path, fork: Path, refs: list[str], env: dict[str, str]
+) -> float:
+    cache = work / "floor-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    start = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FLOOR,
+            str(merge_repo),
+            str(merges),
+            str(work / "floor.stream"),
+            str(cache),
+            str(fork),
+            *refs,
+        ],
+        env=env,
+        check=True,
+    )
+    return time.perf_counter() - start
+
+
 def fresh_fork(fork: Path, pristine: Path) -> None:
     """``fork`` back to ``pristine``, the fork as generated: no forksync refs, and none of the
     objects earlier runs wrote into it. git and libgit2 write no object that exists already (in the
@@ -145,14 +243,29 @@ def bench(kind: str, pending: int, files: int, repeat: int, loop: bool, seed: in
         shutil.copytree(fork, pristine, symlinks=True)
         args = [kind, *pair_args(root / "pair"), "--json"]
         forksync([kind, "--help"], _env(root / "home", root / "cache-help"))  # untimed: writes the bytecode
-        cold, outputs, loops, loads = [], [], [], []
+        floor = kind == "bundle" and loop
+        if floor:  # untimed: the merges a bundle asks git for, and the commits it writes
+            fresh_fork(fork, pristine)
+            merge_repo, asked = merges_asked(root / "pair", root / "merges-cache")
+            (root / "floor.merges").write_text("".join(f"{line}\n" for line in asked))
+            fresh_fork(fork, pristine)
+            forksync(args, _env(root / "home", root / "cache-export"))
+            refs = floor_inputs(fork, root)
+        cold, outputs, loops, loads, floors = [], [], [], [], []
         failed = 0
-        for i in range(repeat):  # alternated: forksync cold, then the loop, then forksync, ...
+        for i in range(
+            repeat
+        ):  # alternated: forksync cold, then the loop [, then the floor], then forksync, ...
             loads.append(os.getloadavg()[0])
             fresh_fork(fork, pristine)
             seconds, out = forksync(args, _env(root / "home", root / f"cache-{i}"))
             cold.append(seconds)
             outputs.append(out)
+            if floor:
+                fresh_fork(fork, pristine)
+                floors.append(
+                    floor_run(merge_repo, root / "floor.merges", root, fork, refs, _env(root / "home", root))
+                )
             if loop:
                 fresh_fork(fork, pristine)
                 loop_s, failed = cherry_pick_loop(
@@ -184,6 +297,8 @@ def bench(kind: str, pending: int, files: int, repeat: int, loop: bool, seed: in
         else:
             result["built"] = sum(len(b["commits"]) for b in doc["bundles"]) + result["chain_commits"]
         result.update(load=statistics.median(loads), cold_runs=cold)
+        if floor:
+            result.update(floor_s=statistics.median(floors), floor_runs=floors, floor_merges=len(asked))
         if loop:
             seconds = statistics.median(loops)
             result.update(
@@ -218,6 +333,7 @@ def main() -> None:
             f"runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}",
             flush=True,
         )
+        print(_floor_line(b), flush=True)
         return
     if args.only == "scaling":
         scaling(scale, args.files, args.repeat)
@@ -240,7 +356,17 @@ def main() -> None:
         f"{b['load']:.1f}; runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}",
         flush=True,
     )
+    print(_floor_line(b), flush=True)
     scaling(scale, args.files, args.repeat)
+
+
+def _floor_line(b: dict[str, Any]) -> str:
+    return (
+        f"bundle floor (a fresh interpreter with pygit2, git's {b['floor_merges']} merges the bundle asked for "
+        f"in one merge-tree --stdin, fast-import of the built commits, the atomic push): {b['floor_s']:.2f}s "
+        f"(runs {_runs(b['floor_runs'])}) -> the loop is {b['loop_s'] / b['floor_s']:.1f}x the floor "
+        f"(10x the loop needs {b['loop_s'] / 10:.2f}s); forksync is {b['cold_s'] / b['floor_s']:.1f}x the floor"
+    )
 
 
 def scaling(scale: tuple[int, ...], files: int, repeat: int) -> None:

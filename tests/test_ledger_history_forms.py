@@ -139,6 +139,35 @@ def test_a_bundles_inline_lists_separated_by_semicolons_and_joined_by_plus() -> 
     assert decided("4e02fa892b", "wont_port") == {10071, 10085, 10092}
 
 
+def _bundle(body: str) -> Recognition:
+    """A bundle message written here (not vendored): the title of 4e02fa892b's kind, ``body``."""
+    subject = "[triton][beta][BUNDLE] Backport 3 upstream PRs with #10066 repairs (#7924)"
+    commit = Commit(
+        "d" * 40, ("0" * 40,), "Fork", "fork@example.com", 2, 2, subject, (), f"{subject}\n\nSummary:\n{body}"
+    )
+    return recognise(commit, INDEX, RULES)
+
+
+def _decided_in(found: Recognition, kind: str) -> set[int | None]:
+    return {PR[s] for s, k, _ in found.decided if k == kind}
+
+
+def test_a_bundles_inline_items_separated_by_commas_each_with_a_reason() -> None:
+    """`Won't-port (3): #10071 CI only, #10085 CI only, #10092 CI only` names all three (the
+    replay's generated bundles write it so; only the first was read before). A comma inside one
+    item's reason does not start an item when the label's count says so."""
+    found = _bundle(
+        "Picked (2): #10066 adds a fix, #10060 small MMAv2 FP64\n\n"
+        "Deferred (1): #10078 needs #10113, #10115 first\n\n"
+        "Won't-port (3): #10071 CI only, #10085 CI only, #10092 CI only\n"
+    )
+    assert {PR[s] for s in found.upstream} == {10066, 10060}
+    assert _decided_in(found, "deferred") == {10078}
+    assert _decided_in(found, "wont_port") == {10071, 10085, 10092}
+    uncounted = _bundle("Picked: #10066 fix\n\nWon't-port: #10071 CI only, #10085 docs only\n")
+    assert _decided_in(uncounted, "wont_port") == {10071, 10085}
+
+
 APPLIED_94 = {
     *(9720, 9725, 9605, 9733, 9731, 9727, 9742, 9734, 9716, 9721, 9744, 9741, 9730, 9722, 9747, 9750),
     *(9755, 9691, 9751, 9759, 9758, 9763, 9761, 9753, 9770, 9769, 9773, 9772, 9774, 9478, 9764, 9762),

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # Bump when what ``status`` prints changes for the same inputs. The ledger's own version is
 # part of every record too (a test keeps LEDGER_VERSION here equal to the engine's).
 RECORD_VERSION = 2  # 2: status shows the fork's own pins
-LEDGER_VERSION = 9
+LEDGER_VERSION = 10
 
 _OPTIONS = ("--upstream", "--fork", "--upstream-branch", "--fork-branch", "--config")
 

@@ -91,38 +91,50 @@ class ChainLinks:
             self.introduced.setdefault(name, {}).setdefault(chain_id, (symbol, sha))
 
     def links_of(self, change: Change, find: Callable[[str], str]) -> dict[str, Link]:
-        """The open chains ``change`` depends on, one reason each (the first found, in a fixed order)."""
+        """The open chains ``change`` depends on, one reason each (the first found, in a fixed order).
+
+        An owner already found (directly, or through a chain it merged into) is skipped before its
+        reason is written: a name many members changed has many owners (860k owners visited for
+        4,000 pending commits), and writing each one's reason was most of the time here."""
         found: dict[str, Link] = {}
-
-        def note(chain_id: str, kind: str, detail: str) -> None:
-            chain_id = find(chain_id)
-            if chain_id not in found:
-                found[chain_id] = Link(chain_id, kind, detail)
-
         if self.mode == "file":
             for path in sorted(change.paths):
                 for owner in sorted(self.files.get(path, ())):
-                    note(owner, "file", f"touches {path} of {find(owner)}")
+                    head = find(owner)
+                    if head not in found:
+                        found[head] = Link(head, "file", f"touches {path} of {head}")
             for symbol in sorted(change.symbols):
                 for owner in sorted(self.symbols.get(symbol, ())):
-                    note(owner, "symbol", f"touches symbol {symbol} of {find(owner)}")
+                    head = find(owner)
+                    if head not in found:
+                        found[head] = Link(head, "symbol", f"touches symbol {symbol} of {head}")
             return found
         for dep in change.depends:
             holder = self.member.get(dep.commit)
             if holder is not None:
-                note(holder, "line", f"{dep.describe()} last changed by {dep.commit[:7]} of {find(holder)}")
+                head = find(holder)
+                if head not in found:
+                    found[head] = Link(
+                        head, "line", f"{dep.describe()} last changed by {dep.commit[:7]} of {head}"
+                    )
         for symbol in sorted(change.defined):
             for owner, sha in sorted(self.defined.get(symbol, {}).items()):
-                note(
-                    owner,
-                    "symbol",
-                    f"changes the definition of {symbol}, also changed by {sha[:7]} of {find(owner)}",
-                )
+                head = find(owner)
+                if head not in found:
+                    found[head] = Link(
+                        head,
+                        "symbol",
+                        f"changes the definition of {symbol}, also changed by {sha[:7]} of {head}",
+                    )
         for name in sorted(change.used):
             member = name.startswith(".")  # a C++ member access: it can name a method (``A::name``) only
             for owner, (symbol, sha) in sorted(self.introduced.get(name.lstrip("."), {}).items()):
                 if not member or "::" in symbol:
-                    note(owner, "symbol", f"uses {symbol}, introduced by {sha[:7]} of {find(owner)}")
+                    head = find(owner)
+                    if head not in found:
+                        found[head] = Link(
+                            head, "symbol", f"uses {symbol}, introduced by {sha[:7]} of {head}"
+                        )
         return found
 
     def forget(self, sha: str) -> None:

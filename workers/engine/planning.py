@@ -229,10 +229,13 @@ def make_plan(
     While git merges a trial pick, the plan reads ahead: the analyses of the commits it will
     place next and their line dependencies are made as they are first needed, or while the plan
     would otherwise wait for git (:mod:`workers.engine.analyses`). The fork's names come from one
-    ``git grep`` that runs meanwhile (:mod:`workers.engine.treenames`)."""
+    ``git grep`` that runs meanwhile (:mod:`workers.engine.treenames`). The trial picks' objects
+    are the cache's to keep tidy afterwards (:meth:`~workers.engine.pair.Pair.tidy`)."""
     read_objects_as_git()
     with contextlib.closing(TreeNames(pair.repo, pair.fork_tip)) as fork_names, no_cycle_collection():
-        return _plan(pair, config, fork_names, ledger, store, declined)
+        planned = _plan(pair, config, fork_names, ledger, store, declined)
+    pair.tidy()
+    return planned
 
 
 def read_objects_as_git() -> None:

@@ -18,7 +18,7 @@ from workers.engine.decisions import Disposition
 from workers.engine.metrics import Metrics
 
 # Bump when the ledger's meaning or JSON shape changes: old caches are then ignored.
-LEDGER_VERSION = 9  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins; 7: cache rows; 8: backport PR forms, Linux-stable trailers; 9: branch-tagged backports, patchback, Gerrit Change-Id
+LEDGER_VERSION = 10  # 4: fbtriton fixes; 5: [Hotfix] is upstream's; 6: union recognition, message decisions, fork pins; 7: cache rows; 8: backport PR forms, Linux-stable trailers; 9: branch-tagged backports, patchback, Gerrit Change-Id; 10: inline bundle items split at commas
 
 
 @dataclass(frozen=True)

@@ -87,8 +87,11 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
             continue
         head = line[:40].lower()
         lead = _SECTION_LEAD.match(line) if any(w in head for w in _LEAD_WORDS) else None
+        stated: int | None = None
         if lead is not None:
             label, after = lead.group(1), lead.group(2).strip()
+            count = _STATED_COUNT.search(line, lead.end(1), lead.start(2))
+            stated = int(count.group(1)) if count is not None else None
             is_heading = not _HASH_NUM.search(after) and not _BARE_NUMBERS.fullmatch(after)
         elif ":" in line.replace("://", "") or line.lstrip()[:1] in ("#", "*", "_") or len(line) < 48:
             label_or_none, after, is_heading = _heading(line)
@@ -110,7 +113,11 @@ def _bundle_sections(body: str, index: UpstreamIndex, rules: Rules) -> BundleSec
         numbered = this != "neutral" and not label and bool(_LEADING_NUMBER.match(items))
         listy = bool(label) or list_item or numbered
         shas = (
-            [s for s in (index.pr(int(n)) for n in _section_numbers(items, bool(label) or numbered)) if s]
+            [
+                s
+                for s in (index.pr(int(n)) for n in _section_numbers(items, bool(label) or numbered, stated))
+                if s
+            ]
             if listy
             else []
         )
@@ -136,18 +143,31 @@ _LEADING_NUMBER = re.compile(r"^\s*(?:\*\*|__)?#\d+\b")
 _BARE_NUMBERS = re.compile(r"\s*\d{3,6}(?:[\s,]+\d{3,6})*[\s.]*")
 
 
-def _section_numbers(items: str, inline: bool) -> list[str]:
+def _section_numbers(items: str, inline: bool, stated: int | None = None) -> list[str]:
     """The PR numbers a list line or a label's inline list names. Inline, after a label, the
-    list may be bare numbers ("Applied (94): 9720 9725 ...") or items separated by semicolons
-    ("Picked (37): #10066 `maskSpanAffineOffset` fix; #10060 small MMAv2 FP64; ..."), each
-    read as a list line of its own."""
+    list may be bare numbers ("Applied (94): 9720 9725 ..."), items separated by semicolons
+    ("Picked (37): #10066 `maskSpanAffineOffset` fix; #10060 small MMAv2 FP64; ...") or by commas
+    before the next item's number ("Won't-port (3): #6086 CI only, #6084 CI only, #6033 CI
+    only"), each read as a list line of its own. A comma may also separate numbers an item's
+    reason names ("Deferred (1): #6114 needs #6000, #6001 first"): so commas split only where the
+    label states no count (``stated``) or the split gives as many items as it states."""
     if inline and _BARE_NUMBERS.fullmatch(items):
         return re.findall(r"\d+", items)
     if "#" not in items:
         return []
     if inline and ";" in items:
         return [n for piece in items.split(";") for n in _item_numbers(piece)]
+    if inline and _NEXT_ITEM.search(items):
+        pieces = _NEXT_ITEM_SPLIT.split(items)
+        if stated is None or len(pieces) == stated:
+            return [n for piece in pieces for n in _item_numbers(piece)]
     return _item_numbers(line=items)
+
+
+# A comma before the next inline item's number, and the count a section label states ("(3)").
+_NEXT_ITEM = re.compile(r",\s*(?:\*\*|__|`)?#\d")
+_NEXT_ITEM_SPLIT = re.compile(r",(?=\s*(?:\*\*|__|`)?#\d)")
+_STATED_COUNT = re.compile(r"\(\s*(\d+)\b")
 
 
 def _item_numbers(line: str) -> list[str]:
