@@ -9,6 +9,10 @@ On a synthetic pair from ``benchmarks/gen_pair.py`` it times, as separate proces
 * ``git cherry <fork> <upstream>`` -- the baseline: which upstream commits the fork lacks;
 * ``git log`` of the same two ranges (upstream first-parent and fork, metadata and messages)
   -- the floor: history has to be read once;
+* the same, plus the upstream commits' changed paths (``git log --raw``, as the ledger lists them)
+  -- the floor of an exact answer: a fork commit without a marker is carried only by an upstream
+  commit with its patch-id, so with its paths, and finding those needs every upstream commit's paths
+  (or a path-limited walk, which git makes slower than the full listing past ~16 paths);
 * ``forksync status --json`` cold (empty cache dir) and warm (cache filled);
 * the same cold status on a pair twice as long (the doubling test).
 
@@ -78,6 +82,21 @@ def git_log_floor(pair: GeneratedPair, baseline: Path) -> list[str]:
         "-c",
         f"git -C {baseline} log --first-parent -z --format='{FORMAT_UP}' {pair.base}..refs/remotes/upstream/main"
         f" >/dev/null && git -C {baseline} log -z --format='{FORMAT_FORK}' {pair.base}..main >/dev/null",
+    ]
+
+
+def exact_floor(pair: GeneratedPair, baseline: Path) -> list[str]:
+    """The floor plus what an answer equal to ``git cherry``'s needs beyond it: each upstream commit's
+    changed paths (a fork commit without a marker is carried only by an upstream commit with the
+    same patch-id, hence the same paths), listed as the ledger lists them
+    (``history.changed_files_raw``: ``git log --raw``, first parent, no renames)."""
+    return [
+        "sh",
+        "-c",
+        f"git -C {baseline} log --first-parent -z --format='{FORMAT_UP}' {pair.base}..refs/remotes/upstream/main"
+        f" >/dev/null && git -C {baseline} log -z --format='{FORMAT_FORK}' {pair.base}..main >/dev/null"
+        f" && git -C {baseline} -c core.quotePath=false log --no-color --no-renames -z --raw --no-abbrev"
+        f" --format=%x1e%H%x1f --first-parent {pair.base}..refs/remotes/upstream/main -- >/dev/null",
     ]
 
 
@@ -158,6 +177,7 @@ def measure(pair: GeneratedPair, work: Path, runs: int) -> dict[str, Timing]:
     samples: dict[str, list[Timing]] = {
         "git cherry": [],
         "git log (floor)": [],
+        "+ file listing": [],
         "status cold": [],
         "status warm": [],
     }
@@ -168,6 +188,7 @@ def measure(pair: GeneratedPair, work: Path, runs: int) -> dict[str, Timing]:
             timed_rss(["git", "-C", str(baseline), "cherry", "main", "refs/remotes/upstream/main"])
         )
         samples["git log (floor)"].append(timed_rss(git_log_floor(pair, baseline)))
+        samples["+ file listing"].append(timed_rss(exact_floor(pair, baseline)))
         cache = work / f"cache-{i}"
         if cache.exists():
             shutil.rmtree(cache)
@@ -279,6 +300,13 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"cold status vs git log    : {cold.seconds / floor:6.2f}x the floor (target <= 2x; CPU "
         f"{cold.cpu / max(1e-9, figures['git log (floor)'].cpu):.1f}x)"
+    )
+    exact = figures["+ file listing"]
+    print(
+        f"exact floor (log + listing): {cherry / exact.seconds:5.1f}x faster than git cherry, "
+        f"{exact.seconds / floor:.2f}x the floor (CPU {figures['git cherry'].cpu / max(1e-9, exact.cpu):.1f}x / "
+        f"{exact.cpu / max(1e-9, figures['git log (floor)'].cpu):.1f}x): the bound for a status that reads each "
+        f"upstream commit's paths; cold status is {cold.seconds / exact.seconds:.2f}x it"
     )
     print(f"warm status vs git cherry : {cherry / warm.seconds:6.1f}x faster   (target >= 50x)")
     print(f"warm status vs git log    : {warm.seconds / floor:6.2f}x the floor (target <= 3x)")
