@@ -10,8 +10,6 @@ cherry-pick's merge follow the move.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import json
 import os
@@ -25,6 +23,7 @@ import pygit2
 
 from workers.engine import lines as lines_module
 from workers.engine import symbols as symbols_module
+from workers.engine.cycles import no_cycle_collection
 from workers.engine.git import Repository
 from workers.engine.lines import FileRanges
 from workers.engine.lines import Hunk as LineHunk
@@ -286,24 +285,6 @@ def iter_commit_changes(
             yield sha, _section_changes(sha, text, symbols, repo, commit, stop)
         for _ in sections:  # the stream's end: git's exit status is checked there
             pass
-
-
-@contextlib.contextmanager
-def no_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector paused while commits are read (and, by
-    :func:`~workers.engine.planning.make_plan`, while a plan is made): the reading allocates a
-    million strings, tuples and sets and makes no reference cycle, so the collector's passes over
-    them free nothing that reference counting does not. On the Triton replay its 211-460 passes
-    (0.13-0.30 s CPU, triggered by the count of allocations) become the one pass after the reading
-    (0.09-0.15 s); paused for the whole plan, 0.25-0.3 s of the main thread's CPU become one pass
-    of ~0.05 s after it. Nested pauses resume only at the outermost one's end."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _sections(blocks: Iterable[bytes], shas: Sequence[str]) -> Iterator[tuple[str, str]]:

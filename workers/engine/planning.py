@@ -31,7 +31,8 @@ from core.errors import ForksyncError
 from workers.engine.analyses import Dependencies, PlanAnalyses
 from workers.engine.bundle import BuildResult, PickStyle, Resolver, build, bundle_branch
 from workers.engine.chains import CHAINS_REF, ChainStore, prepare_chains, read_chains
-from workers.engine.changes import AnalysisCache, CommitChanges, commit_changes, no_cycle_collection
+from workers.engine.changes import AnalysisCache, CommitChanges, commit_changes
+from workers.engine.cycles import no_cycle_collection
 from workers.engine.decisions import Disposition, read_decisions
 from workers.engine.git import GitError, Repository
 from workers.engine.healing import HealNote, heal

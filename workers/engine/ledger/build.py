@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from core.config import LedgerConfig
+from workers.engine.cycles import no_cycle_collection
 from workers.engine.decisions import read_decisions
 from workers.engine.history import (
     Change,
@@ -56,8 +57,14 @@ def build_ledger(pair: Pair, config: LedgerConfig, *, upstream_url: str | None =
     The git processes run side by side (threads only wait on them): both range logs, the
     upstream tree listing, and, when the fork has commits without any marker that touch
     upstream paths, the upstream file listing the patch-id stage will need, started early so
-    it overlaps the parsing and recognition done here.
+    it overlaps the parsing and recognition done here. The cycle collector is paused meanwhile
+    (:func:`~workers.engine.cycles.no_cycle_collection`).
     """
+    with no_cycle_collection():
+        return _build_ledger(pair, config, upstream_url)
+
+
+def _build_ledger(pair: Pair, config: LedgerConfig, upstream_url: str | None) -> Ledger:
     repo = pair.repo
     rules = rules_for(pair, config, upstream_url)
     with ThreadPoolExecutor(max_workers=4) as pool:
