@@ -119,7 +119,9 @@ def merges_asked(pair_root: Path, cache: Path) -> tuple[Path, list[str]]:
 # verdicts, the least a tool agreeing with cherry-pick must ask), then the built commits written
 # as one pack (``git fast-import`` of their ``fast-export`` stream into an empty repository that
 # borrows the fork's objects) and pushed to the fork in one atomic push. No ledger, analysis,
-# partition, tree writes or conflict resolution: a bound no planner goes under.
+# partition, tree writes or conflict resolution: a bound no planner goes under. (The merges run in
+# the in-process run's cache, where their results exist already: git writes none of them again, so
+# the floor is if anything low.)
 FLOOR = """
 import subprocess, sys
 import pygit2  # noqa: F401  (a Python tool's import)
