@@ -327,22 +327,22 @@ def main() -> None:
     plan_n, bundle_n, scale = (200, 100, (100, 200, 400)) if args.quick else (1000, 200, (250, 1000, 4000))
 
     if args.only == "bundle":
-        b = bench("bundle", bundle_n, args.files, args.repeat, loop=True, seed=11)
-        print(
-            f"bundle {b['pending']} pending ({b['built']} commits built on {b['bundles'] + b['chains']} branches): "
-            f"forksync {b['cold_s']:.2f}s cold CLI, engine {b['engine_s']:.2f}s vs cherry-pick loop "
-            f"{b['loop_s']:.2f}s -> {b['ratio']:.1f}x CLI, {b['engine_ratio']:.1f}x engine; load {b['load']:.1f}; "
-            f"runs CLI {_runs(b['cold_runs'])}, loop {_runs(b['loop_runs'])}",
-            flush=True,
-        )
-        print(_floor_line(b), flush=True)
+        _print_bundle(bench("bundle", bundle_n, args.files, args.repeat, loop=True, seed=11))
         return
     if args.only == "scaling":
         scaling(scale, args.files, args.repeat)
         return
     r = bench("plan", plan_n, args.files, args.repeat, loop=True, seed=7)
+    _print_plan(r, args.files)
+    if args.only == "plan":
+        return
+    _print_bundle(bench("bundle", bundle_n, args.files, args.repeat, loop=True, seed=11))
+    scaling(scale, args.files, args.repeat)
+
+
+def _print_plan(r: dict[str, Any], files: int) -> None:
     print(
-        f"plan {r['pending']} pending, {args.files} files: forksync {r['cold_s']:.2f}s cold CLI "
+        f"plan {r['pending']} pending, {files} files: forksync {r['cold_s']:.2f}s cold CLI "
         f"({r['warm_s']:.2f}s warm), engine {r['engine_s']:.2f}s vs cherry-pick loop {r['loop_s']:.2f}s "
         f"({r['loop_conflicts']} conflicts) -> {r['ratio']:.1f}x CLI, {r['engine_ratio']:.1f}x engine "
         f"[{r['bundles']} bundles, {r['chains']} chains holding {r['chain_commits']} commits; "
@@ -350,7 +350,9 @@ def main() -> None:
         f"runs CLI {_runs(r['cold_runs'])}, loop {_runs(r['loop_runs'])}",
         flush=True,
     )
-    b = bench("bundle", bundle_n, args.files, args.repeat, loop=True, seed=11)
+
+
+def _print_bundle(b: dict[str, Any]) -> None:
     print(
         f"bundle {b['pending']} pending ({b['built']} commits built on {b['bundles'] + b['chains']} branches): "
         f"forksync {b['cold_s']:.2f}s cold CLI ({b['warm_s']:.2f}s rerun), engine {b['engine_s']:.2f}s vs "
@@ -359,7 +361,6 @@ def main() -> None:
         flush=True,
     )
     print(_floor_line(b), flush=True)
-    scaling(scale, args.files, args.repeat)
 
 
 def _floor_line(b: dict[str, Any]) -> str:
