@@ -90,14 +90,12 @@ def exact_floor(pair: GeneratedPair, baseline: Path) -> list[str]:
     changed paths (a fork commit without a marker is carried only by an upstream commit with the
     same patch-id, hence the same paths), listed as the ledger lists them
     (``history.changed_files_raw``: ``git log --raw``, first parent, no renames)."""
-    return [
-        "sh",
-        "-c",
-        f"git -C {baseline} log --first-parent -z --format='{FORMAT_UP}' {pair.base}..refs/remotes/upstream/main"
-        f" >/dev/null && git -C {baseline} log -z --format='{FORMAT_FORK}' {pair.base}..main >/dev/null"
-        f" && git -C {baseline} -c core.quotePath=false log --no-color --no-renames -z --raw --no-abbrev"
-        f" --format=%x1e%H%x1f --first-parent {pair.base}..refs/remotes/upstream/main -- >/dev/null",
-    ]
+    sh, flag, floor = git_log_floor(pair, baseline)
+    listing = (
+        f"git -C {baseline} -c core.quotePath=false log --no-color --no-renames -z --raw --no-abbrev"
+        f" --format=%x1e%H%x1f --first-parent {pair.base}..refs/remotes/upstream/main -- >/dev/null"
+    )
+    return [sh, flag, f"{floor} && {listing}"]
 
 
 def make_baseline(pair: GeneratedPair, where: Path) -> Path:

@@ -157,16 +157,15 @@ def _section_numbers(items: str, inline: bool, stated: int | None = None) -> lis
         return []
     if inline and ";" in items:
         return [n for piece in items.split(";") for n in _item_numbers(piece)]
-    if inline and _NEXT_ITEM.search(items):
-        pieces = _NEXT_ITEM_SPLIT.split(items)
-        if stated is None or len(pieces) == stated:
+    if inline:
+        pieces = _NEXT_ITEM.split(items)
+        if len(pieces) > 1 and (stated is None or len(pieces) == stated):
             return [n for piece in pieces for n in _item_numbers(piece)]
     return _item_numbers(line=items)
 
 
 # A comma before the next inline item's number, and the count a section label states ("(3)").
-_NEXT_ITEM = re.compile(r",\s*(?:\*\*|__|`)?#\d")
-_NEXT_ITEM_SPLIT = re.compile(r",(?=\s*(?:\*\*|__|`)?#\d)")
+_NEXT_ITEM = re.compile(r",(?=\s*(?:\*\*|__|`)?#\d)")
 _STATED_COUNT = re.compile(r"\(\s*(\d+)\b")
 
 
