@@ -13,8 +13,10 @@ import time
 from collections.abc import Callable
 
 import pygit2
+import pytest
 
 from core.config import load_repo_config
+from core.errors import ForksyncError
 from tests.fixtures.ledger import ForkedPair
 from workers.engine.pair import CACHE_LAYOUT, CACHE_SETTINGS, Pair, open_pair
 from workers.engine.planning import make_plan
@@ -112,3 +114,14 @@ def test_tidy_with_nothing_to_do_leaves_every_object_and_a_plan_calls_it(forked:
         ).returncode
         == 0
     )
+
+
+def test_a_cache_whose_layout_cannot_be_written_is_a_clear_error(forked: Forked) -> None:
+    made = forked()
+    pair = open_pair(str(made.upstream.path), str(made.fork.path))
+    layout = pair.cache_dir / "layout.txt"
+    layout.unlink()
+    layout.mkdir()  # something in the way that cannot be written as a file
+    with pytest.raises(ForksyncError) as caught:
+        open_pair(str(made.upstream.path), str(made.fork.path))
+    assert "layout.txt" in str(caught.value) and "FORKSYNC_CACHE_DIR" in caught.value.remedy

@@ -289,7 +289,13 @@ def _cache_repo(up: Location, fk: Location) -> Repository:
     if not layout.is_file() or layout.read_text().strip() != CACHE_LAYOUT:
         for key, value in CACHE_SETTINGS:
             repo.git("config", key, value)
-        layout.write_text(f"{CACHE_LAYOUT}\n")
+        try:
+            layout.write_text(f"{CACHE_LAYOUT}\n")
+        except OSError as exc:
+            raise ForksyncError(
+                f"cannot write {layout} in the pair cache: {exc.strerror}",
+                "make FORKSYNC_CACHE_DIR writable, or point it at another directory (the cache is disposable)",
+            ) from None
     alternates = [str(loc.objects) for loc in (up, fk) if loc.objects is not None]
     alt_file = path / "objects" / "info" / "alternates"
     wanted = "".join(f"{a}\n" for a in alternates)
